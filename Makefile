@@ -10,7 +10,12 @@ VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
 PKGS     := yaml-0.1 jansson libzstd
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2 -Wvla
-CPPFLAGS := -Ilib -D_POSIX_C_SOURCE=200809L -DVLPLAN_VERSION='"$(VERSION)"'
+# lib/ is grouped by module (util, io, data, config, model, pack, plan); every module
+# folder and every strategy folder is on the include path, so headers are named alone.
+LIB_DIRS := $(sort $(patsubst %/,%,$(dir $(wildcard lib/*/*.h))))
+PLAN_DIRS := $(sort $(patsubst %/,%,$(dir $(wildcard plans/*/*.h))))
+CPPFLAGS := $(addprefix -I,$(LIB_DIRS) $(PLAN_DIRS) plans) -D_POSIX_C_SOURCE=200809L \
+            -DVLPLAN_VERSION='"$(VERSION)"'
 OPT      := -O2 -g -ffp-contract=off
 ifeq ($(SAN),1)
 OPT      := -O1 -g -fno-omit-frame-pointer -ffp-contract=off \
@@ -22,7 +27,7 @@ PKG_LIBS  = $(shell pkg-config --libs $(PKGS))
 LDLIBS    = $(PKG_LIBS) -lglpk -lm
 TEST_LIBS = $(shell pkg-config --libs criterion)
 
-LIB_SRC  := $(sort $(wildcard lib/*.c plans/*.c))
+LIB_SRC  := $(sort $(wildcard lib/*/*.c plans/*.c plans/*/*.c))
 CMD_SRC  := $(sort $(wildcard cmd/vlplan/*.c))
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
@@ -110,7 +115,7 @@ lint man-lint: man/vlplan.1 | deps
 	mandoc -Tlint -W warning man/vlplan.1
 
 fmt:
-	clang-format -i lib/*.[ch] plans/*.[ch] cmd/vlplan/*.[ch] tests/*.[ch]
+	clang-format -i lib/*/*.[ch] plans/*.[ch] plans/*/*.[ch] cmd/vlplan/*.[ch] tests/*.[ch]
 
 clean:
 	rm -rf build

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../plans/hbp_impl.h"
+#include "hbp_impl.h"
 #include "rng.h"
 #include "run.h"
 

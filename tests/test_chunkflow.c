@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../plans/chunkflow_int.h"
+#include "chunkflow_impl.h"
 #include "gen.h"
 #include "rng.h"
 #include "run.h"

@@ -9,7 +9,7 @@
 
 #include "config.h"
 #include "config_fixture.h"
-#include "config_internal.h"
+#include "config_impl.h"
 #include "testutil.h"
 
 TestSuite(config, .init = setup, .fini = teardown);

@@ -1,5 +1,5 @@
 /* cmd/vlplan/cmd_gen.c -- `vlplan gen`: a manifest of lengths drawn from a published
- * or real distribution (lib/gen.h), as text or JSONL, optionally zstd, atomically. */
+ * or real distribution (lib/data/gen.h), as text or JSONL, optionally zstd, atomically. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>

@@ -1,0 +1,200 @@
+/* lib/config/config.h -- the effective configuration: built-in presets, YAML (libyaml),
+ * --set overrides, validation, and dumps (YAML for `vlplan config --dump`, JSON for
+ * the plan header).  Every key has a documented default (man/vlplan.1, CONFIGURATION).
+ * Units: tokens, bytes, GiB (2^30 B) for memory sizes, GB/s (1e9 B/s) for bandwidths,
+ * microseconds for latencies, TFLOP/s for peak compute. */
+#ifndef VLPLAN_CONFIG_H
+#define VLPLAN_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+#define VL_NAME_MAX 48
+#define VL_TEXT_MAX 256         /* VL_P_TEXT parameters: up to 255 characters */
+#define VL_TABLE_COLS_MAX 32    /* columns of a table-valued parameter */
+#define VL_CURVE_MAX 12
+
+/* Efficiency as a function of a length (tokens): points sorted by x, interpolated
+ * linearly in log2(x), clamped outside. */
+typedef struct vl_curve {
+    int n;
+    double x[VL_CURVE_MAX];
+    double y[VL_CURVE_MAX];
+} vl_curve;
+
+typedef struct vl_model_cfg {
+    char preset[VL_NAME_MAX]; /* name of the built-in shape it came from, or "custom" */
+    int layers, hidden, ffn, ffn_mats, heads, kv_heads, head_dim;
+    int vocab;
+    bool tied_embeddings;
+    /* MoE (experts = 0: dense) */
+    int moe_experts, moe_top_k, moe_shared, moe_ffn, moe_first_dense;
+    /* MLA (kv_lora = 0: standard attention) */
+    int mla_q_lora, mla_kv_lora, mla_qk_nope, mla_qk_rope, mla_v_head;
+} vl_model_cfg;
+
+typedef struct vl_net_cfg {
+    double intra_coll_busbw, intra_ar_busbw, intra_p2p_bw; /* GB/s */
+    double intra_alpha_us, intra_p2p_alpha_us;
+    double inter_nic_bw;                                   /* GB/s per NIC */
+    int inter_nics_per_node;
+    double inter_alpha_us, inter_p2p_alpha_us;
+} vl_net_cfg;
+
+typedef struct vl_cluster_cfg {
+    int gpus, gpus_per_node;
+    char gpu[VL_NAME_MAX];      /* GPU preset name, or "custom" */
+    double peak_tflops;         /* dense bf16 */
+    double mem_gib, mem_reserve_gib;
+    double hbm_gbs;
+    vl_curve gemm_eff, attn_fwd_eff, attn_bwd_eff;
+    double elementwise_overhead;
+    double layer_fixed_us_fwd, layer_fixed_us_bwd;
+    vl_net_cfg net;
+} vl_cluster_cfg;
+
+typedef enum { VL_OVERSIZE_ERROR, VL_OVERSIZE_TRUNCATE, VL_OVERSIZE_DROP } vl_oversize;
+/* AUTO: the strategy checkpoints the fewest layers that fit memory (vl_cost_fewest_ckpt). */
+typedef enum { VL_RECOMPUTE_NONE, VL_RECOMPUTE_SELECTIVE, VL_RECOMPUTE_FULL,
+               VL_RECOMPUTE_AUTO } vl_recompute;
+typedef enum { VL_ZERO_0, VL_ZERO_1, VL_ZERO_2, VL_ZERO_3, VL_ZERO_MDO } vl_zero;
+typedef enum { VL_SP_ULYSSES, VL_SP_RING } vl_sp_kind;
+
+typedef struct vl_training_cfg {
+    int dp, tp, pp, sp;         /* dp = 0 in YAML means gpus / (tp·pp·sp) */
+    vl_sp_kind sp_kind;
+    uint32_t max_seq_len;       /* tokens per packed micro-batch (capacity) */
+    uint32_t global_batch;      /* samples per iteration (0 = use global_tokens) */
+    uint64_t global_tokens;     /* token budget per iteration (0 = use global_batch) */
+    uint32_t micro_batch;       /* samples per micro-batch for padded (unpacked) batching */
+    vl_oversize oversize;
+    uint64_t seed;
+    int epochs;
+    vl_zero zero;
+    vl_recompute recompute;
+    double act_mem_factor;
+    int grad_bytes;
+    double overlap_cp, overlap_tp, overlap_dp; /* fraction of comm hidden under compute */
+} vl_training_cfg;
+
+typedef struct vl_cost_cfg {
+    bool fit_set;               /* a, b, c given: T_layer(l) = a·pairs + b·tokens + c */
+    double fit_a, fit_b, fit_c; /* seconds per (pair, token, micro-batch) per layer */
+    bool comm;                  /* model communication */
+    double bwd_linear, bwd_attn;
+    double act_bytes;           /* bytes/token/layer; 0 = derived from the model shape */
+} vl_cost_cfg;
+
+typedef enum { VL_PACK_FFD, VL_PACK_BFD, VL_PACK_FFS, VL_PACK_BFS, VL_PACK_ISF,
+               VL_PACK_SPFHP } vl_pack_algo;
+
+typedef struct vl_pack_cfg {
+    vl_pack_algo algo;
+    int isf_iters;              /* ISF refinement passes C (default 50) */
+    uint32_t isf_slack;         /* ISF accepts a pack with ≥ cap − slack tokens (128) */
+} vl_pack_cfg;
+
+typedef struct vl_config vl_config;   /* full struct below; opaque parts in config.c */
+
+/* Per-strategy parameters are declared by each strategy as a vl_param table; the
+ * config keeps the raw YAML node of each strategy section and binds it on request. */
+/*  VL_P_AUTO_UINT: a uint, or "auto" stored as 0.
+ *  VL_P_TEXT:  a string of up to VL_TEXT_MAX - 1 characters into char[VL_TEXT_MAX].
+ *  VL_P_TABLE: a list of mappings of numbers, e.g. [{len: 16384, time_s: 1.2}, ...];
+ *              nothing is stored in opts (offset and def unused): bind checks its shape
+ *              (choices = the column names) and that every cell is a number in
+ *              [min, max] (both 0: any finite number); read it with vl_config_table. */
+typedef enum { VL_P_INT, VL_P_UINT, VL_P_DOUBLE, VL_P_BOOL, VL_P_ENUM, VL_P_STRING,
+               VL_P_AUTO_UINT, VL_P_TEXT, VL_P_TABLE } vl_ptype;
+
+typedef struct vl_param {
+    const char *key;            /* key inside the section; NULL ends a table */
+    vl_ptype type;
+    size_t offset;              /* offsetof(opts struct, field): int, uint32_t, double, bool,
+                                 * int (enum index), char[VL_NAME_MAX] or char[VL_TEXT_MAX] */
+    double min, max;            /* inclusive range for numbers (VL_P_TABLE: every cell) */
+    const char *const *choices; /* NULL-terminated: VL_P_ENUM names (also allowed for
+                                 * VL_P_STRING), VL_P_TABLE column names */
+    const char *def;            /* default, as YAML text */
+    const char *help;           /* one line for --help, the man page and dumps */
+} vl_param;
+
+struct vl_config {
+    vl_model_cfg model;
+    vl_cluster_cfg cluster;
+    vl_training_cfg training;
+    vl_cost_cfg cost;
+    vl_pack_cfg pack;
+    char source[256];           /* file it came from, or "<built-in>" */
+    void *raw;                  /* parsed sections kept for strategy binding (config.c) */
+};
+
+/** Fill cfg with the built-in default preset (documented in the man page):
+ *  llama3.1-8b on 32 h100-80gb.  Free with vl_config_free. */
+vl_status vl_config_init_default(vl_config *cfg, vl_err *err);
+
+/** Overlay a YAML file on cfg.  Unknown keys, wrong types, out-of-range values and YAML
+ *  syntax errors are VL_ECONFIG with "FILE:LINE:COL: ..."; a missing file VL_ENOINPUT. */
+vl_status vl_config_load_file(vl_config *cfg, const char *path, vl_err *err);
+
+/** Overlay YAML text (tests, presets); name is used in messages. */
+vl_status vl_config_load_string(vl_config *cfg, const char *yaml, const char *name,
+                                vl_err *err);
+
+/** Apply one "a.b.c=value" override (value parsed as a YAML scalar or flow node),
+ *  the same key paths as the YAML.  Errors name the key: "--set training.pp=x: ...". */
+vl_status vl_config_set(vl_config *cfg, const char *assignment, vl_err *err);
+
+/** Derive what depends on other fields (dp from gpus, model/gpu presets) and check
+ *  cross-field constraints (degrees divide gpus, sp divides kv_heads, ...).  Call once
+ *  after all overlays and before use. */
+vl_status vl_config_finalize(vl_config *cfg, vl_err *err);
+
+/** Bind section `section` (e.g. "hbp") into opts using params: defaults first, then the
+ *  YAML/--set values.  Unknown keys in the section are VL_ECONFIG with line:col, and so
+ *  is a bad value, including a VL_P_TABLE that vl_config_table would refuse or with a
+ *  cell outside the entry's [min, max]. */
+vl_status vl_config_bind(const vl_config *cfg, const char *section, const vl_param *params,
+                         void *opts, vl_err *err);
+
+/** Table-valued parameter section.key (a VL_P_TABLE entry, or any key read this way):
+ *  a YAML list of mappings, each with exactly the columns cols[0..ncols-1] (1 ≤ ncols ≤
+ *  VL_TABLE_COLS_MAX), every value a plain number.  *rows receives nrows x ncols doubles,
+ *  row-major in list order and cols order (malloc'd, caller frees); *rows = NULL and
+ *  *nrows = 0 when the key is absent, null or an empty list.  The last overlay that
+ *  gives the key wins whole: rows are never merged.  Types and shape only; ranges are
+ *  the caller's (or the vl_param's, checked by vl_config_bind).  VL_ECONFIG
+ *  "FILE:LINE:COL: section.key[i].col: ..." for a value that is not a list, an item that
+ *  is not a mapping, a missing or unknown column (with a suggestion) or a non-number;
+ *  VL_ENOMEM; VL_EINTERNAL for a bad cols list. */
+vl_status vl_config_table(const vl_config *cfg, const char *section, const char *key,
+                          const char *const *cols, size_t ncols, double **rows,
+                          size_t *nrows, vl_err *err);
+
+/** Check that every top-level section name is known: the built-in ones plus
+ *  strategy_sections[0..n-1]. */
+vl_status vl_config_check_sections(const vl_config *cfg, const char *const *strategy_sections,
+                                   size_t n, vl_err *err);
+
+/** The effective config as YAML text (malloc'd, caller frees) / compact JSON text with
+ *  keys in a fixed order.  Strategy sections appear as the user wrote them (their
+ *  effective values go in the plan header's "params"). */
+vl_status vl_config_dump_yaml(const vl_config *cfg, char **out, vl_err *err);
+vl_status vl_config_dump_json(const vl_config *cfg, char **out, vl_err *err);
+
+/** Strategy params (opts bound with the table) as compact JSON text, keys in table order.
+ *  VL_P_TABLE parameters are left out (opts does not hold them); the plan header's
+ *  "config" has them, since it carries strategy sections as written. */
+vl_status vl_params_dump_json(const vl_param *params, const void *opts, char **out,
+                              vl_err *err);
+
+void vl_config_free(vl_config *cfg);
+
+/** Names of built-in presets, NULL-terminated: model shapes and GPUs. */
+extern const char *const vl_model_presets[];
+extern const char *const vl_gpu_presets[];
+
+#endif

@@ -1,0 +1,49 @@
+/* lib/data/sampler.h -- which samples a strategy plans and in what order: the oversize
+ * policy (error / truncate / drop, recorded in the plan), the deterministic epoch
+ * order from the seed, and global batches by sample count or token budget. */
+#ifndef VLPLAN_SAMPLER_H
+#define VLPLAN_SAMPLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "manifest.h"
+#include "plan.h"
+
+/* The samples left to plan after the oversize policy, with their effective lengths. */
+typedef struct vl_selection {
+    uint32_t *idx;        /* [n] manifest indices, ascending */
+    size_t n;
+    const uint32_t *len;  /* [manifest n] effective length per manifest index: the
+                           * manifest's own array, or `own` when something was truncated */
+    uint32_t *own;
+    uint64_t tokens;      /* Σ effective len over idx */
+} vl_selection;
+
+/** Apply `policy` for samples longer than `limit` tokens: VL_OVERSIZE_ERROR fails with
+ *  VL_EDATA naming the count and the first offender; DROP leaves them out; TRUNCATE keeps
+ *  their first `limit` tokens.  Dropped or truncated ranges are recorded with
+ *  vl_plan_drop on plan (if non-NULL).  Free with vl_selection_free. */
+vl_status vl_select(vl_selection *sel, const vl_manifest *m, uint32_t limit,
+                    vl_oversize policy, vl_plan *plan, vl_err *err);
+void vl_selection_free(vl_selection *sel);
+
+/** order[0..n-1] = sel->idx permuted for epoch `epoch` (seeded shuffle; the same seed and
+ *  epoch always give the same order). */
+void vl_epoch_order(const vl_selection *sel, uint64_t seed, uint32_t epoch, uint32_t *order);
+
+/* Global batches: batch b is order[start[b] .. start[b+1]). */
+typedef struct vl_batches {
+    size_t n;
+    size_t *start;        /* [n + 1] */
+} vl_batches;
+
+/** Cut order[0..n-1] into global batches: training.global_batch samples each when set,
+ *  else consecutive samples until adding one would pass training.global_tokens.  The
+ *  last batch may be short (kept, never dropped). */
+vl_status vl_make_batches(vl_batches *out, const uint32_t *order, size_t n,
+                          const uint32_t *len, const vl_training_cfg *t, vl_err *err);
+void vl_batches_free(vl_batches *b);
+
+#endif

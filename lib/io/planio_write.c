@@ -1,0 +1,501 @@
+/* lib/io/planio_write.c -- the plan file writer (planio.h, design §7): one JSON record per
+ * line, keys in the schema's fixed order, a running SHA-256 of the uncompressed bytes for
+ * the footer, out through zio (zstd for ".zst") and outfile.
+ *
+ * The header (params and config hold reals and arbitrary nesting) is built and dumped
+ * with jansson.  Iteration records and the footer hold only fixed keys, integers and ids,
+ * and are nearly all of the file: they are printed by hand into the line buffer, token
+ * for token what jansson's compact dump gives (tests/test_planio_json.c re-dumps every line
+ * through jansson to hold that).  A json_t per integer used to cost more than planning. */
+#include "planio.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonnum.h"
+#include "outfile.h"
+#include "sha256.h"
+#include "utf8.h"
+#include "zio.h"
+
+#ifndef VLPLAN_VERSION
+#define VLPLAN_VERSION "0.0.0"
+#endif
+
+/* Reals in params/config with 15 significant digits, as the config dump writes them:
+ * any such decimal survives a trip through a double, so read -> write is byte-exact. */
+#define DUMP_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15))
+
+#define LINE_FIRST ((size_t)1 << 16)
+/* One reservation covers a whole range: ",[", a numeric id, offset and length with their
+ * commas, and the longest closing (",\"truncated\"]"). */
+#define RANGE_MAX (2 + 3 * (VL_JSONNUM_MAX + 1) + sizeof ",\"truncated\"]")
+
+typedef struct line_buf {
+    char *data;           /* allocated before the first record, so never NULL */
+    size_t len, cap;
+    bool oom;             /* ran out of memory (vs. an id that is not valid UTF-8) */
+} line_buf;
+
+typedef struct writer {
+    const vl_plan *p;
+    vl_zwriter *zw;
+    vl_sha256 sha;
+    line_buf line;        /* reused for every record: the largest line is allocated once */
+    uint64_t samples, tokens; /* footer totals */
+} writer;
+
+static const char *const OP_NAMES[] = {"F", "R", "B"};
+static const char *const DROP_NAMES[] = {"oversize", "truncated"};
+
+/* ---- the line buffer ---- */
+
+/* Room for n more bytes.  The buffer only grows, so once the longest record has been
+ * seen this is one comparison; the emitters below reserve once per element and then
+ * store without checks. */
+static bool room(line_buf *b, size_t n)
+{
+    size_t nc = b->cap;
+    char *nd;
+
+    if (b->cap - b->len >= n)
+        return true;
+    while (nc - b->len < n) {
+        if (nc > SIZE_MAX / 2) {
+            b->oom = true;
+            return false;
+        }
+        nc *= 2;
+    }
+    if (!(nd = realloc(b->data, nc))) {
+        b->oom = true;
+        return false;
+    }
+    b->data = nd;
+    b->cap = nc;
+    return true;
+}
+
+static bool put(line_buf *b, const char *s, size_t n)
+{
+    if (!room(b, n))
+        return false;
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    return true;
+}
+
+#define PUT_LIT(b, s) put((b), (s), sizeof(s) - 1)
+
+/* An integer as json_integer((json_int_t)v) dumps it.  Counts here are unsigned and
+ * jansson would show one above INT64_MAX as negative; the cast keeps even that. */
+static char *jint(char *d, uint64_t v)
+{
+    return d + vl_jsonnum_i64(d, (int64_t)v);
+}
+
+/* key (a literal with its leading comma or brace) and a signed integer. */
+static bool put_kv(line_buf *b, const char *key, size_t klen, int64_t v)
+{
+    if (!room(b, klen + VL_JSONNUM_MAX))
+        return false;
+    memcpy(b->data + b->len, key, klen);
+    b->len += klen;
+    b->len += vl_jsonnum_i64(b->data + b->len, v);
+    return true;
+}
+
+#define PUT_KV(b, key, v) put_kv((b), (key), sizeof(key) - 1, (int64_t)(v))
+
+/* ---- ids ---- */
+
+/* A string id as the manifest renders it, which escapes exactly as jansson does
+ * (tests/test_planio_json.c compares the two on control characters and non-ASCII text). */
+static bool put_str_id(line_buf *b, const vl_manifest *m, uint32_t i)
+{
+    const char *id = m->id_pool + m->id_val[i];
+    size_t need;
+
+    /* The manifest reader refuses such ids; a hand-built manifest may not. */
+    if (!vl_utf8_valid(id, strlen(id)))
+        return false;  /* oom stays false: reported as a bad id */
+    need = vl_manifest_id_json(m, i, b->data + b->len, b->cap - b->len);
+    if (need >= b->cap - b->len) {  /* did not fit with its NUL: grow and render again */
+        if (!room(b, need + 1))
+            return false;
+        vl_manifest_id_json(m, i, b->data + b->len, b->cap - b->len);
+    }
+    b->len += need;
+    return true;
+}
+
+/* "[id,off,len" after a comma unless first, the id exactly as the manifest has it
+ * (implicit ids are the index).  The caller closes the array without a check: at least
+ * the bytes of ",\"truncated\"]" are left reserved. */
+static bool put_range(line_buf *b, const vl_manifest *m, uint32_t sample, uint32_t off,
+                      uint32_t len, bool first)
+{
+    char *d;
+
+    if (!room(b, RANGE_MAX))
+        return false;
+    d = b->data + b->len;
+    if (!first)
+        *d++ = ',';
+    *d++ = '[';
+    if (!m->id_kind) {
+        d = jint(d, sample);
+    } else if (m->id_kind[sample] == VL_ID_INT) {
+        d += vl_jsonnum_i64(d, (int64_t)m->id_val[sample]);
+    } else {
+        b->len = (size_t)(d - b->data);
+        if (!put_str_id(b, m, sample) || !room(b, RANGE_MAX))
+            return false;
+        d = b->data + b->len;
+    }
+    *d++ = ',';
+    d = jint(d, off);
+    *d++ = ',';
+    d = jint(d, len);
+    b->len = (size_t)(d - b->data);
+    return true;
+}
+
+/* ---- iteration records ---- */
+
+static bool put_mb(line_buf *b, const vl_plan *p, const vl_mb *mb, bool first)
+{
+    const vl_seg *s = vl_plan_mb_segs(p, mb);
+    uint64_t cum = 0;
+    char *d;
+
+    if (!(first ? PUT_LIT(b, "{\"seg\":[") : PUT_LIT(b, ",{\"seg\":[")))
+        return false;
+    for (uint32_t k = 0; k < mb->nseg; k++) {
+        if (!put_range(b, p->m, s[k].sample, s[k].off, s[k].len, k == 0))
+            return false;
+        b->data[b->len++] = ']';
+    }
+    if (!PUT_LIT(b, "],\"cu_seqlens\":[0") ||
+        !room(b, (size_t)mb->nseg * (VL_JSONNUM_MAX + 1) + 1))
+        return false;
+    d = b->data + b->len;
+    for (uint32_t k = 0; k < mb->nseg; k++) {
+        cum += s[k].len;
+        *d++ = ',';
+        d = jint(d, cum);
+    }
+    *d++ = ']';
+    b->len = (size_t)(d - b->data);
+    return PUT_KV(b, ",\"tokens\":", (int64_t)mb->tokens) &&
+           PUT_KV(b, ",\"cap\":", mb->cap) && PUT_LIT(b, "}");
+}
+
+static bool put_schedule(line_buf *b, const vl_plan *p, const vl_rank *rk)
+{
+    if (!PUT_LIT(b, ",\"schedule\":["))
+        return false;
+    for (uint64_t i = rk->op0; i < rk->op0 + rk->nop; i++) {
+        const vl_op *op = &p->ops[i];
+        char *d;
+        if (!room(b, 8 + VL_JSONNUM_MAX))
+            return false;
+        d = b->data + b->len;
+        if (i > rk->op0)
+            *d++ = ',';
+        *d++ = '[';
+        *d++ = '"';
+        *d++ = OP_NAMES[op->kind <= VL_OP_B ? op->kind : 0][0]; /* one letter each */
+        *d++ = '"';
+        *d++ = ',';
+        d = jint(d, op->mb);
+        *d++ = ']';
+        b->len = (size_t)(d - b->data);
+    }
+    return PUT_LIT(b, "]");
+}
+
+static bool put_rank(line_buf *b, const vl_plan *p, const vl_rank *rk, bool first)
+{
+    if (!(first ? PUT_KV(b, "{\"dp\":", rk->dp) : PUT_KV(b, ",{\"dp\":", rk->dp)) ||
+        !PUT_KV(b, ",\"tp\":", rk->par.tp) || !PUT_KV(b, ",\"pp\":", rk->par.pp) ||
+        !PUT_KV(b, ",\"sp\":", rk->par.sp) ||
+        !PUT_KV(b, ",\"ckpt_layers\":", rk->par.ckpt_layers))
+        return false;
+    if (rk->group >= 0 && !PUT_KV(b, ",\"group\":", rk->group))
+        return false;
+    if (rk->k > 0 && !PUT_KV(b, ",\"k\":", rk->k))
+        return false;
+    if (!PUT_LIT(b, ",\"mbs\":["))
+        return false;
+    for (uint64_t i = rk->mb0; i < rk->mb0 + rk->nmb; i++)
+        if (!put_mb(b, p, &p->mbs[i], i == rk->mb0))
+            return false;
+    if (!PUT_LIT(b, "]"))
+        return false;
+    if (rk->nop > 0 && !put_schedule(b, p, rk))
+        return false;
+    return PUT_LIT(b, "}");
+}
+
+static bool put_iter(writer *w, size_t it)
+{
+    const vl_plan *p = w->p;
+    const vl_iter *in = &p->iters[it];
+    line_buf *b = &w->line;
+    uint64_t tokens, loss, samples;
+
+    vl_plan_iter_totals(p, it, &tokens, &loss, &samples);
+    w->tokens += tokens;
+    w->samples += samples;
+    if (!PUT_KV(b, "{\"type\":\"iter\",\"it\":", (uint64_t)it) ||
+        !PUT_KV(b, ",\"epoch\":", in->epoch) || !PUT_KV(b, ",\"tokens\":", tokens) ||
+        !PUT_KV(b, ",\"loss_tokens\":", loss) || !PUT_KV(b, ",\"samples\":", samples) ||
+        !PUT_LIT(b, ",\"ranks\":["))
+        return false;
+    for (uint64_t r = in->rank0; r < in->rank0 + in->nranks; r++)
+        if (!put_rank(b, p, &p->ranks[r], r == in->rank0))
+            return false;
+    return PUT_LIT(b, "]}");
+}
+
+/* The footer's checksum covers every line before it, so the hash ends here. */
+static bool put_footer(writer *w)
+{
+    const vl_plan *p = w->p;
+    line_buf *b = &w->line;
+    unsigned char digest[32];
+    char hex[65];
+
+    if (!PUT_KV(b, "{\"type\":\"footer\",\"iterations\":", (uint64_t)p->niters) ||
+        !PUT_KV(b, ",\"samples\":", w->samples) || !PUT_KV(b, ",\"tokens\":", w->tokens) ||
+        !PUT_LIT(b, ",\"dropped\":["))
+        return false;
+    for (size_t i = 0; i < p->ndrops; i++) {
+        const vl_drop *dr = &p->drops[i];
+        const char *why = DROP_NAMES[dr->reason == VL_DROP_TRUNCATED];
+        if (!put_range(b, p->m, dr->sample, dr->off, dr->len, i == 0))
+            return false;
+        b->data[b->len++] = ',';  /* put_range left RANGE_MAX bytes for this closing */
+        b->data[b->len++] = '"';
+        memcpy(b->data + b->len, why, strlen(why));
+        b->len += strlen(why);
+        b->data[b->len++] = '"';
+        b->data[b->len++] = ']';
+    }
+    vl_sha256_final(&w->sha, digest);
+    vl_sha256_hex(digest, hex);
+    return PUT_LIT(b, "],\"sha256\":\"") && put(b, hex, 64) && PUT_LIT(b, "\"}");
+}
+
+/* ---- the header, through jansson ---- */
+
+/* jansson reports allocation failures as NULL or -1, and the _new setters release the
+ * value they could not store.  Failures are collected in *ok and checked once. */
+static void set(json_t *o, const char *key, json_t *v, bool *ok)
+{
+    if (json_object_set_new_nocheck(o, key, v) != 0)
+        *ok = false;
+}
+
+static json_t *jinteger(uint64_t v)
+{
+    return json_integer((json_int_t)v);
+}
+
+/* params and config are kept as JSON text; the header embeds them as objects. */
+static vl_status meta_json(const char *text, const char *what, json_t **out, vl_err *err)
+{
+    json_error_t je;
+
+    *out = json_loads(text ? text : "{}", JSON_REJECT_DUPLICATES, &je);
+    if (!*out || !json_is_object(*out)) {
+        json_decref(*out);
+        *out = NULL;
+        return vl_seterr(err, VL_EINTERNAL, "plan header: %s is not a JSON object: %s", what,
+                         text ? je.text : "?");
+    }
+    return VL_OK;
+}
+
+static vl_status header_json(const vl_plan *p, json_t **out, vl_err *err)
+{
+    json_t *o, *params = NULL, *config = NULL, *man;
+    char hex[65];
+    bool ok = true;
+    vl_status st;
+
+    *out = NULL;
+    if (p->seed > INT64_MAX)
+        return vl_seterr(err, VL_EUSAGE, "seed %llu does not fit a JSON integer (max 2^63-1)",
+                         (unsigned long long)p->seed);
+    if ((st = meta_json(p->params_json, "params", &params, err)) != VL_OK ||
+        (st = meta_json(p->config_json, "config", &config, err)) != VL_OK) {
+        json_decref(params);
+        return st;
+    }
+    vl_sha256_hex(p->m->sha256, hex);
+    o = json_object();
+    man = json_object();
+    set(o, "type", json_string_nocheck("header"), &ok);
+    set(o, "schema", json_string_nocheck(VL_PLAN_SCHEMA), &ok);
+    set(o, "vlplan", json_string(VLPLAN_VERSION), &ok);
+    set(o, "strategy", json_string(p->strategy), &ok);
+    set(o, "seed", jinteger(p->seed), &ok);
+    set(o, "params", params, &ok);
+    set(o, "config", config, &ok);
+    set(man, "samples", jinteger(p->m->n), &ok);
+    set(man, "tokens", jinteger(p->m->tokens), &ok);
+    set(man, "sha256", json_string_nocheck(hex), &ok);
+    set(o, "manifest", man, &ok);
+    set(o, "epochs", jinteger(p->epochs), &ok);
+    set(o, "iterations", jinteger(p->niters), &ok);
+    if (!ok) {
+        json_decref(o);
+        return vl_seterr(err, VL_ENOMEM, "out of memory formatting the plan header");
+    }
+    *out = o;
+    return VL_OK;
+}
+
+static int line_put(const char *s, size_t n, void *ud)
+{
+    return put(ud, s, n) ? 0 : -1;
+}
+
+/* ---- records out ---- */
+
+/* End the record in the line buffer (ok: it was formatted), hash it unless it is the
+ * footer, write it, and empty the buffer for the next one. */
+static vl_status finish(writer *w, bool ok, bool hash, vl_err *err)
+{
+    line_buf *b = &w->line;
+    vl_status st;
+
+    if (ok)
+        ok = PUT_LIT(b, "\n");
+    if (!ok && !b->oom)
+        return vl_seterr(err, VL_EDATA, "cannot write the plan: a sample id is not valid "
+                                        "UTF-8");
+    if (!ok)
+        return vl_seterr(err, VL_ENOMEM, "out of memory formatting the plan");
+    if (hash)
+        vl_sha256_update(&w->sha, b->data, b->len);
+    st = vl_zwriter_write(w->zw, b->data, b->len, err);
+    b->len = 0;
+    return st;
+}
+
+static vl_status write_header(writer *w, vl_err *err)
+{
+    json_t *rec;
+    vl_status st;
+    int rc;
+
+    if ((st = header_json(w->p, &rec, err)) != VL_OK)
+        return st;
+    rc = json_dump_callback(rec, line_put, &w->line, DUMP_FLAGS);
+    json_decref(rec);
+    /* strategy and version were checked by json_string, so a failure is memory */
+    if (rc != 0 && !w->line.oom)
+        return vl_seterr(err, VL_ENOMEM, "out of memory formatting the plan header");
+    return finish(w, rc == 0, true, err);
+}
+
+/* Every id written must come from the manifest; a phantom would make an unreadable plan. */
+static vl_status check_samples(const vl_plan *p, vl_err *err)
+{
+    if (!p->m)
+        return vl_seterr(err, VL_EUSAGE, "cannot write a plan without its manifest");
+    for (size_t i = 0; i < p->nsegs; i++)
+        if (p->segs[i].sample >= p->m->n)
+            return vl_seterr(err, VL_EDATA, "cannot write the plan: segment %zu refers to "
+                             "sample %u, the manifest has %zu", i, p->segs[i].sample, p->m->n);
+    for (size_t i = 0; i < p->ndrops; i++)
+        if (p->drops[i].sample >= p->m->n)
+            return vl_seterr(err, VL_EDATA, "cannot write the plan: dropped range %zu refers "
+                             "to sample %u, the manifest has %zu", i, p->drops[i].sample,
+                             p->m->n);
+    return VL_OK;
+}
+
+static vl_status write_records(writer *w, vl_err *err)
+{
+    vl_status st;
+
+    if ((st = write_header(w, err)) != VL_OK)
+        return st;
+    for (size_t it = 0; it < w->p->niters; it++)
+        if ((st = finish(w, put_iter(w, it), true, err)) != VL_OK)
+            return st;
+    return finish(w, put_footer(w), false, err);
+}
+
+static vl_status write_plan(const vl_plan *p, int fd, bool zstd, const char *name,
+                            vl_err *err)
+{
+    writer w;
+    vl_status st;
+
+    memset(&w, 0, sizeof w);
+    w.p = p;
+    vl_sha256_init(&w.sha);
+    if ((st = check_samples(p, err)) != VL_OK)
+        return st;
+    if (!(w.line.data = malloc(LINE_FIRST)))
+        return vl_seterr(err, VL_ENOMEM, "out of memory formatting the plan");
+    w.line.cap = LINE_FIRST;
+    if ((st = vl_zwriter_fd(&w.zw, fd, zstd, name, err)) != VL_OK) {
+        free(w.line.data);
+        return st;
+    }
+    st = write_records(&w, err);
+    if (st == VL_OK)
+        st = vl_zwriter_close(w.zw, err);
+    else
+        vl_zwriter_close(w.zw, NULL); /* frees; the first error is the one to report */
+    free(w.line.data);
+    return st;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+vl_status vl_plan_write_file(const vl_plan *p, const char *path, vl_err *err)
+{
+    vl_outfile *o;
+    vl_status st;
+
+    if (strcmp(path, "-") == 0)
+        return vl_seterr(err, VL_EUSAGE, "vl_plan_write_file: \"-\" is standard output, "
+                                         "use vl_plan_write_fd");
+    if ((st = vl_outfile_open(&o, path, err)) != VL_OK)
+        return st;
+    st = vl_plan_write_to(p, o, path, err);
+    if (st != VL_OK) {
+        vl_outfile_abort(o);
+        return st;
+    }
+    return vl_outfile_commit(o, err);
+}
+
+vl_status vl_plan_write_to(const vl_plan *p, vl_outfile *o, const char *path, vl_err *err)
+{
+    return write_plan(p, vl_outfile_fd(o), ends_with(path, ".zst"), path, err);
+}
+
+vl_status vl_plan_write_fd(const vl_plan *p, int fd, bool zstd, vl_err *err)
+{
+    char name[32];
+
+    if (fd == 1)
+        snprintf(name, sizeof name, "<stdout>");
+    else
+        snprintf(name, sizeof name, "<fd %d>", fd);
+    return write_plan(p, fd, zstd, name, err);
+}

@@ -1,0 +1,485 @@
+/* lib/model/cost.c -- the cost model (design §5; research/costmodel.md §7 is the spec):
+ * FLOPs of causal slices, compute time through efficiency curves, alpha-beta
+ * communication, activation and model-state memory.
+ *
+ * Conventions and deliberate choices:
+ *  - A segment [off, off + len) attends to every earlier token of its sample, so it
+ *    holds (b(b+1) - a(a+1))/2 query-key pairs (b = off + len, a = off).
+ *  - Layers are all alike: MoE models (dense first layers, then MoE) use the average
+ *    layer for FLOPs, activations and parameters.
+ *  - TP always comes with Megatron sequence parallelism (activations and GEMMs split by
+ *    tp, all-gather + reduce-scatter instead of all-reduce).  Ranks are laid out
+ *    tp-innermost, then sp, then dp, then pp.
+ *  - Recomputation: training.recompute = full recomputes every layer; otherwise
+ *    par->ckpt_layers layers of the stage do.  `selective` with FlashAttention keeps
+ *    nothing quadratic, so it costs the same as none.
+ *  - cost.fit replaces the analytic model entirely: per layer fwd = (a·P + b·T)/(tp·sp)
+ *    + c and bwd = (bwd_attn·a·P + bwd_linear·b·T)/(tp·sp) + bwd_linear·c, with no LM
+ *    head, no layer_fixed_us, no efficiency curves and no communication anywhere
+ *    (vl_cost_comm_time and vl_cost_dp_sync_time return 0).  With a = c = 0, b = 1 the
+ *    backward is exactly twice the forward, which the simulator tests rely on.
+ *  - cost.comm = off makes every communication time 0 as well.
+ *  - Efficiency curves are linear in log2 of their argument; vl_cost_init keeps the
+ *    log2 of every curve point, so the simulator's lookups (one per segment and curve)
+ *    each take a single log2, bit-identical to vl_curve_eval.
+ *  - vl_cost_comm_time(VL_COMM_P2P, bytes, n): n is the number of ranks the pair spans
+ *    (the transfer crosses nodes when n > gpus_per_node), e.g. gpus / pp + 1 for
+ *    neighbouring pipeline stages.  Pipeline P2P is not part of vl_cost_mb_time: it is
+ *    an edge of the simulator's DAG. */
+#include <math.h>
+#include <string.h>
+
+#include "cost.h"
+
+#define BF16 2.0 /* bytes per activation/parameter element on the wire */
+
+/* ---- per-model constants ---- */
+
+/* Per-token multiply-adds and activation bytes of the attention block. */
+static void attn_shape(const vl_model_cfg *m, double *macs, double *act, double *acoef)
+{
+    double h = m->hidden, a = m->heads;
+
+    if (m->mla_kv_lora > 0) {
+        double qdim = a * (m->mla_qk_nope + m->mla_qk_rope), vdim = a * m->mla_v_head;
+        double q = m->mla_q_lora > 0 ? h * m->mla_q_lora + (double)m->mla_q_lora * qdim
+                                     : h * qdim;
+        *macs = q + h * (m->mla_kv_lora + m->mla_qk_rope) +
+                (double)m->mla_kv_lora * a * (m->mla_qk_nope + m->mla_v_head) + vdim * h;
+        *act = 4 * qdim + 4 * vdim; /* Q, K (qk width), V, O (v width), bf16 */
+        *acoef = 2 * a * (m->mla_qk_nope + m->mla_qk_rope + m->mla_v_head);
+        return;
+    }
+    double hq = a * m->head_dim, hkv = (double)m->kv_heads * m->head_dim;
+    *macs = h * (hq + 2 * hkv) + hq * h;
+    *act = 4 * hq + 4 * hkv;
+    *acoef = 4 * hq; /* QK^T and AV, 2 FLOPs per multiply-add */
+}
+
+/* FFN of the average layer: active multiply-adds, stored parameters, activation bytes. */
+static void ffn_shape(const vl_model_cfg *m, double *macs, double *params, double *act)
+{
+    double h = m->hidden, mats = m->ffn_mats, L = m->layers;
+    double dense = m->moe_experts > 0 ? m->moe_first_dense : L, moe = L - dense;
+    double active = m->moe_ffn * (double)(m->moe_top_k + m->moe_shared);
+    double stored = m->moe_ffn * (double)(m->moe_experts + m->moe_shared);
+    double router = h * m->moe_experts;
+
+    *macs = (dense * mats * h * m->ffn + moe * (mats * h * active + router)) / L;
+    *params = (dense * mats * h * m->ffn + moe * (mats * h * stored + router)) / L;
+    *act = (dense * 2 * mats * m->ffn + moe * 2 * mats * active) / L;
+}
+
+static void curve_logs(const vl_curve *cv, double *lx)
+{
+    for (int i = 0; i < cv->n && i < VL_CURVE_MAX; i++)
+        lx[i] = log2(cv->x[i]);
+}
+
+vl_status vl_cost_init(vl_cost *c, const vl_config *cfg, vl_err *err)
+{
+    const vl_model_cfg *m = &cfg->model;
+    double amacs, aact, fmacs, fparams, fact, h = m->hidden;
+
+    memset(c, 0, sizeof *c);
+    if (m->layers < 1 || m->hidden < 1 || m->heads < 1 || m->kv_heads < 1 ||
+        m->head_dim < 1 || m->vocab < 1 || m->ffn_mats < 1)
+        return vl_seterr(err, VL_ECONFIG, "model: expected layers, hidden, heads, kv_heads, "
+                         "head_dim, vocab and ffn_mats of at least 1");
+    if (cfg->cluster.gpus_per_node < 1)
+        return vl_seterr(err, VL_ECONFIG, "cluster.gpus_per_node: expected at least 1, got %d",
+                         cfg->cluster.gpus_per_node);
+    if (cfg->cluster.peak_tflops <= 0)
+        return vl_seterr(err, VL_ECONFIG, "cluster.peak_tflops: expected a positive number, "
+                         "got %g", cfg->cluster.peak_tflops);
+    attn_shape(m, &amacs, &aact, &c->acoef);
+    ffn_shape(m, &fmacs, &fparams, &fact);
+    c->cfg = cfg;
+    c->lin = 2 * (amacs + fmacs);
+    c->head = 2 * h * m->vocab;
+    c->act_bytes = cfg->cost.act_bytes > 0 ? cfg->cost.act_bytes : 8 * h + aact + fact;
+    c->params_layer = amacs + fparams + 2 * h; /* + two RMSNorm weights */
+    c->params_embed = h * m->vocab * (m->tied_embeddings ? 1 : 2) + h; /* + final norm */
+    c->peak = cfg->cluster.peak_tflops * 1e12;
+    curve_logs(&cfg->cluster.gemm_eff, c->lx_gemm);
+    curve_logs(&cfg->cluster.attn_fwd_eff, c->lx_attn_fwd);
+    curve_logs(&cfg->cluster.attn_bwd_eff, c->lx_attn_bwd);
+    return VL_OK;
+}
+
+/* ---- FLOPs ---- */
+
+double vl_cost_pairs(uint64_t a, uint64_t b)
+{
+    if (b <= a)
+        return 0;
+    /* (b(b+1) - a(a+1))/2 = (b-a)(a+b+1)/2, in doubles: b(b+1) overflows 64 bits */
+    return (double)(b - a) * ((double)a + (double)b + 1) / 2;
+}
+
+static double seg_pairs(const vl_seg *s)
+{
+    return vl_cost_pairs(s->off, (uint64_t)s->off + s->len);
+}
+
+double vl_cost_fwd_flops(const vl_cost *c, const vl_seg *segs, size_t n)
+{
+    double T = 0, P = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        T += segs[i].len;
+        P += seg_pairs(&segs[i]);
+    }
+    return c->cfg->model.layers * (c->lin * T + c->acoef * P) + c->head * T;
+}
+
+double vl_cost_model_flops(const vl_cost *c, const vl_seg *segs, size_t n)
+{
+    return 3 * vl_cost_fwd_flops(c, segs, n);
+}
+
+/* ---- efficiency curves ---- */
+
+/* The piece [x[i], x[i+1]) of cv holding x, or -1 when x is clamped to an end or the
+ * curve is empty (*y then holds the value). */
+static int curve_piece(const vl_curve *cv, double x, double *y)
+{
+    int i = 0;
+
+    if (cv->n < 1) {
+        *y = 1.0;
+        return -1;
+    }
+    if (x <= cv->x[0]) {
+        *y = cv->y[0];
+        return -1;
+    }
+    if (x >= cv->x[cv->n - 1]) {
+        *y = cv->y[cv->n - 1];
+        return -1;
+    }
+    while (x >= cv->x[i + 1])
+        i++;
+    return i;
+}
+
+/* Linear in log2 x on piece i; lg = log2 x, l0 and l1 the log2 of its ends.  The one
+ * formula behind both lookups, so cached and uncached results are bit-identical. */
+static double curve_lerp(const vl_curve *cv, int i, double lg, double l0, double l1)
+{
+    double t = (lg - l0) / (l1 - l0);
+    return cv->y[i] + t * (cv->y[i + 1] - cv->y[i]);
+}
+
+double vl_curve_eval(const vl_curve *cv, double x)
+{
+    double y;
+    int i = curve_piece(cv, x, &y);
+
+    if (i < 0)
+        return y;
+    return curve_lerp(cv, i, log2(x), log2(cv->x[i]), log2(cv->x[i + 1]));
+}
+
+/* vl_curve_eval with lx[] = log2 of cv's points (vl_cost).  *lg caches log2 x: NaN
+ * until needed, so clamped lookups take none and the two attention curves, evaluated
+ * at the same length, share one. */
+static double curve_eval_lx(const vl_curve *cv, const double *lx, double x, double *lg)
+{
+    double y;
+    int i = curve_piece(cv, x, &y);
+
+    if (i < 0)
+        return y;
+    if (isnan(*lg))
+        *lg = log2(x);
+    return curve_lerp(cv, i, *lg, lx[i], lx[i + 1]);
+}
+
+/* ---- communication ---- */
+
+static bool comm_on(const vl_cost *c)
+{
+    return c->cfg->cost.comm && !c->cfg->cost.fit_set;
+}
+
+/* Alpha-beta time of op over n ranks `stride` apart (t = alpha + k(op,n)·S/busbw,
+ * S the whole buffer, nccl-tests convention). */
+static double coll_time(const vl_cost *c, vl_comm_op op, double S, int n, int stride)
+{
+    const vl_net_cfg *net = &c->cfg->cluster.net;
+    int gpn = c->cfg->cluster.gpus_per_node, span = n * stride, m;
+    double k, nic_gpu, bw;
+
+    if (n <= 1 || S <= 0)
+        return 0;
+    if (op == VL_COMM_P2P)
+        return span > gpn ? net->inter_p2p_alpha_us * 1e-6 + S / (net->inter_nic_bw * 1e9)
+                          : net->intra_p2p_alpha_us * 1e-6 + S / (net->intra_p2p_bw * 1e9);
+    k = (op == VL_COMM_AR ? 2.0 : 1.0) * (n - 1) / n;
+    if (span <= gpn)
+        return net->intra_alpha_us * 1e-6 +
+               k * S / ((op == VL_COMM_AR ? net->intra_ar_busbw : net->intra_coll_busbw) * 1e9);
+    m = stride >= gpn ? 1 : gpn / stride; /* group members per node */
+    if (m > n)
+        m = n;
+    nic_gpu = net->inter_nic_bw * net->inter_nics_per_node / gpn;
+    if (op == VL_COMM_A2A) /* all-to-all cannot pool NICs: one share per GPU */
+        return net->inter_alpha_us * 1e-6 + S * (n - m) / n / (nic_gpu * 1e9) +
+               S * (m - 1) / n / (net->intra_coll_busbw * 1e9);
+    bw = fmin(net->intra_coll_busbw, m * nic_gpu);
+    return net->inter_alpha_us * 1e-6 + k * S / (bw * 1e9);
+}
+
+double vl_cost_comm_time(const vl_cost *c, vl_comm_op op, double bytes, int n)
+{
+    return comm_on(c) ? coll_time(c, op, bytes, n, 1) : 0;
+}
+
+/* Exposed communication of one layer for one micro-batch of T tokens. */
+typedef struct layer_comm {
+    double fwd, bwd;
+} layer_comm;
+
+static layer_comm comm_per_layer(const vl_cost *c, double T, int tp, int sp, double att_f,
+                                 double att_b)
+{
+    const vl_config *cfg = c->cfg;
+    const vl_training_cfg *tr = &cfg->training;
+    double hq = (double)cfg->model.heads * cfg->model.head_dim;
+    double hkv = (double)cfg->model.kv_heads * cfg->model.head_dim, local = T / sp;
+    layer_comm lc = {0, 0};
+
+    if (!comm_on(c))
+        return lc;
+    if (sp > 1 && tr->sp_kind == VL_SP_ULYSSES) {
+        /* QKV before and O after attention, the same on gradients; nothing hides it */
+        double t = coll_time(c, VL_COMM_A2A, local * (hq + 2 * hkv) * BF16 / tp, sp, tp) +
+                   coll_time(c, VL_COMM_A2A, local * hq * BF16 / tp, sp, tp);
+        lc.fwd += t;
+        lc.bwd += t;
+    } else if (sp > 1) {
+        /* ring: sp - 1 KV steps forward, KV + dKV backward, overlapped with attention
+         * blocks up to overlap.cp, and never hidden beyond the attention time */
+        double step = local * 2 * hkv * BF16 / tp;
+        double f = (sp - 1) * coll_time(c, VL_COMM_P2P, step, sp, tp);
+        double b = (sp - 1) * coll_time(c, VL_COMM_P2P, 2 * step, sp, tp);
+        lc.fwd += fmax((1 - tr->overlap_cp) * f, f - att_f);
+        lc.bwd += fmax((1 - tr->overlap_cp) * b, b - att_b);
+    }
+    if (tp > 1) {
+        /* sequence-parallel TP: 2 all-gathers + 2 reduce-scatters each way */
+        double S = local * cfg->model.hidden * BF16;
+        double t = 2 * (coll_time(c, VL_COMM_AG, S, tp, 1) + coll_time(c, VL_COMM_RS, S, tp, 1));
+        lc.fwd += (1 - tr->overlap_tp) * t;
+        lc.bwd += (1 - tr->overlap_tp) * t;
+    }
+    return lc;
+}
+
+/* ---- time of a micro-batch ---- */
+
+static int ckpt_of(const vl_cost *c, const vl_par *par, int layers)
+{
+    if (c->cfg->training.recompute == VL_RECOMPUTE_FULL)
+        return layers;
+    if (par->ckpt_layers < 0)
+        return 0;
+    return par->ckpt_layers < layers ? par->ckpt_layers : layers;
+}
+
+static vl_mb_time fitted_time(const vl_cost *c, double T, double P, double g, int layers,
+                              int ckpt)
+{
+    const vl_cost_cfg *k = &c->cfg->cost;
+    double f = (k->fit_a * P + k->fit_b * T) / g + k->fit_c;
+    double b = (k->bwd_attn * k->fit_a * P + k->bwd_linear * k->fit_b * T) / g +
+               k->bwd_linear * k->fit_c;
+    vl_mb_time t = {0, 0, 0, 0, 0};
+
+    t.recompute = ckpt * f;
+    t.fwd = layers * f;
+    t.bwd = layers * b + t.recompute;
+    return t;
+}
+
+vl_mb_time vl_cost_mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const vl_par *par,
+                           int layers, int last_stage)
+{
+    const vl_config *cfg = c->cfg;
+    const vl_cluster_cfg *cl = &cfg->cluster;
+    int tp = par->tp > 1 ? par->tp : 1, sp = par->sp > 1 ? par->sp : 1;
+    int ckpt = ckpt_of(c, par, layers);
+    bool ring = sp > 1 && cfg->training.sp_kind == VL_SP_RING;
+    double g = (double)tp * sp, T = 0, P = 0, att_f = 0, att_b = 0;
+    double eff, lin, head, fix_f = cl->layer_fixed_us_fwd * 1e-6, lgT = NAN;
+    vl_mb_time t = {0, 0, 0, 0, 0};
+    layer_comm lc;
+
+    for (size_t i = 0; i < n; i++) {
+        double p = seg_pairs(&segs[i]);
+        T += segs[i].len;
+        P += p;
+        if (p > 0 && !cfg->cost.fit_set) {
+            double len = sqrt(2 * p) / (ring ? sp : 1); /* equal-work length a GPU sees */
+            double lg = NAN;
+            att_f += c->acoef * p / g /
+                     (c->peak * curve_eval_lx(&cl->attn_fwd_eff, c->lx_attn_fwd, len, &lg));
+            att_b += cfg->cost.bwd_attn * c->acoef * p / g /
+                     (c->peak * curve_eval_lx(&cl->attn_bwd_eff, c->lx_attn_bwd, len, &lg));
+        }
+    }
+    if (T == 0)
+        return t;
+    if (cfg->cost.fit_set)
+        return fitted_time(c, T, P, g, layers, ckpt);
+    eff = curve_eval_lx(&cl->gemm_eff, c->lx_gemm, T / sp, &lgT);
+    lin = c->lin * T / g / (c->peak * eff) * (1 + cl->elementwise_overhead);
+    head = last_stage ? c->head * T / g / (c->peak * eff) : 0;
+    lc = comm_per_layer(c, T, tp, sp, att_f, att_b);
+    t.comm_fwd = layers * lc.fwd;
+    t.comm_bwd = layers * lc.bwd;
+    t.recompute = ckpt * (lin + att_f + fix_f + lc.fwd);
+    t.fwd = layers * (lin + att_f + fix_f) + head + t.comm_fwd;
+    t.bwd = layers * (cfg->cost.bwd_linear * lin + att_b + cl->layer_fixed_us_bwd * 1e-6) +
+            cfg->cost.bwd_linear * head + t.comm_bwd + t.recompute;
+    return t;
+}
+
+/* ---- memory ---- */
+
+double vl_cost_act_bytes(const vl_cost *c, uint64_t tokens, const vl_par *par, int layers,
+                         int last_stage)
+{
+    const vl_config *cfg = c->cfg;
+    double g = (double)(par->tp > 1 ? par->tp : 1) * (par->sp > 1 ? par->sp : 1);
+    double per_tok = (double)tokens / g, h = cfg->model.hidden, V = cfg->model.vocab;
+    double A = c->act_bytes, bytes;
+    int ckpt = ckpt_of(c, par, layers);
+
+    /* checkpointed layers keep their bf16 input only, plus one full layer while the
+     * backward recomputes it */
+    bytes = (layers - ckpt) * A + ckpt * 2 * h + (ckpt > 0 ? A : 0);
+    bytes *= per_tok * cfg->training.act_mem_factor;
+    if (last_stage)
+        bytes += (4 * V + 4 * h) * per_tok; /* fp32 logits for the loss + its input */
+    return bytes;
+}
+
+double vl_cost_state_store_bytes(const vl_cost *c, uint64_t tokens, const vl_par *par,
+                                 int layers)
+{
+    const vl_model_cfg *m = &c->cfg->model;
+    double tp = par->tp > 1 ? par->tp : 1, sp = par->sp > 1 ? par->sp : 1;
+    double heads = m->kv_heads, dk = m->head_dim, dv = m->head_dim, kvh, per_tok;
+
+    if (m->mla_kv_lora > 0) {   /* the expanded keys and values, as attn_shape counts */
+        heads = m->heads;
+        dk = (double)m->mla_qk_nope + m->mla_qk_rope;
+        dv = m->mla_v_head;
+    }
+    kvh = heads > tp ? heads / tp : 1.0;
+    per_tok = layers * BF16 * kvh * (dk + dv) + BF16 * m->hidden / tp;
+    return per_tok * (double)tokens / sp;
+}
+
+/* Parameters held by one GPU of a stage: its layers and embedding share, split by TP. */
+static double stage_params(const vl_cost *c, const vl_par *par, int layers, int first,
+                           int last)
+{
+    const vl_model_cfg *m = &c->cfg->model;
+    double vh = (double)m->vocab * m->hidden, psi = layers * c->params_layer;
+
+    if (first)
+        psi += vh;
+    if (last) /* untied: the LM head; tied across stages: a copy of the embedding */
+        psi += (!m->tied_embeddings || !first ? vh : 0) + m->hidden;
+    return psi / (par->tp > 1 ? par->tp : 1);
+}
+
+double vl_cost_state_bytes(const vl_cost *c, const vl_par *par, int dp, int layers,
+                           int first_stage, int last_stage)
+{
+    const vl_training_cfg *tr = &c->cfg->training;
+    double d = (double)(dp > 1 ? dp : 1) * (par->sp > 1 ? par->sp : 1), per_param;
+
+    /* bytes per parameter: ZeRO paper (bf16 params/grads + 12 B Adam) and Megatron's
+     * distributed optimizer (bf16 params, grad_bytes gradients) */
+    switch (tr->zero) {
+    case VL_ZERO_0: per_param = 16; break;
+    case VL_ZERO_1: per_param = 4 + 12 / d; break;
+    case VL_ZERO_2: per_param = 2 + 14 / d; break;
+    case VL_ZERO_3: per_param = 16 / d; break;
+    default: per_param = 2 + tr->grad_bytes + 12 / d; break;
+    }
+    return per_param * stage_params(c, par, layers, first_stage, last_stage);
+}
+
+double vl_cost_mem_capacity(const vl_cost *c)
+{
+    const vl_cluster_cfg *cl = &c->cfg->cluster;
+
+    return (cl->mem_gib - cl->mem_reserve_gib) * 1073741824.0;
+}
+
+double vl_cost_dp_sync_time(const vl_cost *c, const vl_par *par, int dp, int layers)
+{
+    const vl_training_cfg *tr = &c->cfg->training;
+    int tp = par->tp > 1 ? par->tp : 1, n = (dp > 1 ? dp : 1) * (par->sp > 1 ? par->sp : 1);
+    /* the heaviest stage: with pp = 1 it holds everything, else one embedding matrix */
+    double psi = stage_params(c, par, layers, 1, par->pp <= 1), t;
+
+    if (!comm_on(c) || n <= 1)
+        return 0;
+    if (tr->zero == VL_ZERO_0)
+        t = coll_time(c, VL_COMM_AR, BF16 * psi, n, tp);
+    else
+        t = coll_time(c, VL_COMM_RS, tr->grad_bytes * psi, n, tp) +
+            coll_time(c, VL_COMM_AG, BF16 * psi, n, tp) *
+                (tr->zero == VL_ZERO_3 ? 2 : 1); /* ZeRO-3 gathers for fwd and bwd */
+    return (1 - tr->overlap_dp) * t;
+}
+
+/* ---- memory of a rank, and the fewest checkpointed layers that fit ---- */
+
+int vl_cost_stage_layers(const vl_cost *c, int pp, int stage)
+{
+    int L = c->cfg->model.layers;
+    return pp < 1 ? L : L / pp + (stage < L % pp);
+}
+
+double vl_cost_rank_peak_bytes(const vl_cost *c, uint64_t tokens, const vl_par *par, int ranks,
+                               uint32_t mbs)
+{
+    int pp = par->pp < 1 ? 1 : par->pp;
+    int first = vl_cost_stage_layers(c, pp, 0), last = vl_cost_stage_layers(c, pp, pp - 1);
+    double inflight = (uint32_t)pp < mbs ? (double)pp : (double)(mbs ? mbs : 1);
+    double m0 = vl_cost_state_bytes(c, par, ranks, first, 1, pp == 1) +
+                inflight * vl_cost_act_bytes(c, tokens, par, first, pp == 1);
+
+    if (pp > 1) {
+        double ml = vl_cost_state_bytes(c, par, ranks, last, 0, 1) +
+                    vl_cost_act_bytes(c, tokens, par, last, 1);
+        if (ml > m0)
+            m0 = ml;
+    }
+    return m0;
+}
+
+/* Memory falls as layers are checkpointed, so the first count that fits is the
+ * fewest; a linear scan over at most L/pp + 1 counts is cheap next to planning. */
+int vl_cost_fewest_ckpt(const vl_cost *c, uint64_t tokens, const vl_par *par, int ranks,
+                        uint32_t mbs)
+{
+    vl_par q = *par;
+    int pp = par->pp < 1 ? 1 : par->pp, most = vl_cost_stage_layers(c, pp, 0);
+    double cap = vl_cost_mem_capacity(c);
+
+    for (int k = 0; k <= most; k++) {
+        q.ckpt_layers = k;
+        if (vl_cost_rank_peak_bytes(c, tokens, &q, ranks, mbs) <= cap)
+            return k;
+    }
+    return -1;
+}
+

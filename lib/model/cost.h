@@ -1,0 +1,131 @@
+/* lib/model/cost.h -- the cost model, the single source of every estimate (design §5,
+ * research/costmodel.md §7): FLOPs, compute time, activation and model-state memory,
+ * and alpha-beta communication, for a micro-batch given as segments [a, b) of samples. */
+#ifndef VLPLAN_COST_H
+#define VLPLAN_COST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+/* A slice [off, off + len) of sample `sample` (index into the manifest). */
+typedef struct vl_seg {
+    uint32_t sample;
+    uint32_t off;
+    uint32_t len;
+} vl_seg;
+
+/* Parallel layout one micro-batch runs under. */
+typedef struct vl_par {
+    int tp, pp, sp;       /* sp = sequence/context-parallel degree (kind from the config) */
+    int ckpt_layers;      /* layers (per pipeline stage) that recompute activations */
+} vl_par;
+
+/* Derived per-model constants, computed once from the config. */
+typedef struct vl_cost {
+    const vl_config *cfg;
+    double lin;           /* linear fwd FLOPs per token per layer */
+    double acoef;         /* attention fwd FLOPs per query-key pair per layer (4·h_q) */
+    double head;          /* LM-head fwd FLOPs per token (2·h·V) */
+    double act_bytes;     /* activation bytes per token per layer (bf16, FlashAttention) */
+    double params_layer;  /* parameters per transformer layer */
+    double params_embed;  /* embedding (+ untied LM head) parameters */
+    double peak;          /* FLOP/s */
+    /* log2 of the x points of cluster.gemm_eff, attn_fwd_eff and attn_bwd_eff: the
+     * simulator evaluates the curves for every micro-batch and segment, and with these
+     * a lookup takes one log2 (of its argument) instead of three */
+    double lx_gemm[VL_CURVE_MAX], lx_attn_fwd[VL_CURVE_MAX], lx_attn_bwd[VL_CURVE_MAX];
+} vl_cost;
+
+/* One collective/p2p operation kind for vl_cost_comm_time. */
+typedef enum { VL_COMM_AR, VL_COMM_AG, VL_COMM_RS, VL_COMM_A2A, VL_COMM_P2P } vl_comm_op;
+
+/** Derive the constants from cfg (which must outlive c).  VL_ECONFIG if the shape is
+ *  unusable (zero layers, ...). */
+vl_status vl_cost_init(vl_cost *c, const vl_config *cfg, vl_err *err);
+
+/** Causal query-key pairs of the slice [a, b): (b(b+1) − a(a+1)) / 2. */
+double vl_cost_pairs(uint64_t a, uint64_t b);
+
+/** Whole-model forward FLOPs of a micro-batch (all layers + LM head), no recompute. */
+double vl_cost_fwd_flops(const vl_cost *c, const vl_seg *segs, size_t n);
+
+/** Model FLOPs (fwd + bwd, 3× forward, no recompute): the MFU numerator. */
+double vl_cost_model_flops(const vl_cost *c, const vl_seg *segs, size_t n);
+
+/* Times of one micro-batch on one pipeline stage of `layers` layers. */
+typedef struct vl_mb_time {
+    double fwd, bwd;      /* seconds, compute + exposed communication */
+    double recompute;     /* seconds of recompute forward included in bwd */
+    double comm_fwd, comm_bwd; /* seconds of exposed communication included above */
+} vl_mb_time;
+
+/** Time of a micro-batch on one stage holding `layers` layers, with the LM head when
+ *  last_stage.  Uses the fitted curve when cost.fit is set (then no communication). */
+vl_mb_time vl_cost_mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const vl_par *par,
+                           int layers, int last_stage);
+
+/** Activation bytes held per device between the forward and backward of this micro-batch
+ *  on a stage of `layers` layers (ckpt_layers of them recomputed). */
+double vl_cost_act_bytes(const vl_cost *c, uint64_t tokens, const vl_par *par, int layers,
+                         int last_stage);
+
+/** State-store bytes held per device for a micro-batch whose activations are dropped
+ *  after its forward and rebuilt by a recompute before its backward (ChunkFlow,
+ *  Algorithm 2, chunks with N > K), on a stage of `layers` layers:
+ *
+ *      tokens/sp · (layers · 2 · kvh · (dk + dv) + 2 · h/tp)      bytes (bf16)
+ *
+ *  kvh = max(1, kv_heads/tp) key/value heads per TP rank (GQA replicates a head when
+ *  tp > kv_heads), dk = dv = head_dim; MLA stores the expanded keys and values its
+ *  attention reads: kvh = max(1, heads/tp), dk = qk_nope + qk_rope, dv = v_head.
+ *  Why this and nothing more: the later chunks of the sample attend to this chunk's
+ *  keys and values at every layer, in forwards and in backwards that all run before
+ *  its recompute, so they stay until its backward; everything else is rebuilt by the
+ *  recompute from the stage input (2h bytes per token, split by sequence-parallel
+ *  TP).  No act_mem_factor: these are a few whole tensors the forward produces
+ *  anyway, not the many temporaries the factor covers.  Not counted: the dK/dV that
+ *  later chunks' backwards accumulate for the chunk before its own backward (at most
+ *  the same size, and only during the sample's backward phase). */
+double vl_cost_state_store_bytes(const vl_cost *c, uint64_t tokens, const vl_par *par,
+                                 int layers);
+
+/** Model-state bytes (params, grads, optimizer) per device for a stage of `layers`
+ *  layers, sharded over dp·sp ranks according to training.zero. */
+double vl_cost_state_bytes(const vl_cost *c, const vl_par *par, int dp, int layers,
+                           int first_stage, int last_stage);
+
+/** Layers on pipeline stage `stage` of `pp`: L/pp, the first L % pp stages one more
+ *  (the simulator's split). */
+int vl_cost_stage_layers(const vl_cost *c, int pp, int stage);
+
+/** Modelled memory (bytes) of the fullest device of a rank running micro-batches of
+ *  `tokens` tokens under 1F1B: model states plus the activations of min(pp, mbs)
+ *  micro-batches in flight on the first stage, or one micro-batch plus the LM head on
+ *  the last, whichever is larger.  `ranks` shard the model states. */
+double vl_cost_rank_peak_bytes(const vl_cost *c, uint64_t tokens, const vl_par *par, int ranks,
+                               uint32_t mbs);
+
+/** The fewest checkpointed layers per stage (par->ckpt_layers is ignored) with which
+ *  vl_cost_rank_peak_bytes fits vl_cost_mem_capacity, or -1 when even recomputing every
+ *  layer does not fit. */
+int vl_cost_fewest_ckpt(const vl_cost *c, uint64_t tokens, const vl_par *par, int ranks,
+                        uint32_t mbs);
+
+/** Usable device memory in bytes (mem_gib − mem_reserve_gib). */
+double vl_cost_mem_capacity(const vl_cost *c);
+
+/** Alpha-beta time of one collective of `bytes` total over `n` ranks laid out
+ *  contiguously (spanning nodes when n > gpus_per_node). */
+double vl_cost_comm_time(const vl_cost *c, vl_comm_op op, double bytes, int n);
+
+/** Exposed time of the per-iteration gradient synchronisation over dp·sp ranks. */
+double vl_cost_dp_sync_time(const vl_cost *c, const vl_par *par, int dp, int layers);
+
+/** Efficiency curve lookup (log2-linear interpolation, clamped).  Computes the log2
+ *  of the two x points it interpolates between on each call; the cost model itself
+ *  uses the tables in vl_cost instead, with bit-identical results. */
+double vl_curve_eval(const vl_curve *cv, double x);
+
+#endif

@@ -1,0 +1,121 @@
+/* lib/pack/pack.c -- the packer entry point (vl_pack): input checks, the canonical item
+ * order each algorithm starts from, and the dispatch to the algorithms in pack_fit.c,
+ * pack_isf.c and pack_spfhp.c (the helpers they share are in pack_util.c).
+ *
+ * Every packer first puts the items in a canonical order that depends only on the
+ * item set (value order, or length-descending with value ties), then shuffles with the
+ * seed where the algorithm calls for it.  So a packing is a function of (item set,
+ * lengths, options), not of the order the caller happened to pass the items in.
+ *
+ *   ffd / bfd   first / best fit, longest first (ties: lower sample index);
+ *   ffs / bfs   first / best fit over a seeded shuffle.  HBP (Table 13) lists "First
+ *               Fit Shuffle" and "Best Fit Shuffle" without defining them; we read them
+ *               as NeMo's first_fit_shuffle (shuffle, then first fit) and its best-fit
+ *               twin, the "shuffled order keeps randomness" alternative to sorting;
+ *   isf         OmniBal's iterative sampling and filtering (pack_isf.c);
+ *   spfhp       Graphcore's shortest-pack-first histogram packing (pack_spfhp.c). */
+#include "pack_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "rng.h"
+
+static const char *const algo_names[] = {
+    [VL_PACK_FFD] = "ffd", [VL_PACK_BFD] = "bfd",  [VL_PACK_FFS] = "ffs",
+    [VL_PACK_BFS] = "bfs", [VL_PACK_ISF] = "isf", [VL_PACK_SPFHP] = "spfhp",
+};
+#define NALGOS (sizeof algo_names / sizeof algo_names[0])
+
+int vl_pack_algo_parse(const char *name, vl_pack_algo *algo)
+{
+    for (size_t i = 0; i < NALGOS; i++)
+        if (name != NULL && strcmp(name, algo_names[i]) == 0) {
+            *algo = (vl_pack_algo)i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *vl_pack_algo_name(vl_pack_algo algo)
+{
+    return (size_t)algo < NALGOS ? algo_names[algo] : "unknown";
+}
+
+/* ---- entry point ------------------------------------------------------------------ */
+
+/* Pairs from items, checking each against the capacity on the way. */
+static vl_status make_pairs(uint64_t *p, const uint32_t *items, size_t n,
+                            const uint32_t *len, uint32_t cap, vl_err *err)
+{
+    if (cap == 0)
+        return vl_seterr(err, VL_EUSAGE, "pack: bin capacity must be positive");
+    for (size_t i = 0; i < n; i++) {
+        uint32_t l = len[items[i]];
+        if (l > cap)
+            return vl_seterr(err, VL_EUSAGE,
+                             "pack: sample %u has %u tokens, more than the capacity %u",
+                             items[i], l, cap);
+        p[i] = ((uint64_t)l << 32) | items[i];
+    }
+    return VL_OK;
+}
+
+static vl_status shuffled(uint64_t *p, size_t n, uint64_t seed, uint64_t stream,
+                          vl_err *err)
+{
+    vl_status st = vl__pk_sort_values(p, n, err);
+
+    if (st == VL_OK)
+        vl__pk_shuffle(p, n, seed, stream);
+    return st;
+}
+
+static vl_status dispatch(vl_bins *out, uint64_t *p, size_t n, const vl_pack_opts *o,
+                          vl_err *err)
+{
+    vl_status st;
+
+    switch (o->algo) {
+    case VL_PACK_FFD:
+        if ((st = vl__pk_sort_len_desc(p, n, err)) != VL_OK)
+            return st;
+        return vl__pk_first_fit(out, p, n, o->cap, err);
+    case VL_PACK_BFD:
+        if ((st = vl__pk_sort_len_desc(p, n, err)) != VL_OK)
+            return st;
+        return vl__pk_best_fit(out, p, n, o->cap, err);
+    case VL_PACK_FFS:
+        if ((st = shuffled(p, n, o->seed, VL_PK_STREAM_FFS, err)) != VL_OK)
+            return st;
+        return vl__pk_first_fit(out, p, n, o->cap, err);
+    case VL_PACK_BFS:
+        if ((st = shuffled(p, n, o->seed, VL_PK_STREAM_BFS, err)) != VL_OK)
+            return st;
+        return vl__pk_best_fit(out, p, n, o->cap, err);
+    case VL_PACK_ISF:
+        if ((st = vl__pk_sort_values(p, n, err)) != VL_OK)
+            return st;
+        return vl__pk_isf(out, p, n, o, err);
+    case VL_PACK_SPFHP:
+        if ((st = vl__pk_sort_len_desc(p, n, err)) != VL_OK)
+            return st;
+        return vl__pk_spfhp(out, p, n, o->cap, err);
+    }
+    return vl_seterr(err, VL_EUSAGE, "pack: unknown algorithm %d", (int)o->algo);
+}
+
+vl_status vl_pack(vl_bins *out, const uint32_t *items, size_t n, const uint32_t *len,
+                  const vl_pack_opts *o, vl_err *err)
+{
+    uint64_t *p;
+    vl_status st;
+
+    memset(out, 0, sizeof *out);
+    if ((p = malloc((n ? n : 1) * sizeof *p)) == NULL)
+        return vl_seterr(err, VL_ENOMEM, "out of memory packing %zu items", n);
+    if ((st = make_pairs(p, items, n, len, o->cap, err)) == VL_OK)
+        st = dispatch(out, p, n, o, err);
+    free(p);
+    return st;
+}

@@ -1,0 +1,485 @@
+/* lib/pack/partition.c -- balanced k-way number partitioning: LPT (greedy, heaviest item
+ * onto the lightest part) and Karmarkar-Karp largest differencing, plain and with
+ * equal part sizes (veRL's seqlen_balancing `equal_size` variant).
+ *
+ * KK keeps a max-heap of partial solutions ("states"), each k subsets sorted by sum
+ * descending; it repeatedly merges the two states of largest spread (max - min sum),
+ * pairing the heaviest subset of one with the lightest of the other, until one state is
+ * left.  The plain variant's initial states are the n items alone; the equal variant
+ * starts from n/k states of k consecutive items (weight order), one per subset, so
+ * every subset keeps n/k items.  A state stores only its non-empty subsets and a merge
+ * re-sorts only the absorbed state's m subsets, O(m log k) plus moving the others'
+ * array slots: O(n log n) for most inputs, O(n min(n, k)) slot moves at worst, and
+ * O(n + k) memory.  (Storing all k subsets of every state cost O(n k log k) time and
+ * O(n k) memory: 60 ms for 2,700 items into 256 parts.)  Ties anywhere break on the
+ * lower index, so results are deterministic. */
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pack.h"
+
+#define NONE UINT32_MAX
+
+typedef struct witem {
+    double w;
+    uint32_t i;
+} witem;
+
+/* Radix key: ascending keys are heaviest first, -0 and +0 alike. */
+static uint64_t weight_key(double w)
+{
+    uint64_t u;
+
+    if (w == 0)
+        w = 0.0;
+    memcpy(&u, &w, sizeof u);
+    u = (u >> 63) ? ~u : u | (UINT64_C(1) << 63);   /* now ascending in w */
+    return ~u;
+}
+
+/* Heaviest first, then lower index (a total order): a stable LSD radix sort of the
+ * items in index order, skipping the bytes every key shares (integer lengths vary in
+ * two or three of the eight).  tmp has room for n. */
+static void sort_items(witem *it, witem *tmp, size_t n)
+{
+    size_t cnt[8][256] = {{0}};
+    witem *src = it, *dst = tmp;
+
+    for (size_t i = 0; i < n; i++) {
+        uint64_t key = weight_key(it[i].w);
+        for (int b = 0; b < 8; b++)
+            cnt[b][(key >> (8 * b)) & 0xff]++;
+    }
+    for (int b = 0; b < 8; b++) {
+        size_t pos = 0;
+        if (cnt[b][(weight_key(it[0].w) >> (8 * b)) & 0xff] == n)
+            continue;   /* one value everywhere: the pass would change nothing */
+        for (int v = 0; v < 256; v++) {
+            size_t c = cnt[b][v];
+            cnt[b][v] = pos;
+            pos += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            dst[cnt[b][(weight_key(src[i].w) >> (8 * b)) & 0xff]++] = src[i];
+        witem *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != it)
+        memcpy(it, src, n * sizeof *it);
+}
+
+static vl_status sorted_items(witem **out, const double *w, size_t n, int k, vl_err *err)
+{
+    witem *tmp;
+
+    if (k < 1)
+        return vl_seterr(err, VL_EUSAGE, "partition: %d parts, need at least 1", k);
+    if (n >= NONE)
+        return vl_seterr(err, VL_EUSAGE, "partition: %zu items, too many", n);
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(w[i]))
+            return vl_seterr(err, VL_EUSAGE, "partition: weight %zu is not finite, got %g", i,
+                             w[i]);
+    *out = malloc((n ? n : 1) * sizeof **out);
+    tmp = malloc((n ? n : 1) * sizeof *tmp);
+    if (*out == NULL || tmp == NULL) {
+        free(*out);
+        free(tmp);
+        *out = NULL;
+        return vl_seterr(err, VL_ENOMEM, "out of memory partitioning %zu items", n);
+    }
+    for (size_t i = 0; i < n; i++)
+        (*out)[i] = (witem){w[i], (uint32_t)i};
+    if (n > 1)
+        sort_items(*out, tmp, n);
+    free(tmp);
+    return VL_OK;
+}
+
+/* ---- LPT -------------------------------------------------------------------------- */
+
+/* A part in LPT's min-heap, ordered by (load, part index): a total order, so the part
+ * on top is always the one the greedy rule names. */
+typedef struct lpart {
+    double load;
+    int p;
+} lpart;
+
+static bool lpart_less(const lpart *a, const lpart *b)
+{
+    /* bitwise, not short-circuit: no branch to mispredict in the sift below */
+    return (a->load < b->load) | ((a->load == b->load) & (a->p < b->p));
+}
+
+/* h[0] grew: move it down to its place (children rise into the hole). */
+static void lpart_sift_down(lpart *h, size_t k)
+{
+    lpart v = h[0];
+    size_t pos = 0;
+
+    for (;;) {
+        size_t c = 2 * pos + 1;
+        if (c >= k)
+            break;
+        if (c + 1 < k)
+            c += lpart_less(&h[c + 1], &h[c]);
+        if (!lpart_less(&h[c], &v))
+            break;
+        h[pos] = h[c];
+        pos = c;
+    }
+    h[pos] = v;
+}
+
+vl_status vl_partition_lpt(int *part, const double *w, size_t n, int k, vl_err *err)
+{
+    witem *it = NULL;
+    vl_status st = sorted_items(&it, w, n, k, err);
+    lpart *heap;
+
+    if (st != VL_OK)
+        return st;
+    if ((heap = malloc((size_t)k * sizeof *heap)) == NULL) {
+        free(it);
+        return vl_seterr(err, VL_ENOMEM, "out of memory partitioning into %d parts", k);
+    }
+    for (int p = 0; p < k; p++)
+        heap[p] = (lpart){0.0, p};   /* all loads 0: index order is already a heap */
+    for (size_t j = 0; j < n; j++) {
+        part[it[j].i] = heap[0].p;
+        heap[0].load += it[j].w;
+        lpart_sift_down(heap, (size_t)k);
+    }
+    free(it);
+    free(heap);
+    return VL_OK;
+}
+
+/* ---- Karmarkar-Karp --------------------------------------------------------------- */
+
+typedef struct kset {
+    double sum;
+    uint32_t head, tail;  /* item list through next[] */
+} kset;
+
+/* A state stands for k subsets in cmp_kset order, the empty ones (sum 0, no items)
+ * where that order puts them: after the non-empty subsets of sum >= 0, before the
+ * negative ones.  Only its m non-empty subsets are stored, in that order, so a state of
+ * few items costs O(items), not O(k).  A subset's "position" is its index among all k,
+ * which is the part its items end in. */
+typedef struct kstate {
+    kset *set;            /* [cap]: a slice of the seed block, or malloc'd when own */
+    uint32_t m, cap;
+    bool own;
+} kstate;
+
+typedef struct kk {
+    uint32_t k;
+    kstate *st;           /* [nstates] */
+    kset *seed;           /* [nstates * per] the initial states' subsets */
+    kset *add;            /* [min(n, k)] the subsets one merge brings into a state */
+    double *spread;       /* [nstates] */
+    uint32_t *heap;       /* max-heap of state ids by (spread desc, id asc) */
+    size_t nheap;
+    uint32_t qnext, nq;   /* initial states qnext..nq-1, already in heap order */
+    bool neg;             /* some weight is negative */
+    uint32_t *next;       /* [n] item lists */
+} kk;
+
+/* Sum descending, then first item: a total order on non-empty subsets. */
+static int cmp_kset(const void *a, const void *b)
+{
+    const kset *x = a, *y = b;
+    if (x->sum != y->sum)
+        return x->sum > y->sum ? -1 : 1;
+    return (x->head > y->head) - (x->head < y->head);
+}
+
+static int state_before(const kk *c, uint32_t a, uint32_t b)
+{
+    return c->spread[a] > c->spread[b] || (c->spread[a] == c->spread[b] && a < b);
+}
+
+static void heap_swap(uint32_t *h, size_t i, size_t j)
+{
+    uint32_t t = h[i];
+    h[i] = h[j];
+    h[j] = t;
+}
+
+static void heap_push(kk *c, uint32_t s)
+{
+    size_t i = c->nheap++;
+    c->heap[i] = s;
+    while (i > 0 && state_before(c, c->heap[i], c->heap[(i - 1) / 2])) {
+        heap_swap(c->heap, i, (i - 1) / 2);
+        i = (i - 1) / 2;
+    }
+}
+
+static uint32_t heap_pop(kk *c)
+{
+    uint32_t top = c->heap[0];
+    size_t i = 0;
+
+    c->heap[0] = c->heap[--c->nheap];
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < c->nheap && state_before(c, c->heap[l], c->heap[m]))
+            m = l;
+        if (l + 1 < c->nheap && state_before(c, c->heap[l + 1], c->heap[m]))
+            m = l + 1;
+        if (m == i)
+            return top;
+        heap_swap(c->heap, i, m);
+        i = m;
+    }
+}
+
+/* The next state to merge: the better of the queue's head and the heap's top.  The
+ * plain variant's initial states are usually in heap order already (spread = weight),
+ * so the heap holds only merged states: a few instead of n. */
+static uint32_t kk_pop(kk *c)
+{
+    if (c->qnext < c->nq && (c->nheap == 0 || state_before(c, c->qnext, c->heap[0])))
+        return c->qnext++;
+    return heap_pop(c);
+}
+
+/* How many of the sorted subsets x[0..m) have sum >= 0: the empty ones follow them. */
+static uint32_t nonneg(const kk *c, const kset *x, uint32_t m)
+{
+    uint32_t lo = 0, hi = m;
+
+    if (!c->neg)
+        return m;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (x[mid].sum >= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Position of stored subset i when nonneg of them come before gap empty ones. */
+static uint32_t position(uint32_t i, uint32_t nonneg_, uint32_t gap)
+{
+    return i < nonneg_ ? i : i + gap;
+}
+
+/* Largest minus smallest sum over all k subsets, an empty one counting 0. */
+static double state_spread(const kk *c, const kstate *s)
+{
+    uint32_t m = s->m, p = nonneg(c, s->set, m);
+    bool full = m == c->k;
+
+    if (m == 0)
+        return 0.0;
+    return ((p > 0 || full) ? s->set[0].sum : 0.0) - ((p < m || full) ? s->set[m - 1].sum : 0.0);
+}
+
+/* Room for need subsets in s, contents kept; the capacity doubles, up to k.  VL_ENOMEM. */
+static vl_status reserve(const kk *c, kstate *s, uint32_t need, vl_err *err)
+{
+    size_t cap = s->cap ? 2 * (size_t)s->cap : 1;
+    kset *p;
+
+    if (need <= s->cap)
+        return VL_OK;
+    cap = cap < c->k ? cap : c->k;
+    cap = cap > need ? cap : need;
+    if (s->own) {
+        p = realloc(s->set, cap * sizeof *p);
+    } else if ((p = malloc(cap * sizeof *p)) != NULL && s->m > 0) {
+        memcpy(p, s->set, s->m * sizeof *p);
+    }
+    if (p == NULL)
+        return vl_seterr(err, VL_ENOMEM, "out of memory partitioning into %u parts", c->k);
+    s->set = p;
+    s->cap = (uint32_t)cap;
+    s->own = true;
+    return VL_OK;
+}
+
+static void release(kstate *s)
+{
+    if (s->own)
+        free(s->set);
+    *s = (kstate){0};
+}
+
+/* Sort x[0..n) by cmp_kset; a merge usually brings in one or two subsets. */
+static void sort_sets(kset *x, uint32_t n)
+{
+    if (n > 16) {
+        qsort(x, n, sizeof *x, cmp_kset);
+        return;
+    }
+    for (uint32_t i = 1; i < n; i++) {
+        kset v = x[i];
+        uint32_t j = i;
+        for (; j > 0 && cmp_kset(&x[j - 1], &v) > 0; j--)
+            x[j] = x[j - 1];
+        x[j] = v;
+    }
+}
+
+/* Merge the sorted add[0..na) into the sorted x[0..nx), which has room for both: from
+ * the back, each added subset's place found by bisection. */
+static void merge_sorted(kset *x, uint32_t nx, const kset *add, uint32_t na)
+{
+    uint32_t hi = nx;
+
+    for (uint32_t i = na; i-- > 0;) {
+        uint32_t lo = 0, h = hi;
+        while (lo < h) {
+            uint32_t mid = lo + (h - lo) / 2;
+            if (cmp_kset(&x[mid], &add[i]) < 0)
+                lo = mid + 1;
+            else
+                h = mid;
+        }
+        memmove(x + lo + i + 1, x + lo, (hi - lo) * sizeof *x);
+        x[lo + i] = add[i];
+        hi = lo;
+    }
+}
+
+/* State a absorbs state b: the subset at position j of a takes the one at k-1-j of b,
+ * heaviest with lightest.  Only b's subsets move: each joins a subset of a (which
+ * leaves a's list) or an empty one, and the results are sorted and merged back into
+ * what is left of a's list.  VL_ENOMEM. */
+static vl_status merge(kk *c, uint32_t a, uint32_t b, vl_err *err)
+{
+    kstate *x = &c->st[a], *y = &c->st[b];
+    uint32_t px = nonneg(c, x->set, x->m), py = nonneg(c, y->set, y->m);
+    uint32_t gx = c->k - x->m, gy = c->k - y->m, na = y->m, first = x->m, r, w;
+    vl_status st;
+
+    for (uint32_t i = 0; i < na; i++) {
+        kset t = y->set[i];
+        uint32_t j = c->k - 1 - position(i, py, gy);
+        if (j < px || j >= px + gx) {
+            kset *s = &x->set[j < px ? j : j - gx];
+            c->next[s->tail] = t.head;
+            t = (kset){s->sum + t.sum, s->head, t.tail};
+            s->head = NONE;   /* now in t */
+            first = (uint32_t)(s - x->set) < first ? (uint32_t)(s - x->set) : first;
+        }
+        c->add[i] = t;
+    }
+    release(y);
+    for (r = w = first; r < x->m; r++)
+        if (x->set[r].head != NONE)
+            x->set[w++] = x->set[r];
+    x->m = w;
+    if ((st = reserve(c, x, w + na, err)) != VL_OK)
+        return st;
+    sort_sets(c->add, na);
+    merge_sorted(x->set, w, c->add, na);
+    x->m = w + na;
+    c->spread[a] = state_spread(c, x);
+    return VL_OK;
+}
+
+/* Initial states: items (weight order) `per` at a time, one per subset.  Weight order
+ * is (weight desc, index asc), which is cmp_kset's order of the one-item subsets. */
+static void kk_seed(kk *c, const witem *it, size_t nstates, size_t per)
+{
+    for (size_t s = 0; s < nstates; s++) {
+        kset *x = c->seed + s * per;
+        for (size_t j = 0; j < per; j++) {
+            uint32_t i = it[s * per + j].i;
+            x[j] = (kset){it[s * per + j].w, i, i};
+            c->next[i] = NONE;
+        }
+        c->st[s] = (kstate){.set = x, .m = (uint32_t)per, .cap = (uint32_t)per};
+        c->spread[s] = state_spread(c, &c->st[s]);
+    }
+    c->nq = (uint32_t)nstates;
+    for (size_t s = 1; s < nstates; s++)
+        if (!(c->spread[s - 1] >= c->spread[s])) {   /* not in heap order: use the heap */
+            for (uint32_t q = 0; q < nstates; q++)
+                heap_push(c, q);
+            c->nq = 0;
+            break;
+        }
+}
+
+/* Every item of the last state gets its subset's position. */
+static void kk_parts(int *part, const kk *c, uint32_t s)
+{
+    const kstate *x = &c->st[s];
+    uint32_t p = nonneg(c, x->set, x->m);
+
+    for (uint32_t j = 0; j < x->m; j++)
+        for (uint32_t i = x->set[j].head;; i = c->next[i]) {
+            part[i] = (int)position(j, p, c->k - x->m);
+            if (i == x->set[j].tail)
+                break;
+        }
+}
+
+static vl_status kk_run(int *part, const double *w, size_t n, int k, size_t per,
+                        vl_err *err)
+{
+    witem *it = NULL;
+    vl_status st = sorted_items(&it, w, n, k, err);
+    size_t nstates = n / per, nadd = n < (size_t)k ? n : (size_t)k;
+    kk c = {.k = (uint32_t)k};
+
+    if (st != VL_OK)
+        return st;
+    c.st = calloc(nstates ? nstates : 1, sizeof *c.st);
+    c.seed = malloc((nstates ? nstates * per : 1) * sizeof *c.seed);
+    c.add = malloc((nadd ? nadd : 1) * sizeof *c.add);
+    c.spread = malloc((nstates ? nstates : 1) * sizeof *c.spread);
+    c.heap = malloc((nstates ? nstates : 1) * sizeof *c.heap);
+    c.next = malloc((n ? n : 1) * sizeof *c.next);
+    if (c.st == NULL || c.seed == NULL || c.add == NULL || c.spread == NULL ||
+        c.heap == NULL || c.next == NULL) {
+        st = vl_seterr(err, VL_ENOMEM, "out of memory partitioning %zu items", n);
+        goto done;
+    }
+    c.neg = n > 0 && it[n - 1].w < 0;   /* the lightest comes last */
+    kk_seed(&c, it, nstates, per);
+    while (c.nq - c.qnext + c.nheap > 1) {
+        uint32_t a = kk_pop(&c), b = kk_pop(&c);
+        if ((st = merge(&c, a, b, err)) != VL_OK)
+            goto done;
+        heap_push(&c, a);
+    }
+    if (c.nq - c.qnext + c.nheap == 1)
+        kk_parts(part, &c, kk_pop(&c));
+done:
+    for (size_t s = 0; c.st != NULL && s < nstates; s++)
+        release(&c.st[s]);
+    free(it);
+    free(c.st);
+    free(c.seed);
+    free(c.add);
+    free(c.spread);
+    free(c.heap);
+    free(c.next);
+    return st;
+}
+
+vl_status vl_partition_kk(int *part, const double *w, size_t n, int k, vl_err *err)
+{
+    return kk_run(part, w, n, k, 1, err);
+}
+
+vl_status vl_partition_kk_equal(int *part, const double *w, size_t n, int k, vl_err *err)
+{
+    if (k < 1)
+        return vl_seterr(err, VL_EUSAGE, "partition: %d parts, need at least 1", k);
+    if (n % (size_t)k != 0)
+        return vl_seterr(err, VL_EUSAGE,
+                         "partition: %zu items do not split equally into %d parts", n, k);
+    return kk_run(part, w, n, k, (size_t)k, err);
+}

@@ -1,0 +1,149 @@
+/* lib/plan/metrics.c -- balance metrics from the plan alone (metrics.h, design §4): per
+ * iteration ABR, DBR, PR, CR and Ave-T over its ranks, then mean, p50, p99 and max over
+ * iterations.  Percentiles are nearest-rank: the ceil(q·n/100)-th smallest value. */
+#include "metrics.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "sort.h"
+
+enum { M_ABR, M_DBR, M_PR, M_CR, M_AVE_T, M_COUNT };
+
+/* Causal attention pairs of rank's segments, Σ (b² − a²), in doubles: exact while
+ * b < 2^26.5 per segment and the sum < 2^53, far beyond real sample lengths. */
+static void rank_load(const vl_plan *p, const vl_rank *rk, double *tokens, double *attn,
+                      double *cap)
+{
+    double t = 0, a = 0, c = 0;
+
+    for (uint64_t b = rk->mb0; b < rk->mb0 + rk->nmb; b++) {
+        const vl_mb *mb = &p->mbs[b];
+        const vl_seg *s = vl_plan_mb_segs(p, mb);
+        for (uint32_t k = 0; k < mb->nseg; k++) {
+            double lo = s[k].off, hi = (double)s[k].off + s[k].len;
+            a += (hi - lo) * (hi + lo);
+        }
+        t += (double)mb->tokens;
+        c += mb->cap;
+    }
+    *tokens = t;
+    *attn = a;
+    *cap = c;
+}
+
+/* Σ_i (max − x_i) / (max · N), written as 1 − Σx / (N · max). */
+static double balance(double sum, double max, uint32_t n)
+{
+    return max > 0 ? 1.0 - sum / ((double)n * max) : 0.0;
+}
+
+void vl_metrics_iter(const vl_plan *p, size_t it, vl_iter_metrics *out)
+{
+    const vl_iter *in = &p->iters[it];
+    double tsum = 0, tmax = 0, asum = 0, amax = 0, split = 0, pad = 0, slots = 0;
+    uint64_t nmb = 0;
+
+    for (uint32_t r = 0; r < in->nranks; r++) {
+        const vl_rank *rk = &p->ranks[in->rank0 + r];
+        double t, a, c;
+        rank_load(p, rk, &t, &a, &c);
+        tsum += t;
+        asum += a;
+        tmax = t > tmax ? t : tmax;
+        amax = a > amax ? a : amax;
+        split += rk->par.sp > 1 ? t : 0;
+        slots += c;
+        /* an over-full micro-batch (a verify error) pads nothing */
+        pad += c > t ? c - t : 0;
+        nmb += rk->nmb;
+    }
+    out->dbr = balance(tsum, tmax, in->nranks);
+    out->abr = balance(asum, amax, in->nranks);
+    out->pr = slots > 0 ? pad / slots : 0.0;
+    out->cr = tsum > 0 ? split / tsum : 0.0;
+    out->ave_t = nmb > 0 ? tsum / (double)nmb : 0.0;
+}
+
+/* 1-based nearest rank ceil(q·n/100), as a 0-based index. */
+static size_t rank_index(size_t n, unsigned q)
+{
+    size_t r = (n * q + 99) / 100;
+
+    return r > 0 ? r - 1 : 0;
+}
+
+/* Mean in iteration order (before sorting, so it does not depend on the sort). */
+void vl_dist_of(double *v, size_t n, vl_dist *d)
+{
+    double sum = 0;
+
+    memset(d, 0, sizeof *d);
+    if (n == 0)
+        return;
+    for (size_t i = 0; i < n; i++)
+        sum += v[i];
+    vl_sort_double(v, n);
+    d->mean = sum / (double)n;
+    d->p50 = v[rank_index(n, 50)];
+    d->p99 = v[rank_index(n, 99)];
+    d->max = v[n - 1];
+}
+
+/* Distinct samples with a dropped range; drops arrive sorted by sample in practice, so
+ * the copy and sort happen only when they do not. */
+static vl_status count_dropped(const vl_plan *p, vl_metrics *out, vl_err *err)
+{
+    uint32_t *ids;
+    bool sorted = true;
+    size_t distinct = 0;
+
+    for (size_t i = 0; i < p->ndrops; i++) {
+        out->dropped_tokens += p->drops[i].len;
+        sorted = sorted && (i == 0 || p->drops[i - 1].sample <= p->drops[i].sample);
+    }
+    if (p->ndrops == 0)
+        return VL_OK;
+    if (!(ids = malloc(p->ndrops * sizeof *ids)))
+        return vl_seterr(err, VL_ENOMEM, "out of memory computing metrics");
+    for (size_t i = 0; i < p->ndrops; i++)
+        ids[i] = p->drops[i].sample;
+    if (!sorted)
+        vl_sort_u32(ids, p->ndrops);
+    for (size_t i = 0; i < p->ndrops; i++)
+        distinct += i == 0 || ids[i] != ids[i - 1];
+    free(ids);
+    out->dropped_samples = distinct;
+    return VL_OK;
+}
+
+vl_status vl_metrics_compute(const vl_plan *p, vl_metrics *out, vl_err *err)
+{
+    size_t n = p->niters;
+    double *v = malloc((n ? n : 1) * M_COUNT * sizeof *v);
+    vl_dist *dist[M_COUNT] = {&out->abr, &out->dbr, &out->pr, &out->cr, &out->ave_t};
+
+    memset(out, 0, sizeof *out);
+    if (!v)
+        return vl_seterr(err, VL_ENOMEM, "out of memory computing metrics");
+    for (size_t it = 0; it < n; it++) {
+        vl_iter_metrics im;
+        uint64_t tokens, samples;
+        vl_metrics_iter(p, it, &im);
+        v[M_ABR * n + it] = im.abr;
+        v[M_DBR * n + it] = im.dbr;
+        v[M_PR * n + it] = im.pr;
+        v[M_CR * n + it] = im.cr;
+        v[M_AVE_T * n + it] = im.ave_t;
+        vl_plan_iter_totals(p, it, &tokens, NULL, &samples);
+        out->tokens += tokens;
+        out->samples += samples;
+    }
+    for (int k = 0; k < M_COUNT; k++)
+        vl_dist_of(v + (size_t)k * n, n, dist[k]);
+    free(v);
+    out->iterations = n;
+    return count_dropped(p, out, err);
+}
+
+/* jansson collects failures: _new setters release what they could not store. */

@@ -1,0 +1,40 @@
+/* lib/plan/metrics.h -- balance metrics computed the same way for every strategy, from the
+ * plan alone (design §4): ABR, DBR, PR, CR, Ave-T per iteration, and their mean, p50,
+ * p99 and max over iterations. */
+#ifndef VLPLAN_METRICS_H
+#define VLPLAN_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plan.h"
+
+typedef struct vl_iter_metrics {
+    double abr, dbr, pr, cr, ave_t;
+} vl_iter_metrics;
+
+typedef struct vl_dist {
+    double mean, p50, p99, max;
+} vl_dist;
+
+typedef struct vl_metrics {
+    size_t iterations;
+    uint64_t samples;     /* samples started, all epochs */
+    uint64_t tokens;      /* tokens planned, all epochs */
+    uint64_t dropped_tokens;
+    size_t dropped_samples; /* samples with a dropped range (oversize drop or truncate) */
+    vl_dist abr, dbr, pr, cr, ave_t;
+} vl_metrics;
+
+/** Mean, p50, p99 (nearest rank: the ceil(q·n/100)-th smallest) and max of v[0..n-1],
+ *  which it sorts in place; all zero when n = 0.  Every distribution vlplan reports
+ *  (metrics and simulator) comes from here. */
+void vl_dist_of(double *v, size_t n, vl_dist *d);
+
+/** Metrics of iteration it. */
+void vl_metrics_iter(const vl_plan *p, size_t it, vl_iter_metrics *out);
+
+/** All iterations and aggregates.  VL_ENOMEM only. */
+vl_status vl_metrics_compute(const vl_plan *p, vl_metrics *out, vl_err *err);
+
+#endif

@@ -1,0 +1,66 @@
+/* lib/util/sort.c -- ascending value sorts (sort.h): qsort, and a radix sort for hot paths. */
+#include "sort.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void vl_sort_u64(uint64_t *v, size_t n)
+{
+    if (n > 1)
+        qsort(v, n, sizeof *v, cmp_u64);
+}
+
+void vl_sort_u32(uint32_t *v, size_t n)
+{
+    if (n > 1)
+        qsort(v, n, sizeof *v, cmp_u32);
+}
+
+void vl_sort_double(double *v, size_t n)
+{
+    if (n > 1)
+        qsort(v, n, sizeof *v, cmp_double);
+}
+
+void vl_sort_u32_radix(uint32_t *v, uint32_t *tmp, size_t n)
+{
+    uint32_t *src = v, *dst = tmp;
+
+    for (int shift = 0; shift < 32 && n > 1; shift += 11) {
+        size_t cnt[2048] = {0}, pos = 0;
+        for (size_t i = 0; i < n; i++)
+            cnt[(src[i] >> shift) & 2047]++;
+        if (cnt[(src[0] >> shift) & 2047] == n)
+            continue;
+        for (size_t d = 0; d < 2048; d++) {
+            size_t c = cnt[d];
+            cnt[d] = pos;
+            pos += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            dst[cnt[(src[i] >> shift) & 2047]++] = src[i];
+        uint32_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != v)
+        memcpy(v, src, n * sizeof *v);
+}

@@ -1,0 +1,315 @@
+/* plans/hbp/hbp.c -- Hierarchical Balance Packing (Yao et al., NeurIPS'25, arXiv 2503.07680):
+ * parameters, the per-epoch driver and the plan it emits.  Helpers: hbp_groups.c
+ * (auto-selection), hbp_pack.c (balance packing), hbp_fill.c (GreedyFill), hbp_parse.c
+ * (list parameters), hbp_impl.h.
+ *
+ * Objective: pack short and long samples apart, each group at its own length l_i with
+ * its own SP degree and checkpointed layers, so short data pays no SP communication
+ * (CR) and the ranks of one iteration get equal attention work (ABR).
+ *  1. Groups (Alg. 1, 3, 4): hbp.groups, or stage 1 over hbp.candidates x hbp.sp_degrees
+ *     (fewest checkpointed layers that fit memory, cluster seconds per token from the
+ *     cost model on one common content), stage 2 l1 = l_best/sp_best, l2 = l_max/sp_max.
+ *  2. Balance packing (Alg. 2, 5-7): samples in (l_{i-1}, l_i] packed to l_i by
+ *     hbp.packer, longest group first, each pack topped up from shorter groups
+ *     (GreedyFill); packs sorted by Σ len² and cut consecutively into iterations of
+ *     budget/l_i packs over gpus/(sp·tp·pp) ranks (several per rank: equal-count KK).
+ *  3. Order: hbp.curriculum_iters short-group iterations first (epoch 0), then every
+ *     group's iterations shuffled and spread evenly (stratified proportional mix).
+ * Units: lengths in tokens ("K" = 1024), budget = training.global_tokens, or
+ * training.global_batch x mean sample length.  Complexity per epoch: O(n) grouping,
+ * the packer (ISF: C·O(n)), GreedyFill O((packs + fillers)·64·log64 n), O(P log P)
+ * sorting of P packs.
+ * Deviations (the paper is silent or vague; man page, HBP): the time comparison of
+ * stage 1 is per token on a common content; each final group takes the best sp for its
+ * own content; a group's leftover packs join its last iteration (halving the heaviest
+ * splittable packs so ranks keep equal micro-batch counts; else empty micro-batches);
+ * Ave-Token loss needs nothing here: each iteration is exactly one global batch, whose
+ * loss_tokens the plan writer sums.  hbp.profile (measured iteration times, a table
+ * parameter) replaces the cost model in the selection when given. */
+#include <ctype.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hbp_impl.h"
+
+const char *const vl__hbp_packers[] = {"isf", "ffd", "bfd", "ffs", "bfs", "spfhp", NULL};
+const char *const vl__hbp_profile_cols[] = {"len", "sp", "ckpt_layers", "time_s", NULL};
+
+static const vl_param hbp_params[] = {
+    {"groups", VL_P_TEXT, offsetof(hbp_opts, groups), 0, 0, NULL, "auto",
+     "packing groups: auto, or ascending LEN[:SP[:CKPT]] entries (K = 1024)"},
+    {"candidates", VL_P_STRING, offsetof(hbp_opts, candidates), 0, 0, NULL,
+     "8K,16K,32K,64K,128K", "stage-1 packing lengths, capped at training.max_seq_len"},
+    {"sp_degrees", VL_P_STRING, offsetof(hbp_opts, sp_degrees), 0, 0, NULL, "1,2,4,8,16",
+     "SP degrees to try; those not dividing the GPUs or the KV heads are skipped"},
+    {"packer", VL_P_ENUM, offsetof(hbp_opts, packer), 0, 0, vl__hbp_packers, "isf",
+     "packer of each group (ISF iterations and slack from pack.*)"},
+    {"curriculum_iters", VL_P_UINT, offsetof(hbp_opts, curriculum_iters), 0, 100000000,
+     NULL, "500", "first iterations from the shorter groups only; 0 = off"},
+    {"balance", VL_P_BOOL, offsetof(hbp_opts, balance), 0, 0, NULL, "true",
+     "Attention Balance Sort of the packs (off: packer order)"},
+    {"greedy_fill", VL_P_BOOL, offsetof(hbp_opts, greedy_fill), 0, 0, NULL, "true",
+     "top up packs with samples of shorter groups"},
+    /* every cell non-negative here; vl__hbp_profile_rows checks each column's range */
+    {"profile", VL_P_TABLE, 0, 0, 1e12, vl__hbp_profile_cols, NULL,
+     "measured rows {len, sp, ckpt_layers, time_s} replacing the cost model in auto"},
+    {NULL, VL_P_INT, 0, 0, 0, NULL, NULL, NULL},
+};
+
+/* ---- validate / max_len -------------------------------------------------------------- */
+
+static vl_status check_group(const hbp_spec *g, const hbp_spec *prev, const vl_config *cfg,
+                             vl_err *err)
+{
+    int pp = cfg->training.pp, layers0 = (cfg->model.layers + pp - 1) / pp;
+
+    if (prev != NULL && g->len <= prev->len)
+        return vl_seterr(err, VL_ECONFIG,
+                         "hbp.groups: lengths must ascend, got %u after %u", g->len,
+                         prev->len);
+    if (g->len > cfg->training.max_seq_len)
+        return vl_seterr(err, VL_ECONFIG,
+                         "hbp.groups: %u exceeds training.max_seq_len %u", g->len,
+                         cfg->training.max_seq_len);
+    if (g->sp != HBP_AUTO && !vl__hbp_sp_ok(cfg, g->sp))
+        return vl_seterr(err, VL_ECONFIG,
+                         "hbp.groups: sp %d of group %u is not usable with %d GPUs, tp %d, "
+                         "pp %d and %d KV heads", g->sp, g->len, cfg->cluster.gpus,
+                         cfg->training.tp, pp, cfg->model.kv_heads);
+    if (g->ckpt != HBP_AUTO && g->ckpt > layers0)
+        return vl_seterr(err, VL_ECONFIG,
+                         "hbp.groups: ckpt_layers %d of group %u exceeds the %d layers of "
+                         "a pipeline stage", g->ckpt, g->len, layers0);
+    return VL_OK;
+}
+
+static vl_status check_lists(const hbp_opts *o, const vl_config *cfg, vl_err *err)
+{
+    hbp_spec v[HBP_MAX_GROUPS];
+    size_t n;
+    char why[128];
+    bool usable = false;
+
+    if (vl__hbp_parse_list(o->candidates, false, v, HBP_MAX_GROUPS, &n, why, sizeof why))
+        return vl_seterr(err, VL_ECONFIG, "hbp.candidates: %s", why);
+    if (vl__hbp_parse_list(o->sp_degrees, false, v, HBP_MAX_GROUPS, &n, why, sizeof why))
+        return vl_seterr(err, VL_ECONFIG, "hbp.sp_degrees: %s", why);
+    for (size_t i = 0; i < n; i++)
+        usable = usable || (v[i].len <= 1024 && vl__hbp_sp_ok(cfg, (int)v[i].len));
+    if (!usable)
+        return vl_seterr(err, VL_ECONFIG,
+                         "hbp.sp_degrees: none of '%s' divides %d GPUs / (tp %d x pp %d)%s",
+                         o->sp_degrees, cfg->cluster.gpus, cfg->training.tp,
+                         cfg->training.pp,
+                         cfg->training.sp_kind == VL_SP_ULYSSES ? " and the KV heads" : "");
+    return VL_OK;
+}
+
+static vl_status hbp_validate(const void *opts, const vl_config *cfg, vl_err *err)
+{
+    const hbp_opts *o = opts;
+    hbp_spec g[HBP_MAX_GROUPS];
+    size_t n;
+    char why[128];
+    vl_status st;
+
+    if ((st = check_lists(o, cfg, err)) != VL_OK || strcmp(o->groups, "auto") == 0)
+        return st;
+    if (vl__hbp_parse_list(o->groups, true, g, HBP_MAX_GROUPS, &n, why, sizeof why) != 0)
+        return vl_seterr(err, VL_ECONFIG, "hbp.groups: %s (or 'auto')", why);
+    for (size_t i = 0; i < n; i++)
+        if ((st = check_group(&g[i], i ? &g[i - 1] : NULL, cfg, err)) != VL_OK)
+            return st;
+    return VL_OK;
+}
+
+static uint32_t hbp_max_len(const void *opts, const vl_config *cfg)
+{
+    const hbp_opts *o = opts;
+    hbp_spec g[HBP_MAX_GROUPS];
+    size_t n;
+    char why[8];
+
+    if (strcmp(o->groups, "auto") == 0 ||
+        vl__hbp_parse_list(o->groups, true, g, HBP_MAX_GROUPS, &n, why, sizeof why) != 0)
+        return cfg->training.max_seq_len;
+    return g[n - 1].len;   /* validated: ascending */
+}
+
+/* ---- the plan ------------------------------------------------------------------------ */
+
+/* Global tokens per iteration: training.global_tokens, or global_batch samples of the
+ * mean length, so the user's batch size keeps its meaning on average. */
+static uint64_t budget_of(const vl_training_cfg *t, const vl_selection *sel)
+{
+    if (t->global_tokens > 0)
+        return t->global_tokens;
+    if (sel->n == 0)
+        return 0;
+    return (uint64_t)t->global_batch * ((sel->tokens + sel->n - 1) / sel->n);
+}
+
+static vl_status emit_iter(vl_plan *out, const hbp_groups *gs, const hbp_epoch *ep,
+                           const hbp_iter *it, const uint32_t *len, uint32_t epoch,
+                           vl_err *err)
+{
+    const hbp_group *g = &gs->g[it->group];
+    vl_status st = vl_plan_iter_begin(out, epoch, err);
+
+    for (int r = 0; r < g->ranks && st == VL_OK; r++) {
+        if ((st = vl_plan_rank_begin(out, r, &g->par, err)) != VL_OK)
+            break;
+        vl_plan_rank_group(out, (int32_t)it->group);
+        const uint32_t *slot = ep->slots + it->s0 + (size_t)r * it->mbs;
+        for (uint32_t m = 0; m < it->mbs && st == VL_OK; m++) {
+            if ((st = vl_plan_mb_begin(out, g->len, err)) != VL_OK || slot[m] == HBP_EMPTY)
+                continue;   /* empty: a short group whose packs could not be split */
+            const hbp_pack *pk = &ep->packs[slot[m]];
+            for (uint32_t i = 0; i < pk->count && st == VL_OK; i++) {
+                uint32_t s = ep->items[pk->start + i];
+                st = vl_plan_seg(out, s, 0, len[s], err);
+            }
+        }
+    }
+    return st;
+}
+
+static void log_epoch(hbp_log *lg, const hbp_groups *gs, const hbp_epoch *ep, uint32_t e)
+{
+    for (size_t g = 0; g < gs->n; g++)
+        vl__hbp_logf(lg, "hbp: epoch %u group %zu (%u): %zu samples + %zu filled in, "
+                         "%zu iterations, %zu pack splits, %zu empty micro-batches\n",
+                     e, g, gs->g[g].len, ep->samples[g], ep->fillers[g], ep->giters[g],
+                     ep->splits[g], ep->empty[g]);
+}
+
+/* Token-equivalents of one unit of Σ len² in a pack's cost: a causal sample of length l
+ * has l²/2 pairs at acoef FLOPs each, against lin FLOPs per token (per layer). */
+static double attn_weight(const vl_cost *c)
+{
+    return c->lin > 0 ? c->acoef / (2.0 * c->lin) : 0.0;
+}
+
+static vl_status run_epochs(const hbp_opts *o, vl_job *job, const hbp_groups *gs,
+                            vl_plan *out, hbp_log *lg, vl_err *err)
+{
+    const vl_selection *sel = job->sel;
+    const vl_config *cfg = job->cfg;
+    uint32_t *order = malloc((sel->n ? sel->n : 1) * sizeof *order);
+    hbp_pack_in pin = {.gs = gs, .len = sel->len, .order = order, .n = sel->n,
+                       .isf_iters = cfg->pack.isf_iters, .isf_slack = cfg->pack.isf_slack,
+                       .balance = o->balance, .greedy_fill = o->greedy_fill,
+                       .attn_weight = attn_weight(job->cost), .seed = job->seed};
+    vl_status st = VL_OK;
+
+    if (order == NULL)
+        return vl_seterr(err, VL_ENOMEM, "out of memory ordering %zu samples", sel->n);
+    if (vl_pack_algo_parse(vl__hbp_packers[o->packer], &pin.algo) != 0) {
+        free(order);   /* the enum table and lib/pack/pack.c disagree: a bug */
+        return vl_seterr(err, VL_EINTERNAL, "hbp: unknown packer %d", o->packer);
+    }
+    for (uint32_t e = 0; e < (uint32_t)cfg->training.epochs && st == VL_OK; e++) {
+        hbp_epoch ep;
+        vl_epoch_order(sel, job->seed, e, order);
+        pin.epoch = e;
+        pin.curriculum = e == 0 ? o->curriculum_iters : 0;   /* training starts once */
+        if ((st = vl__hbp_pack_epoch(&ep, &pin, err)) != VL_OK)
+            break;
+        for (size_t i = 0; i < ep.niters && st == VL_OK; i++)
+            st = emit_iter(out, gs, &ep, &ep.iters[i], sel->len, e, err);
+        log_epoch(lg, gs, &ep, e);
+        vl__hbp_epoch_free(&ep);
+    }
+    free(order);
+    return st;
+}
+
+/* One group as a hbp.groups entry, lengths in K when exact. */
+static int spec_text(char *buf, size_t cap, const hbp_group *g)
+{
+    if (g->len % 1024 == 0)
+        return snprintf(buf, cap, "%uK:%d:%d", g->len / 1024, g->par.sp, g->par.ckpt_layers);
+    return snprintf(buf, cap, "%u:%d:%d", g->len, g->par.sp, g->par.ckpt_layers);
+}
+
+/* The header's "params" with hbp.groups as chosen, in the form hbp.groups accepts, so
+ * the plan can be reproduced without the selection (or the profile).  Left to the bound
+ * opts when the list does not fit the parameter's 255 characters (the -v log still has
+ * it); the selection makes at most 4 groups, which always fit. */
+static vl_status resolved_params(const hbp_opts *o, const hbp_groups *gs, vl_job *job,
+                                 vl_err *err)
+{
+    hbp_opts r = *o;
+    size_t used = 0;
+
+    for (size_t i = 0; i < gs->n; i++) {
+        int k = spec_text(r.groups + used, sizeof r.groups - used, &gs->g[i]);
+        if (k < 0 || used + (size_t)k + (i + 1 < gs->n) >= sizeof r.groups)
+            return VL_OK;
+        used += (size_t)k;
+        if (i + 1 < gs->n)
+            r.groups[used++] = ',';
+    }
+    r.groups[used] = '\0';
+    return vl_params_dump_json(hbp_params, &r, &job->params_json, err);
+}
+
+/* hbp.profile as checked rows into *out (NULL and *n = 0 when not given). */
+static vl_status read_profile(const vl_config *cfg, hbp_prof **out, size_t *n, vl_err *err)
+{
+    double *v = NULL;
+    vl_status st = vl_config_table(cfg, "hbp", "profile", vl__hbp_profile_cols, 4, &v, n,
+                                   err);
+
+    *out = NULL;
+    if (st == VL_OK && *n > 0)
+        st = vl__hbp_profile_rows(out, v, *n, cfg, err);
+    free(v);
+    return st;
+}
+
+static vl_status hbp_plan(const void *opts, vl_job *job, vl_plan *out, vl_err *err)
+{
+    const hbp_opts *o = opts;
+    hbp_log lg = {.on = job->verbose > 0};
+    hbp_groups gs;
+    hbp_prof *prof = NULL;
+    hbp_sel_in in = {.cfg = job->cfg, .cost = job->cost, .len = job->sel->len,
+                     .idx = job->sel->idx, .n = job->sel->n,
+                     .budget = budget_of(&job->cfg->training, job->sel)};
+    vl_status st;
+
+    vl__hbp_logf(&lg, "hbp: %zu samples, %llu global tokens per iteration\n", in.n,
+                 (unsigned long long)in.budget);
+    st = read_profile(job->cfg, &prof, &in.nprof, err);
+    in.prof = prof;
+    if (st == VL_OK && in.nprof > 0)
+        vl__hbp_logf(&lg, "hbp: %zu measured rows (hbp.profile)%s\n", in.nprof,
+                     strcmp(o->groups, "auto") == 0 ? "" : ", unused: hbp.groups is given");
+    if (st == VL_OK)
+        st = vl__hbp_select(&gs, o, &in, &lg, err);
+    free(prof);
+    if (st == VL_OK)
+        st = run_epochs(o, job, &gs, out, &lg, err);
+    if (st == VL_OK && strcmp(o->groups, "auto") == 0)
+        st = resolved_params(o, &gs, job, err);
+    if (job->log == NULL)
+        job->log = vl_strbuf_take(&lg.text);   /* NULL when off or out of memory */
+    else
+        vl_strbuf_free(&lg.text);
+    return st;
+}
+
+const vl_strategy vl_strategy_hbp = {
+    .name = "hbp",
+    .summary = "hierarchical balance packing: length groups, own SP and ckpt, balanced",
+    .section = "hbp",
+    .params = hbp_params,
+    .opts_size = sizeof(hbp_opts),
+    .max_len = hbp_max_len,
+    .validate = hbp_validate,
+    .plan = hbp_plan,
+};

@@ -1,0 +1,478 @@
+/* plans/hbp/hbp_pack.c -- HBP's balance packing for one epoch (paper Alg. 2, 5, 6, 7 and
+ * appendix J): GroupData, packing each group to its length, GreedyFill from shorter
+ * groups (the pools are in hbp_fill.c), Attention Balance Sort, the cut into iterations
+ * and the deal to ranks, and the training order (curriculum, then a seeded proportional
+ * interleave of the groups). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hbp_impl.h"
+
+#define STREAM_PACK 0x4842505041434Bull    /* "HBPPACK" */
+#define STREAM_ORDER 0x4842504F524400ull   /* "HBPORD" */
+#define STREAM_MIX 0x4842504D495800ull     /* "HBPMIX" */
+
+#define NONE SIZE_MAX
+
+/* ---- GroupData ----------------------------------------------------------------------- */
+
+uint32_t vl__hbp_group_of(const hbp_groups *gs, uint32_t l)
+{
+    uint32_t lo = 0, hi = (uint32_t)gs->n;
+
+    while (lo < hi) {   /* first group whose length is ≥ l */
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (gs->g[mid].len < l)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Per-epoch working state. */
+typedef struct work {
+    const hbp_pack_in *in;
+    hbp_epoch *ep;
+    uint32_t *dbuf;               /* [n] samples by group, epoch order kept */
+    size_t doff[HBP_MAX_GROUPS + 1];
+    hbp_pool *pool[HBP_MAX_GROUPS];
+    uint32_t *tmp;                /* [n] a group's samples left after GreedyFill */
+    size_t gp0[HBP_MAX_GROUPS], gp1[HBP_MAX_GROUPS];  /* each group's packs */
+    size_t nitems;                /* ep->items used */
+} work;
+
+static vl_status group_data(work *w, vl_err *err)
+{
+    const hbp_pack_in *in = w->in;
+    size_t cur[HBP_MAX_GROUPS] = {0};
+
+    memset(w->doff, 0, sizeof w->doff);
+    for (size_t i = 0; i < in->n; i++) {   /* w->tmp caches each position's group */
+        uint32_t g = w->tmp[i] = vl__hbp_group_of(in->gs, in->len[in->order[i]]);
+        if (g >= in->gs->n)
+            return vl_seterr(err, VL_EINTERNAL,
+                             "hbp: sample %u (%u tokens) is longer than every group",
+                             in->order[i], in->len[in->order[i]]);
+        w->doff[g + 1]++;
+    }
+    for (size_t g = 0; g < in->gs->n; g++) {
+        w->doff[g + 1] += w->doff[g];
+        cur[g] = w->doff[g];
+        w->ep->samples[g] = w->doff[g + 1] - w->doff[g];
+    }
+    for (size_t i = 0; i < in->n; i++)
+        w->dbuf[cur[w->tmp[i]]++] = in->order[i];
+    return VL_OK;
+}
+
+/* ---- packing and GreedyFill ------------------------------------------------------- */
+
+static vl_status push_pack(hbp_epoch *ep, const hbp_pack *pk, vl_err *err)
+{
+    if (ep->npacks == ep->packs_cap &&
+        vl_grow(&ep->packs, &ep->packs_cap, ep->npacks + 1, sizeof *ep->packs, NULL))
+        return vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", ep->npacks + 1);
+    ep->packs[ep->npacks++] = *pk;
+    return VL_OK;
+}
+
+/* Copy bin b of group g into the epoch's items, fill its residual space from the
+ * shorter groups' pools (next-shorter first), and record it. */
+static vl_status emit_bin(work *w, const vl_bins *bins, size_t b, uint32_t g, vl_err *err)
+{
+    const uint32_t *len = w->in->len;
+    hbp_pool *src[HBP_MAX_GROUPS];
+    uint32_t *dst = w->ep->items + w->nitems;
+    size_t k = bins->start[b + 1] - bins->start[b], nsrc = 0;
+    hbp_pack pk = {.group = g, .start = w->nitems, .first = UINT32_MAX};
+
+    memcpy(dst, bins->items + bins->start[b], k * sizeof *dst);
+    for (size_t i = 0; i < k; i++) {
+        pk.load += len[dst[i]];
+        pk.attn += (uint64_t)len[dst[i]] * len[dst[i]];
+    }
+    for (uint32_t j = g; w->in->greedy_fill && j-- > 0;)
+        src[nsrc++] = w->pool[j];
+    size_t f = vl__hbp_fill(src, nsrc, w->in->gs->g[g].len, &pk.load, &pk.attn, dst + k);
+    w->ep->fillers[g] += f;
+    k += f;
+    for (size_t i = 0; i < k; i++)
+        if (dst[i] < pk.first)
+            pk.first = dst[i];
+    pk.count = (uint32_t)k;
+    w->nitems += k;
+    return push_pack(w->ep, &pk, err);
+}
+
+/* Packing(D_g, l_g) then GreedyFill(G_g, l_g, [D_{g-1} .. D_1]). */
+static vl_status pack_group(work *w, uint32_t g, vl_err *err)
+{
+    const hbp_pack_in *in = w->in;
+    vl_pack_opts po = {.algo = in->algo, .cap = in->gs->g[g].len,
+                       .isf_iters = in->isf_iters, .isf_slack = in->isf_slack};
+    vl_bins bins;
+    vl_rng r;
+    size_t n;
+    vl_status st = VL_OK;
+
+    if (w->pool[g] != NULL)   /* what longer groups' fills left of D_g */
+        n = vl__hbp_pool_left(w->pool[g], w->tmp);
+    else
+        memcpy(w->tmp, w->dbuf + w->doff[g],
+               (n = w->doff[g + 1] - w->doff[g]) * sizeof *w->tmp);
+    w->gp0[g] = w->ep->npacks;
+    if (n > 0) {
+        vl_rng_seed(&r, in->seed, STREAM_PACK ^ (in->epoch << 32) ^ g);
+        po.seed = vl_rng_next(&r);
+        if ((st = vl_pack(&bins, w->tmp, n, in->len, &po, err)) != VL_OK)
+            return st;
+        for (size_t b = 0; b < bins.n && st == VL_OK; b++)
+            st = emit_bin(w, &bins, b, g, err);
+        vl_bins_free(&bins);
+    }
+    w->gp1[g] = w->ep->npacks;
+    return st;
+}
+
+/* ---- Attention Balance Sort and the cut into iterations ----------------------------- */
+
+static int cmp_pack(const void *a, const void *b)
+{
+    const hbp_pack *x = a, *y = b;
+
+    if (x->attn != y->attn)
+        return x->attn < y->attn ? 1 : -1;
+    if (x->load != y->load)
+        return x->load < y->load ? 1 : -1;
+    return (x->first > y->first) - (x->first < y->first);
+}
+
+void vl__hbp_sort_packs(hbp_pack *packs, size_t n)
+{
+    qsort(packs, n, sizeof *packs, cmp_pack);
+}
+
+vl_status vl__hbp_deal(uint32_t *slot, const hbp_pack *packs, size_t np, uint32_t base,
+                       int ranks, uint32_t mbs, double attn_weight, vl_err *err)
+{
+    size_t total = (size_t)ranks * mbs;
+    double *w;
+    int *part;
+    size_t *fill;
+
+    if (mbs == 1) {   /* neighbours in the sorted order already match */
+        for (size_t r = 0; r < total; r++)
+            slot[r] = r < np ? base + (uint32_t)r : HBP_EMPTY;
+        return VL_OK;
+    }
+    w = calloc(total, sizeof *w);
+    part = malloc(total * sizeof *part);
+    fill = calloc((size_t)ranks, sizeof *fill);
+    if (w == NULL || part == NULL || fill == NULL) {
+        free(w);
+        free(part);
+        free(fill);
+        return vl_seterr(err, VL_ENOMEM, "out of memory dealing %zu packs", total);
+    }
+    for (size_t k = 0; k < total; k++)   /* empty slots weigh nothing */
+        w[k] = k < np ? (double)packs[k].load + attn_weight * (double)packs[k].attn : 0.0;
+    vl_status st = vl_partition_kk_equal(part, w, total, ranks, err);
+    for (size_t k = 0; st == VL_OK && k < total; k++) {
+        size_t r = (size_t)part[k];
+        slot[r * mbs + fill[r]++] = k < np ? base + (uint32_t)k : HBP_EMPTY;
+    }
+    free(w);
+    free(part);
+    free(fill);
+    return st;
+}
+
+static void pack_sums(hbp_pack *pk, const uint32_t *it, const uint32_t *len)
+{
+    pk->load = pk->attn = 0;
+    pk->first = UINT32_MAX;
+    for (uint32_t i = 0; i < pk->count; i++) {
+        pk->load += len[it[i]];
+        pk->attn += (uint64_t)len[it[i]] * len[it[i]];
+        if (it[i] < pk->first)
+            pk->first = it[i];
+    }
+}
+
+/* Split pk in two by attention: its samples, longest first (ties by index), each onto
+ * the half with less Σ len²; the first half stays in pk, the second goes to *q. */
+static vl_status split_pack(work *w, hbp_pack *pk, hbp_pack *q, vl_err *err)
+{
+    const uint32_t *len = w->in->len;
+    uint32_t *it = w->ep->items + pk->start, k = pk->count, na = 0, nb = 0;
+    uint64_t *key = malloc(k * sizeof *key), aa = 0, ab = 0;
+    uint32_t *tmp = malloc(k * sizeof *tmp);
+
+    if (key == NULL || tmp == NULL) {
+        free(key);
+        free(tmp);
+        return vl_seterr(err, VL_ENOMEM, "out of memory splitting a pack of %u", k);
+    }
+    for (uint32_t i = 0; i < k; i++)
+        key[i] = ((uint64_t)(UINT32_MAX - len[it[i]]) << 32) | it[i];
+    vl_sort_u64(key, k);
+    for (uint32_t i = 0; i < k; i++) {
+        uint32_t s = (uint32_t)key[i];
+        uint64_t a = (uint64_t)len[s] * len[s];
+        if (aa <= ab && !(i == k - 1 && nb == 0)) {   /* both halves non-empty */
+            it[na++] = s;
+            aa += a;
+        } else {
+            tmp[nb++] = s;
+            ab += a;
+        }
+    }
+    memcpy(it + na, tmp, nb * sizeof *tmp);
+    *q = *pk;
+    pk->count = na;
+    q->start = pk->start + na;
+    q->count = nb;
+    pack_sums(pk, it, len);
+    pack_sums(q, it + na, len);
+    free(key);
+    free(tmp);
+    return VL_OK;
+}
+
+/* Packs t[0..r-1] must fill `target` slots: the heaviest splittable pack is halved
+ * until they do; what still lacks becomes empty micro-batches. */
+static vl_status even_out(work *w, hbp_pack *t, size_t r, size_t target, uint32_t g,
+                          size_t *outn, vl_err *err)
+{
+    vl_status st;
+
+    while (r < target) {
+        size_t best = NONE;
+        for (size_t p = 0; p < r; p++)
+            if (t[p].count >= 2 && (best == NONE || cmp_pack(&t[p], &t[best]) < 0))
+                best = p;
+        if (best == NONE)
+            break;
+        if ((st = split_pack(w, &t[best], &t[r], err)) != VL_OK)
+            return st;
+        r++;
+        w->ep->splits[g]++;
+    }
+    w->ep->empty[g] += target - r;
+    if (w->in->balance)
+        vl__hbp_sort_packs(t, r);
+    *outn = r;
+    return VL_OK;
+}
+
+/* One iteration over fin[p0 .. p0+np) with mbs micro-batches per rank: slots dealt and
+ * the record appended. */
+static vl_status add_iter(work *w, uint32_t g, const hbp_pack *fin, size_t p0, size_t np,
+                          uint32_t mbs, hbp_iter *its, size_t *nit, vl_err *err)
+{
+    const hbp_group *gr = &w->in->gs->g[g];
+    hbp_epoch *ep = w->ep;
+    vl_status st = vl__hbp_deal(ep->slots + ep->nslots, fin + p0, np, (uint32_t)p0,
+                                gr->ranks, mbs, w->in->attn_weight, err);
+
+    if (st != VL_OK)
+        return st;
+    its[(*nit)++] = (hbp_iter){g, mbs, ep->nslots};
+    ep->nslots += (size_t)gr->ranks * mbs;
+    ep->giters[g]++;
+    return VL_OK;
+}
+
+/* Group g's packs (sorted) into fin[*nf ..], cut into iterations of ranks·mbs packs.
+ * The r < ranks·mbs left over join the last full iteration as extra rounds (its global
+ * batch grows by under one iteration's worth): a stand-alone tail iteration would be
+ * mostly padding and, being one of few, would dominate the group's mean PR and DBR. */
+static vl_status cut_group(work *w, uint32_t g, hbp_pack *fin, size_t *nf, hbp_iter *its,
+                           size_t *nit, vl_err *err)
+{
+    const hbp_group *gr = &w->in->gs->g[g];
+    size_t cnt = w->gp1[g] - w->gp0[g], per = (size_t)gr->ranks * gr->mbs;
+    size_t full = cnt / per, r = cnt % per, base = *nf;
+    hbp_pack *src = w->ep->packs + w->gp0[g];
+    vl_status st = VL_OK;
+
+    if (w->in->balance)
+        vl__hbp_sort_packs(src, cnt);
+    memcpy(fin + base, src, cnt * sizeof *src);
+    size_t plain = r > 0 && full > 0 ? full - 1 : full;
+    for (size_t k = 0; k < plain && st == VL_OK; k++)
+        st = add_iter(w, g, fin, base + k * per, per, gr->mbs, its, nit, err);
+    if (st == VL_OK && plain < full + (r > 0)) {
+        size_t p0 = base + plain * per, have = cnt - plain * per, np = have;
+        uint32_t m = (uint32_t)((have + (size_t)gr->ranks - 1) / (size_t)gr->ranks);
+        if ((st = even_out(w, fin + p0, have, (size_t)gr->ranks * m, g, &np, err)) == VL_OK)
+            st = add_iter(w, g, fin, p0, np, m, its, nit, err);
+        cnt += np - have;
+    }
+    *nf += cnt;
+    return st;
+}
+
+/* ---- training order ------------------------------------------------------------------ */
+
+typedef struct mix {
+    double key;           /* (j + u) / n_g: stratified position of the group's j-th */
+    uint32_t group, j;
+    size_t it;
+} mix;
+
+static int cmp_mix(const void *a, const void *b)
+{
+    const mix *x = a, *y = b;
+
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    if (x->group != y->group)
+        return x->group < y->group ? -1 : 1;
+    return (x->j > y->j) - (x->j < y->j);
+}
+
+/* Each group's iterations in a seeded random order (the paper's Shuffle(B)); then the
+ * curriculum: the first `curriculum` iterations from the shortest groups only (never the
+ * longest one), shortest first; then the rest interleaved so that every group is spread
+ * evenly over the epoch: its j-th remaining iteration sits at (j + u)/n_g, u uniform. */
+static vl_status order_iters(work *w, hbp_iter *its, size_t nit, vl_err *err)
+{
+    const hbp_pack_in *in = w->in;
+    size_t ng = in->gs->n, off[HBP_MAX_GROUPS + 1] = {0}, head[HBP_MAX_GROUPS] = {0};
+    uint32_t *perm = malloc((nit ? nit : 1) * sizeof *perm);
+    mix *mx = malloc((nit ? nit : 1) * sizeof *mx);
+    size_t out = 0, nm = 0;
+    vl_rng r;
+
+    w->ep->iters = malloc((nit ? nit : 1) * sizeof *w->ep->iters);
+    if (perm == NULL || mx == NULL || w->ep->iters == NULL) {
+        free(perm);
+        free(mx);
+        return vl_seterr(err, VL_ENOMEM, "out of memory ordering %zu iterations", nit);
+    }
+    for (size_t i = 0; i < nit; i++)   /* its[] is grouped, groups ascending */
+        off[its[i].group + 1]++;
+    for (size_t g = 0; g < ng; g++) {
+        off[g + 1] += off[g];
+        for (size_t i = off[g]; i < off[g + 1]; i++)
+            perm[i] = (uint32_t)i;
+        vl_rng_seed(&r, in->seed, STREAM_ORDER ^ (in->epoch << 32) ^ g);
+        vl_rng_shuffle_u32(&r, perm + off[g], off[g + 1] - off[g]);
+    }
+    for (size_t g = 0; g + 1 < ng && out < in->curriculum; g++)
+        for (; off[g] + head[g] < off[g + 1] && out < in->curriculum; head[g]++)
+            w->ep->iters[out++] = its[perm[off[g] + head[g]]];
+    vl_rng_seed(&r, in->seed, STREAM_MIX ^ (in->epoch << 32));
+    for (size_t g = 0; g < ng; g++) {
+        size_t left = off[g + 1] - off[g] - head[g];
+        for (size_t j = 0; j < left; j++)
+            mx[nm++] = (mix){((double)j + vl_rng_unit(&r)) / (double)left, (uint32_t)g,
+                             (uint32_t)j, perm[off[g] + head[g] + j]};
+    }
+    qsort(mx, nm, sizeof *mx, cmp_mix);
+    for (size_t i = 0; i < nm; i++)
+        w->ep->iters[out++] = its[mx[i].it];
+    w->ep->niters = out;
+    free(perm);
+    free(mx);
+    return VL_OK;
+}
+
+/* ---- the epoch ----------------------------------------------------------------------- */
+
+void vl__hbp_epoch_free(hbp_epoch *ep)
+{
+    if (ep == NULL)
+        return;
+    free(ep->items);
+    free(ep->packs);
+    free(ep->slots);
+    free(ep->iters);
+    memset(ep, 0, sizeof *ep);
+}
+
+static vl_status make_pools(work *w, vl_err *err)
+{
+    vl_status st;
+
+    /* Only groups shorter than the longest ever give fillers. */
+    for (size_t g = 0; w->in->greedy_fill && g + 1 < w->in->gs->n; g++)
+        if ((st = vl__hbp_pool_new(&w->pool[g], w->dbuf + w->doff[g],
+                                   w->doff[g + 1] - w->doff[g], w->in->len, err)) != VL_OK)
+            return st;
+    return VL_OK;
+}
+
+/* Every group's packs cut into iterations, ascending group order; ep->packs becomes
+ * the final pack table (tails may have gained split packs). */
+static vl_status cut_all(work *w, vl_err *err)
+{
+    const hbp_groups *gs = w->in->gs;
+    size_t extra = 0, nf = 0, nit = 0, maxit = 0;
+    hbp_pack *fin;
+    hbp_iter *its;
+    vl_status st = VL_OK;
+
+    for (size_t g = 0; g < gs->n; g++) {
+        size_t per = (size_t)gs->g[g].ranks * gs->g[g].mbs;
+        extra += (size_t)gs->g[g].ranks;   /* a tail grows by fewer than `ranks` packs */
+        maxit += (w->gp1[g] - w->gp0[g]) / per + 1;
+    }
+    /* Slots: every pack once plus fewer than `ranks` empties per group. */
+    w->ep->slots = malloc((w->ep->npacks + 2 * extra) * sizeof *w->ep->slots);
+    fin = malloc((w->ep->npacks + extra) * sizeof *fin);
+    its = malloc(maxit * sizeof *its);
+    if (fin == NULL || its == NULL || w->ep->slots == NULL) {
+        st = vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs",
+                       w->ep->npacks + extra);
+        goto done;
+    }
+    for (uint32_t g = 0; g < gs->n && st == VL_OK; g++)
+        st = cut_group(w, g, fin, &nf, its, &nit, err);
+    if (st == VL_OK) {
+        free(w->ep->packs);
+        w->ep->packs = fin;
+        w->ep->npacks = w->ep->packs_cap = nf;
+        fin = NULL;
+        st = order_iters(w, its, nit, err);
+    }
+done:
+    free(fin);
+    free(its);
+    return st;
+}
+
+vl_status vl__hbp_pack_epoch(hbp_epoch *ep, const hbp_pack_in *in, vl_err *err)
+{
+    work w = {.in = in, .ep = ep};
+    size_t n = in->n ? in->n : 1;
+    vl_status st;
+
+    memset(ep, 0, sizeof *ep);
+    ep->items = malloc(n * sizeof *ep->items);
+    w.dbuf = malloc(n * sizeof *w.dbuf);
+    w.tmp = malloc(n * sizeof *w.tmp);
+    if (ep->items == NULL || w.dbuf == NULL || w.tmp == NULL) {
+        st = vl_seterr(err, VL_ENOMEM, "out of memory packing %zu samples", in->n);
+        goto done;
+    }
+    if ((st = group_data(&w, err)) != VL_OK || (st = make_pools(&w, err)) != VL_OK)
+        goto done;
+    for (uint32_t g = (uint32_t)in->gs->n; g-- > 0 && st == VL_OK;)  /* longest first */
+        st = pack_group(&w, g, err);
+    if (st == VL_OK && w.nitems != in->n)
+        st = vl_seterr(err, VL_EINTERNAL, "hbp: packed %zu of %zu samples", w.nitems,
+                       in->n);
+    if (st == VL_OK)
+        st = cut_all(&w, err);
+done:
+    for (size_t g = 0; g < HBP_MAX_GROUPS; g++)
+        vl__hbp_pool_free(w.pool[g]);
+    free(w.dbuf);
+    free(w.tmp);
+    if (st != VL_OK)
+        vl__hbp_epoch_free(ep);
+    return st;
+}
