@@ -58,13 +58,12 @@ static vl_status time_once(const vl_strategy *s, const void *opts, vl_manifest *
     vl_status st = vl_plan_init(&p, m, s->name, 1, err);
 
     if (st == VL_OK)
-        st = vl_select(&sel, m, s->max_len(opts, cfg), cfg->training.oversize, &p, err);
+        st = vl_select(&sel, m, s->max_len(opts, cfg), cfg->training.oversize, err);
     if (st == VL_OK) {
         vl_job job = {.m = m, .cfg = cfg, .cost = c, .sel = &sel, .seed = 1};
         double t0 = now();
         st = s->plan(opts, &job, &p, err);
         *ms = (now() - t0) * 1e3 / (double)(p.niters ? p.niters : 1);
-        free(job.log);
     }
     vl_plan_free(&p);
     vl_selection_free(&sel);

@@ -56,7 +56,8 @@ static void plan_with(fixture *f, const char *name, const uint32_t *len, size_t 
     cr_assert_eq(s->validate(NULL, &f->cfg, &err), VL_OK, "%s", err.msg);
     cr_assert_eq(vl_plan_init(&f->plan, f->m, name, seed, &err), VL_OK);
     cr_assert_eq(vl_select(&f->sel, f->m, s->max_len(NULL, &f->cfg), f->cfg.training.oversize,
-                           &f->plan, &err), VL_OK, "%s", err.msg);
+                           &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl_plan_add_drops(&f->plan, f->sel.drops, f->sel.ndrops, &err), VL_OK);
     vl_job job = {.m = f->m, .cfg = &f->cfg, .sel = &f->sel, .seed = seed};
     cr_assert_eq(s->plan(NULL, &job, &f->plan, &err), VL_OK, "%s", err.msg);
 }

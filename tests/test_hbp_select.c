@@ -25,7 +25,7 @@ Test(hbp, profile_selection_table19)
     vl_err err;
     hbp_opts o = {.groups = "auto", .candidates = "8K", .sp_degrees = "1,2,4,8"};
     hbp_groups gs;
-    hbp_log lg = {.on = false};
+    hbp_log lg = {.job = NULL};
 
     cr_assert_eq(vl_config_init_default(&cfg, &err), VL_OK);
     cr_assert_eq(vl_config_set(&cfg, "training.max_seq_len=131072", &err), VL_OK, "%s",

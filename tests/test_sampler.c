@@ -24,10 +24,10 @@ Test(select, oversize_error_names_count_and_first)
     vl_manifest *m = lengths(four, 4);
     vl_selection sel;
     vl_err err = {0};
-    cr_assert_eq(vl_select(&sel, m, 10, VL_OVERSIZE_ERROR, NULL, &err), VL_EDATA);
+    cr_assert_eq(vl_select(&sel, m, 10, VL_OVERSIZE_ERROR, &err), VL_EDATA);
     cr_assert_str_eq(err.msg, "2 samples exceed 10 tokens (first: id 1, length 20); "
                               "set training.oversize=truncate or drop");
-    cr_assert_eq(vl_select(&sel, m, 30, VL_OVERSIZE_ERROR, NULL, &err), VL_OK);
+    cr_assert_eq(vl_select(&sel, m, 30, VL_OVERSIZE_ERROR, &err), VL_OK);
     cr_assert_eq(sel.n, 4);
     cr_assert_eq(sel.len, m->len);   /* nothing truncated: the manifest's own array */
     cr_assert_null(sel.own);
@@ -46,7 +46,7 @@ Test(select, oversize_error_with_string_id)
     vl_selection sel;
     vl_err err = {0};
     cr_assert_eq(vl_manifest_read(&m, paths, 1, NULL, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_select(&sel, m, 50, VL_OVERSIZE_ERROR, NULL, &err), VL_EDATA);
+    cr_assert_eq(vl_select(&sel, m, 50, VL_OVERSIZE_ERROR, &err), VL_EDATA);
     cr_assert_str_eq(err.msg, "1 samples exceed 50 tokens (first: id \"long \\\"one\\\"\", "
                               "length 99); set training.oversize=truncate or drop");
     vl_manifest_free(m);
@@ -58,33 +58,30 @@ Test(select, oversize_error_with_string_id)
 Test(select, drop_records_whole_samples)
 {
     vl_manifest *m = lengths(four, 4);
-    vl_plan p;
     vl_selection sel;
-    cr_assert_eq(vl_plan_init(&p, m, "t", 0, NULL), VL_OK);
-    cr_assert_eq(vl_select(&sel, m, 10, VL_OVERSIZE_DROP, &p, NULL), VL_OK);
+    cr_assert_eq(vl_select(&sel, m, 10, VL_OVERSIZE_DROP, NULL), VL_OK);
+    const vl_selection *p = &sel;
     cr_assert_eq(sel.n, 2);
     cr_assert_eq(sel.idx[0], 0);
     cr_assert_eq(sel.idx[1], 3);
     cr_assert_eq(sel.tokens, 12);
-    cr_assert_eq(p.ndrops, 2);
-    cr_assert_eq(p.drops[0].sample, 1);
-    cr_assert_eq(p.drops[0].off, 0);
-    cr_assert_eq(p.drops[0].len, 20);
-    cr_assert_eq(p.drops[0].reason, VL_DROP_OVERSIZE);
-    cr_assert_eq(p.drops[1].sample, 2);
-    cr_assert_eq(p.drops[1].len, 30);
+    cr_assert_eq(p->ndrops, 2);
+    cr_assert_eq(p->drops[0].sample, 1);
+    cr_assert_eq(p->drops[0].off, 0);
+    cr_assert_eq(p->drops[0].len, 20);
+    cr_assert_eq(p->drops[0].reason, VL_DROP_OVERSIZE);
+    cr_assert_eq(p->drops[1].sample, 2);
+    cr_assert_eq(p->drops[1].len, 30);
     vl_selection_free(&sel);
-    vl_plan_free(&p);
     vl_manifest_free(m);
 }
 
 Test(select, truncate_keeps_prefix_and_records_rest)
 {
     vl_manifest *m = lengths(four, 4);
-    vl_plan p;
     vl_selection sel;
-    cr_assert_eq(vl_plan_init(&p, m, "t", 0, NULL), VL_OK);
-    cr_assert_eq(vl_select(&sel, m, 10, VL_OVERSIZE_TRUNCATE, &p, NULL), VL_OK);
+    cr_assert_eq(vl_select(&sel, m, 10, VL_OVERSIZE_TRUNCATE, NULL), VL_OK);
+    const vl_selection *p = &sel;
     cr_assert_eq(sel.n, 4);
     cr_assert_eq(sel.len[0], 5);
     cr_assert_eq(sel.len[1], 10);
@@ -92,21 +89,16 @@ Test(select, truncate_keeps_prefix_and_records_rest)
     cr_assert_eq(sel.len[3], 7);
     cr_assert_eq(m->len[1], 20, "the manifest is not modified");
     cr_assert_eq(sel.tokens, 32);
-    cr_assert_eq(p.ndrops, 2);
-    cr_assert_eq(p.drops[0].sample, 1);
-    cr_assert_eq(p.drops[0].off, 10);
-    cr_assert_eq(p.drops[0].len, 10);
-    cr_assert_eq(p.drops[0].reason, VL_DROP_TRUNCATED);
-    cr_assert_eq(p.drops[1].off, 10);
-    cr_assert_eq(p.drops[1].len, 20);
-    vl_selection_free(&sel);
-    vl_plan_free(&p);
-    /* Without a plan the policy still applies. */
-    cr_assert_eq(vl_select(&sel, m, 10, VL_OVERSIZE_TRUNCATE, NULL, NULL), VL_OK);
-    cr_assert_eq(sel.tokens, 32);
+    cr_assert_eq(p->ndrops, 2);
+    cr_assert_eq(p->drops[0].sample, 1);
+    cr_assert_eq(p->drops[0].off, 10);
+    cr_assert_eq(p->drops[0].len, 10);
+    cr_assert_eq(p->drops[0].reason, VL_DROP_TRUNCATED);
+    cr_assert_eq(p->drops[1].off, 10);
+    cr_assert_eq(p->drops[1].len, 20);
     vl_selection_free(&sel);
     vl_err err = {0};
-    cr_assert_eq(vl_select(&sel, m, 0, VL_OVERSIZE_TRUNCATE, NULL, &err), VL_EUSAGE);
+    cr_assert_eq(vl_select(&sel, m, 0, VL_OVERSIZE_TRUNCATE, &err), VL_EUSAGE);
     vl_manifest_free(m);
 }
 
@@ -117,7 +109,7 @@ Test(epoch, seeded_permutation)
         len[i] = (uint32_t)(i + 1);
     vl_manifest *m = lengths(len, 100);
     vl_selection sel;
-    cr_assert_eq(vl_select(&sel, m, 1000, VL_OVERSIZE_ERROR, NULL, NULL), VL_OK);
+    cr_assert_eq(vl_select(&sel, m, 1000, VL_OVERSIZE_ERROR, NULL), VL_OK);
     uint32_t a[100], b[100], c[100], d[100];
     vl_epoch_order(&sel, 7, 0, a);
     vl_epoch_order(&sel, 7, 0, b);

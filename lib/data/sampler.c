@@ -1,5 +1,5 @@
-/* lib/data/sampler.c -- which samples get planned (the oversize policy, recorded in the plan
- * so nothing disappears silently), their seeded order per epoch, and the cut of that
+/* lib/data/sampler.c -- which samples get planned (the oversize policy, its removals
+ * returned as dropped ranges so nothing disappears silently), their seeded order per epoch, and the cut of that
  * order into global batches by sample count or token budget. */
 #include "sampler.h"
 
@@ -17,6 +17,7 @@ void vl_selection_free(vl_selection *sel)
         return;
     free(sel->idx);
     free(sel->own);
+    free(sel->drops);
     memset(sel, 0, sizeof *sel);
 }
 
@@ -32,24 +33,23 @@ static vl_status oversize_error(const vl_manifest *m, uint32_t limit, size_t cou
                      count, limit, id, m->len[first]);
 }
 
-/* Record what the policy removes and, for truncation, shorten the effective length. */
+/* Record what the policy removes (over of them) and, for truncation, shorten the
+ * effective length. */
 static vl_status apply_oversize(vl_selection *sel, const vl_manifest *m, uint32_t limit,
-                                vl_oversize policy, vl_plan *plan, vl_err *err)
+                                vl_oversize policy, size_t over, vl_err *err)
 {
-    vl_status st;
-
+    if (!(sel->drops = malloc(over * sizeof *sel->drops)))
+        return vl_seterr(err, VL_ENOMEM, "out of memory recording %zu dropped samples", over);
     for (size_t i = 0; i < m->n; i++) {
         uint32_t l = m->len[i];
         if (l <= limit)
             continue;
         if (policy == VL_OVERSIZE_TRUNCATE) {
             sel->own[i] = limit;
-            if (plan != NULL && (st = vl_plan_drop(plan, (uint32_t)i, limit, l - limit,
-                                                   VL_DROP_TRUNCATED, err)) != VL_OK)
-                return st;
-        } else if (plan != NULL && (st = vl_plan_drop(plan, (uint32_t)i, 0, l,
-                                                      VL_DROP_OVERSIZE, err)) != VL_OK) {
-            return st;
+            sel->drops[sel->ndrops++] = (vl_drop){(uint32_t)i, limit, l - limit,
+                                                  VL_DROP_TRUNCATED};
+        } else {
+            sel->drops[sel->ndrops++] = (vl_drop){(uint32_t)i, 0, l, VL_DROP_OVERSIZE};
         }
     }
     return VL_OK;
@@ -71,7 +71,7 @@ static vl_status select_alloc(vl_selection *sel, const vl_manifest *m, size_t ke
 }
 
 vl_status vl_select(vl_selection *sel, const vl_manifest *m, uint32_t limit,
-                    vl_oversize policy, vl_plan *plan, vl_err *err)
+                    vl_oversize policy, vl_err *err)
 {
     size_t over = 0, first = 0;
     vl_status st;
@@ -91,7 +91,7 @@ vl_status vl_select(vl_selection *sel, const vl_manifest *m, uint32_t limit,
     size_t keep = policy == VL_OVERSIZE_DROP ? m->n - over : m->n;
     if ((st = select_alloc(sel, m, keep, truncating, err)) != VL_OK)
         return st;
-    if (over > 0 && (st = apply_oversize(sel, m, limit, policy, plan, err)) != VL_OK) {
+    if (over > 0 && (st = apply_oversize(sel, m, limit, policy, over, err)) != VL_OK) {
         vl_selection_free(sel);
         return st;
     }

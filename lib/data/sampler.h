@@ -1,5 +1,5 @@
 /* lib/data/sampler.h -- which samples a strategy plans and in what order: the oversize
- * policy (error / truncate / drop, recorded in the plan), the deterministic epoch
+ * policy (error / truncate / drop, returned as dropped ranges for the plan), the deterministic epoch
  * order from the seed, and global batches by sample count or token budget. */
 #ifndef VLPLAN_SAMPLER_H
 #define VLPLAN_SAMPLER_H
@@ -19,14 +19,17 @@ typedef struct vl_selection {
                            * manifest's own array, or `own` when something was truncated */
     uint32_t *own;
     uint64_t tokens;      /* Σ effective len over idx */
+    vl_drop *drops;       /* [ndrops] what the policy removed, by ascending sample: the
+                           * runner records them in the plan's footer */
+    size_t ndrops;
 } vl_selection;
 
 /** Apply `policy` for samples longer than `limit` tokens: VL_OVERSIZE_ERROR fails with
  *  VL_EDATA naming the count and the first offender; DROP leaves them out; TRUNCATE keeps
- *  their first `limit` tokens.  Dropped or truncated ranges are recorded with
- *  vl_plan_drop on plan (if non-NULL).  Free with vl_selection_free. */
+ *  their first `limit` tokens.  The dropped or truncated ranges are returned in
+ *  sel->drops.  Free with vl_selection_free. */
 vl_status vl_select(vl_selection *sel, const vl_manifest *m, uint32_t limit,
-                    vl_oversize policy, vl_plan *plan, vl_err *err);
+                    vl_oversize policy, vl_err *err);
 void vl_selection_free(vl_selection *sel);
 
 /** order[0..n-1] = sel->idx permuted for epoch `epoch` (seeded shuffle; the same seed and

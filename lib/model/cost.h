@@ -8,19 +8,7 @@
 #include <stdint.h>
 
 #include "config.h"
-
-/* A slice [off, off + len) of sample `sample` (index into the manifest). */
-typedef struct vl_seg {
-    uint32_t sample;
-    uint32_t off;
-    uint32_t len;
-} vl_seg;
-
-/* Parallel layout one micro-batch runs under. */
-typedef struct vl_par {
-    int tp, pp, sp;       /* sp = sequence/context-parallel degree (kind from the config) */
-    int ckpt_layers;      /* layers (per pipeline stage) that recompute activations */
-} vl_par;
+#include "plan.h"
 
 /* Derived per-model constants, computed once from the config. */
 typedef struct vl_cost {

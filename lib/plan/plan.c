@@ -121,6 +121,15 @@ vl_status vl_plan_drop(vl_plan *p, uint32_t sample, uint32_t off, uint32_t len,
     return VL_OK;
 }
 
+vl_status vl_plan_add_drops(vl_plan *p, const vl_drop *d, size_t n, vl_err *err)
+{
+    vl_status st = VL_OK;
+
+    for (size_t i = 0; i < n && st == VL_OK; i++)
+        st = vl_plan_drop(p, d[i].sample, d[i].off, d[i].len, (vl_drop_reason)d[i].reason, err);
+    return st;
+}
+
 void vl_plan_rank_group(vl_plan *p, int32_t group)
 {
     if (p->nranks > 0)

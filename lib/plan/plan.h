@@ -8,9 +8,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cost.h"
 #include "err.h"
 #include "manifest.h"
+
+/* ---- plan types: what a micro-batch holds and how a rank runs it ---- */
+
+/* A slice [off, off + len) of sample `sample` (index into the manifest). */
+typedef struct vl_seg {
+    uint32_t sample;
+    uint32_t off;
+    uint32_t len;
+} vl_seg;
+
+/* Parallel layout one micro-batch runs under. */
+typedef struct vl_par {
+    int tp, pp, sp;       /* sp = sequence/context-parallel degree (kind from the config) */
+    int ckpt_layers;      /* layers (per pipeline stage) that recompute activations */
+} vl_par;
 
 /* seg.sample of a plan read back from a file whose id is not in the manifest. */
 #define VL_SAMPLE_UNKNOWN UINT32_MAX
@@ -94,6 +108,8 @@ vl_status vl_plan_seg(vl_plan *p, uint32_t sample, uint32_t off, uint32_t len, v
 vl_status vl_plan_op(vl_plan *p, uint32_t mb, vl_op_kind kind, vl_err *err);
 vl_status vl_plan_drop(vl_plan *p, uint32_t sample, uint32_t off, uint32_t len,
                        vl_drop_reason reason, vl_err *err);
+/** Append n dropped ranges (the sampler's, vl_selection.drops).  VL_ENOMEM. */
+vl_status vl_plan_add_drops(vl_plan *p, const vl_drop *d, size_t n, vl_err *err);
 /** Set the group of the current rank. */
 void vl_plan_rank_group(vl_plan *p, int32_t group);
 /** Set ChunkFlow's K of the current rank (written as "k" when non-zero). */

@@ -3,10 +3,48 @@
  * writes the plan, so a strategy bug can never become a silently wrong schedule. */
 #include "run.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "strbuf.h"
 #include "verify.h"
+
+/* What strategies report besides the plan (vlplan_strategy.h). */
+struct vl_report {
+    vl_strbuf log;        /* the -v text */
+    char *params_json;    /* the knobs actually used, NULL: the bound opts */
+};
+
+void vl_job_vlog(const vl_job *job, const char *fmt, va_list ap)
+{
+    if (job->verbose > 0 && job->report)
+        vl_strbuf_vprintf(&job->report->log, fmt, ap);
+}
+
+void vl_job_log(const vl_job *job, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vl_job_vlog(job, fmt, ap);
+    va_end(ap);
+}
+
+vl_status vl_job_params(const vl_job *job, const vl_param *params, const void *opts,
+                        vl_err *err)
+{
+    char *json = NULL;
+    vl_status st = vl_params_dump_json(params, opts, &json, err);
+
+    if (st != VL_OK || !job->report) {
+        free(json);
+        return st;
+    }
+    free(job->report->params_json);
+    job->report->params_json = json;
+    return VL_OK;
+}
 
 static vl_status bind_opts(void **opts, const vl_strategy *s, const vl_config *cfg,
                            vl_err *err)
@@ -67,6 +105,7 @@ vl_status vl_run_plan(vl_plan *out, const vl_strategy *s, vl_manifest *m,
     void *opts = NULL;
     vl_cost cost;
     vl_selection sel;
+    vl_report rep = {0};
     vl_job job;
     vl_status st;
 
@@ -79,23 +118,25 @@ vl_status vl_run_plan(vl_plan *out, const vl_strategy *s, vl_manifest *m,
         goto done;
     if ((st = vl_cost_init(&cost, cfg, err)) != VL_OK)
         goto done;
-    st = vl_select(&sel, m, s->max_len(opts, cfg), cfg->training.oversize, out, err);
+    st = vl_select(&sel, m, s->max_len(opts, cfg), cfg->training.oversize, err);
+    if (st == VL_OK)
+        st = vl_plan_add_drops(out, sel.drops, sel.ndrops, err);
     if (st != VL_OK)
         goto done;
     job = (vl_job){.m = m, .cfg = cfg, .cost = &cost, .sel = &sel, .seed = o->seed,
-                   .verbose = o->verbose};
+                   .verbose = o->verbose, .report = &rep};
     st = s->plan(opts, &job, out, err);
-    if (log)
-        *log = job.log;
-    else
-        free(job.log);
-    if (st == VL_OK)
-        st = fill_header(out, s, opts, cfg, job.params_json, err);
-    else
-        free(job.params_json);
+    if (st == VL_OK) {
+        st = fill_header(out, s, opts, cfg, rep.params_json, err);
+        rep.params_json = NULL;   /* taken over (or freed) by fill_header */
+    }
     if (st == VL_OK)
         st = self_check(out, err);
 done:
+    if (log)
+        *log = vl_strbuf_take(&rep.log);
+    vl_strbuf_free(&rep.log);
+    free(rep.params_json);
     vl_selection_free(&sel);
     free(opts);
     if (st != VL_OK)

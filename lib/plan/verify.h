@@ -3,6 +3,7 @@
 #ifndef VLPLAN_VERIFY_H
 #define VLPLAN_VERIFY_H
 
+#include "cost.h"
 #include "plan.h"
 
 #define VL_VERIFY_MAX_MSGS 20

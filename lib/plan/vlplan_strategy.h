@@ -4,6 +4,7 @@
 #ifndef VLPLAN_STRATEGY_H
 #define VLPLAN_STRATEGY_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,20 +20,37 @@
 #include "sort.h"
 #include "strbuf.h"
 
+/* What a strategy tells the runner besides the plan: its -v log and the knobs it
+ * actually used.  Owned by the runner (lib/plan/run.c); strategies reach it only
+ * through vl_job_log and vl_job_params. */
+typedef struct vl_report vl_report;
+
 /* Everything a strategy reads.  The samples to plan are sel (oversize policy already
- * applied, dropped ranges already recorded in the plan). */
+ * applied; the runner records the dropped ranges in the plan). */
 typedef struct vl_job {
     const vl_manifest *m;
     const vl_config *cfg;
     const vl_cost *cost;
     const vl_selection *sel;
     uint64_t seed;
-    int verbose;          /* -v count; a strategy may fill `log` when > 0 */
-    char *log;            /* malloc'd text the CLI prints to stderr with -v (may be NULL) */
-    char *params_json;    /* malloc'd JSON object of the knobs actually used, when they
-                           * differ from the bound opts (what "auto" resolved to); NULL:
-                           * the header's "params" are the bound opts */
+    int verbose;          /* -v count: vl_job_log writes nothing when 0 */
+    vl_report *report;    /* the runner's; NULL: logs and params are discarded */
 } vl_job;
+
+/** Append printf-formatted text to the -v log the CLI prints on stderr; nothing when
+ *  job->verbose is 0.  Best effort: without memory the log is cut, never the plan. */
+void vl_job_log(const vl_job *job, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void vl_job_vlog(const vl_job *job, const char *fmt, va_list ap);
+
+/** Record the knobs actually used -- opts bound with params, after "auto" resolved --
+ *  as the plan header's "params" (without this call the header has the bound opts).
+ *  VL_ENOMEM. */
+vl_status vl_job_params(const vl_job *job, const vl_param *params, const void *opts,
+                        vl_err *err);
 
 typedef struct vl_strategy {
     const char *name;     /* CLI name and config section */
@@ -46,7 +64,7 @@ typedef struct vl_strategy {
     /** Optional cross-field checks of the bound opts (VL_ECONFIG with a message). */
     vl_status (*validate)(const void *opts, const vl_config *cfg, vl_err *err);
     /** Plan every epoch of job->sel into out (iterations in order). */
-    vl_status (*plan)(const void *opts, vl_job *job, vl_plan *out, vl_err *err);
+    vl_status (*plan)(const void *opts, const vl_job *job, vl_plan *out, vl_err *err);
 } vl_strategy;
 
 /* plans/registry.c */

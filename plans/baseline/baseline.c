@@ -48,7 +48,7 @@ typedef vl_status (*batch_fn)(bl *c, const uint32_t *items, size_t n, vl_err *er
 
 /* One planning run: what every batch needs, and counters for the -v log. */
 struct bl {
-    vl_job *job;          /* read-only but for job->log */
+    const vl_job *job;
     const vl_training_cfg *t;
     vl_plan *out;
     vl_par par;
@@ -165,22 +165,13 @@ static size_t mbs_per_rank(size_t g, size_t dp, size_t b)
 
 static void write_log(bl *c, const char *name)
 {
-    char buf[512];
     double fill = c->slots ? 100.0 * (double)c->tokens / (double)c->slots : 0.0;
-    int k = snprintf(buf, sizeof buf,
-                     "%s: %llu iterations, %llu micro-batches (%llu split packs, %llu "
-                     "empty), fill %.2f%% of %llu slots\n",
-                     name, (unsigned long long)c->iters, (unsigned long long)c->mbs,
-                     (unsigned long long)c->splits, (unsigned long long)c->empty, fill,
-                     (unsigned long long)c->slots);
 
-    /* The log is optional: without memory for it the plan is still good. */
-    if (c->job->verbose <= 0 || k < 0 || c->job->log != NULL)
-        return;
-    if ((size_t)k >= sizeof buf)
-        k = (int)sizeof buf - 1;
-    if ((c->job->log = malloc((size_t)k + 1)) != NULL)
-        memcpy(c->job->log, buf, (size_t)k + 1);
+    vl_job_log(c->job, "%s: %llu iterations, %llu micro-batches (%llu split packs, %llu "
+                       "empty), fill %.2f%% of %llu slots\n",
+               name, (unsigned long long)c->iters, (unsigned long long)c->mbs,
+               (unsigned long long)c->splits, (unsigned long long)c->empty, fill,
+               (unsigned long long)c->slots);
 }
 
 /* Checkpointed layers per stage for micro-batches of up to mb_tokens tokens. */
@@ -199,7 +190,7 @@ static int ckpt_layers(const vl_job *job, const vl_par *par, uint64_t mb_tokens)
     return k < 0 ? all : k;
 }
 
-static vl_status run(vl_job *job, vl_plan *out, batch_fn fn, const char *name, bool padded,
+static vl_status run(const vl_job *job, vl_plan *out, batch_fn fn, const char *name, bool padded,
                      vl_err *err)
 {
     const vl_config *cfg = job->cfg;
@@ -250,7 +241,7 @@ static vl_status random_batch(bl *c, const uint32_t *items, size_t n, vl_err *er
     return st;
 }
 
-static vl_status random_plan(const void *opts, vl_job *job, vl_plan *out, vl_err *err)
+static vl_status random_plan(const void *opts, const vl_job *job, vl_plan *out, vl_err *err)
 {
     (void)opts;
     return run(job, out, random_batch, "random", true, err);
@@ -321,7 +312,7 @@ done:
     return st;
 }
 
-static vl_status sorted_plan(const void *opts, vl_job *job, vl_plan *out, vl_err *err)
+static vl_status sorted_plan(const void *opts, const vl_job *job, vl_plan *out, vl_err *err)
 {
     (void)opts;
     return run(job, out, sorted_batch, "sorted", true, err);
@@ -485,7 +476,7 @@ static vl_status pack_batch(bl *c, const uint32_t *items, size_t n, vl_err *err)
     return st;
 }
 
-static vl_status pack_plan(const void *opts, vl_job *job, vl_plan *out, vl_err *err)
+static vl_status pack_plan(const void *opts, const vl_job *job, vl_plan *out, vl_err *err)
 {
     (void)opts;
     return run(job, out, pack_batch, "pack", false, err);

@@ -78,26 +78,22 @@ static vl_cf_setting base_setting(const vl_cf_opts *o, const vl_config *cfg)
     return s;
 }
 
-static vl_status log_summary(vl_job *job, const vl_cf_setting *s, const vl_cf_work *w,
-                             size_t iters, vl_err *err)
+static void log_summary(const vl_job *job, const vl_cf_setting *s, const vl_cf_work *w,
+                        size_t iters)
 {
-    if (job->verbose <= 0)
-        return VL_OK;
-    return vl__cf_logf(&job->log, err,
-                       "chunkflow: chunk_size=%u k=%u: %zu iterations, %llu micro-batches "
-                       "(%llu from %llu split samples), %llu recompute forwards; equal "
-                       "counts per rank took %llu extra cuts and %llu empty "
-                       "micro-batches\n",
-                       s->chunk, s->k, iters, (unsigned long long)w->stat_chunks,
-                       (unsigned long long)w->stat_dependent,
-                       (unsigned long long)w->stat_samples_split,
-                       (unsigned long long)w->stat_recompute,
-                       (unsigned long long)w->stat_cuts, (unsigned long long)w->stat_empty);
+    vl_job_log(job,
+               "chunkflow: chunk_size=%u k=%u: %zu iterations, %llu micro-batches (%llu "
+               "from %llu split samples), %llu recompute forwards; equal counts per rank "
+               "took %llu extra cuts and %llu empty micro-batches\n",
+               s->chunk, s->k, iters, (unsigned long long)w->stat_chunks,
+               (unsigned long long)w->stat_dependent, (unsigned long long)w->stat_samples_split,
+               (unsigned long long)w->stat_recompute, (unsigned long long)w->stat_cuts,
+               (unsigned long long)w->stat_empty);
 }
 
 /* One epoch: its order, its global batches, one iteration each.  The first epoch also
  * settles the setting when a parameter is "auto". */
-static vl_status plan_epoch(const vl_cf_opts *o, vl_job *job, uint32_t epoch,
+static vl_status plan_epoch(const vl_cf_opts *o, const vl_job *job, uint32_t epoch,
                             uint32_t *order, vl_cf_setting *s, vl_cf_work *w, vl_plan *out,
                             vl_err *err)
 {
@@ -117,17 +113,17 @@ static vl_status plan_epoch(const vl_cf_opts *o, vl_job *job, uint32_t epoch,
 }
 
 /* The header's "params" show what "auto" resolved to, not "auto". */
-static vl_status record_chosen(const vl_cf_opts *o, const vl_cf_setting *s, vl_job *job,
+static vl_status record_chosen(const vl_cf_opts *o, const vl_cf_setting *s, const vl_job *job,
                                vl_err *err)
 {
     vl_cf_opts used = *o;
 
     used.chunk_size = s->chunk;
     used.k = s->k;
-    return vl_params_dump_json(chunkflow_params, &used, &job->params_json, err);
+    return vl_job_params(job, chunkflow_params, &used, err);
 }
 
-static vl_status chunkflow_plan(const void *opts, vl_job *job, vl_plan *out, vl_err *err)
+static vl_status chunkflow_plan(const void *opts, const vl_job *job, vl_plan *out, vl_err *err)
 {
     const vl_cf_opts *o = opts;
     vl_cf_setting s = base_setting(o, job->cfg);
@@ -141,7 +137,7 @@ static vl_status chunkflow_plan(const void *opts, vl_job *job, vl_plan *out, vl_
     for (int e = 0; e < job->cfg->training.epochs && st == VL_OK; e++)
         st = plan_epoch(o, job, (uint32_t)e, order, &s, &w, out, err);
     if (st == VL_OK)
-        st = log_summary(job, &s, &w, out->niters, err);
+        log_summary(job, &s, &w, out->niters);
     if (st == VL_OK)
         st = record_chosen(o, &s, job, err);
     vl__cf_work_free(&w);

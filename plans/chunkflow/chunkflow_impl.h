@@ -104,17 +104,10 @@ vl_status vl__cf_plan_batch(vl_cf_work *w, const vl_cf_setting *s, const vl_cost
 /* chunkflow_search.c */
 /** The grid search: for each (ChunkSize, K) candidate (the fixed ones when opts pins
  *  them), plan and simulate the sampled batches, skip candidates out of memory, and
- *  return the fastest in *best.  Appends the candidate table to job->log when
- *  job->verbose.  VL_EINFEASIBLE when every candidate is out of memory. */
-vl_status vl__cf_search(const vl_cf_opts *o, vl_job *job, const vl_cf_setting *base,
+ *  return the fastest in *best.  Logs the candidate table (vl_job_log).  VL_EINFEASIBLE when every candidate is out of memory. */
+vl_status vl__cf_search(const vl_cf_opts *o, const vl_job *job, const vl_cf_setting *base,
                         const uint32_t *order, const vl_batches *b, vl_manifest *m,
                         vl_cf_setting *best, vl_err *err);
 
-/** Append printf-formatted text to the malloc'd string *log.  VL_ENOMEM. */
-vl_status vl__cf_logf(char **log, vl_err *err, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
 
 #endif

@@ -20,27 +20,6 @@ typedef struct cand_result {
     bool oom;
 } cand_result;
 
-vl_status vl__cf_logf(char **log, vl_err *err, const char *fmt, ...)
-{
-    size_t old = *log ? strlen(*log) : 0;
-    va_list ap;
-    char *p;
-    int n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return vl_seterr(err, VL_EINTERNAL, "chunkflow: bad log format");
-    if ((p = realloc(*log, old + (size_t)n + 1)) == NULL)
-        return vl_seterr(err, VL_ENOMEM, "chunkflow: out of memory for the log");
-    va_start(ap, fmt);
-    vsnprintf(p + old, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    *log = p;
-    return VL_OK;
-}
-
 /* Batch indices to simulate: nsample spread evenly over the epoch's nb batches. */
 static size_t sample_batch(size_t j, size_t nsample, size_t nb)
 {
@@ -77,13 +56,10 @@ static vl_status evaluate(const vl_cf_setting *s, const vl_job *job, const uint3
     return st;
 }
 
-static vl_status log_row(vl_job *job, const vl_cf_setting *s, const cand_result *r,
-                         vl_err *err)
+static void log_row(const vl_job *job, const vl_cf_setting *s, const cand_result *r)
 {
-    if (job->verbose <= 0)
-        return VL_OK;
-    return vl__cf_logf(&job->log, err, "chunkflow:   %10u %4u %12.1f %9.2f  %s\n", s->chunk,
-                       s->k, r->iter_ms, r->peak_gib, r->oom ? "out of memory" : "ok");
+    vl_job_log(job, "chunkflow:   %10u %4u %12.1f %9.2f  %s\n", s->chunk, s->k, r->iter_ms,
+               r->peak_gib, r->oom ? "out of memory" : "ok");
 }
 
 static vl_status none_fits(const vl_cf_setting *low, double low_gib, const vl_cost *c,
@@ -98,7 +74,7 @@ static vl_status none_fits(const vl_cf_setting *low, double low_gib, const vl_co
 
 /* Candidates in (ChunkSize, K) ascending order; strict improvement keeps the first of
  * equal times, so ties go to the smaller chunk, then the smaller K. */
-static vl_status run_grid(const vl_cf_opts *o, vl_job *job, const vl_cf_setting *base,
+static vl_status run_grid(const vl_cf_opts *o, const vl_job *job, const vl_cf_setting *base,
                           const uint32_t *order, const vl_batches *b, vl_manifest *m,
                           vl_sim_scratch *ss, vl_cf_setting *best, vl_err *err)
 {
@@ -116,9 +92,9 @@ static vl_status run_grid(const vl_cf_opts *o, vl_job *job, const vl_cf_setting 
                 continue;   /* a fixed parameter is a grid of one */
             s.chunk = o->chunk_size ? o->chunk_size : grid_chunk[i];
             s.k = o->k ? o->k : grid_k[j];
-            if ((st = evaluate(&s, job, order, b, nsample, m, ss, &r, err)) != VL_OK ||
-                (st = log_row(job, &s, &r, err)) != VL_OK)
+            if ((st = evaluate(&s, job, order, b, nsample, m, ss, &r, err)) != VL_OK)
                 return st;
+            log_row(job, &s, &r);
             if (!r.oom && (!found || r.iter_ms < best_ms)) {
                 *best = s;
                 best_ms = r.iter_ms;
@@ -133,7 +109,7 @@ static vl_status run_grid(const vl_cf_opts *o, vl_job *job, const vl_cf_setting 
     return found ? VL_OK : none_fits(&low, low_gib, job->cost, err);
 }
 
-vl_status vl__cf_search(const vl_cf_opts *o, vl_job *job, const vl_cf_setting *base,
+vl_status vl__cf_search(const vl_cf_opts *o, const vl_job *job, const vl_cf_setting *base,
                         const uint32_t *order, const vl_batches *b, vl_manifest *m,
                         vl_cf_setting *best, vl_err *err)
 {
@@ -144,17 +120,14 @@ vl_status vl__cf_search(const vl_cf_opts *o, vl_job *job, const vl_cf_setting *b
     *best = b0;
     if (b->n == 0)
         return VL_OK;
-    if (job->verbose > 0 &&
-        (st = vl__cf_logf(&job->log, err, "chunkflow: grid search over %zu of %zu batches\n"
-                          "chunkflow:   chunk_size    k      iter_ms  peak_gib  status\n",
-                          o->search_iters < b->n ? (size_t)o->search_iters : b->n, b->n)))
-        return st;
+    vl_job_log(job, "chunkflow: grid search over %zu of %zu batches\n"
+                    "chunkflow:   chunk_size    k      iter_ms  peak_gib  status\n",
+               o->search_iters < b->n ? (size_t)o->search_iters : b->n, b->n);
     if ((st = vl_sim_scratch_new(&ss, err)) != VL_OK)
         return st;
     st = run_grid(o, job, &b0, order, b, m, ss, best, err);
     vl_sim_scratch_free(ss);
-    if (st == VL_OK && job->verbose > 0)
-        st = vl__cf_logf(&job->log, err, "chunkflow: chose chunk_size=%u k=%u\n",
-                         best->chunk, best->k);
+    if (st == VL_OK)
+        vl_job_log(job, "chunkflow: chose chunk_size=%u k=%u\n", best->chunk, best->k);
     return st;
 }

@@ -193,7 +193,7 @@ static double attn_weight(const vl_cost *c)
     return c->lin > 0 ? c->acoef / (2.0 * c->lin) : 0.0;
 }
 
-static vl_status run_epochs(const hbp_opts *o, vl_job *job, const hbp_groups *gs,
+static vl_status run_epochs(const hbp_opts *o, const vl_job *job, const hbp_groups *gs,
                             vl_plan *out, hbp_log *lg, vl_err *err)
 {
     const vl_selection *sel = job->sel;
@@ -239,7 +239,7 @@ static int spec_text(char *buf, size_t cap, const hbp_group *g)
  * the plan can be reproduced without the selection (or the profile).  Left to the bound
  * opts when the list does not fit the parameter's 255 characters (the -v log still has
  * it); the selection makes at most 4 groups, which always fit. */
-static vl_status resolved_params(const hbp_opts *o, const hbp_groups *gs, vl_job *job,
+static vl_status resolved_params(const hbp_opts *o, const hbp_groups *gs, const vl_job *job,
                                  vl_err *err)
 {
     hbp_opts r = *o;
@@ -254,7 +254,7 @@ static vl_status resolved_params(const hbp_opts *o, const hbp_groups *gs, vl_job
             r.groups[used++] = ',';
     }
     r.groups[used] = '\0';
-    return vl_params_dump_json(hbp_params, &r, &job->params_json, err);
+    return vl_job_params(job, hbp_params, &r, err);
 }
 
 /* hbp.profile as checked rows into *out (NULL and *n = 0 when not given). */
@@ -271,10 +271,10 @@ static vl_status read_profile(const vl_config *cfg, hbp_prof **out, size_t *n, v
     return st;
 }
 
-static vl_status hbp_plan(const void *opts, vl_job *job, vl_plan *out, vl_err *err)
+static vl_status hbp_plan(const void *opts, const vl_job *job, vl_plan *out, vl_err *err)
 {
     const hbp_opts *o = opts;
-    hbp_log lg = {.on = job->verbose > 0};
+    hbp_log lg = {.job = job};
     hbp_groups gs;
     hbp_prof *prof = NULL;
     hbp_sel_in in = {.cfg = job->cfg, .cost = job->cost, .len = job->sel->len,
@@ -296,10 +296,6 @@ static vl_status hbp_plan(const void *opts, vl_job *job, vl_plan *out, vl_err *e
         st = run_epochs(o, job, &gs, out, &lg, err);
     if (st == VL_OK && strcmp(o->groups, "auto") == 0)
         st = resolved_params(o, &gs, job, err);
-    if (job->log == NULL)
-        job->log = vl_strbuf_take(&lg.text);   /* NULL when off or out of memory */
-    else
-        vl_strbuf_free(&lg.text);
     return st;
 }
 

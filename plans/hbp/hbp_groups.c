@@ -17,10 +17,10 @@ void vl__hbp_logf(hbp_log *lg, const char *fmt, ...)
 {
     va_list ap;
 
-    if (!lg->on)
+    if (!lg->job)
         return;
     va_start(ap, fmt);
-    vl_strbuf_vprintf(&lg->text, fmt, ap);
+    vl_job_vlog(lg->job, fmt, ap);
     va_end(ap);
 }
 

@@ -77,8 +77,7 @@ typedef struct hbp_groups {
 /* The -v log; on allocation failure it is dropped silently, since the log is optional
  * and the plan does not depend on it. */
 typedef struct hbp_log {
-    vl_strbuf text;
-    bool on;
+    const vl_job *job;    /* the -v text goes through vl_job_log */
 } hbp_log;
 
 void vl__hbp_logf(hbp_log *lg, const char *fmt, ...)
