@@ -288,10 +288,42 @@ Test(config, dump_json_shape, .init = setup, .fini = teardown)
     cr_assert(strncmp(j, "{\"model\":{\"preset\":\"llama3.1-8b\",\"layers\":32,", 43) == 0, "%s",
               j);
     cr_assert(strstr(j, "\"training\":{\"dp\":32,\"tp\":1,") != NULL, "%s", j);
-    cr_assert(strstr(j, "\"cost\":{\"fit\":null,\"comm\":true,") != NULL, "%s", j);
+    cr_assert(strstr(j, "\"cost\":{\"fit\":null,\"schemes\":[],\"comm\":true,") != NULL, "%s",
+              j);
     cr_assert(strstr(j, "\"gemm_eff\":[[128,0.35],[256,0.5],") != NULL, "%s", j);
     cr_assert(strstr(j, "},\"hbp\":{\"k\":5}}") != NULL, "%s", j);
     free(j);
+}
+
+Test(config, cost_schemes, .init = setup, .fini = teardown)
+{
+    char *j = NULL;
+
+    load_ok("cost:\n  schemes:\n    - {tp: 4, pp: 2, a: 2.04563898e-06, b: 0.118301177, "
+            "c: 65.4}\n    - {tp: 8, pp: 1, sp: 2, a: 0, b: 0.5, c: 1}\n");
+    cr_assert_eq(vl_config_finalize(&cfg, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(cfg.cost.nschemes, 2);
+    cr_assert_eq(cfg.cost.schemes[0].tp, 4);
+    cr_assert_eq(cfg.cost.schemes[0].sp, 1, "sp defaults to 1");
+    cr_assert_eq(cfg.cost.schemes[1].sp, 2);
+    cr_assert_float_eq(cfg.cost.schemes[0].a, 2.04563898e-06, 1e-20);
+    assert_round_trip(&cfg);
+    cr_assert_eq(vl_config_dump_json(&cfg, &j, &err), VL_OK);
+    cr_assert(strstr(j, "\"schemes\":[{\"tp\":4,\"pp\":2,\"sp\":1,\"a\":2.04563898e-6,"
+                        "\"b\":0.118301177,\"c\":65.4},{\"tp\":8,") != NULL, "%s", j);
+    free(j);
+    set_ok("cost.schemes=null");
+    cr_assert_eq(cfg.cost.nschemes, 0);
+    cr_assert_eq(vl_config_set(&cfg, "cost.schemes=[{tp: 1, pp: 1, a: 1, b: 1}]", &err),
+                 VL_ECONFIG);
+    cr_assert(strstr(err.msg, "cost.schemes[0]: missing column 'c'") != NULL, "%s", err.msg);
+    cr_assert_eq(vl_config_set(&cfg, "cost.schemes=[{tp: 0, pp: 1, a: 1, b: 1, c: 1}]", &err),
+                 VL_ECONFIG);
+    cr_assert_eq(vl_config_set(&cfg, "cost.schemes=[{tp: 1, pp: 1, a: -1, b: 1, c: 1}]", &err),
+                 VL_ECONFIG);
+    cr_assert_eq(vl_config_set(&cfg, "cost.schemes=[{tp: 1, pp: 1, a: 1, b: 1, c: 1, x: 1}]",
+                               &err), VL_ECONFIG);
+    cr_assert(strstr(err.msg, "unknown column 'x'") != NULL, "%s", err.msg);
 }
 
 Test(config, table_dumps, .init = setup, .fini = teardown)

@@ -134,6 +134,9 @@ static vl_status apply_leaf(apply *a, int ki, const vl_ynode *v)
     case VL_K_CURVE:
         st = vl__val_curve(&loc, v, k->role, p);
         break;
+    case VL_K_SCHEMES:
+        st = vl__val_schemes(&loc, v, &a->cfg->cost);
+        break;
     case VL_K_FIT:
     case VL_K_FITNULL:
         st = apply_fit(a, k, &loc, v);

@@ -80,12 +80,23 @@ typedef struct vl_training_cfg {
     double overlap_cp, overlap_tp, overlap_dp; /* fraction of comm hidden under compute */
 } vl_training_cfg;
 
+/* One measured parallel scheme (Hydraulis appendix B.2): the forward+backward time of
+ * one sequence of l tokens on one pipeline stage is T(l) = a·l² + b·l + c milliseconds;
+ * a micro-batch of sequences l_i costs Σ (a·l_i² + b·l_i) + c. */
+#define VL_SCHEMES_MAX 64
+typedef struct vl_scheme {
+    int tp, pp, sp;
+    double a, b, c;       /* ms per token², ms per token, ms per micro-batch */
+} vl_scheme;
+
 typedef struct vl_cost_cfg {
     bool fit_set;               /* a, b, c given: T_layer(l) = a·pairs + b·tokens + c */
     double fit_a, fit_b, fit_c; /* seconds per (pair, token, micro-batch) per layer */
     bool comm;                  /* model communication */
     double bwd_linear, bwd_attn;
     double act_bytes;           /* bytes/token/layer; 0 = derived from the model shape */
+    int nschemes;               /* cost.schemes: fitted times per <tp, pp, sp> */
+    vl_scheme schemes[VL_SCHEMES_MAX];
 } vl_cost_cfg;
 
 typedef enum { VL_PACK_FFD, VL_PACK_BFD, VL_PACK_FFS, VL_PACK_BFS, VL_PACK_ISF,

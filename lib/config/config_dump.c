@@ -109,6 +109,56 @@ static vl_ynode *curve_node(const vl_curve *c)
     return seq;
 }
 
+/* name: value in a flow mapping; false when out of memory. */
+static bool map_put(vl_ynode *map, const char *name, const char *value)
+{
+    vl_ynode *k = scalar(name), *v = scalar(value);
+
+    if (k == NULL || v == NULL || vl__ynode_push(map, k) != 0) {
+        vl__ynode_free(k);
+        vl__ynode_free(v);
+        return false;
+    }
+    if (vl__ynode_push(map, v) != 0) {
+        vl__ynode_free(v);
+        return false;
+    }
+    return true;
+}
+
+/* cost.schemes as a flow list of flow mappings, [] when empty. */
+static vl_ynode *schemes_node(const vl_cost_cfg *c)
+{
+    vl_ynode *seq = vl__ynode_new(VL_YSEQ, 0, 0);
+
+    if (seq == NULL)
+        return NULL;
+    seq->flow = true;
+    for (int i = 0; i < c->nschemes; i++) {
+        const vl_scheme *r = &c->schemes[i];
+        vl_ynode *m = vl__ynode_new(VL_YMAP, 0, 0);
+        char tp[16], pp[16], sp[16], a[32], b[32], cc[32];
+        snprintf(tp, sizeof tp, "%d", r->tp);
+        snprintf(pp, sizeof pp, "%d", r->pp);
+        snprintf(sp, sizeof sp, "%d", r->sp);
+        vl__fmt_double(r->a, a);
+        vl__fmt_double(r->b, b);
+        vl__fmt_double(r->c, cc);
+        if (m == NULL || vl__ynode_push(seq, m) != 0) {
+            vl__ynode_free(m);
+            vl__ynode_free(seq);
+            return NULL;
+        }
+        m->flow = true;
+        if (!map_put(m, "tp", tp) || !map_put(m, "pp", pp) || !map_put(m, "sp", sp) ||
+            !map_put(m, "a", a) || !map_put(m, "b", b) || !map_put(m, "c", cc)) {
+            vl__ynode_free(seq);
+            return NULL;
+        }
+    }
+    return seq;
+}
+
 /* The value of key k in cfg as a YAML node. */
 static vl_ynode *key_node(const vl_config *cfg, const vl_key *k)
 {
@@ -141,6 +191,8 @@ static vl_ynode *key_node(const vl_config *cfg, const vl_key *k)
         break;
     case VL_K_CURVE:
         return curve_node(p);
+    case VL_K_SCHEMES:
+        return schemes_node(p);
     case VL_K_FITNULL:
         snprintf(buf, sizeof buf, "null");
         break;
@@ -258,6 +310,22 @@ static json_t *curve_json(const vl_curve *c)
     return arr;
 }
 
+static json_t *schemes_json(const vl_cost_cfg *c)
+{
+    json_t *arr = json_array();
+
+    for (int i = 0; arr != NULL && i < c->nschemes; i++) {
+        const vl_scheme *r = &c->schemes[i];
+        if (json_array_append_new(arr, json_pack("{s:i, s:i, s:i, s:f, s:f, s:f}", "tp", r->tp,
+                                                 "pp", r->pp, "sp", r->sp, "a", r->a, "b",
+                                                 r->b, "c", r->c)) != 0) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
 static json_t *key_json(const vl_config *cfg, const vl_key *k)
 {
     const void *p = (const char *)cfg + k->off;
@@ -281,6 +349,8 @@ static json_t *key_json(const vl_config *cfg, const vl_key *k)
         return json_string((const char *)p);
     case VL_K_CURVE:
         return curve_json(p);
+    case VL_K_SCHEMES:
+        return schemes_json(p);
     case VL_K_FITNULL:
         return json_null();
     }

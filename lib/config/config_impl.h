@@ -77,7 +77,8 @@ typedef enum {
     VL_K_GPU,             /* cluster.gpu: loads GPU and node numbers */
     VL_K_CURVE,           /* vl_curve: [[x, y], ...] or a named curve of `role` */
     VL_K_FIT,             /* one of cost.fit.a/b/c (role = bit) */
-    VL_K_FITNULL          /* cost.fit itself: null clears the fit */
+    VL_K_FITNULL,         /* cost.fit itself: null clears the fit */
+    VL_K_SCHEMES          /* cost.schemes: [{tp, pp, sp, a, b, c}, ...] (vl_cost_cfg) */
 } vl_ktype;
 
 enum { VL_CURVE_GEMM, VL_CURVE_FWD, VL_CURVE_BWD };
@@ -146,6 +147,9 @@ vl_status vl__val_enum(const vl_vloc *loc, const vl_ynode *v, const char *const 
 /** A scalar string shorter than VL_NAME_MAX. */
 vl_status vl__val_name(const vl_vloc *loc, const vl_ynode *v, char out[VL_NAME_MAX]);
 vl_status vl__val_curve(const vl_vloc *loc, const vl_ynode *v, int role, vl_curve *out);
+/** cost.schemes: null or [] clears; a list of mappings with tp, pp (integers >= 1), sp
+ *  (optional, default 1) and a, b, c (milliseconds, >= 0); one row per <tp, pp, sp>. */
+vl_status vl__val_schemes(const vl_vloc *loc, const vl_ynode *v, vl_cost_cfg *out);
 /** Shortest "%.*g" text that reads back as the same double. */
 void vl__fmt_double(double x, char buf[32]);
 /** "a, b, c" of a NULL-terminated list into buf. */

@@ -160,6 +160,10 @@ const vl_key vl__keys[] = {
     KFIT("cost.fit.a", cost.fit_a, 1, "Seconds per causal query-key pair per layer."),
     KFIT("cost.fit.b", cost.fit_b, 2, "Seconds per token per layer."),
     KFIT("cost.fit.c", cost.fit_c, 4, "Seconds per micro-batch per layer."),
+    {"cost.schemes", VL_K_SCHEMES, OFF(cost), 0, 0, NULL, 0, "null", "ms",
+     "Measured times per parallel scheme, [{tp, pp, sp, a, b, c}, ...]: one sequence of l "
+     "tokens takes a*l^2 + b*l + c ms forward+backward on one pipeline stage; replaces the "
+     "analytic time of ranks with that <tp, pp, sp> (`vlplan calibrate` writes them)."},
     K("cost.comm", VL_K_BOOL, cost.comm, 0, 0, "on", "", "Model communication time."),
     K("cost.bwd_linear", VL_K_DOUBLE, cost.bwd_linear, 0, 100, "2.0", "",
       "Backward/forward ratio of the token-linear work."),

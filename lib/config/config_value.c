@@ -255,6 +255,76 @@ vl_status vl__val_curve(const vl_vloc *loc, const vl_ynode *v, int role, vl_curv
     return VL_OK;
 }
 
+static const char *const scheme_cols[] = {"tp", "pp", "sp", "a", "b", "c", NULL};
+
+/* One {tp, pp, sp, a, b, c} mapping; sp may be left out (1). */
+static vl_status scheme_row(const vl_vloc *loc, const vl_ynode *m, vl_scheme *r)
+{
+    const vl_ynode *v[6];
+    long long tp = 0, pp = 0, sp = 1;
+    vl_status st;
+
+    if (m->kind != VL_YMAP)
+        return type_err(loc, m, "a mapping {tp, pp, sp, a, b, c}");
+    for (size_t i = 0; i + 1 < m->n; i += 2) {
+        int k = 0;
+        while (scheme_cols[k] && strcmp(scheme_cols[k], m->kids[i]->text) != 0)
+            k++;
+        if (!scheme_cols[k])
+            return vl__verr(loc, m->kids[i], "unknown column '%s' (expected tp, pp, sp, a, b, "
+                            "c)", m->kids[i]->text);
+    }
+    for (int k = 0; k < 6; k++) {
+        v[k] = vl__ymap_get(m, scheme_cols[k]);
+        if (!v[k] && k != 2)
+            return vl__verr(loc, m, "missing column '%s'", scheme_cols[k]);
+    }
+    *r = (vl_scheme){.sp = 1};
+    if ((st = vl__val_int(loc, v[0], 1, 65536, &tp)) != VL_OK ||
+        (st = vl__val_int(loc, v[1], 1, 1024, &pp)) != VL_OK ||
+        (v[2] && (st = vl__val_int(loc, v[2], 1, 65536, &sp)) != VL_OK) ||
+        (st = vl__val_double(loc, v[3], 0, 1e12, &r->a)) != VL_OK ||
+        (st = vl__val_double(loc, v[4], 0, 1e12, &r->b)) != VL_OK)
+        return st;
+    r->tp = (int)tp;
+    r->pp = (int)pp;
+    r->sp = (int)sp;
+    return vl__val_double(loc, v[5], 0, 1e12, &r->c);
+}
+
+vl_status vl__val_schemes(const vl_vloc *loc, const vl_ynode *v, vl_cost_cfg *out)
+{
+    char path[VL_PATH_MAX + 16], what[96];
+    vl_vloc at = *loc;
+    vl_scheme rows[VL_SCHEMES_MAX];
+    vl_status st;
+
+    if (v == NULL || vl__ynode_is_null(v)) {
+        out->nschemes = 0;
+        return VL_OK;
+    }
+    if (v->kind != VL_YSEQ || v->n > VL_SCHEMES_MAX) {
+        snprintf(what, sizeof what, "a list of at most %d {tp, pp, sp, a, b, c}",
+                 VL_SCHEMES_MAX);
+        return type_err(loc, v, what);
+    }
+    at.path = path;
+    for (size_t i = 0; i < v->n; i++) {
+        snprintf(path, sizeof path, "%s[%zu]", loc->path, i);
+        if ((st = scheme_row(&at, v->kids[i], &rows[i])) != VL_OK)
+            return st;
+        for (size_t j = 0; j < i; j++)
+            if (rows[j].tp == rows[i].tp && rows[j].pp == rows[i].pp &&
+                rows[j].sp == rows[i].sp)
+                return vl__verr(&at, v->kids[i], "a second row for tp %d, pp %d, sp %d "
+                                "(first: %s[%zu])", rows[i].tp, rows[i].pp, rows[i].sp,
+                                loc->path, j);
+    }
+    memcpy(out->schemes, rows, v->n * sizeof *rows);
+    out->nschemes = (int)v->n;
+    return VL_OK;
+}
+
 /* Plain decimals where they are short ("80", "0.35", "3350"), exponents only for very
  * large or small magnitudes; always the shortest text that reads back exactly. */
 void vl__fmt_double(double x, char buf[32])
