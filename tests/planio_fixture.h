@@ -93,12 +93,14 @@ static inline void round_trip(const vl_plan *p, vl_manifest *m, const char *name
 
     cr_assert_eq(vl_plan_write_file(p, first_path, &err), VL_OK, "%s", err.msg);
     plain = write_and_slurp(p, "plain.jsonl", &n1);
-    cr_assert_eq(vl_plan_read(&q, first_path, m, &err), VL_OK, "%s", err.msg);
-    cr_assert(q.file.from_file);
-    cr_assert(q.file.has_footer);
-    cr_assert(q.file.sha_ok);
-    cr_assert_eq(q.file.unknown_ids, 0);
-    cr_assert_eq(q.file.problem[0], '\0', "%s", q.file.problem);
+    static vl_plan_file f;
+    cr_assert_eq(vl_plan_read(&q, &f, first_path, m, &err), VL_OK, "%s", err.msg);
+    cr_assert(f.by_vlplan);
+    cr_assert(f.has_footer);
+    cr_assert_eq(f.sha, 1);
+    cr_assert_eq(f.unknown_ids, 0);
+    cr_assert_eq(f.findings.total, 0, "%s", f.findings.msg[0]);
+    cr_assert_eq(f.errors.total, 0, "%s", f.errors.msg[0]);
     cr_assert_eq(vl_plan_write_file(&q, again_path, &err), VL_OK, "%s", err.msg);
     again = tu_read_file(again_path, &n2);
     cr_assert_eq(n1, n2);

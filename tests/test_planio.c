@@ -21,10 +21,11 @@ TestSuite(planio, .init = setup, .fini = teardown);
         "\"epochs\":1,\"iterations\":1}\n" \
         "{\"type\":\"iter\",\"it\":0,\"epoch\":0,\"tokens\":600,\"loss_tokens\":600," \
         "\"samples\":3,\"ranks\":[" \
-        "{\"dp\":0,\"tp\":1,\"pp\":1,\"sp\":1,\"ckpt_layers\":0,\"mbs\":[" \
+        "{\"dp\":0,\"tp\":1,\"pp\":1,\"sp\":1,\"ckpt_layers\":0,\"gpus\":[0],\"mbs\":[" \
         "{\"seg\":[[0,0,100]],\"cu_seqlens\":[0,100],\"tokens\":100,\"cap\":400}," \
         "{\"seg\":[[2,0,300]],\"cu_seqlens\":[0,300],\"tokens\":300,\"cap\":400}]}," \
-        "{\"dp\":1,\"tp\":1,\"pp\":1,\"sp\":2,\"ckpt_layers\":0,\"group\":3,\"mbs\":[" \
+        "{\"dp\":1,\"tp\":1,\"pp\":1,\"sp\":2,\"ckpt_layers\":0,\"gpus\":[1,2],\"group\":3," \
+        "\"mbs\":[" \
         "{\"seg\":[[1,0,150]],\"cu_seqlens\":[0,150],\"tokens\":150,\"cap\":400}," \
         "{\"seg\":[[1,150,50]],\"cu_seqlens\":[0,50],\"tokens\":50,\"cap\":400}]," \
         "\"schedule\":[[\"F\",0],[\"F\",1],[\"B\",1],[\"B\",0]]}]}\n"
@@ -148,27 +149,33 @@ Test(planio, read_without_manifest)
     vl_plan_drop(&p, 3, 0, 1, VL_DROP_TRUNCATED, NULL); /* same id again: same number */
     vl_plan_drop(&p, 0, 0, 1, VL_DROP_TRUNCATED, NULL);
     cr_assert_eq(vl_plan_write_file(&p, path, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_plan_read(&q, path, NULL, &err), VL_OK, "%s", err.msg);
+    vl_plan_file f;
+    cr_assert_eq(vl_plan_read(&q, &f, path, NULL, &err), VL_OK, "%s", err.msg);
     cr_assert_null(q.m);
     cr_assert_eq(q.nsegs, 4);
-    cr_assert_eq(q.segs[1].sample, 0);
+    /* without a manifest ids are numbered by first appearance: 0, 2, 1, 1, then 3 */
+    cr_assert_eq(q.segs[1].sample, 1);
+    cr_assert_eq(q.segs[2].sample, 2);
+    cr_assert_eq(q.segs[3].sample, 2);
     cr_assert_eq(q.segs[1].len, 300);
     cr_assert_eq(q.mbs[3].tokens, 50);
     cr_assert_eq(q.ranks[1].par.sp, 2);
     cr_assert_eq(q.ranks[1].group, 3);
     cr_assert_eq(q.ranks[0].group, -1);
     cr_assert_eq(q.ndrops, 3);
-    cr_assert_eq(q.drops[0].sample, 0);
-    cr_assert_eq(q.drops[1].sample, 0);
-    cr_assert_eq(q.drops[2].sample, 1);
+    cr_assert_eq(q.drops[0].sample, 3);
+    cr_assert_eq(q.drops[1].sample, 3);
+    cr_assert_eq(q.drops[2].sample, 0);
     cr_assert_str_eq(q.params_json, "{\"k\":1}");
     cr_assert_str_eq(q.config_json, "{\"a\":{\"b\":0.35,\"c\":\"x\"}}");
     cr_assert_eq(q.epochs, 1);
-    cr_assert(q.file.sha_ok);
-    cr_assert_eq(q.file.iterations, 1);
-    cr_assert_eq(q.file.samples, 3);
-    cr_assert_eq(q.file.tokens, 600);
-    cr_assert_eq(q.file.header_iterations, 1);
+    cr_assert_eq(f.sha, 1);
+    cr_assert(f.by_vlplan);
+    cr_assert_eq(f.iterations, 1);
+    cr_assert_eq(f.samples, 3);
+    cr_assert_eq(f.tokens, 600);
+    cr_assert_eq(f.header_iterations, 1);
+    cr_assert_eq(f.header_epochs, 1);
     cr_assert_eq(vl_plan_write_file(&q, path, &err), VL_EUSAGE); /* no manifest, no ids */
     vl_plan_free(&q);
     vl_plan_free(&p);
@@ -178,11 +185,13 @@ Test(planio, read_without_manifest)
 
 /* ---- reading ---- */
 
+static vl_plan_file last_file;   /* what the last read_text found */
+
 static vl_status read_text(const char *text, vl_manifest *m, vl_plan *q, vl_err *err)
 {
     char *path = path_of("in.jsonl");
     cr_assert_eq(tu_write_file(path, text), 0);
-    vl_status st = vl_plan_read(q, path, m, err);
+    vl_status st = vl_plan_read(q, &last_file, path, m, err);
     free(path);
     return st;
 }
@@ -217,9 +226,12 @@ Test(planio, read_errors_name_file_and_line)
                      "\"samples\":1,\"ranks\":[{\"dp\":0,\"tp\":1,\"pp\":1,\"sp\":1,"
                      "\"ckpt_layers\":0,\"mbs\":[{\"seg\":[[0,-1,1]],\"cu_seqlens\":[0,1],"
                      "\"tokens\":1,\"cap\":1}]}]}\n",
-                 "in.jsonl:2: rank 0, micro-batch 0, entry 0, offset: expected an integer");
+                 "in.jsonl:2: iteration 0, rank 0, micro-batch 0, entry 0, \"seg\": expected "
+                 "[ID, OFFSET, LENGTH]");
     expect_edata(HDR "{\"type\":\"iter\",\"it\":0,\"epoch\":0,\"tokens\":1,\"loss_tokens\":1,"
-                     "\"samples\":1}\n", "in.jsonl:2: \"ranks\": expected an array");
+                     "\"samples\":1}\n", "in.jsonl:2: iteration 0, missing \"ranks\"");
+    expect_edata(HDR "{\"type\":\"iter\",\"ranks\":7}\n",
+                 "in.jsonl:2: iteration 0, \"ranks\": expected an array");
     expect_edata(HDR "{\"type\":\"footer\",\"iterations\":0,\"samples\":0,\"tokens\":0,"
                      "\"dropped\":[[0,0,1,\"lost\"]],\"sha256\":\"\"}\n",
                  "unknown reason \"lost\"");
@@ -231,7 +243,7 @@ Test(planio, missing_input_is_enoinput)
     vl_err err = {0};
     char *path = path_of("absent.jsonl");
 
-    cr_assert_eq(vl_plan_read(&q, path, NULL, &err), VL_ENOINPUT, "%s", err.msg);
+    cr_assert_eq(vl_plan_read(&q, NULL, path, NULL, &err), VL_ENOINPUT, "%s", err.msg);
     free(path);
 }
 
@@ -247,16 +259,16 @@ Test(planio, truncated_file_is_read_without_footer)
     char *last = strrchr(text, '{'); /* the footer */
     *last = '\0';
     cr_assert_eq(read_text(text, m, &q, &err), VL_OK, "%s", err.msg);
-    cr_assert_not(q.file.has_footer);
+    cr_assert_not(last_file.has_footer);
     cr_assert_eq(q.niters, 1);
     vl_plan_free(&q);
     /* cut in the middle of the iteration line: still readable, problem recorded */
     *(strchr(text, '\n') + 40) = '\0';
     cr_assert_eq(read_text(text, m, &q, &err), VL_OK, "%s", err.msg);
-    cr_assert_not(q.file.has_footer);
-    cr_assert(strstr(q.file.problem, "I5: "), "%s", q.file.problem);
-    cr_assert(strstr(q.file.problem, "in.jsonl:2: incomplete last line"), "%s",
-              q.file.problem);
+    cr_assert_not(last_file.has_footer);
+    cr_assert(strstr(last_file.findings.msg[0], "I5: "), "%s", last_file.findings.msg[0]);
+    cr_assert(strstr(last_file.findings.msg[0], "in.jsonl:2: incomplete last line"), "%s",
+              last_file.findings.msg[0]);
     vl_plan_free(&q);
     free(text);
     vl_plan_free(&p);
@@ -274,12 +286,13 @@ Test(planio, unknown_id_and_other_manifest_are_findings)
 
     tiny_plan(&p, m);
     cr_assert_eq(vl_plan_write_file(&p, path, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_plan_read(&q, path, other, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(q.file.unknown_ids, 1); /* sample 3, dropped in the footer */
-    cr_assert_eq(q.file.nproblems[0], 1);
-    cr_assert_eq(q.file.nproblems[4], 1);
-    cr_assert(strstr(q.file.problem, "I5: "), "%s", q.file.problem);
-    cr_assert(strstr(q.file.problem, "another manifest"), "%s", q.file.problem);
+    vl_plan_file f;
+    cr_assert_eq(vl_plan_read(&q, &f, path, other, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(f.unknown_ids, 1); /* sample 3, dropped in the footer */
+    cr_assert_eq(f.by_inv[0], 1);
+    cr_assert_eq(f.by_inv[4], 1);
+    cr_assert(strstr(f.findings.msg[0], "I5: "), "%s", f.findings.msg[0]);
+    cr_assert(strstr(f.findings.msg[0], "another manifest"), "%s", f.findings.msg[0]);
     cr_assert_eq(q.drops[0].sample, VL_SAMPLE_UNKNOWN);
     vl_plan_free(&q);
     free(path);

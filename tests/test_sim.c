@@ -374,10 +374,11 @@ Test(sim, explicit_schedule_malformed)
     one_rank(&f, 4, (const uint32_t[]){1, 1}, 2);
     ops(&f, "F0 B0 F1");
     cr_assert_eq(vl_sim_iter(&f.p, 0, &f.c, NULL, &r, NULL, NULL, &f.err), VL_EDATA);
-    cr_assert(strstr(f.err.msg, "lacks B of micro-batch 1") != NULL, "%s", f.err.msg);
+    cr_assert(strstr(f.err.msg, "lacks B of pack 1") != NULL, "%s", f.err.msg);
     ops(&f, "B1 F5");
     cr_assert_eq(vl_sim_iter(&f.p, 0, &f.c, NULL, &r, NULL, NULL, &f.err), VL_EDATA);
-    cr_assert(strstr(f.err.msg, "bad micro-batch 5") != NULL, "%s", f.err.msg);
+    cr_assert(strstr(f.err.msg, "(F 5) is out of order or names no pack") != NULL, "%s",
+              f.err.msg);
     fx_fini(&f);
 }
 

@@ -59,6 +59,11 @@ static bool has_msg(const vl_verify_report *rep, const char *needle)
     return false;
 }
 
+/* What the last plan read from a file claimed (NULL: the plan under test was built in
+ * memory).  Criterion runs each test in its own process. */
+static vl_plan_file vf;
+static const vl_plan_file *cur_file;
+
 static void dump(const vl_verify_report *rep)
 {
     for (size_t i = 0; i < rep->nmsgs; i++)
@@ -70,7 +75,7 @@ static void expect_violation(const vl_plan *p, int inv, size_t count, const char
 {
     vl_verify_report rep;
     vl_err err = {0};
-    vl_status st = vl_plan_verify(p, NULL, &rep, &err);
+    vl_status st = vl_plan_verify_read(p, cur_file, NULL, &rep, &err);
 
     if (st != VL_EVERIFY || rep.by_inv[inv - 1] != count || !has_msg(&rep, needle))
         dump(&rep);
@@ -86,7 +91,7 @@ static void expect_ok(const vl_plan *p)
 {
     vl_verify_report rep;
     vl_err err = {0};
-    vl_status st = vl_plan_verify(p, NULL, &rep, &err);
+    vl_status st = vl_plan_verify_read(p, cur_file, NULL, &rep, &err);
 
     if (st != VL_OK)
         dump(&rep);
@@ -321,7 +326,7 @@ Test(verify, bad_parallel_layout)
 
     valid_plan(&p, m);
     p.ranks[1].par.sp = 0;
-    expect_violation(&p, 3, 1, "invalid parallel layout tp 1 pp 1 sp 0");
+    expect_violation(&p, 3, 1, "I3: iteration 0, rank 1: \"sp\" is 0, expected 1..");
     vl_plan_free(&p);
     vl_manifest_free(m);
 }
@@ -332,17 +337,25 @@ Test(verify, schedule_order)
     vl_plan p;
 
     valid_plan(&p, m);
+    p.caps = VL_CAP_SCHEDULE;
     vl_plan_op(&p, 0, VL_OP_F, NULL);
     vl_plan_op(&p, 0, VL_OP_R, NULL);
     vl_plan_op(&p, 0, VL_OP_B, NULL);
     expect_ok(&p);
     vl_plan_op(&p, 0, VL_OP_B, NULL);
-    expect_violation(&p, 5, 1, "schedule step 3 (B 0) is out of order");
+    expect_violation(&p, 5, 1, "schedule step 3 (B 0) runs a backward twice");
     vl_plan_free(&p);
     valid_plan(&p, m);
+    p.caps = VL_CAP_SCHEDULE;
     vl_plan_op(&p, 0, VL_OP_F, NULL);
     vl_plan_op(&p, 4, VL_OP_F, NULL);
     expect_violation(&p, 5, 2, "the schedule never runs micro-batch 0 backward");
+    vl_plan_free(&p);
+    /* a plan that does not declare its schedule */
+    valid_plan(&p, m);
+    vl_plan_op(&p, 0, VL_OP_F, NULL);
+    vl_plan_op(&p, 0, VL_OP_B, NULL);
+    expect_violation(&p, 5, 1, "an explicit schedule, but the plan does not declare schedule");
     vl_plan_free(&p);
     vl_manifest_free(m);
 }
@@ -353,7 +366,6 @@ Test(verify, in_memory_plans_skip_file_checks)
     vl_plan p;
 
     valid_plan(&p, m);
-    cr_assert_not(p.file.has_footer);
     expect_ok(&p);
     vl_plan_free(&p);
     vl_manifest_free(m);
@@ -392,7 +404,8 @@ static void edited(const vl_plan *p, vl_manifest *m, const char *from, const cha
     strcpy(out + head, to);
     strcat(out, at + strlen(from));
     cr_assert_eq(tu_write_file(path, out), 0);
-    cr_assert_eq(vl_plan_read(q, path, m, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl_plan_read(q, &vf, path, m, &err), VL_OK, "%s", err.msg);
+    cur_file = &vf;
     free(out);
     free(text);
     free(path);
@@ -439,7 +452,8 @@ Test(verify_file, truncated_file_without_footer)
     char *text = tu_read_file(path, &n);
     *strstr(text, "{\"type\":\"footer\"") = '\0';
     tu_write_file(path, text);
-    cr_assert_eq(vl_plan_read(&q, path, m, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl_plan_read(&q, &vf, path, m, &err), VL_OK, "%s", err.msg);
+    cur_file = &vf;
     expect_violation(&q, 5, 1, "I5: no footer: the plan file is truncated or incomplete");
     vl_plan_free(&q);
     free(text);
@@ -457,12 +471,12 @@ Test(verify_file, iteration_count_mismatch)
     valid_plan(&p, m);
     edited(&p, m, "\"type\":\"footer\",\"iterations\":2", "\"type\":\"footer\",\"iterations\":3",
            &q);
-    cr_assert_eq(vl_plan_verify(&q, NULL, &rep, NULL), VL_EVERIFY);
+    cr_assert_eq(vl_plan_verify_read(&q, cur_file, NULL, &rep, NULL), VL_EVERIFY);
     cr_assert(has_msg(&rep, "I5: the footer says 3 iterations, the file has 2"));
     cr_assert_eq(rep.by_inv[4], 1); /* the footer line is not hashed: checksum still ok */
     vl_plan_free(&q);
     edited(&p, m, "\"iterations\":2}", "\"iterations\":5}", &q);
-    cr_assert_eq(vl_plan_verify(&q, NULL, &rep, NULL), VL_EVERIFY);
+    cr_assert_eq(vl_plan_verify_read(&q, cur_file, NULL, &rep, NULL), VL_EVERIFY);
     cr_assert(has_msg(&rep, "I5: the header says 5 iterations, the file has 2"));
     cr_assert(has_msg(&rep, "sha256 does not match"));
     vl_plan_free(&q);
@@ -478,9 +492,9 @@ Test(verify_file, unknown_id)
 
     valid_plan(&p, m);
     edited(&p, m, "[[2,0,300]", "[[\"two\",0,300]", &q);
-    cr_assert_eq(vl_plan_verify(&q, NULL, &rep, NULL), VL_EVERIFY);
-    cr_assert(has_msg(&rep, "p.jsonl:2: rank 1, micro-batch 0, entry 0, sample id \"two\" "
-                            "is not in the manifest"));
+    cr_assert_eq(vl_plan_verify_read(&q, cur_file, NULL, &rep, NULL), VL_EVERIFY);
+    cr_assert(has_msg(&rep, "p.jsonl:2: iteration 0, rank 1, micro-batch 0, entry 0, sample id "
+                            "\"two\" is not in the manifest"));
     cr_assert(has_msg(&rep, "I1: sample 2 (id 2): tokens [0, 300) missing in epoch 0"));
     cr_assert_eq(rep.by_inv[0], 2);
     cr_assert_eq(rep.violations, 3); /* and the checksum */
@@ -497,17 +511,17 @@ Test(verify_file, micro_batch_tokens_claim)
 
     valid_plan(&p, m);
     edited(&p, m, "\"tokens\":300,\"cap\"", "\"tokens\":301,\"cap\"", &q);
-    cr_assert_eq(vl_plan_verify(&q, NULL, &rep, NULL), VL_EVERIFY);
-    cr_assert(has_msg(&rep, "p.jsonl:2: rank 0, micro-batch 0, \"tokens\" is 301, the "
-                            "segments sum to 300"));
+    cr_assert_eq(vl_plan_verify_read(&q, cur_file, NULL, &rep, NULL), VL_EVERIFY);
+    cr_assert(has_msg(&rep, "p.jsonl:2: iteration 0, rank 0, micro-batch 0, \"tokens\" is 301, "
+                            "the segments sum to 300"));
     cr_assert_eq(rep.by_inv[1], 1);
     vl_plan_free(&q);
     edited(&p, m, "\"cu_seqlens\":[0,100,300]", "\"cu_seqlens\":[0,100,301]", &q);
-    cr_assert_eq(vl_plan_verify(&q, NULL, &rep, NULL), VL_EVERIFY);
+    cr_assert_eq(vl_plan_verify_read(&q, cur_file, NULL, &rep, NULL), VL_EVERIFY);
     cr_assert(has_msg(&rep, "\"cu_seqlens\" is not 0 followed by the running sums"));
     vl_plan_free(&q);
     edited(&p, m, "\"loss_tokens\":750", "\"loss_tokens\":7", &q);
-    cr_assert_eq(vl_plan_verify(&q, NULL, &rep, NULL), VL_EVERIFY);
+    cr_assert_eq(vl_plan_verify_read(&q, cur_file, NULL, &rep, NULL), VL_EVERIFY);
     cr_assert(has_msg(&rep, "\"loss_tokens\" is 7, its segments carry 750"));
     vl_plan_free(&q);
     vl_plan_free(&p);
@@ -572,11 +586,11 @@ static void check_text(const char *text, size_t n, vl_manifest *m, bool must_fai
 
     if (tu_write_bytes(path, text, n) != 0)
         cr_assert_fail("cannot write %s", path);
-    st = vl_plan_read(&q, path, m, &err);
+    st = vl_plan_read(&q, &vf, path, m, &err);
     if (st != VL_OK && st != VL_EDATA)
         cr_assert_fail("%s at %zu: %s", what, at, err.msg);
     if (st == VL_OK) {
-        st = vl_plan_verify(&q, NULL, &rep, &err);
+        st = vl_plan_verify_read(&q, &vf, NULL, &rep, &err);
         if (st != (must_fail ? VL_EVERIFY : VL_OK))
             cr_assert_fail("%s at %zu: verify returned %d: %s", what, at, (int)st, err.msg);
         vl_plan_free(&q);
@@ -672,6 +686,7 @@ Test(verify, modelled_memory_follows_the_schedule)
 
     for (int variant = 0; variant < 3; variant++) {
         vl_plan_init(&p, m, "t", 1, NULL);
+        p.caps = VL_CAP_SCHEDULE;
         vl_plan_iter_begin(&p, 0, NULL);
         vl_plan_rank_begin(&p, 0, &PAR1, NULL);
         for (uint32_t k = 0; k < 4; k++) {

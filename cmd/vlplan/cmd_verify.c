@@ -6,13 +6,17 @@
 
 #include "cli.h"
 #include "cost.h"
+#include "evaluate.h"
 #include "planio.h"
 #include "verify.h"
 
 static const char *const CMD = "verify";
-static const char *const USAGE = "[-q] PLAN MANIFEST...";
+static const char *const USAGE = "[-q] [-c CONFIG] [--set KEY=VALUE]... PLAN MANIFEST...";
 
 static const cli_opt options[] = {
+    {"config", 'c', "FILE", "config for the memory and cluster checks (default: the plan's "
+                            "own)"},
+    {"set", OPT_SET, "KEY=VALUE", "override a config key (repeatable)"},
     CLI_MANIFEST_OPTIONS,
     {"allow-empty", OPT_ALLOW_EMPTY, NULL, "accept a manifest with no samples"},
     {"quiet", 'q', NULL, "print nothing; the exit status tells"},
@@ -22,6 +26,7 @@ static const cli_opt options[] = {
 
 typedef struct verify_args {
     cli_manifest_args man;
+    cli_config_args cfg;
     cli_log log;
 } verify_args;
 
@@ -30,6 +35,8 @@ static int on_option(int key, const char *arg, void *ud)
     verify_args *a = ud;
     int rc = cli_manifest_option(CMD, &a->man, key, arg);
 
+    if (rc == 1 && key != OPT_SEED)
+        rc = cli_config_option(CMD, &a->cfg, key, arg);
     if (rc != 1)
         return rc;
     switch (key) {
@@ -40,28 +47,31 @@ static int on_option(int key, const char *arg, void *ud)
 }
 
 /* The plan header carries the effective config it was made with (JSON is YAML), so
- * the memory check uses exactly what the planner assumed.  Returns false when the
- * header has no usable config; the memory invariant is then skipped, with a warning. */
-static bool cost_from_header(const verify_args *a, const vl_plan *p, vl_config *cfg,
-                             vl_cost *cost)
+ * the memory check uses exactly what the planner assumed; -c and --set replace or
+ * amend it (a plan from another tool may have none).  *have: false when there is no
+ * config at all: the memory and cluster checks are then skipped, with a warning.
+ * Returns 0 or the exit code of a bad -c / --set. */
+static int cost_for(const verify_args *a, const vl_plan *p, vl_config *cfg, vl_cost *cost,
+                    bool *have)
 {
     vl_err err = {0};
-    vl_status st = vl_config_init_default(cfg, &err);
+    int rc;
 
-    if (st == VL_OK && !p->config_json)
-        st = vl_seterr(&err, VL_ECONFIG, "the plan header has no config");
-    else if (st == VL_OK)
-        st = vl_config_load_string(cfg, p->config_json, "plan header config", &err);
-    if (st == VL_OK)
-        st = vl_config_finalize(cfg, &err);
-    if (st == VL_OK)
-        st = vl_cost_init(cost, cfg, &err);
-    if (st == VL_OK)
-        return true;
-    vl_config_free(cfg);
-    if (!a->log.quiet)
-        fprintf(stderr, "vlplan verify: warning: %s; modelled memory not checked\n", err.msg);
-    return false;
+    *have = false;
+    if (!p->config_json && a->cfg.npaths == 0 && a->cfg.nsets == 0) {
+        if (!a->log.quiet)
+            fprintf(stderr, "vlplan verify: warning: the plan header has no config and no -c "
+                            "was given; modelled memory and cluster limits not checked\n");
+        return 0;
+    }
+    if ((rc = cli_config_load_over(CMD, &a->cfg, p->config_json, "plan header config", cfg)))
+        return rc;
+    if (vl_cost_init(cost, cfg, &err) != VL_OK) {
+        vl_config_free(cfg);
+        return cli_fail(CMD, &err);
+    }
+    *have = true;
+    return 0;
 }
 
 static int report(const verify_args *a, const char *path, const vl_plan *p,
@@ -84,36 +94,58 @@ static int report(const verify_args *a, const char *path, const vl_plan *p,
     return 1;
 }
 
+static int check(const verify_args *a, const char *plan_path, const vl_plan *p,
+                 const vl_plan_file *f)
+{
+    vl_config cfg;
+    vl_cost cost;
+    vl_verify_report *rep = malloc(sizeof *rep);
+    vl_err err = {0};
+    bool have = false;
+    vl_status st;
+    int rc;
+
+    if (!rep) {
+        cli_error(CMD, "out of memory");
+        return cli_exit_for(VL_ENOMEM);
+    }
+    if ((rc = cost_for(a, p, &cfg, &cost, &have)) == 0) {
+        st = vl_plan_verify_read(p, f, have ? &cost : NULL, rep, &err);
+        if (st == VL_OK || st == VL_EVERIFY)
+            rc = report(a, plan_path, p, rep, st);
+        else
+            rc = cli_fail(CMD, &err);
+    }
+    if (have)
+        vl_config_free(&cfg);
+    free(rep);
+    return rc;
+}
+
 static int run(const verify_args *a, char *plan_path, char **ins, int nin)
 {
     vl_manifest *m = NULL;
     vl_plan p;
-    vl_config cfg;
-    vl_cost cost;
-    vl_verify_report rep;
+    vl_plan_file *f = malloc(sizeof *f);
     vl_err err = {0};
-    vl_status st;
     int rc;
 
+    if (!f) {
+        cli_error(CMD, "out of memory");
+        return cli_exit_for(VL_ENOMEM);
+    }
     if ((rc = cli_manifest_load(CMD, &a->man, ins, nin, &m)) != 0)
-        return rc;
+        goto done;
     memset(&p, 0, sizeof p);
-    if (vl_plan_read(&p, plan_path, m, &err) != VL_OK) {
-        rc = cli_fail(CMD, &err);
+    if (vl_plan_read(&p, f, plan_path, m, &err) != VL_OK) {
+        rc = eval_read_fail(CMD, f, &err);
         goto done;
     }
-    bool have_cost = cost_from_header(a, &p, &cfg, &cost);
-    memset(&rep, 0, sizeof rep);
-    st = vl_plan_verify(&p, have_cost ? &cost : NULL, &rep, &err);
-    if (st == VL_OK || st == VL_EVERIFY)
-        rc = report(a, plan_path, &p, &rep, st);
-    else
-        rc = cli_fail(CMD, &err);
-    if (have_cost)
-        vl_config_free(&cfg);
+    rc = check(a, plan_path, &p, f);
     vl_plan_free(&p);
 done:
     vl_manifest_free(m);
+    free(f);
     return rc;
 }
 

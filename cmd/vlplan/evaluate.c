@@ -184,26 +184,45 @@ void eval_print_csv(FILE *f, const eval_result *r)
     }
 }
 
+int eval_read_fail(const char *cmd, const vl_plan_file *f, const vl_err *err)
+{
+    if (err->code != VL_EDATA || f->errors.total == 0)
+        return cli_fail(cmd, err);
+    for (size_t i = 0; i < f->errors.n; i++)
+        cli_error(cmd, "%s", f->errors.msg[i]);
+    if (f->errors.total > f->errors.n)
+        cli_error(cmd, "... and %zu more", f->errors.total - f->errors.n);
+    return cli_exit_for(VL_EDATA);
+}
+
 int eval_read_plan(const char *cmd, const char *usage, int argc, char **argv, int first,
                    vl_plan *p)
 {
+    vl_plan_file *f = malloc(sizeof *f);
     vl_err err = {0};
+    int rc = 0;
 
     if (argc - first != 1) {
         cli_error(cmd, "expected exactly one plan file");
         fprintf(stderr, "usage: vlplan %s %s\n", cmd, usage);
+        free(f);
         return EX_USAGE_;
     }
+    if (!f) {
+        cli_error(cmd, "out of memory");
+        return cli_exit_for(VL_ENOMEM);
+    }
     memset(p, 0, sizeof *p);
-    if (vl_plan_read(p, argv[first], NULL, &err) != VL_OK)
-        return cli_fail(cmd, &err);
+    if (vl_plan_read(p, f, argv[first], NULL, &err) != VL_OK)
+        rc = eval_read_fail(cmd, f, &err);
     /* the figures of a cut-off or edited plan are still shown, but not silently */
-    if (!p->file.has_footer || !p->file.sha_ok)
+    else if ((!f->has_footer && f->by_vlplan) || f->sha == 0)
         fprintf(stderr, "vlplan %s: warning: %s: %s; the figures cover what is there "
                         "(see 'vlplan verify')\n", cmd, argv[first],
-                p->file.has_footer ? "the footer's sha256 does not match the content"
-                                   : "no footer: the plan is truncated or incomplete");
-    return 0;
+                f->has_footer ? "the footer's sha256 does not match the content"
+                              : "no footer: the plan is truncated or incomplete");
+    free(f);
+    return rc;
 }
 
 int eval_plan_cost(const char *cmd, const vl_plan *p, const cli_config_args *a, vl_config *cfg,

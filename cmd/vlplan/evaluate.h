@@ -13,6 +13,7 @@
 #include "jsonw.h"
 #include "metrics.h"
 #include "plan.h"
+#include "plan_file.h"
 #include "sim.h"
 
 typedef struct eval_result {
@@ -44,6 +45,10 @@ void eval_print_csv(FILE *f, const eval_result *r);
 bool eval_get(const eval_result *r, const char *key, double *v);
 /** Keys in presentation order, NULL-terminated (compare's columns). */
 extern const char *const eval_keys[];
+
+/** After a failed vl_plan_read: every structural error it collected (one line each),
+ *  or the error itself; returns the exit code. */
+int eval_read_fail(const char *cmd, const vl_plan_file *f, const vl_err *err);
 
 /** Read the one plan file operand argv[first] (usage error unless there is exactly
  *  one) into *p, without a manifest.  Returns 0 (free p with vl_plan_free) or an exit

@@ -62,6 +62,9 @@ typedef enum { VL_RECOMPUTE_NONE, VL_RECOMPUTE_SELECTIVE, VL_RECOMPUTE_FULL,
                VL_RECOMPUTE_AUTO } vl_recompute;
 typedef enum { VL_ZERO_0, VL_ZERO_1, VL_ZERO_2, VL_ZERO_3, VL_ZERO_MDO } vl_zero;
 typedef enum { VL_SP_ULYSSES, VL_SP_RING } vl_sp_kind;
+/* When data-parallel ranks synchronise gradients: once per iteration (Megatron), or
+ * after every micro-step (DeepSpeed ZeRO-2 and others that reduce as they go). */
+typedef enum { VL_DP_SYNC_ITERATION, VL_DP_SYNC_MICRO_STEP } vl_dp_sync;
 
 typedef struct vl_training_cfg {
     int dp, tp, pp, sp;         /* dp = 0 in YAML means gpus / (tp·pp·sp) */
@@ -78,6 +81,7 @@ typedef struct vl_training_cfg {
     double act_mem_factor;
     int grad_bytes;
     double overlap_cp, overlap_tp, overlap_dp; /* fraction of comm hidden under compute */
+    vl_dp_sync dp_sync;
 } vl_training_cfg;
 
 /* One measured parallel scheme (Hydraulis appendix B.2): the forward+backward time of

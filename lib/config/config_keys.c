@@ -20,12 +20,14 @@ static const char *const oversize_names[] = {"error", "truncate", "drop", NULL};
 static const char *const recompute_names[] = {"none", "selective", "full", "auto", NULL};
 static const char *const zero_names[] = {"0", "1", "2", "3", "mdo", NULL};
 static const char *const sp_kind_names[] = {"ulysses", "ring", NULL};
+static const char *const dp_sync_names[] = {"iteration", "micro_step", NULL};
 static const char *const pack_names[] = {"ffd", "bfd", "ffs", "bfs", "isf", "spfhp", NULL};
 
 /* The enum fields are written through an int. */
 _Static_assert(sizeof(vl_zero) == sizeof(int) && sizeof(vl_pack_algo) == sizeof(int) &&
                sizeof(vl_oversize) == sizeof(int) && sizeof(vl_sp_kind) == sizeof(int) &&
-               sizeof(vl_recompute) == sizeof(int), "enums are int-sized");
+               sizeof(vl_recompute) == sizeof(int) && sizeof(vl_dp_sync) == sizeof(int),
+               "enums are int-sized");
 
 const vl_key vl__keys[] = {
     /* model: model.preset first, so that explicit keys override the shape it loads */
@@ -153,6 +155,9 @@ const vl_key vl__keys[] = {
       "Share of tensor-parallel traffic hidden under compute."),
     K("training.overlap.dp", VL_K_DOUBLE, training.overlap_dp, 0, 1, "0.8", "fraction",
       "Share of the gradient synchronisation hidden under the backward."),
+    KENUM("training.dp_sync", training.dp_sync, dp_sync_names, "iteration",
+          "When data-parallel ranks synchronise gradients: once per iteration, or after every "
+          "micro-step (every rank then waits for the slowest one's micro-step)."),
 
     /* cost */
     {"cost.fit", VL_K_FITNULL, OFF(cost.fit_set), 0, 0, NULL, 0, "null", "",

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "plan.h"
+#include "plan_file.h"
 
 #define VL_PLAN_SCHEMA "vlplan.plan/1"
 
@@ -28,11 +29,48 @@ vl_status vl_plan_write_to(const vl_plan *p, struct vl_outfile *o, const char *p
 /** Write p to an open descriptor (stdout), plain or zstd. */
 vl_status vl_plan_write_fd(const vl_plan *p, int fd, bool zstd, vl_err *err);
 
-/** Read a plan file ("-" = stdin; zstd detected by magic).  With m, segment ids are
- *  resolved to manifest indices (unknown ones become VL_SAMPLE_UNKNOWN and are counted
- *  in p->file.unknown_ids); without m, seg.sample is 0 and p->m is NULL.  Structural
- *  problems a verifier reports (missing footer, bad checksum, counts) are recorded in
- *  p->file; malformed JSON or a wrong schema is VL_EDATA with line number. */
-vl_status vl_plan_read(vl_plan *p, const char *path, vl_manifest *m, vl_err *err);
+/** Read a plan file ("-" = stdin; zstd detected by magic) into p, and what the file
+ *  claimed and what the reader found into *file (may be NULL).  With m, segment ids are
+ *  resolved to manifest indices (unknown ones become VL_SAMPLE_UNKNOWN, counted in
+ *  file->unknown_ids); without m, p->m is NULL and every distinct id gets the next
+ *  index in order of first appearance.  Only the structure is required (design §7): a
+ *  header with the schema, iteration records, ranks, micro-batches and their "seg";
+ *  every other field is optional and checked when present.  Findings for verify (sums,
+ *  counts, checksum) are recorded in file; structural errors (a wrong type, a missing
+ *  "seg", malformed JSON, a wrong schema) are all collected, reading goes on past them,
+ *  and the read then fails with VL_EDATA naming the first and how many. */
+vl_status vl_plan_read(vl_plan *p, vl_plan_file *file, const char *path, vl_manifest *m,
+                       vl_err *err);
+
+/* ---- the field table: the record keys the writer, the reader and verify share ---- */
+
+typedef enum { VL_PF_ITER, VL_PF_RANK, VL_PF_MB } vl_pf_level;
+
+typedef enum {
+    VL_PF_I32,            /* an int32_t field of the element at `off` */
+    VL_PF_U32,            /* a uint32_t field at `off` */
+    /* composite keys, each handled by its own code in the writer and the reader */
+    VL_PF_IT, VL_PF_TOKENS, VL_PF_LOSS, VL_PF_SAMPLES, VL_PF_RANKS,      /* iteration */
+    VL_PF_GPUS, VL_PF_MBS, VL_PF_BWD, VL_PF_SCHEDULE,                    /* rank */
+    VL_PF_SEG, VL_PF_CU, VL_PF_SHARED                                    /* pack */
+} vl_pf_kind;
+
+/* Defaults that depend on the element. */
+#define VL_PF_DEF_INDEX INT64_MIN      /* its position in its list (dp) */
+#define VL_PF_DEF_TOKENS (INT64_MIN + 1) /* the pack's tokens (cap: no padding) */
+
+typedef struct vl_pfield {
+    const char *key;
+    vl_pf_level level;
+    vl_pf_kind kind;
+    size_t off;           /* VL_PF_I32/U32: offsetof in vl_iter, vl_rank or vl_mb */
+    int64_t min, max;     /* VL_PF_I32/U32: the values verify accepts */
+    int64_t def;          /* VL_PF_I32/U32: the value when absent */
+    bool omit_default;    /* written only when it differs from def */
+    int inv;              /* invariant broken by a value out of range (verify) */
+} vl_pfield;
+
+/** The table in key order ({NULL}-terminated); `level` filters nothing: walk it whole. */
+extern const vl_pfield vl_plan_fields[];
 
 #endif

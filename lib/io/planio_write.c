@@ -39,12 +39,21 @@ typedef struct line_buf {
     bool oom;             /* ran out of memory (vs. an id that is not valid UTF-8) */
 } line_buf;
 
+/* ,"key": for every row of the table, built once per writer. */
+#define KEY_MAX 24
+#define KEYS_MAX 64
+typedef struct keyset {
+    char text[KEYS_MAX][KEY_MAX];
+    size_t len[KEYS_MAX];
+} keyset;
+
 typedef struct writer {
     const vl_plan *p;
     vl_zwriter *zw;
     vl_sha256 sha;
     line_buf line;        /* reused for every record: the largest line is allocated once */
     uint64_t samples, tokens; /* footer totals */
+    keyset keys;
 } writer;
 
 static const char *const OP_NAMES[] = {"F", "R", "B"};
@@ -163,23 +172,73 @@ static bool put_range(line_buf *b, const vl_manifest *m, uint32_t sample, uint32
     return true;
 }
 
-/* ---- iteration records ---- */
+/* ---- iteration records, key by key from the field table (planio_fields.c) ---- */
 
-static bool put_mb(line_buf *b, const vl_plan *p, const vl_mb *mb, bool first)
+static void keys_init(keyset *k)
 {
+    for (size_t i = 0; vl_plan_fields[i].key; i++)
+        k->len[i] = (size_t)snprintf(k->text[i], KEY_MAX, ",\"%s\":", vl_plan_fields[i].key);
+}
+
+/* The key of row i, without its comma when it opens an object. */
+static bool put_key(writer *w, size_t i, bool first)
+{
+    return put(&w->line, w->keys.text[i] + first, w->keys.len[i] - first);
+}
+
+static int64_t scalar_of(const vl_pfield *f, const void *elem)
+{
+    const char *at = (const char *)elem + f->off;
+
+    if (f->kind == VL_PF_I32)
+        return *(const int32_t *)at;
+    return *(const uint32_t *)at;
+}
+
+/* An integer row: written unless it is an omitted default; *first: it would open the
+ * object (cleared once something is written). */
+static bool put_scalar(writer *w, size_t i, const void *elem, bool *first)
+{
+    const vl_pfield *f = &vl_plan_fields[i];
+    int64_t v = scalar_of(f, elem);
+    bool open = *first;
+
+    if (f->omit_default && v == f->def)
+        return true;
+    *first = false;
+    return put_key(w, i, open) && room(&w->line, VL_JSONNUM_MAX) &&
+           (w->line.len += vl_jsonnum_i64(w->line.data + w->line.len, v), true);
+}
+
+static bool put_segs(writer *w, const vl_mb *mb)
+{
+    line_buf *b = &w->line;
+    const vl_plan *p = w->p;
     const vl_seg *s = vl_plan_mb_segs(p, mb);
+
+    if (!PUT_LIT(b, "["))
+        return false;
+    for (uint32_t k = 0; k < mb->nseg; k++) {
+        int cp = vl_plan_seg_cpi(p, mb->seg0 + k);
+        if (!put_range(b, p->m, s[k].sample, s[k].off, s[k].len, k == 0))
+            return false;
+        if (cp != VL_CP_SHARDED) {   /* a local segment: its CP coordinate */
+            b->data[b->len++] = ',';
+            b->len += vl_jsonnum_i64(b->data + b->len, cp);
+        }
+        b->data[b->len++] = ']';
+    }
+    return PUT_LIT(b, "]");
+}
+
+static bool put_cu(writer *w, const vl_mb *mb)
+{
+    line_buf *b = &w->line;
+    const vl_seg *s = vl_plan_mb_segs(w->p, mb);
     uint64_t cum = 0;
     char *d;
 
-    if (!(first ? PUT_LIT(b, "{\"seg\":[") : PUT_LIT(b, ",{\"seg\":[")))
-        return false;
-    for (uint32_t k = 0; k < mb->nseg; k++) {
-        if (!put_range(b, p->m, s[k].sample, s[k].off, s[k].len, k == 0))
-            return false;
-        b->data[b->len++] = ']';
-    }
-    if (!PUT_LIT(b, "],\"cu_seqlens\":[0") ||
-        !room(b, (size_t)mb->nseg * (VL_JSONNUM_MAX + 1) + 1))
+    if (!PUT_LIT(b, "[0") || !room(b, (size_t)mb->nseg * (VL_JSONNUM_MAX + 1) + 1))
         return false;
     d = b->data + b->len;
     for (uint32_t k = 0; k < mb->nseg; k++) {
@@ -189,21 +248,77 @@ static bool put_mb(line_buf *b, const vl_plan *p, const vl_mb *mb, bool first)
     }
     *d++ = ']';
     b->len = (size_t)(d - b->data);
-    return PUT_KV(b, ",\"tokens\":", (int64_t)mb->tokens) &&
-           PUT_KV(b, ",\"cap\":", mb->cap) && PUT_LIT(b, "}");
+    return true;
 }
 
-static bool put_schedule(line_buf *b, const vl_plan *p, const vl_rank *rk)
+static bool put_int_list(line_buf *b, const int32_t *v, size_t n)
 {
-    if (!PUT_LIT(b, ",\"schedule\":["))
+    if (!PUT_LIT(b, "[") || !room(b, n * (VL_JSONNUM_MAX + 1) + 1))
         return false;
-    for (uint64_t i = rk->op0; i < rk->op0 + rk->nop; i++) {
-        const vl_op *op = &p->ops[i];
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            b->data[b->len++] = ',';
+        b->len += vl_jsonnum_i64(b->data + b->len, v[i]);
+    }
+    b->data[b->len++] = ']';
+    return true;
+}
+
+static bool put_mb(writer *w, const vl_mb *mb, bool first)
+{
+    bool ok = first ? PUT_LIT(&w->line, "{") : PUT_LIT(&w->line, ",{"), open = false;
+    uint32_t n;
+
+    for (size_t i = 0; ok && vl_plan_fields[i].key; i++) {
+        const vl_pfield *f = &vl_plan_fields[i];
+        const int32_t *mem;
+        if (f->level != VL_PF_MB)
+            continue;
+        switch (f->kind) {
+        case VL_PF_SEG:
+            ok = put_key(w, i, true) && put_segs(w, mb);
+            break;
+        case VL_PF_CU:
+            ok = put_key(w, i, false) && put_cu(w, mb);
+            break;
+        case VL_PF_TOKENS:
+            ok = put_key(w, i, false) && room(&w->line, VL_JSONNUM_MAX) &&
+                 (w->line.len += vl_jsonnum_i64(w->line.data + w->line.len,
+                                                (int64_t)mb->tokens), true);
+            break;
+        case VL_PF_SHARED:
+            mem = vl_plan_mb_members(w->p, mb, &n);
+            ok = n == 0 || (put_key(w, i, false) && put_int_list(&w->line, mem, n));
+            break;
+        default:
+            ok = put_scalar(w, i, mb, &open);
+        }
+    }
+    return ok && PUT_LIT(&w->line, "}");
+}
+
+static bool put_packs(writer *w, size_t i, uint64_t from, uint32_t n)
+{
+    bool ok = put_key(w, i, false) && PUT_LIT(&w->line, "[");
+
+    for (uint32_t j = 0; ok && j < n; j++)
+        ok = put_mb(w, &w->p->mbs[from + j], j == 0);
+    return ok && PUT_LIT(&w->line, "]");
+}
+
+static bool put_schedule(writer *w, size_t i, const vl_rank *rk)
+{
+    line_buf *b = &w->line;
+
+    if (!put_key(w, i, false) || !PUT_LIT(b, "["))
+        return false;
+    for (uint64_t k = rk->op0; k < rk->op0 + rk->nop; k++) {
+        const vl_op *op = &w->p->ops[k];
         char *d;
         if (!room(b, 8 + VL_JSONNUM_MAX))
             return false;
         d = b->data + b->len;
-        if (i > rk->op0)
+        if (k > rk->op0)
             *d++ = ',';
         *d++ = '[';
         *d++ = '"';
@@ -217,48 +332,103 @@ static bool put_schedule(line_buf *b, const vl_plan *p, const vl_rank *rk)
     return PUT_LIT(b, "]");
 }
 
-static bool put_rank(line_buf *b, const vl_plan *p, const vl_rank *rk, bool first)
+/* "gpus": the explicit placement or the default one (plan.h). */
+static bool put_gpus(writer *w, size_t i, const vl_rank *rk, const vl_gpu_walk *gw)
 {
-    if (!(first ? PUT_KV(b, "{\"dp\":", rk->dp) : PUT_KV(b, ",{\"dp\":", rk->dp)) ||
-        !PUT_KV(b, ",\"tp\":", rk->par.tp) || !PUT_KV(b, ",\"pp\":", rk->par.pp) ||
-        !PUT_KV(b, ",\"sp\":", rk->par.sp) ||
-        !PUT_KV(b, ",\"ckpt_layers\":", rk->par.ckpt_layers))
+    line_buf *b = &w->line;
+    uint32_t n = vl_plan_rank_size(rk);
+
+    if (!put_key(w, i, false) || !PUT_LIT(b, "[") || !room(b, (size_t)n * (VL_JSONNUM_MAX + 1) + 1))
         return false;
-    if (rk->group >= 0 && !PUT_KV(b, ",\"group\":", rk->group))
-        return false;
-    if (rk->k > 0 && !PUT_KV(b, ",\"k\":", rk->k))
-        return false;
-    if (!PUT_LIT(b, ",\"mbs\":["))
-        return false;
-    for (uint64_t i = rk->mb0; i < rk->mb0 + rk->nmb; i++)
-        if (!put_mb(b, p, &p->mbs[i], i == rk->mb0))
-            return false;
-    if (!PUT_LIT(b, "]"))
-        return false;
-    if (rk->nop > 0 && !put_schedule(b, p, rk))
-        return false;
-    return PUT_LIT(b, "}");
+    for (uint32_t k = 0; k < n; k++) {
+        if (k > 0)
+            b->data[b->len++] = ',';
+        b->len += vl_jsonnum_i64(b->data + b->len, vl_gpu_walk_at(gw, k));
+    }
+    b->data[b->len++] = ']';
+    return true;
+}
+
+static bool put_rank(writer *w, const vl_rank *rk, const vl_gpu_walk *gw, bool first)
+{
+    bool ok = first ? PUT_LIT(&w->line, "{") : PUT_LIT(&w->line, ",{"), open = true;
+
+    for (size_t i = 0; ok && vl_plan_fields[i].key; i++) {
+        const vl_pfield *f = &vl_plan_fields[i];
+        if (f->level != VL_PF_RANK)
+            continue;
+        switch (f->kind) {
+        case VL_PF_GPUS:
+            ok = put_gpus(w, i, rk, gw);
+            break;
+        case VL_PF_MBS:
+            ok = put_packs(w, i, rk->mb0, rk->nmb);
+            break;
+        case VL_PF_BWD:
+            ok = rk->nbwd == 0 || put_packs(w, i, rk->mb0 + rk->nmb, rk->nbwd);
+            break;
+        case VL_PF_SCHEDULE:
+            ok = rk->nop == 0 || put_schedule(w, i, rk);
+            break;
+        default:
+            ok = put_scalar(w, i, rk, &open);
+        }
+    }
+    return ok && PUT_LIT(&w->line, "}");
+}
+
+static bool put_total(writer *w, size_t i, uint64_t v)
+{
+    return put_key(w, i, false) && room(&w->line, VL_JSONNUM_MAX) &&
+           (w->line.len += vl_jsonnum_i64(w->line.data + w->line.len, (int64_t)v), true);
+}
+
+static bool put_ranks(writer *w, size_t i, size_t it)
+{
+    const vl_iter *in = &w->p->iters[it];
+    vl_gpu_walk gw;
+    bool ok = put_key(w, i, false) && PUT_LIT(&w->line, "[");
+
+    vl_gpu_walk_begin(&gw, w->p, it);
+    for (uint32_t r = 0; ok && r < in->nranks; r++, vl_gpu_walk_next(&gw))
+        ok = put_rank(w, &w->p->ranks[in->rank0 + r], &gw, r == 0);
+    return ok && PUT_LIT(&w->line, "]");
 }
 
 static bool put_iter(writer *w, size_t it)
 {
-    const vl_plan *p = w->p;
-    const vl_iter *in = &p->iters[it];
-    line_buf *b = &w->line;
+    const vl_iter *in = &w->p->iters[it];
     uint64_t tokens, loss, samples;
+    bool ok = PUT_LIT(&w->line, "{\"type\":\"iter\"");
 
-    vl_plan_iter_totals(p, it, &tokens, &loss, &samples);
+    vl_plan_iter_totals(w->p, it, &tokens, &loss, &samples);
     w->tokens += tokens;
     w->samples += samples;
-    if (!PUT_KV(b, "{\"type\":\"iter\",\"it\":", (uint64_t)it) ||
-        !PUT_KV(b, ",\"epoch\":", in->epoch) || !PUT_KV(b, ",\"tokens\":", tokens) ||
-        !PUT_KV(b, ",\"loss_tokens\":", loss) || !PUT_KV(b, ",\"samples\":", samples) ||
-        !PUT_LIT(b, ",\"ranks\":["))
-        return false;
-    for (uint64_t r = in->rank0; r < in->rank0 + in->nranks; r++)
-        if (!put_rank(b, p, &p->ranks[r], r == in->rank0))
-            return false;
-    return PUT_LIT(b, "]}");
+    for (size_t i = 0; ok && vl_plan_fields[i].key; i++) {
+        const vl_pfield *f = &vl_plan_fields[i];
+        if (f->level != VL_PF_ITER)
+            continue;
+        switch (f->kind) {
+        case VL_PF_IT:
+            ok = put_total(w, i, it);
+            break;
+        case VL_PF_TOKENS:
+            ok = put_total(w, i, tokens);
+            break;
+        case VL_PF_LOSS:
+            ok = put_total(w, i, loss);
+            break;
+        case VL_PF_SAMPLES:
+            ok = put_total(w, i, samples);
+            break;
+        case VL_PF_RANKS:
+            ok = put_ranks(w, i, it);
+            break;
+        default:
+            ok = put_scalar(w, i, in, &(bool){false});
+        }
+    }
+    return ok && PUT_LIT(&w->line, "}");
 }
 
 /* The footer's checksum covers every line before it, so the hash ends here. */
@@ -320,6 +490,21 @@ static vl_status meta_json(const char *text, const char *what, json_t **out, vl_
     return VL_OK;
 }
 
+/* "caps": the names of the capabilities the plan uses (the optimizer's sharding has a
+ * key of its own, "optimizer_shard"). */
+static json_t *caps_json(uint32_t caps)
+{
+    json_t *a = json_array();
+
+    for (unsigned i = 0; a && i < VL_NCAPS; i++)
+        if ((caps >> i & 1) && (1u << i) != VL_CAP_WORLD_OPTIM &&
+            json_array_append_new(a, json_string_nocheck(vl_cap_name(i))) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
 static vl_status header_json(const vl_plan *p, json_t **out, vl_err *err)
 {
     json_t *o, *params = NULL, *config = NULL, *man;
@@ -352,6 +537,10 @@ static vl_status header_json(const vl_plan *p, json_t **out, vl_err *err)
     set(o, "manifest", man, &ok);
     set(o, "epochs", jinteger(p->epochs), &ok);
     set(o, "iterations", jinteger(p->niters), &ok);
+    if (p->caps & ~(uint32_t)VL_CAP_WORLD_OPTIM)
+        set(o, "caps", caps_json(p->caps), &ok);
+    if (p->caps & VL_CAP_WORLD_OPTIM)
+        set(o, "optimizer_shard", json_string_nocheck("world"), &ok);
     if (!ok) {
         json_decref(o);
         return vl_seterr(err, VL_ENOMEM, "out of memory formatting the plan header");
@@ -442,6 +631,7 @@ static vl_status write_plan(const vl_plan *p, int fd, bool zstd, const char *nam
     memset(&w, 0, sizeof w);
     w.p = p;
     vl_sha256_init(&w.sha);
+    keys_init(&w.keys);
     if ((st = check_samples(p, err)) != VL_OK)
         return st;
     if (!(w.line.data = malloc(LINE_FIRST)))

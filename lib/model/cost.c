@@ -306,6 +306,10 @@ static vl_mb_time fitted_time(const vl_cost *c, double T, double P, double g, in
 vl_mb_time vl_cost_mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const vl_par *par,
                            int layers, int last_stage)
 {
+    const vl_scheme *measured = vl_cost_scheme(c, par);   /* cost.schemes (cost_pack.c) */
+    if (measured)
+        return vl_cost_scheme_time(c, measured, segs, n, par, layers);
+
     const vl_config *cfg = c->cfg;
     const vl_cluster_cfg *cl = &cfg->cluster;
     int tp = par->tp > 1 ? par->tp : 1, sp = par->sp > 1 ? par->sp : 1;
@@ -395,6 +399,12 @@ static double stage_params(const vl_cost *c, const vl_par *par, int layers, int 
     if (last) /* untied: the LM head; tied across stages: a copy of the embedding */
         psi += (!m->tied_embeddings || !first ? vh : 0) + m->hidden;
     return psi / (par->tp > 1 ? par->tp : 1);
+}
+
+double vl_cost_stage_params(const vl_cost *c, const vl_par *par, int layers, int first_stage,
+                            int last_stage)
+{
+    return stage_params(c, par, layers, first_stage, last_stage);
 }
 
 double vl_cost_state_bytes(const vl_cost *c, const vl_par *par, int dp, int layers,

@@ -50,7 +50,9 @@ typedef struct vl_mb_time {
 } vl_mb_time;
 
 /** Time of a micro-batch on one stage holding `layers` layers, with the LM head when
- *  last_stage.  Uses the fitted curve when cost.fit is set (then no communication). */
+ *  last_stage.  Uses the measured cost.schemes row of par's (tp, pp, sp) when there is
+ *  one, else the fitted curve when cost.fit is set (then no communication), else the
+ *  analytic model. */
 vl_mb_time vl_cost_mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const vl_par *par,
                            int layers, int last_stage);
 
@@ -110,6 +112,44 @@ double vl_cost_comm_time(const vl_cost *c, vl_comm_op op, double bytes, int n);
 
 /** Exposed time of the per-iteration gradient synchronisation over dp·sp ranks. */
 double vl_cost_dp_sync_time(const vl_cost *c, const vl_par *par, int dp, int layers);
+
+/** Parameters one GPU of a stage of `layers` layers holds (its layers, the embedding on
+ *  the first stage, the LM head on the last), split by TP. */
+double vl_cost_stage_params(const vl_cost *c, const vl_par *par, int layers, int first_stage,
+                            int last_stage);
+
+/* ---- a pack as a plan states it (cost_pack.c) ---- */
+
+/* A pack: its segments, their CP placement (NULL: every one sharded over the rank's sp
+ * group), and how many ranks share it (1: its own). */
+typedef struct vl_pack_view {
+    const vl_seg *segs;
+    const int16_t *cps;
+    size_t n;
+    int share;
+} vl_pack_view;
+
+/** Time of a pack on one stage: Skrull's overlap of sharded communication with local
+ *  compute when some segments are local to a CP coordinate, a rank of sp·share for a
+ *  shared pack, else vl_cost_mb_time.  tmp: room for pk->n segments. */
+vl_mb_time vl_cost_pack_time(const vl_cost *c, const vl_pack_view *pk, const vl_par *par,
+                             int layers, int last_stage, vl_seg *tmp);
+/** Activation bytes of the pack on the fullest GPU of the rank (vl_cost_act_bytes of the
+ *  tokens that GPU holds: its local segments and 1/N of the sharded ones). */
+double vl_cost_pack_act(const vl_cost *c, const vl_pack_view *pk, const vl_par *par,
+                        int layers, int last_stage);
+
+/** The cost.schemes row of par's (tp, pp, sp), or NULL. */
+const vl_scheme *vl_cost_scheme(const vl_cost *c, const vl_par *par);
+/** Time of segs on one stage of `layers` layers from a measured row (see cost_pack.c). */
+vl_mb_time vl_cost_scheme_time(const vl_cost *c, const vl_scheme *s, const vl_seg *segs,
+                               size_t n, const vl_par *par, int layers);
+
+/** Model-state bytes per GPU when the optimizer states are sharded over all `world` GPUs
+ *  (Hydraulis): bf16 parameters and gradients of the stage's share under TP, plus 12
+ *  bytes of fp32 state per model parameter / world. */
+double vl_cost_state_bytes_world(const vl_cost *c, const vl_par *par, int layers, int first,
+                                 int last, int world);
 
 /** Efficiency curve lookup (log2-linear interpolation, clamped).  Computes the log2
  *  of the two x points it interpolates between on each call; the cost model itself

@@ -1,6 +1,7 @@
-/* lib/model/sim.c -- the simulator's driver: one iteration rank by rank (weights, order,
- * longest path from sim_dag.c / sim_sched.c), the memory timeline, the trace, the
- * per-iteration results and their aggregation over a plan (definitions in sim.h). */
+/* lib/model/sim.c -- the simulator's driver: one iteration at a time -- every rank
+ * prepared (sim_rank.c, sim_sched.c), the joint longest path (sim_dag.c), then the
+ * memory timeline, the trace and the per-iteration results -- and their aggregation
+ * over a plan (definitions in sim.h). */
 #include "sim_impl.h"
 
 #include <math.h>
@@ -25,10 +26,13 @@ void vl_sim_scratch_free(vl_sim_scratch *s)
 {
     if (s == NULL)
         return;
-    void *bufs[] = {s->layers, s->cls, s->ptr, s->avail, s->stack, s->inq, s->tf, s->tb,
-                    s->rc, s->cf, s->cb, s->act, s->store, s->p2p, s->pred_off, s->pred,
-                    s->succ_off, s->succ, s->hkey, s->hval, s->list, s->ord, s->pos,
-                    s->has_r, s->heap, s->pend, s->start, s->end, s->tbusy};
+    void *bufs[] = {s->rk, s->lrank, s->lstage, s->lcls, s->llayers, s->ptr, s->avail,
+                    s->bdone, s->stack, s->inq, s->ord, s->start, s->end, s->pos, s->tf,
+                    s->cf, s->af, s->sf, s->tb, s->rc, s->cb, s->ab, s->p2pf, s->p2pb,
+                    s->has_r, s->sharef, s->shareb, s->list, s->fp_off, s->fp, s->bf_off,
+                    s->bf, s->bb_off, s->bb, s->rbf_off, s->rbf, s->rbb_off, s->rbb, s->heap,
+                    s->pend, s->iv, s->tmp, s->inst, s->inst_off, s->bar_left, s->bar_time,
+                    s->tbusy};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
     free(s);
@@ -43,44 +47,192 @@ void vl_sim_trace_free(vl_sim_trace *t)
     memset(t, 0, sizeof *t);
 }
 
-/* ---- one rank ----------------------------------------------------------------- */
+/* ---- laying out the iteration ---------------------------------------------------- */
+
+/* Counts and offsets of every rank into the iteration-wide arrays. */
+typedef struct totals {
+    uint64_t lanes, nodes, pos, wf, wb, pk, list, maxb;
+} totals;
+
+static void lay_out(vl_sim_scratch *w, uint32_t r, totals *t)
+{
+    vl_sim_rank *R = &w->rk[r];
+    const vl_rank *rk = &w->p->ranks[w->p->iters[w->it].rank0 + r];
+    bool expl = rk->nop > 0 && !w->o->ignore_ops;
+
+    memset(R, 0, sizeof *R);
+    R->rk = rk;
+    R->nf = rk->nmb;
+    R->asym = rk->nbwd > 0;
+    R->nb = R->asym ? rk->nbwd : rk->nmb;
+    R->npk = R->nf > R->nb ? R->nf : R->nb;
+    R->pp = rk->par.pp > 1 ? (uint32_t)rk->par.pp : 1;
+    R->n = expl ? rk->nop : R->nf + R->nb;
+    R->lane0 = t->lanes;
+    R->node0 = t->nodes;
+    R->pos0 = t->pos;
+    R->wf0 = t->wf;
+    R->wb0 = t->wb;
+    R->pk0 = t->pk;
+    R->list0 = t->list;
+    t->lanes += R->pp;
+    t->nodes += (uint64_t)R->pp * R->n;
+    t->pos += (uint64_t)R->pp * 3 * R->npk;
+    t->wf += (uint64_t)VL_SIM_MAXCLS * R->nf;
+    t->wb += (uint64_t)VL_SIM_MAXCLS * R->nb;
+    t->pk += R->npk;
+    t->list += R->n;
+    t->maxb = R->nb > t->maxb ? R->nb : t->maxb;
+}
+
+static vl_status reserve(vl_sim_scratch *w, const totals *t, vl_err *err)
+{
+    struct { void *a; size_t *cap; uint64_t n; size_t el; } g[] = {
+        {&w->lrank, &w->lrank_cap, t->lanes, sizeof(uint32_t)},
+        {&w->lstage, &w->lstage_cap, t->lanes, sizeof(uint32_t)},
+        {&w->lcls, &w->lcls_cap, t->lanes, sizeof(int)},
+        {&w->llayers, &w->llayers_cap, t->lanes, sizeof(int)},
+        {&w->ord, &w->ord_cap, t->nodes, sizeof(vl_op)},
+        {&w->pos, &w->pos_cap, t->pos, sizeof(int32_t)},
+        {&w->tf, &w->tf_cap, t->wf, sizeof(double)}, {&w->cf, &w->cf_cap, t->wf, sizeof(double)},
+        {&w->af, &w->af_cap, t->wf, sizeof(double)}, {&w->sf, &w->sf_cap, t->wf, sizeof(double)},
+        {&w->tb, &w->tb_cap, t->wb, sizeof(double)}, {&w->rc, &w->rc_cap, t->wb, sizeof(double)},
+        {&w->cb, &w->cb_cap, t->wb, sizeof(double)}, {&w->ab, &w->ab_cap, t->wb, sizeof(double)},
+        {&w->p2pf, &w->p2pf_cap, t->pk, sizeof(double)},
+        {&w->p2pb, &w->p2pb_cap, t->pk, sizeof(double)},
+        {&w->has_r, &w->has_r_cap, t->pk, 1},
+        {&w->sharef, &w->sharef_cap, t->pk, sizeof(int32_t)},
+        {&w->shareb, &w->shareb_cap, t->pk, sizeof(int32_t)},
+        {&w->list, &w->list_cap, t->list, sizeof(vl_op)},
+        {&w->bar_left, &w->bar_left_cap, t->maxb, sizeof(uint32_t)},
+        {&w->bar_time, &w->bar_time_cap, t->maxb, sizeof(double)},
+        {&w->tbusy, &w->tbusy_cap, w->nranks, sizeof(double)},
+    };
+    vl_status st;
+
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++)
+        if ((st = vl_grow(g[i].a, g[i].cap, g[i].n ? g[i].n : 1, g[i].el, err)) != VL_OK)
+            return st;
+    return VL_OK;
+}
+
+/* ---- gradient synchronisation ---------------------------------------------------- */
+
+/* The ranks sharding one stage's states: every rank of the iteration, or, with the
+ * optimizer sharded over the world, the GPUs of the job. */
+static double stage_states(const vl_sim_scratch *w, const vl_sim_rank *R, uint32_t s)
+{
+    vl_par par = R->rk->par;
+    int layers = w->llayers[R->lane0 + s];
+
+    par.pp = (int)R->pp;
+    if (w->p->caps & VL_CAP_WORLD_OPTIM)
+        return vl_cost_state_bytes_world(w->c, &par, layers, s == 0, s + 1 == R->pp,
+                                         w->c->cfg->cluster.gpus);
+    return vl_cost_state_bytes(w->c, &par, (int)w->nranks, layers, s == 0, s + 1 == R->pp);
+}
+
+/* Exposed gradient sync of the iteration: the worst stage of any rank.  With the
+ * optimizer sharded over the world, a stage reduces over the job's copies of it. */
+static double sync_time(const vl_sim_scratch *w)
+{
+    double t = 0.0;
+    int world = w->c->cfg->cluster.gpus;
+
+    for (uint32_t r = 0; r < w->nranks; r++) {
+        const vl_sim_rank *R = &w->rk[r];
+        vl_par par = R->rk->par;
+        int copies = (int)w->nranks;
+        par.pp = (int)R->pp;
+        if (w->p->caps & VL_CAP_WORLD_OPTIM) {
+            uint32_t g = vl_plan_rank_size(R->rk);
+            copies = g ? (int)(world / (int)g) : 1;
+        }
+        for (int k = 0; k < R->ncls; k++)
+            t = fmax(t, vl_cost_dp_sync_time(w->c, &par, copies, R->cls_layers[k]));
+    }
+    return t;
+}
+
+/* Micro-step barriers: barrier k waits for the ranks with more than k B packs. */
+static void set_barriers(vl_sim_scratch *w, uint64_t maxb)
+{
+    w->nbar = 0;
+    w->step_sync = 0.0;
+    if (w->c->cfg->training.dp_sync != VL_DP_SYNC_MICRO_STEP || w->nranks < 2)
+        return;
+    w->nbar = (uint32_t)maxb;
+    w->step_sync = sync_time(w);
+    for (uint32_t k = 0; k < w->nbar; k++) {
+        w->bar_left[k] = 0;
+        w->bar_time[k] = 0.0;
+        for (uint32_t r = 0; r < w->nranks; r++)
+            w->bar_left[k] += w->rk[r].nb > k;
+    }
+}
+
+/* ---- preparing every rank ---------------------------------------------------------- */
+
+static vl_status prepare(vl_sim_scratch *w, vl_err *err)
+{
+    totals t = {0};
+    vl_status st;
+
+    if ((st = vl_grow(&w->rk, &w->rk_cap, w->nranks ? w->nranks : 1, sizeof *w->rk, err)))
+        return st;
+    for (uint32_t r = 0; r < w->nranks; r++)
+        lay_out(w, r, &t);
+    w->nlanes = t.lanes;
+    w->nnodes = t.nodes;
+    w->nfp = w->nbf = w->nbb = w->nfp_rows = w->nb_rows = 0;
+    if ((st = reserve(w, &t, err)) != VL_OK)
+        return st;
+    for (uint32_t r = 0; r < w->nranks; r++) {
+        const vl_sim_rank *R = &w->rk[r];
+        for (uint32_t s = 0; s < R->pp; s++) {
+            w->lrank[R->lane0 + s] = r;
+            w->lstage[R->lane0 + s] = s;
+        }
+        if ((st = vl__sim_layers(w, r, err)) != VL_OK || (st = vl__sim_deps(w, r, err)) ||
+            (st = vl__sim_order(w, r, err)) != VL_OK || (st = vl__sim_weights(w, r, err)))
+            return st;
+    }
+    set_barriers(w, t.maxb);
+    return vl__sim_shares(w, err);
+}
+
+/* ---- results of one rank ----------------------------------------------------------- */
 
 typedef struct rank_out {
-    double makespan, busy, idle, flops, sync, peak;  /* s, device-s, s, FLOP, s, bytes */
+    double makespan, busy, idle, flops, peak;  /* s, device-s, s, FLOP, bytes */
     uint32_t peak_stage;
     uint64_t tokens;
     int gpus;
 } rank_out;
 
-/* Live activation bytes of stage s, walked in its execution order (a stage runs one
+/* Live activation bytes of lane (R, s), walked in its execution order (a stage runs one
  * task at a time, so this order is chronological).  The end of F allocates the
  * activations, or only the state store when an R follows; the end of R allocates the
- * activations; the end of B frees both. */
-static double stage_act_peak(const vl_sim_scratch *w, uint32_t s)
+ * activations; the end of B frees what its pack holds. */
+static double stage_act_peak(const vl_sim_scratch *w, const vl_sim_rank *R, uint32_t s)
 {
-    const vl_op *o = w->ord + (size_t)s * w->n;
-    size_t base = (size_t)w->cls[s] * w->nmb;
+    const vl_op *o = w->ord + R->node0 + (uint64_t)s * R->n;
+    int k = w->lcls[R->lane0 + s];
+    uint64_t fb = R->wf0 + (uint64_t)k * R->nf, bb = R->wb0 + (uint64_t)k * R->nb;
     double live = 0.0, peak = 0.0;
 
-    for (uint32_t k = 0; k < w->n; k++) {
-        size_t i = base + o[k].mb;
-        if (o[k].kind == VL_OP_F)
-            live += w->has_r[o[k].mb] ? w->store[i] : w->act[i];
-        else if (o[k].kind == VL_OP_R)
-            live += w->act[i];
+    for (uint32_t i = 0; i < R->n; i++) {
+        uint32_t m = o[i].mb;
+        if (o[i].kind == VL_OP_F)
+            live += w->has_r[R->pk0 + m] ? w->sf[fb + m] : w->af[fb + m];
+        else if (o[i].kind == VL_OP_R)
+            live += w->af[fb + m];
         else
-            live -= w->has_r[o[k].mb] ? w->store[i] + w->act[i] : w->act[i];
+            live -= w->ab[bb + m];
         if (live > peak)
             peak = live;
     }
     return peak;
-}
-
-static double stage_states(const vl_sim_scratch *w, uint32_t s, int dp)
-{
-    vl_par par = w->rk->par;
-    par.pp = (int)w->pp;
-    return vl_cost_state_bytes(w->c, &par, dp, w->layers[s], s == 0, s + 1 == w->pp);
 }
 
 static vl_status push_task(vl_sim_trace *t, vl_sim_task task, vl_err *err)
@@ -91,103 +243,80 @@ static vl_status push_task(vl_sim_trace *t, vl_sim_task task, vl_err *err)
     return st;
 }
 
-/* Stage s's tasks, plus the transfers that feed them (F from s-1, B from s+1). */
-static vl_status trace_stage(const vl_sim_scratch *w, uint32_t s, vl_sim_trace *t,
+/* Lane (r, s)'s tasks, plus the transfers that feed them (F from s-1, B from s+1). */
+static vl_status trace_stage(const vl_sim_scratch *w, uint32_t r, uint32_t s, vl_sim_trace *t,
                              vl_err *err)
 {
-    const vl_op *o = w->ord + (size_t)s * w->n;
+    const vl_sim_rank *R = &w->rk[r];
+    const vl_op *o = w->ord + R->node0 + (uint64_t)s * R->n;
+    int k = w->lcls[R->lane0 + s];
     vl_status st = VL_OK;
 
-    for (uint32_t k = 0; k < w->n && st == VL_OK; k++) {
-        size_t node = (size_t)s * w->n + k, i = (size_t)w->cls[s] * w->nmb + o[k].mb;
-        vl_sim_task task = {.rank = (uint32_t)w->r, .stage = s, .mb = o[k].mb,
-                            .kind = o[k].kind, .start = w->start[node], .end = w->end[node]};
-        double lag = w->p2p[o[k].mb];
-        int from = o[k].kind == VL_OP_F ? (int)s - 1 : o[k].kind == VL_OP_B ? (int)s + 1 : -1;
-        task.comm = o[k].kind == VL_OP_F ? w->cf[i] : o[k].kind == VL_OP_B ? w->cb[i] : 0.0;
-        task.recompute = o[k].kind == VL_OP_B ? w->rc[i] : 0.0;
+    for (uint32_t i = 0; i < R->n && st == VL_OK; i++) {
+        uint64_t node = R->node0 + (uint64_t)s * R->n + i;
+        uint32_t m = o[i].mb;
+        bool b = o[i].kind == VL_OP_B;
+        vl_sim_task task = {.rank = r, .stage = s, .mb = m, .kind = o[i].kind,
+                            .start = w->start[node], .end = w->end[node]};
+        double lag = b ? w->p2pb[R->pk0 + m] : w->p2pf[R->pk0 + m];
+        int from = o[i].kind == VL_OP_F ? (int)s - 1 : b ? (int)s + 1 : -1;
+        int32_t pk;
+        task.comm = o[i].kind == VL_OP_F ? w->cf[R->wf0 + (uint64_t)k * R->nf + m]
+                    : b ? w->cb[R->wb0 + (uint64_t)k * R->nb + m] : 0.0;
+        task.recompute = b ? w->rc[R->wb0 + (uint64_t)k * R->nb + m] : 0.0;
         st = push_task(t, task, err);
-        if (st != VL_OK || lag <= 0.0 || from < 0 || from >= (int)w->pp)
+        if (st != VL_OK || lag <= 0.0 || from < 0 || from >= (int)R->pp)
             continue;
         /* the transfer starts when the sender's task ends */
-        int32_t pk = w->pos[((size_t)from * 3 + o[k].kind) * w->nmb + o[k].mb];
-        double t0 = w->end[(size_t)from * w->n + (size_t)pk];
-        st = push_task(t, (vl_sim_task){.rank = (uint32_t)w->r, .stage = s, .mb = o[k].mb,
-                                        .kind = VL_TASK_P2P, .start = t0, .end = t0 + lag},
-                       err);
+        pk = *vl__sim_pos(w, R, (uint32_t)from, o[i].kind, m);
+        double t0 = w->end[R->node0 + (uint64_t)from * R->n + (uint64_t)pk];
+        st = push_task(t, (vl_sim_task){.rank = r, .stage = s, .mb = m, .kind = VL_TASK_P2P,
+                                        .start = t0, .end = t0 + lag}, err);
     }
     return st;
 }
 
-static vl_status stage_results(vl_sim_scratch *w, int dp, rank_out *ro, vl_sim_trace *t,
-                               vl_err *err)
+static vl_status rank_results(const vl_sim_scratch *w, uint32_t r, rank_out *ro,
+                              vl_sim_trace *t, vl_err *err)
 {
-    vl_par par = w->rk->par;
-    unsigned synced = 0;  /* classes whose sync time is known: it depends on layers only */
+    const vl_sim_rank *R = &w->rk[r];
+    const vl_mb *mbs = w->p->mbs + R->rk->mb0;
+    vl_status st;
 
-    par.pp = (int)w->pp;
-    for (uint32_t s = 0; s < w->pp; s++) {
-        double busy = w->cls_busy[w->cls[s]], act = stage_act_peak(w, s);
-        double states = stage_states(w, s, dp);
-        vl_status st;
+    memset(ro, 0, sizeof *ro);
+    ro->makespan = R->makespan;
+    for (uint32_t s = 0; s < R->pp; s++) {
+        uint64_t l = R->lane0 + s;
+        double busy = R->cls_busy[w->lcls[l]], act = stage_act_peak(w, R, s);
+        double states = stage_states(w, R, s);
         ro->busy += busy;
         ro->idle += ro->makespan - busy;
-        if (!(synced & 1u << w->cls[s])) {
-            synced |= 1u << w->cls[s];
-            ro->sync = fmax(ro->sync, vl_cost_dp_sync_time(w->c, &par, dp, w->layers[s]));
-        }
         if (act + states > ro->peak || s == 0) {
             ro->peak = act + states;
             ro->peak_stage = s;
         }
         if (t == NULL)
             continue;
-        if ((st = vl_grow(&t->lanes, &t->lanes_cap, t->nlanes + 1,
-                                  sizeof *t->lanes, err)) != VL_OK ||
-            (st = trace_stage(w, s, t, err)) != VL_OK)
+        if ((st = vl_grow(&t->lanes, &t->lanes_cap, t->nlanes + 1, sizeof *t->lanes, err)) ||
+            (st = trace_stage(w, r, s, t, err)) != VL_OK)
             return st;
-        t->lanes[t->nlanes++] = (vl_sim_lane){.rank = (uint32_t)w->r, .stage = s,
-            .layers = w->layers[s], .busy = busy, .makespan = ro->makespan,
-            .act_peak = act, .states = states};
+        t->lanes[t->nlanes++] = (vl_sim_lane){.rank = r, .stage = s, .layers = w->llayers[l],
+            .busy = busy, .makespan = ro->makespan, .act_peak = act, .states = states};
     }
-    return VL_OK;
-}
-
-static void rank_volume(const vl_sim_scratch *w, rank_out *ro)
-{
-    const vl_mb *mbs = w->p->mbs + w->rk->mb0;
-
-    for (uint32_t m = 0; m < w->nmb; m++) {
+    for (uint32_t m = 0; m < R->nf; m++) {   /* a shared pack counts once */
+        if (!vl_plan_mb_primary(w->p, R->rk, &mbs[m]))
+            continue;
         ro->tokens += mbs[m].tokens;
         ro->flops += vl_cost_model_flops(w->c, vl_plan_mb_segs(w->p, &mbs[m]), mbs[m].nseg);
     }
-    ro->gpus = w->rk->par.tp * (int)w->pp * w->rk->par.sp;
-}
-
-static vl_status sim_rank(vl_sim_scratch *w, const vl_sim_opts *o, int dp, rank_out *ro,
-                          vl_sim_trace *t, vl_err *err)
-{
-    vl_status st;
-
-    memset(ro, 0, sizeof *ro);
-    w->dp = dp;
-    w->nmb = w->rk->nmb;
-    w->pp = w->rk->par.pp > 1 ? (uint32_t)w->rk->par.pp : 1;
-    w->expl = w->rk->nop > 0 && !o->ignore_ops;
-    if ((st = vl__sim_slices(w, err)) != VL_OK || (st = vl__sim_order(w, o, err)) != VL_OK ||
-        (st = vl__sim_weights(w, err)) != VL_OK || (st = vl__sim_eval(w, err)) != VL_OK)
-        return st;
-    for (uint32_t s = 0; s < w->pp; s++)
-        if (w->avail[s] > ro->makespan)
-            ro->makespan = w->avail[s];
-    rank_volume(w, ro);
-    return stage_results(w, dp, ro, t, err);
+    ro->gpus = (int)vl_plan_rank_size(R->rk);
+    return VL_OK;
 }
 
 /* ---- one iteration ------------------------------------------------------------ */
 
 typedef struct iter_acc {
-    double makespan, sync, idle, devtime, peak, tmax, flops;
+    double makespan, fastest, idle, devtime, peak, tmax, flops;
     double *tbusy;        /* per-rank busy per device, for TBR */
     uint32_t peak_rank, peak_stage;
     uint64_t tokens;
@@ -199,7 +328,7 @@ static void add_rank(iter_acc *a, const rank_out *ro, size_t r, uint32_t pp)
     double tb = ro->busy / pp;
 
     a->makespan = fmax(a->makespan, ro->makespan);
-    a->sync = fmax(a->sync, ro->sync);
+    a->fastest = r == 0 ? ro->makespan : fmin(a->fastest, ro->makespan);
     a->idle += ro->idle;
     a->devtime += ro->makespan * pp;
     a->tbusy[r] = tb;
@@ -214,17 +343,20 @@ static void add_rank(iter_acc *a, const rank_out *ro, size_t r, uint32_t pp)
     }
 }
 
-static void finish_iter(const iter_acc *a, size_t nranks, const vl_cost *c,
+static void finish_iter(const iter_acc *a, size_t nranks, double sync, const vl_cost *c,
                         vl_sim_iter_result *out)
 {
-    double t = a->makespan + a->sync, dev = 0.0;
+    double t = a->makespan + sync, dev = 0.0;
 
     for (size_t r = 0; r < nranks; r++)
         dev += a->tmax - a->tbusy[r];
     memset(out, 0, sizeof *out);
     out->iter_time_ms = t * 1e3;
     out->makespan_ms = a->makespan * 1e3;
-    out->sync_ms = a->sync * 1e3;
+    out->sync_ms = sync * 1e3;
+    out->rank_gap = a->makespan > 0.0 ? (a->makespan - a->fastest) / a->makespan : 0.0;
+    if (out->rank_gap < 1e-12)
+        out->rank_gap = 0.0;
     out->bubble = a->devtime > 0.0 ? a->idle / a->devtime : 0.0;
     /* idle = makespan - busy summed over devices cancels to a few ulps either side of
      * zero when nothing waits; report that as the zero it is */
@@ -243,46 +375,42 @@ static void finish_iter(const iter_acc *a, size_t nranks, const vl_cost *c,
 }
 
 /* Every lane waits for the slowest rank, then all-reduces gradients together. */
-static vl_status trace_sync(vl_sim_trace *t, const iter_acc *a, vl_err *err)
+static vl_status trace_sync(vl_sim_trace *t, double makespan, double sync, vl_err *err)
 {
     vl_status st = VL_OK;
 
-    t->iter_time = a->makespan + a->sync;
-    for (size_t l = 0; l < t->nlanes && st == VL_OK && a->sync > 0.0; l++)
+    t->iter_time = makespan + sync;
+    for (size_t l = 0; l < t->nlanes && st == VL_OK && sync > 0.0; l++)
         st = push_task(t, (vl_sim_task){.rank = t->lanes[l].rank, .stage = t->lanes[l].stage,
-                                        .kind = VL_TASK_SYNC, .start = a->makespan,
-                                        .end = a->makespan + a->sync}, err);
+                                        .kind = VL_TASK_SYNC, .start = makespan,
+                                        .end = makespan + sync}, err);
     return st;
 }
 
-static vl_status run_iter(const vl_plan *p, size_t it, const vl_cost *c,
-                          const vl_sim_opts *o, vl_sim_iter_result *out, vl_sim_scratch *w,
-                          vl_sim_trace *t, vl_err *err)
+static vl_status run_iter(vl_sim_scratch *w, vl_sim_iter_result *out, vl_sim_trace *t,
+                          vl_err *err)
 {
-    const vl_iter *itr = &p->iters[it];
     iter_acc a = {0};
-    vl_status st = vl_grow(&w->tbusy, &w->tbusy_cap, itr->nranks, sizeof(double),
-                                   err);
+    double sync;
+    vl_status st;
 
-    if (st != VL_OK)
+    if ((st = prepare(w, err)) != VL_OK || (st = vl__sim_eval(w, err)) != VL_OK)
         return st;
     a.tbusy = w->tbusy;
-    w->p = p;
-    w->c = c;
-    w->it = it;
-    for (size_t r = 0; r < itr->nranks && st == VL_OK; r++) {
+    for (uint32_t r = 0; r < w->nranks && st == VL_OK; r++) {
         rank_out ro;
-        w->r = r;
-        w->rk = &p->ranks[itr->rank0 + r];
-        if ((st = sim_rank(w, o, (int)itr->nranks, &ro, t, err)) == VL_OK)
-            add_rank(&a, &ro, r, w->pp);
+        if ((st = rank_results(w, r, &ro, t, err)) == VL_OK)
+            add_rank(&a, &ro, r, w->rk[r].pp);
     }
+    /* micro-step sync: the last step's reduction ends the iteration; the earlier ones
+     * are inside the makespan (the barriers) */
+    sync = w->nbar > 0 ? w->step_sync : sync_time(w);
     if (st == VL_OK && t != NULL) {
-        t->capacity = vl_cost_mem_capacity(c);
-        st = trace_sync(t, &a, err);
+        t->capacity = vl_cost_mem_capacity(w->c);
+        st = trace_sync(t, a.makespan, sync, err);
     }
     if (st == VL_OK)
-        finish_iter(&a, itr->nranks, c, out);
+        finish_iter(&a, w->nranks, sync, w->c, out);
     return st;
 }
 
@@ -299,11 +427,18 @@ vl_status vl_sim_iter(const vl_plan *p, size_t it, const vl_cost *c, const vl_si
                          "%zu)", it, p->niters);
     if (s == NULL && (st = vl_sim_scratch_new(&tmp, err)) != VL_OK)
         return st;
+    if (s == NULL)
+        s = tmp;
     if (trace != NULL) {
         trace->ntasks = trace->nlanes = 0;
         trace->iter_time = trace->capacity = 0.0;
     }
-    st = run_iter(p, it, c, o ? o : &defaults, out, s ? s : tmp, trace, err);
+    s->p = p;
+    s->c = c;
+    s->o = o ? o : &defaults;
+    s->it = it;
+    s->nranks = p->iters[it].nranks;
+    st = run_iter(s, out, trace, err);
     vl_sim_scratch_free(tmp);
     return st;
 }
@@ -311,7 +446,7 @@ vl_status vl_sim_iter(const vl_plan *p, size_t it, const vl_cost *c, const vl_si
 /* ---- the whole plan ----------------------------------------------------------- */
 
 /* Mean, and nearest-rank p50 / p99 / max of v[0..n-1] (sorted in place). */
-enum { COL_TIME, COL_BUBBLE, COL_TBR, COL_MEM, COL_MFU, NCOL };
+enum { COL_TIME, COL_BUBBLE, COL_TBR, COL_MEM, COL_MFU, COL_GAP, NCOL };
 
 typedef struct plan_acc {
     double *col;          /* [NCOL][n] per-iteration values */
@@ -330,6 +465,7 @@ static void add_iter(vl_sim_summary *out, plan_acc *a, size_t it, uint32_t epoch
     a->col[COL_TBR * a->n + it] = r->tbr;
     a->col[COL_MEM * a->n + it] = r->peak_mem_gib;
     a->col[COL_MFU * a->n + it] = r->mfu;
+    a->col[COL_GAP * a->n + it] = r->rank_gap;
     out->total_time_s += t;
     a->flops += r->flops;
     a->denom += t * r->gpus * a->peak;
@@ -351,6 +487,7 @@ static void finish_plan(vl_sim_summary *out, const plan_acc *a)
     vl_dist_of(a->col + COL_TBR * n, n, &out->tbr);
     vl_dist_of(a->col + COL_MEM * n, n, &out->peak_mem_gib);
     vl_dist_of(a->col + COL_MFU * n, n, &out->mfu);
+    vl_dist_of(a->col + COL_GAP * n, n, &out->rank_gap);
     out->epoch_time_s = out->epochs ? out->total_time_s / out->epochs : 0.0;
     out->tokens_per_s = out->total_time_s > 0.0 ? a->tokens / out->total_time_s : 0.0;
     out->mfu_overall = a->denom > 0.0 ? a->flops / a->denom : 0.0;

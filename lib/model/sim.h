@@ -85,6 +85,7 @@ typedef struct vl_sim_opts {
 typedef struct vl_sim_iter_result {
     double iter_time_ms;  /* slowest rank's makespan + exposed gradient sync */
     double makespan_ms;   /* slowest rank's makespan */
+    double rank_gap;      /* (slowest - fastest rank makespan) / slowest; 0 for one rank */
     double sync_ms;       /* exposed gradient all-reduce */
     double bubble;        /* see the file comment */
     double tbr;
@@ -101,7 +102,7 @@ typedef struct vl_sim_iter_result {
 typedef struct vl_sim_summary {
     size_t iterations;
     uint32_t epochs;      /* largest iteration epoch + 1 */
-    vl_dist iter_time_ms, bubble, tbr, peak_mem_gib, mfu; /* over iterations */
+    vl_dist iter_time_ms, bubble, tbr, peak_mem_gib, mfu, rank_gap; /* over iterations */
     double total_time_s;  /* sum of iteration times */
     double epoch_time_s;  /* total_time_s / epochs */
     double tokens_per_s;  /* all tokens / total_time_s */

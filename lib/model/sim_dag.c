@@ -1,331 +1,309 @@
-/* lib/model/sim_dag.c -- the simulator's DAG: task weights from the cost model, slice
- * edges between micro-batches, and the longest path over the per-stage orders.
- * Edges are implicit (looked up through w->pos), so nothing is allocated per task. */
+/* lib/model/sim_dag.c -- the longest path over every lane of an iteration (sim_impl.h).
+ * Edges are implicit, looked up through the positions of each rank's stage orders:
+ * pipeline edges between neighbouring stages (with the send/receive time as their
+ * length), the dependencies of sim_rank.c, and each lane's own order.  Two couplings
+ * across ranks: the copies of a shared pack start together on all member lanes (the
+ * latest of their ready times), and with training.dp_sync = micro_step every rank's
+ * first stage waits, after its k-th backward, for every rank's k-th backward plus the
+ * exposed gradient synchronisation of that micro-step. */
 #include "sim_impl.h"
 
-/* ---- weights ---------------------------------------------------------------- */
+#include <string.h>
 
-/* Stage s holds L/pp layers, the first L % pp stages one more. */
-static vl_status split_layers(vl_sim_scratch *w, vl_err *err)
+/* ---- shared packs ---- */
+
+static uint64_t key(uint32_t r, int kind, uint32_t pack)
 {
-    int L = w->c->cfg->model.layers, pp = (int)w->pp;
-    vl_status st;
-
-    if (pp > L)
-        return vl_seterr(err, VL_EDATA, "iteration %zu rank %zu: pp %d exceeds the %d "
-                         "model layers", w->it, w->r, pp, L);
-    if ((st = vl_grow(&w->layers, &w->layers_cap, w->pp, sizeof(int), err)) ||
-        (st = vl_grow(&w->cls, &w->cls_cap, w->pp, sizeof(int), err)))
-        return st;
-    w->ncls = 0;
-    for (int s = 0; s < pp; s++) {
-        int last = s == pp - 1, k;
-        w->layers[s] = L / pp + (s < L % pp);
-        for (k = 0; k < w->ncls; k++)
-            if (w->cls_layers[k] == w->layers[s] && w->cls_last[k] == last)
-                break;
-        if (k == w->ncls) {       /* at most: early, late, last (VL_SIM_MAXCLS) */
-            w->cls_layers[k] = w->layers[s];
-            w->cls_last[k] = last;
-            w->ncls++;
-        }
-        w->cls[s] = k;
-    }
-    return VL_OK;
+    return (uint64_t)r << 34 | (uint64_t)kind << 32 | pack;
 }
 
-static vl_status reserve_weights(vl_sim_scratch *w, vl_err *err)
+static const vl_mb *pack_of(const vl_sim_scratch *w, uint32_t r, bool bwd, uint32_t j)
 {
-    size_t n = (size_t)w->ncls * w->nmb;
-    vl_status st;
-
-    if ((st = vl_grow(&w->tf, &w->tf_cap, n, sizeof(double), err)) ||
-        (st = vl_grow(&w->tb, &w->tb_cap, n, sizeof(double), err)) ||
-        (st = vl_grow(&w->rc, &w->rc_cap, n, sizeof(double), err)) ||
-        (st = vl_grow(&w->cf, &w->cf_cap, n, sizeof(double), err)) ||
-        (st = vl_grow(&w->cb, &w->cb_cap, n, sizeof(double), err)) ||
-        (st = vl_grow(&w->act, &w->act_cap, n, sizeof(double), err)) ||
-        (st = vl_grow(&w->store, &w->store_cap, n, sizeof(double), err)) ||
-        (st = vl_grow(&w->p2p, &w->p2p_cap, w->nmb, sizeof(double), err)))
-        return st;
-    return VL_OK;
+    const vl_sim_rank *R = &w->rk[r];
+    return &w->p->mbs[R->rk->mb0 + (bwd && R->asym ? R->nf : 0) + j];
 }
 
-/* Activation bytes crossing a stage boundary: tokens/sp × hidden in bf16, split over
- * TP (sequence parallel).  Ranks are laid out tp, sp, dp, then pp, so neighbouring
- * stages are dp·tp·sp GPUs apart (cost.h convention).  The cost model returns 0 with
- * communication off or a fitted curve. */
-static double p2p_time(const vl_sim_scratch *w, const vl_par *par, uint64_t tokens)
+static bool same_list(const vl_plan *p, const vl_mb *a, const vl_mb *b)
 {
-    double bytes;
+    uint32_t na, nb;
+    const int32_t *ma = vl_plan_mb_members(p, a, &na), *mb = vl_plan_mb_members(p, b, &nb);
 
-    if (w->pp < 2)
-        return 0.0;
-    bytes = (double)tokens / par->sp * w->c->cfg->model.hidden * 2.0 / par->tp;
-    return vl_cost_comm_time(w->c, VL_COMM_P2P, bytes, w->dp * par->tp * par->sp + 1);
+    return na == nb && na > 0 && memcmp(ma, mb, na * sizeof *ma) == 0;
 }
 
-static void class_weights(vl_sim_scratch *w, const vl_par *par, int k)
+/* Ordinal of pack j among the rank's packs (of that side) with the same member list. */
+static uint32_t ordinal(const vl_sim_scratch *w, uint32_t r, bool bwd, uint32_t j)
 {
-    const vl_mb *mbs = w->p->mbs + w->rk->mb0;
-    int layers = w->cls_layers[k], last = w->cls_last[k];
+    const vl_mb *mb = pack_of(w, r, bwd, j);
+    uint32_t k = 0;
 
-    w->cls_busy[k] = 0.0;
-    for (uint32_t m = 0; m < w->nmb; m++) {
-        size_t i = (size_t)k * w->nmb + m;
-        vl_mb_time t = vl_cost_mb_time(w->c, vl_plan_mb_segs(w->p, &mbs[m]), mbs[m].nseg,
-                                       par, layers, last);
-        w->tf[i] = t.fwd;
-        w->tb[i] = t.bwd;
-        w->rc[i] = t.recompute;
-        w->cf[i] = t.comm_fwd;
-        w->cb[i] = t.comm_bwd;
-        w->act[i] = vl_cost_act_bytes(w->c, mbs[m].tokens, par, layers, last);
-        /* an F followed by an R drops its activations but keeps the K/V state store:
-         * later slices of its sample attend to it before the R rebuilds the rest */
-        w->store[i] = w->has_r[m] ? vl_cost_state_store_bytes(w->c, mbs[m].tokens, par, layers)
-                                  : 0.0;
-        w->cls_busy[k] += (w->has_r[m] ? 2.0 : 1.0) * t.fwd + t.bwd;
-    }
+    for (uint32_t i = 0; i < j; i++)
+        k += same_list(w->p, pack_of(w, r, bwd, i), mb);
+    return k;
 }
 
-vl_status vl__sim_weights(vl_sim_scratch *w, vl_err *err)
+/* The copy on member rank m of rank r's shared pack j, or -1. */
+static int64_t copy_on(const vl_sim_scratch *w, uint32_t r, bool bwd, uint32_t j, uint32_t m)
 {
-    const vl_mb *mbs = w->p->mbs + w->rk->mb0;
-    vl_par par = w->rk->par;
-    vl_status st;
+    const vl_mb *mb = pack_of(w, r, bwd, j);
+    uint32_t want = ordinal(w, r, bwd, j), n = bwd ? w->rk[m].nb : w->rk[m].nf;
 
-    if (par.tp < 1 || par.sp < 1 || par.ckpt_layers < 0)
-        return vl_seterr(err, VL_EDATA, "iteration %zu rank %zu: bad degrees tp %d sp %d "
-                         "ckpt_layers %d", w->it, w->r, par.tp, par.sp, par.ckpt_layers);
-    par.pp = (int)w->pp;
-    if ((st = split_layers(w, err)) != VL_OK || (st = reserve_weights(w, err)) != VL_OK)
-        return st;
-    for (int k = 0; k < w->ncls; k++)
-        class_weights(w, &par, k);
-    for (uint32_t m = 0; m < w->nmb; m++)
-        w->p2p[m] = p2p_time(w, &par, mbs[m].tokens);
-    return VL_OK;
-}
-
-double vl__sim_dur(const vl_sim_scratch *w, uint32_t s, vl_op op)
-{
-    size_t i = (size_t)w->cls[s] * w->nmb + op.mb;
-    return op.kind == VL_OP_B ? w->tb[i] : w->tf[i];
-}
-
-/* ---- slice edges ------------------------------------------------------------ */
-
-static uint64_t hkey(uint32_t sample, uint64_t end)
-{
-    return ((uint64_t)sample << 32 | end) + 1;   /* 0 marks an empty slot */
-}
-
-static size_t hslot(uint64_t key, size_t mask)
-{
-    return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 17) & mask;
-}
-
-/* An empty table (sample, end of slice) -> micro-batch, room for nseg keys at half load. */
-static vl_status reset_hash(vl_sim_scratch *w, size_t nseg, size_t *mask, vl_err *err)
-{
-    size_t cap = 16;
-    vl_status st;
-
-    while (cap < 2 * nseg)
-        cap *= 2;
-    if ((st = vl_grow(&w->hkey, &w->hkey_cap, cap, sizeof(uint64_t), err)) ||
-        (st = vl_grow(&w->hval, &w->hval_cap, cap, sizeof(uint32_t), err)))
-        return st;
-    for (size_t i = 0; i < cap; i++)
-        w->hkey[i] = 0;
-    *mask = cap - 1;
-    return VL_OK;
-}
-
-static int64_t hfind(const vl_sim_scratch *w, size_t mask, uint32_t sample, uint64_t end)
-{
-    uint64_t key = hkey(sample, end);
-    for (size_t h = hslot(key, mask); w->hkey[h] != 0; h = (h + 1) & mask)
-        if (w->hkey[h] == key)
-            return w->hval[h];
+    for (uint32_t i = 0; i < n; i++)
+        if (same_list(w->p, pack_of(w, m, bwd, i), mb) && want-- == 0)
+            return i;
     return -1;
 }
 
-/* Record m as the latest micro-batch holding the slice (sample, end). */
-static void hput(vl_sim_scratch *w, size_t mask, uint32_t sample, uint64_t end, uint32_t m)
+static uint32_t rank_index(const vl_sim_scratch *w, int32_t dp)
 {
-    uint64_t key = hkey(sample, end);
-    size_t h = hslot(key, mask);
-
-    while (w->hkey[h] != 0 && w->hkey[h] != key)
-        h = (h + 1) & mask;
-    w->hkey[h] = key;
-    w->hval[h] = m;
+    for (uint32_t r = 0; r < w->nranks; r++)
+        if (w->rk[r].rk->dp == dp)
+            return r;
+    return UINT32_MAX;
 }
 
-/* pred[] of m: the latest earlier micro-batch holding the slice right before each of
- * m's, found before m's own slices enter the table.  With resolved ids a slice sits in
- * one micro-batch only; with every id 0 (a plan read without its manifest) "latest"
- * still finds ChunkFlow's layout, a sample's slices in consecutive micro-batches. */
-static vl_status link_preds(vl_sim_scratch *w, size_t mask, vl_err *err)
+/* One instance from the primary copy (rank r, pack j): every member's copy, or none
+ * when a member or its copy is missing (verify reports that plan). */
+static vl_status instance(vl_sim_scratch *w, uint32_t r, bool bwd, uint32_t j, vl_err *err)
 {
-    const vl_mb *mbs = w->p->mbs + w->rk->mb0;
-    uint32_t np = 0;
+    uint32_t n, kind = bwd ? VL_OP_B : VL_OP_F;
+    const int32_t *mem = vl_plan_mb_members(w->p, pack_of(w, r, bwd, j), &n);
+    size_t at = w->inst_off[w->ninst];
     vl_status st;
 
-    for (uint32_t m = 0; m < w->nmb; m++) {
-        const vl_seg *sg = vl_plan_mb_segs(w->p, &mbs[m]);
-        w->pred_off[m] = np;
-        for (uint32_t j = 0; j < mbs[m].nseg; j++) {
-            int64_t q = sg[j].off > 0 ? hfind(w, mask, sg[j].sample, sg[j].off) : -1;
-            bool dup = false;
-            if (q < 0)
-                continue;         /* state from another rank or iteration: no edge */
-            for (uint32_t e = w->pred_off[m]; e < np && !dup; e++)
-                dup = w->pred[e] == (uint32_t)q;
-            if (dup)
-                continue;
-            if ((st = vl_grow(&w->pred, &w->pred_cap, np + 1, sizeof(uint32_t),
-                                      err)) != VL_OK)
-                return st;
-            w->pred[np++] = (uint32_t)q;
-        }
-        for (uint32_t j = 0; j < mbs[m].nseg; j++)
-            hput(w, mask, sg[j].sample, (uint64_t)sg[j].off + sg[j].len, m);
+    if ((st = vl_grow(&w->inst, &w->inst_cap, at + n, sizeof *w->inst, err)) != VL_OK ||
+        (st = vl_grow(&w->inst_off, &w->inst_off_cap, w->ninst + 2, sizeof *w->inst_off,
+                      err)) != VL_OK)
+        return st;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t m = rank_index(w, mem[i]);
+        int64_t c = m == UINT32_MAX ? -1 : m == r ? (int64_t)j : copy_on(w, r, bwd, j, m);
+        if (c < 0 || w->rk[m].pp != w->rk[r].pp)
+            return VL_OK;   /* not simulated as shared */
+        w->inst[at + i] = key(m, (int)kind, (uint32_t)c);
     }
-    w->pred_off[w->nmb] = np;
-    w->nslice = np;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t k = w->inst[at + i];
+        uint32_t m = (uint32_t)(k >> 34), c = (uint32_t)k;
+        (bwd ? w->shareb : w->sharef)[w->rk[m].pk0 + c] = (int32_t)w->ninst;
+    }
+    w->inst_off[++w->ninst] = (uint32_t)(at + n);
     return VL_OK;
 }
 
-/* succ[] is pred[] transposed (counting sort by predecessor). */
-static vl_status link_succs(vl_sim_scratch *w, vl_err *err)
+vl_status vl__sim_shares(vl_sim_scratch *w, vl_err *err)
 {
-    vl_status st = vl_grow(&w->succ, &w->succ_cap, w->nslice, sizeof(uint32_t), err);
+    vl_status st = vl_grow(&w->inst_off, &w->inst_off_cap, 1, sizeof *w->inst_off, err);
 
+    w->ninst = 0;
     if (st != VL_OK)
         return st;
-    for (uint32_t m = 0; m <= w->nmb; m++)
-        w->succ_off[m] = 0;
-    for (uint32_t e = 0; e < w->nslice; e++)
-        w->succ_off[w->pred[e] + 1]++;
-    for (uint32_t m = 0; m < w->nmb; m++)
-        w->succ_off[m + 1] += w->succ_off[m];
-    for (uint32_t m = 0; m < w->nmb; m++)
-        for (uint32_t e = w->pred_off[m]; e < w->pred_off[m + 1]; e++)
-            w->succ[w->succ_off[w->pred[e]]++] = m;
-    for (uint32_t m = w->nmb; m > 0; m--)    /* undo the fill's shift */
-        w->succ_off[m] = w->succ_off[m - 1];
-    w->succ_off[0] = 0;
-    return VL_OK;
-}
-
-vl_status vl__sim_slices(vl_sim_scratch *w, vl_err *err)
-{
-    const vl_mb *mbs = w->p->mbs + w->rk->mb0;
-    size_t nseg = 0, mask = 0;
-    bool sliced = false, guessed = w->p->m == NULL;
-    vl_status st;
-
-    if ((st = vl_grow(&w->pred_off, &w->pred_off_cap, w->nmb + 1, sizeof(uint32_t),
-                              err)) ||
-        (st = vl_grow(&w->succ_off, &w->succ_off_cap, w->nmb + 1, sizeof(uint32_t),
-                              err)))
-        return st;
-    for (uint32_t m = 0; m < w->nmb; m++) {
-        const vl_seg *sg = vl_plan_mb_segs(w->p, &mbs[m]);
-        nseg += mbs[m].nseg;
-        for (uint32_t j = 0; j < mbs[m].nseg; j++) {
-            sliced = sliced || sg[j].off > 0;
-            guessed = guessed || sg[j].sample == VL_SAMPLE_UNKNOWN;
-        }
+    w->inst_off[0] = 0;
+    for (uint32_t r = 0; r < w->nranks; r++) {
+        const vl_sim_rank *R = &w->rk[r];
+        for (uint32_t f = 0; f < R->nf; f++)
+            w->sharef[R->pk0 + f] = -1;
+        for (uint32_t b = 0; b < R->nb; b++)
+            w->shareb[R->pk0 + b] = -1;
     }
-    w->nslice = 0;
-    for (uint32_t m = 0; m <= w->nmb; m++)
-        w->pred_off[m] = w->succ_off[m] = 0;
-    /* the common case, no slices: no hashing at all.  Unresolved ids only guess which
-     * micro-batches continue which; an explicit order is the better authority, and it
-     * runs each stage in list order, so slices keep the order it gives them anyway. */
-    if (!sliced || (guessed && w->expl))
+    if (w->p->nshares == 0)
         return VL_OK;
-    if ((st = reset_hash(w, nseg, &mask, err)) != VL_OK ||
-        (st = link_preds(w, mask, err)) != VL_OK)
-        return st;
-    return link_succs(w, err);
+    for (uint32_t r = 0; r < w->nranks && st == VL_OK; r++) {
+        const vl_sim_rank *R = &w->rk[r];
+        for (uint32_t side = 0; side < 2 && st == VL_OK; side++)
+            for (uint32_t j = 0; j < (side ? R->nb : R->nf) && st == VL_OK; j++) {
+                const vl_mb *mb = pack_of(w, r, side, j);
+                if (mb->share && vl_plan_mb_primary(w->p, R->rk, mb))
+                    st = instance(w, r, side, j, err);
+            }
+    }
+    return st;
 }
 
-/* ---- longest path ----------------------------------------------------------- */
+/* ---- durations ---- */
 
-/* Operation (s, kind, m) finished?  Absent operations (no R) count as finished.  On
- * success *t is raised to its end plus lag. */
-static bool dep(const vl_sim_scratch *w, uint32_t s, int kind, uint32_t m, double lag,
-                double *t)
+double vl__sim_dur(const vl_sim_scratch *w, uint64_t l, vl_op op)
 {
-    int32_t k = w->pos[((size_t)s * 3 + (size_t)kind) * w->nmb + m];
+    const vl_sim_rank *R = &w->rk[w->lrank[l]];
+    int k = w->lcls[l];
+
+    if (op.kind == VL_OP_B)
+        return w->tb[R->wb0 + (uint64_t)k * R->nb + op.mb];
+    return w->tf[R->wf0 + (uint64_t)k * R->nf + op.mb];
+}
+
+/* ---- longest path ---- */
+
+/* Operation (s, kind, pack) of rank R finished?  Absent operations (no R) count as
+ * finished.  On success *t is raised to its end plus lag. */
+static bool dep(const vl_sim_scratch *w, const vl_sim_rank *R, uint32_t s, int kind,
+                uint32_t pack, double lag, double *t)
+{
+    int32_t k = *vl__sim_pos(w, R, s, kind, pack);
     double e;
 
     if (k < 0)
         return true;
-    if ((uint32_t)k >= w->ptr[s])
+    if ((uint32_t)k >= w->ptr[R->lane0 + s])
         return false;
-    e = w->end[(size_t)s * w->n + (size_t)k] + lag;
+    e = w->end[R->node0 + (uint64_t)s * R->n + (uint64_t)k] + lag;
     if (e > *t)
         *t = e;
     return true;
 }
 
-static bool ready(const vl_sim_scratch *w, uint32_t s, vl_op op, double *t)
+static bool deps_b(const vl_sim_scratch *w, const vl_sim_rank *R, uint32_t s, uint32_t b,
+                   double *t)
 {
-    uint32_t m = op.mb;
+    if (!R->asym && (!dep(w, R, s, VL_OP_F, b, 0.0, t) || !dep(w, R, s, VL_OP_R, b, 0.0, t)))
+        return false;
+    if (s + 1 < R->pp && !dep(w, R, s + 1, VL_OP_B, b, w->p2pb[R->pk0 + b], t))
+        return false;
+    for (uint32_t e = w->bf_off[R->bf0 + b]; e < w->bf_off[R->bf0 + b + 1]; e++)
+        if (!dep(w, R, s, VL_OP_F, w->bf[e], 0.0, t))
+            return false;
+    for (uint32_t e = w->bb_off[R->bb0 + b]; e < w->bb_off[R->bb0 + b + 1]; e++)
+        if (!dep(w, R, s, VL_OP_B, w->bb[e], 0.0, t))
+            return false;
+    return true;
+}
 
+/* The micro-step barrier before lane l's next operation (first stages only). */
+static bool barrier(const vl_sim_scratch *w, uint64_t l, double *t)
+{
+    uint32_t k = w->bdone[l];
+
+    if (w->nbar == 0 || w->lstage[l] != 0 || k == 0 || k > w->nbar)
+        return true;
+    if (w->bar_left[k - 1] > 0)
+        return false;
+    if (w->bar_time[k - 1] > *t)
+        *t = w->bar_time[k - 1];
+    return true;
+}
+
+/* Lane l's next operation op can start: *t raised to when. */
+static bool ready(const vl_sim_scratch *w, uint64_t l, vl_op op, double *t)
+{
+    const vl_sim_rank *R = &w->rk[w->lrank[l]];
+    uint32_t s = w->lstage[l], m = op.mb;
+
+    if (!barrier(w, l, t))
+        return false;
     switch (op.kind) {
     case VL_OP_F:
-        if (s > 0 && !dep(w, s - 1, VL_OP_F, m, w->p2p[m], t))
+        if (s > 0 && !dep(w, R, s - 1, VL_OP_F, m, w->p2pf[R->pk0 + m], t))
             return false;
-        for (uint32_t e = w->pred_off[m]; e < w->pred_off[m + 1]; e++)
-            if (!dep(w, s, VL_OP_F, w->pred[e], 0.0, t))
+        for (uint32_t e = w->fp_off[R->fp0 + m]; e < w->fp_off[R->fp0 + m + 1]; e++)
+            if (!dep(w, R, s, VL_OP_F, w->fp[e], 0.0, t))
                 return false;
         return true;
     case VL_OP_R:
-        return dep(w, s, VL_OP_F, m, 0.0, t);
+        return dep(w, R, s, VL_OP_F, m, 0.0, t);
     default:
-        if (!dep(w, s, VL_OP_F, m, 0.0, t) || !dep(w, s, VL_OP_R, m, 0.0, t))
-            return false;
-        if (s + 1 < w->pp && !dep(w, s + 1, VL_OP_B, m, w->p2p[m], t))
-            return false;
-        for (uint32_t e = w->succ_off[m]; e < w->succ_off[m + 1]; e++)
-            if (!dep(w, s, VL_OP_B, w->succ[e], 0.0, t))
-                return false;
-        return true;
+        return deps_b(w, R, s, m, t);
     }
 }
 
-/* Run stage s as far as its dependencies allow; true if it advanced. */
-static bool advance(vl_sim_scratch *w, uint32_t s)
+static void push(vl_sim_scratch *w, uint64_t *top, uint64_t l)
 {
-    const vl_op *o = w->ord + (size_t)s * w->n;
-    bool moved = false;
-
-    while (w->ptr[s] < w->n) {
-        size_t node = (size_t)s * w->n + w->ptr[s];
-        vl_op op = o[w->ptr[s]];
-        double t = w->avail[s];
-        if (!ready(w, s, op, &t))
-            break;
-        w->start[node] = t;
-        w->end[node] = w->avail[s] = t + vl__sim_dur(w, s, op);
-        w->ptr[s]++;
-        moved = true;
+    if (!w->inq[l]) {
+        w->inq[l] = 1;
+        w->stack[(*top)++] = l;
     }
-    return moved;
 }
 
-static void push(vl_sim_scratch *w, uint32_t *top, uint32_t s)
+/* Lanes a finished operation of lane l may unblock: its rank's neighbouring stages. */
+static void wake(vl_sim_scratch *w, uint64_t *top, uint64_t l)
 {
-    if (!w->inq[s]) {
-        w->inq[s] = 1;
-        w->stack[(*top)++] = s;
+    const vl_sim_rank *R = &w->rk[w->lrank[l]];
+    uint32_t s = w->lstage[l];
+
+    if (s > 0)
+        push(w, top, l - 1);
+    if (s + 1 < R->pp)
+        push(w, top, l + 1);
+}
+
+/* Run lane l's next operation from t. */
+static void run(vl_sim_scratch *w, uint64_t *top, uint64_t l, double t)
+{
+    const vl_sim_rank *R = &w->rk[w->lrank[l]];
+    uint32_t s = w->lstage[l];
+    uint64_t node = R->node0 + (uint64_t)s * R->n + w->ptr[l];
+    vl_op op = w->ord[node];
+
+    w->start[node] = t;
+    w->end[node] = w->avail[l] = t + vl__sim_dur(w, l, op);
+    w->ptr[l]++;
+    wake(w, top, l);
+    if (op.kind != VL_OP_B)
+        return;
+    if (w->nbar > 0 && s == 0 && w->bdone[l] < w->nbar) {
+        uint32_t k = w->bdone[l];
+        if (w->end[node] + w->step_sync > w->bar_time[k])
+            w->bar_time[k] = w->end[node] + w->step_sync;
+        if (--w->bar_left[k] == 0)   /* the barrier is set: every first stage may go on */
+            for (uint32_t r = 0; r < w->nranks; r++)
+                push(w, top, w->rk[r].lane0);
+    }
+    w->bdone[l]++;
+}
+
+static int32_t instance_of(const vl_sim_scratch *w, uint64_t l, vl_op op)
+{
+    const vl_sim_rank *R = &w->rk[w->lrank[l]];
+
+    if (op.kind == VL_OP_F)
+        return w->sharef[R->pk0 + op.mb];
+    if (op.kind == VL_OP_B)
+        return w->shareb[R->pk0 + op.mb];
+    return -1;
+}
+
+/* A shared operation starts when every member lane has its copy next and ready. */
+static bool run_shared(vl_sim_scratch *w, uint64_t *top, uint32_t inst, uint32_t s, double t)
+{
+    for (uint32_t i = w->inst_off[inst]; i < w->inst_off[inst + 1]; i++) {
+        const vl_sim_rank *M = &w->rk[w->inst[i] >> 34];
+        uint64_t lm = M->lane0 + s;
+        vl_op want = {.mb = (uint32_t)w->inst[i], .kind = (uint8_t)(w->inst[i] >> 32 & 3)};
+        vl_op head;
+        double tm = w->avail[lm];
+        if (w->ptr[lm] >= M->n)
+            return false;
+        head = w->ord[M->node0 + (uint64_t)s * M->n + w->ptr[lm]];
+        if (head.kind != want.kind || head.mb != want.mb || !ready(w, lm, head, &tm))
+            return false;
+        if (tm > t)
+            t = tm;
+    }
+    for (uint32_t i = w->inst_off[inst]; i < w->inst_off[inst + 1]; i++) {
+        uint64_t lm = w->rk[w->inst[i] >> 34].lane0 + s;
+        run(w, top, lm, t);
+        push(w, top, lm);   /* each member lane goes on from here */
+    }
+    return true;
+}
+
+/* Run lane l as far as its dependencies allow. */
+static void advance(vl_sim_scratch *w, uint64_t *top, uint64_t l)
+{
+    const vl_sim_rank *R = &w->rk[w->lrank[l]];
+    uint32_t s = w->lstage[l];
+
+    while (w->ptr[l] < R->n) {
+        vl_op op = w->ord[R->node0 + (uint64_t)s * R->n + w->ptr[l]];
+        double t = w->avail[l];
+        int32_t inst;
+        if (!ready(w, l, op, &t))
+            return;
+        if ((inst = instance_of(w, l, op)) >= 0) {
+            if (!run_shared(w, top, (uint32_t)inst, s, t))
+                return;
+            continue;
+        }
+        run(w, top, l, t);
     }
 }
 
@@ -333,49 +311,54 @@ static vl_status deadlock(const vl_sim_scratch *w, vl_err *err)
 {
     static const char name[] = "FRB";
 
-    for (uint32_t s = 0; s < w->pp; s++)
-        if (w->ptr[s] < w->n) {
-            vl_op op = w->ord[(size_t)s * w->n + w->ptr[s]];
-            return vl_seterr(err, VL_EDATA, "iteration %zu rank %zu: schedule deadlocks: "
-                             "stage %u cannot run %c%u (its order contradicts the "
-                             "pipeline or slice dependencies)", w->it, w->r, s,
-                             name[op.kind], op.mb);
+    for (uint64_t l = 0; l < w->nlanes; l++) {
+        const vl_sim_rank *R = &w->rk[w->lrank[l]];
+        if (w->ptr[l] < R->n) {
+            vl_op op = w->ord[R->node0 + (uint64_t)w->lstage[l] * R->n + w->ptr[l]];
+            return vl_seterr(err, VL_EDATA, "iteration %zu rank %u: schedule deadlocks: stage "
+                             "%u cannot run %c%u (its order contradicts the pipeline, slice or "
+                             "shared-pack dependencies)", w->it, w->lrank[l], w->lstage[l],
+                             name[op.kind % 3], op.mb);
         }
+    }
     return VL_OK;
 }
 
-/* ASAP times in a topological order: each stage runs its order while the
- * dependencies are met; a stage that advanced may unblock its two neighbours only, so
- * every task is started once and every edge examined a bounded number of times. */
+/* ASAP times in a topological order: each lane runs its order while the dependencies
+ * are met; a lane that advanced may unblock its rank's neighbouring stages (and, at a
+ * barrier or a shared pack, the lanes involved), so every task is started once and
+ * every edge examined a bounded number of times. */
 vl_status vl__sim_eval(vl_sim_scratch *w, vl_err *err)
 {
-    size_t nodes = (size_t)w->pp * w->n;
-    uint32_t top = 0;
+    uint64_t top = 0;
     vl_status st;
 
-    if ((st = vl_grow(&w->start, &w->start_cap, nodes, sizeof(double), err)) ||
-        (st = vl_grow(&w->end, &w->end_cap, nodes, sizeof(double), err)) ||
-        (st = vl_grow(&w->ptr, &w->ptr_cap, w->pp, sizeof(uint32_t), err)) ||
-        (st = vl_grow(&w->avail, &w->avail_cap, w->pp, sizeof(double), err)) ||
-        (st = vl_grow(&w->stack, &w->stack_cap, w->pp, sizeof(uint32_t), err)) ||
-        (st = vl_grow(&w->inq, &w->inq_cap, w->pp, 1, err)))
+    if ((st = vl_grow(&w->start, &w->start_cap, w->nnodes, sizeof(double), err)) ||
+        (st = vl_grow(&w->end, &w->end_cap, w->nnodes, sizeof(double), err)) ||
+        (st = vl_grow(&w->ptr, &w->ptr_cap, w->nlanes, sizeof(uint32_t), err)) ||
+        (st = vl_grow(&w->avail, &w->avail_cap, w->nlanes, sizeof(double), err)) ||
+        (st = vl_grow(&w->bdone, &w->bdone_cap, w->nlanes, sizeof(uint32_t), err)) ||
+        (st = vl_grow(&w->stack, &w->stack_cap, w->nlanes, sizeof(uint64_t), err)) ||
+        (st = vl_grow(&w->inq, &w->inq_cap, w->nlanes, 1, err)))
         return st;
-    for (uint32_t s = 0; s < w->pp; s++) {
-        w->ptr[s] = 0;
-        w->avail[s] = 0.0;
-        w->inq[s] = 0;
+    for (uint64_t l = 0; l < w->nlanes; l++) {
+        w->ptr[l] = w->bdone[l] = 0;
+        w->avail[l] = 0.0;
+        w->inq[l] = 0;
     }
-    for (uint32_t s = w->pp; s-- > 0;)
-        push(w, &top, s);
+    for (uint64_t l = w->nlanes; l-- > 0;)
+        push(w, &top, l);
     while (top > 0) {
-        uint32_t s = w->stack[--top];
-        w->inq[s] = 0;
-        if (!advance(w, s))
-            continue;
-        if (s > 0)
-            push(w, &top, s - 1);
-        if (s + 1 < w->pp)
-            push(w, &top, s + 1);
+        uint64_t l = w->stack[--top];
+        w->inq[l] = 0;
+        advance(w, &top, l);
+    }
+    for (uint32_t r = 0; r < w->nranks; r++) {
+        vl_sim_rank *R = &w->rk[r];
+        R->makespan = 0.0;
+        for (uint32_t s = 0; s < R->pp; s++)
+            if (w->avail[R->lane0 + s] > R->makespan)
+                R->makespan = w->avail[R->lane0 + s];
     }
     return deadlock(w, err);
 }

@@ -114,6 +114,7 @@ vl_status vl_run_plan(vl_plan *out, const vl_strategy *s, vl_manifest *m,
         *log = NULL;
     if ((st = vl_plan_init(out, m, s->name, o->seed, err)) != VL_OK)
         return st;
+    out->caps = s->caps;
     if ((st = bind_opts(&opts, s, cfg, err)) != VL_OK)
         goto done;
     if ((st = vl_cost_init(&cost, cfg, err)) != VL_OK)

@@ -58,6 +58,8 @@ typedef struct vl_strategy {
     const char *section;  /* config section holding its params (NULL = none) */
     const vl_param *params; /* {NULL}-terminated, or NULL */
     size_t opts_size;     /* size of its options struct (bound by vl_config_bind) */
+    uint32_t caps;        /* VL_CAP_* it may use (plan.h); the runner records them in the
+                           * plan header, verify holds the plan to them */
     /** Longest sample (tokens) it can place under cfg; the runner applies
      *  training.oversize to longer ones before plan() sees them. */
     uint32_t (*max_len)(const void *opts, const vl_config *cfg);

@@ -152,6 +152,7 @@ const vl_strategy vl_strategy_chunkflow = {
     .section = "chunkflow",
     .params = chunkflow_params,
     .opts_size = sizeof(vl_cf_opts),
+    .caps = VL_CAP_SCHEDULE,
     .max_len = chunkflow_max_len,
     .validate = chunkflow_validate,
     .plan = chunkflow_plan,

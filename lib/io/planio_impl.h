@@ -1,0 +1,66 @@
+/* lib/io/planio_impl.h -- private to the plan reader (planio_read.c: lines, header,
+ * footer, ids, messages; planio_read_iter.c: iteration records) and the id interner
+ * (planio_ids.c).  Not API. */
+#ifndef VLPLAN_PLANIO_IMPL_H
+#define VLPLAN_PLANIO_IMPL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "planio.h"
+#include "sha256.h"
+#include "zio.h"
+
+#if defined(__GNUC__)
+#define VL_PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
+#else
+#define VL_PRINTF_LIKE(f, a)
+#endif
+
+/* ---- ids of a plan read without its manifest (planio_ids.c) ---- */
+typedef struct vl_idtab vl_idtab;
+vl_status vl__ids_new(vl_idtab **out, vl_err *err);
+void vl__ids_free(vl_idtab *t);
+/** The index of an integer id (str false, value v) or a string id (s, len): the next one
+ *  when it is new.  VL_ENOMEM, VL_EDATA (more ids than indices). */
+vl_status vl__ids_intern(vl_idtab *t, bool str, int64_t v, const char *s, size_t len,
+                         uint32_t *out, vl_err *err);
+
+/* ---- the reader ---- */
+typedef struct vl_reader {
+    vl_plan *p;
+    vl_plan_file *file;
+    vl_manifest *m;
+    vl_idtab *ids;        /* without m */
+    vl_zreader *z;
+    const char *name;
+    char *buf;            /* unconsumed input is buf[start, end); no '\n' in [start, scan) */
+    size_t cap, start, end, scan;
+    bool eof;
+    size_t lineno;
+    /* where in the current record, for messages; -1 = not inside */
+    long it, rank, mb, seg;
+    bool bwd;             /* mb counts backward packs */
+    vl_sha256 sha;        /* of every line before the footer */
+    bool have_header, have_footer;
+} vl_reader;
+
+/** A structural error at the current position ("NAME:LINE: iteration 3, rank 1, micro-batch
+ *  0: msg"): collected, reading goes on, the read fails at the end. */
+void vl__rd_error(vl_reader *r, const char *fmt, ...) VL_PRINTF_LIKE(2, 3);
+/** A finding for verify (invariant inv, 1..5) at the current position. */
+void vl__rd_problem(vl_reader *r, int inv, const char *fmt, ...) VL_PRINTF_LIKE(3, 4);
+/** Manifest index of a sample id (VL_SAMPLE_UNKNOWN, recorded, when the manifest lacks
+ *  it; the interned index without a manifest).  A non-id is a structural error: *ok
+ *  false.  VL_ENOMEM. */
+vl_status vl__rd_sample(vl_reader *r, const json_t *id, uint32_t *sample, bool *ok,
+                        vl_err *err);
+/** An optional non-negative integer member key of o, at most max: *out (and true) when
+ *  present and valid; absent: false; else an error is recorded and *bad set. */
+bool vl__rd_uint(vl_reader *r, const json_t *o, const char *key, uint64_t max, uint64_t *out,
+                 bool *bad);
+/** One "iter" record into r->p.  VL_ENOMEM only: everything else is recorded. */
+vl_status vl__rd_iter(vl_reader *r, json_t *o, vl_err *err);
+
+#endif

@@ -1,0 +1,288 @@
+/* lib/plan/verify_layout.c -- how a plan places its work (verify.h): the integer fields
+ * within the ranges of the field table (lib/io/planio_fields.c) and, with a config, within
+ * what the cluster and model permit (I3); distinct data-parallel indices and GPUs per
+ * iteration, within cluster.gpus (I5); CP coordinates within the rank's sp group (I5);
+ * shared packs held identically by every member and only by them (I5); and, for plans
+ * that state their capabilities, nothing used that the header does not declare (I5). */
+#include "verify_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "planio.h"
+#include "sort.h"
+
+/* ---- ranges ---- */
+
+static void check_fields(const vl_vctx *v, vl_pf_level level, const void *elem,
+                         const char *where)
+{
+    for (const vl_pfield *f = vl_plan_fields; f->key; f++) {
+        int64_t x;
+        if (f->level != level || (f->kind != VL_PF_I32 && f->kind != VL_PF_U32))
+            continue;
+        if (f->kind == VL_PF_I32)
+            x = *(const int32_t *)((const char *)elem + f->off);
+        else
+            x = *(const uint32_t *)((const char *)elem + f->off);
+        if ((f->omit_default && x == f->def) || (x >= f->min && x <= f->max))
+            continue;
+        vl__violation(v->rep, f->inv, "%s: \"%s\" is %lld, expected %lld..%lld", where,
+                      f->key, (long long)x, (long long)f->min, (long long)f->max);
+    }
+}
+
+/* Degrees the cluster and the model permit. */
+static void check_limits(const vl_vctx *v, const vl_rank *rk, const char *where)
+{
+    const vl_config *cfg = v->cost->cfg;
+    int L = cfg->model.layers, pp = rk->par.pp, sp = rk->par.sp, tp = rk->par.tp;
+
+    if (tp < 1 || pp < 1 || sp < 1)
+        return;   /* reported by check_fields */
+    if ((uint64_t)vl_plan_rank_size(rk) > (uint64_t)cfg->cluster.gpus)
+        vl__violation(v->rep, 3, "%s: tp %d x sp %d x pp %d needs more than the %d GPUs of the "
+                      "cluster", where, tp, sp, pp, cfg->cluster.gpus);
+    if (pp > L)
+        vl__violation(v->rep, 3, "%s: pp %d exceeds the %d model layers", where, pp, L);
+    else if (rk->par.ckpt_layers > L / pp + (L % pp != 0))
+        vl__violation(v->rep, 3, "%s: ckpt_layers %d exceeds the %d layers of a pipeline "
+                      "stage", where, rk->par.ckpt_layers, L / pp + (L % pp != 0));
+    if (sp > 1 && cfg->training.sp_kind == VL_SP_ULYSSES &&
+        (cfg->model.heads % tp != 0 || (cfg->model.heads / tp) % sp != 0))
+        vl__violation(v->rep, 3, "%s: Ulysses sp %d does not divide the %d heads per TP shard "
+                      "(%d heads, tp %d)", where, sp, cfg->model.heads / tp, cfg->model.heads,
+                      tp);
+}
+
+/* ---- per iteration: dp indices and GPUs ---- */
+
+typedef struct scratch {
+    uint32_t *gpus; size_t gpus_cap;
+    uint32_t *dps; size_t dps_cap;
+} scratch;
+
+static vl_status grow_u32(uint32_t **a, size_t *cap, size_t n, vl_err *err)
+{
+    uint32_t *na;
+
+    if (n <= *cap)
+        return VL_OK;
+    if (!(na = realloc(*a, n * sizeof *na)))
+        return vl_seterr(err, VL_ENOMEM, "out of memory verifying the plan");
+    *a = na;
+    *cap = n;
+    return VL_OK;
+}
+
+/* The first value repeated in sorted v[0..n-1], or -1. */
+static int64_t first_repeat(const uint32_t *v, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (v[i] == v[i - 1])
+            return v[i];
+    return -1;
+}
+
+static vl_status check_placement(const vl_vctx *v, size_t it, scratch *s, vl_err *err)
+{
+    const vl_plan *p = v->p;
+    const vl_iter *in = &p->iters[it];
+    uint64_t total = 0;
+    vl_gpu_walk w;
+    int64_t dup;
+    vl_status st;
+
+    for (uint32_t r = 0; r < in->nranks; r++)
+        total += vl_plan_rank_size(&p->ranks[in->rank0 + r]);
+    if (total > UINT32_MAX)
+        return vl_seterr(err, VL_EDATA, "iteration %zu places %llu GPUs", it,
+                         (unsigned long long)total);
+    if ((st = grow_u32(&s->gpus, &s->gpus_cap, total + 1, err)) != VL_OK ||
+        (st = grow_u32(&s->dps, &s->dps_cap, (size_t)in->nranks + 1, err)) != VL_OK)
+        return st;
+    total = 0;
+    vl_gpu_walk_begin(&w, p, it);
+    for (uint32_t r = 0; r < in->nranks; r++, vl_gpu_walk_next(&w)) {
+        const vl_rank *rk = &p->ranks[in->rank0 + r];
+        s->dps[r] = (uint32_t)rk->dp;
+        for (uint32_t k = 0; k < vl_plan_rank_size(rk); k++)
+            s->gpus[total++] = vl_gpu_walk_at(&w, k);
+    }
+    vl_sort_u32(s->dps, in->nranks);
+    if ((dup = first_repeat(s->dps, in->nranks)) >= 0)
+        vl__violation(v->rep, 5, "iteration %zu: two ranks have dp %lld", it, (long long)dup);
+    vl_sort_u32(s->gpus, total);
+    if ((dup = first_repeat(s->gpus, total)) >= 0)
+        vl__violation(v->rep, 5, "iteration %zu: GPU %lld belongs to two ranks", it,
+                      (long long)dup);
+    if (v->cost && total > 0 && s->gpus[total - 1] >= (uint32_t)v->cost->cfg->cluster.gpus)
+        vl__violation(v->rep, 5, "iteration %zu: GPU %u is outside the cluster's %d GPUs", it,
+                      s->gpus[total - 1], v->cost->cfg->cluster.gpus);
+    return VL_OK;
+}
+
+/* ---- CP placement ---- */
+
+static void check_cps(const vl_vctx *v, size_t it, uint32_t r, const vl_rank *rk)
+{
+    const vl_plan *p = v->p;
+
+    if (!p->cps)
+        return;
+    for (uint32_t j = 0; j < rk->nmb + rk->nbwd; j++) {
+        const vl_mb *mb = &p->mbs[rk->mb0 + j];
+        for (uint32_t k = 0; k < mb->nseg; k++) {
+            int cp = vl_plan_seg_cpi(p, mb->seg0 + k);
+            if (cp == VL_CP_SHARDED)
+                continue;
+            if (cp < 0 || cp >= rk->par.sp)
+                vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u, segment %u: CP "
+                              "coordinate %d outside the rank's sp group of %d", it, r,
+                              j < rk->nmb ? "micro-batch" : "backward pack",
+                              j < rk->nmb ? j : j - rk->nmb, k, cp, rk->par.sp);
+            else if (v->declared && !(p->caps & VL_CAP_SEG_CP))
+                vl__violation(v->rep, 5, "iteration %zu, rank %u: a segment local to CP "
+                              "coordinate %d, but the plan does not declare seg_cp", it, r, cp);
+        }
+    }
+}
+
+/* ---- shared packs ---- */
+
+static const vl_rank *rank_of(const vl_plan *p, const vl_iter *in, int32_t dp)
+{
+    for (uint32_t r = 0; r < in->nranks; r++)
+        if (p->ranks[in->rank0 + r].dp == dp)
+            return &p->ranks[in->rank0 + r];
+    return NULL;
+}
+
+static bool same_members(const vl_plan *p, const vl_mb *a, const vl_mb *b)
+{
+    uint32_t na, nb;
+    const int32_t *ma = vl_plan_mb_members(p, a, &na), *mb = vl_plan_mb_members(p, b, &nb);
+
+    return na == nb && (na == 0 || memcmp(ma, mb, na * sizeof *ma) == 0);
+}
+
+static bool same_pack(const vl_plan *p, const vl_mb *a, const vl_mb *b)
+{
+    const vl_seg *sa = vl_plan_mb_segs(p, a), *sb = vl_plan_mb_segs(p, b);
+
+    if (a->nseg != b->nseg || a->cap != b->cap || !same_members(p, a, b))
+        return false;
+    for (uint32_t k = 0; k < a->nseg; k++)
+        if (sa[k].sample != sb[k].sample || sa[k].off != sb[k].off || sa[k].len != sb[k].len ||
+            vl_plan_seg_cpi(p, a->seg0 + k) != vl_plan_seg_cpi(p, b->seg0 + k))
+            return false;
+    return true;
+}
+
+/* The copy on rank `on` of the pack `mb` of `from`: the same member list and the same
+ * ordinal among the rank's packs with that list, in the same direction. */
+static const vl_mb *copy_on(const vl_plan *p, const vl_rank *from, const vl_rank *on,
+                            uint32_t j, bool bwd)
+{
+    uint64_t base_f = from->mb0 + (bwd ? from->nmb : 0), base_o = on->mb0 + (bwd ? on->nmb : 0);
+    const vl_mb *mb = &p->mbs[base_f + j];
+    uint32_t n = bwd ? on->nbwd : on->nmb, ord = 0;
+
+    for (uint32_t i = 0; i < j; i++)
+        ord += same_members(p, &p->mbs[base_f + i], mb);
+    for (uint32_t i = 0; i < n; i++) {
+        const vl_mb *c = &p->mbs[base_o + i];
+        if (same_members(p, c, mb) && ord-- == 0)
+            return c;
+    }
+    return NULL;
+}
+
+static void check_share(const vl_vctx *v, size_t it, uint32_t r, const vl_rank *rk, uint32_t j,
+                        bool bwd)
+{
+    const vl_plan *p = v->p;
+    const vl_iter *in = &p->iters[it];
+    const vl_mb *mb = &p->mbs[rk->mb0 + (bwd ? rk->nmb : 0) + j];
+    const char *what = bwd ? "backward pack" : "micro-batch";
+    uint32_t n;
+    const int32_t *mem = vl_plan_mb_members(p, mb, &n);
+    bool member = false;
+
+    if (v->declared && !(p->caps & VL_CAP_SHARED))
+        vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: a shared pack, but the plan "
+                      "does not declare shared_packs", it, r, what, j);
+    for (uint32_t i = 0; i < n; i++) {
+        const vl_rank *o = rank_of(p, in, mem[i]);
+        const vl_mb *c;
+        member = member || mem[i] == rk->dp;
+        for (uint32_t q = 0; q < i; q++)
+            if (mem[q] == mem[i])
+                vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: dp %d listed twice "
+                              "among the sharers", it, r, what, j, mem[i]);
+        if (!o)
+            vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: shared with dp %d, which "
+                          "the iteration does not have", it, r, what, j, mem[i]);
+        else if (o != rk && (!(c = copy_on(p, rk, o, j, bwd)) || !same_pack(p, mb, c)))
+            vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: the copy of this shared "
+                          "pack on dp %d is %s", it, r, what, j, mem[i],
+                          c ? "different" : "missing");
+    }
+    if (!member)
+        vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: shared by dp values that do "
+                      "not include this rank's dp %d", it, r, what, j, rk->dp);
+}
+
+/* ---- capabilities ---- */
+
+static void check_caps(const vl_vctx *v, size_t it, uint32_t r, const vl_rank *rk)
+{
+    uint32_t caps = v->p->caps;
+
+    if (!v->declared)
+        return;
+    if (rk->nbwd > 0 && !(caps & VL_CAP_BWD_PACKS))
+        vl__violation(v->rep, 5, "iteration %zu, rank %u: backward packs, but the plan does "
+                      "not declare bwd_packs", it, r);
+    if (rk->nop > 0 && !(caps & VL_CAP_SCHEDULE))
+        vl__violation(v->rep, 5, "iteration %zu, rank %u: an explicit schedule, but the plan "
+                      "does not declare schedule", it, r);
+}
+
+static void check_rank(const vl_vctx *v, size_t it, uint32_t r, const vl_rank *rk)
+{
+    char where[64];
+
+    snprintf(where, sizeof where, "iteration %zu, rank %u", it, r);
+    check_fields(v, VL_PF_RANK, rk, where);
+    if (v->cost)
+        check_limits(v, rk, where);
+    check_cps(v, it, r, rk);
+    check_caps(v, it, r, rk);
+    for (uint32_t j = 0; j < rk->nmb + rk->nbwd; j++) {
+        const vl_mb *mb = &v->p->mbs[rk->mb0 + j];
+        if (mb->share)
+            check_share(v, it, r, rk, j < rk->nmb ? j : j - rk->nmb, j >= rk->nmb);
+    }
+}
+
+vl_status vl__check_layout(const vl_vctx *v, vl_err *err)
+{
+    const vl_plan *p = v->p;
+    scratch s = {0};
+    vl_status st = VL_OK;
+
+    for (size_t it = 0; it < p->niters && st == VL_OK; it++) {
+        const vl_iter *in = &p->iters[it];
+        char where[32];
+        snprintf(where, sizeof where, "iteration %zu", it);
+        check_fields(v, VL_PF_ITER, in, where);
+        for (uint32_t r = 0; r < in->nranks; r++)
+            check_rank(v, it, r, &p->ranks[in->rank0 + r]);
+        st = check_placement(v, it, &s, err);
+    }
+    free(s.gpus);
+    free(s.dps);
+    return st;
+}
