@@ -53,16 +53,17 @@ Test(metrics, dbr_pr_cr_ave_t_by_hand)
     rank_of(&p, &sp2, 100, b, 1);
     rank_of(&p, &PAR1, 50, c, 1);
     vl_metrics_iter(&p, 0, &im);
-    /* DBR = (0 + 70 + 90) / (100 * 3) */
-    cr_assert_float_eq(im.dbr, 160.0 / 300.0, 1e-15);
+    /* ranks of different sizes (the sp 2 rank has 2 GPUs) are compared per GPU:
+     * loads 100, 15, 10, so DBR = (0 + 85 + 90) / (100 * 3) */
+    cr_assert_float_eq(im.dbr, 175.0 / 300.0, 1e-15);
     /* PR = (0 + 70 + 40) / 250 */
     cr_assert_float_eq(im.pr, 110.0 / 250.0, 1e-15);
     /* CR = 30 / 140 */
     cr_assert_float_eq(im.cr, 30.0 / 140.0, 1e-15);
     /* Ave-T = 140 / 3 micro-batches */
     cr_assert_float_eq(im.ave_t, 140.0 / 3.0, 1e-12);
-    /* A = 60² + 40² = 5200, 900, 100: ABR = (0 + 4300 + 5100) / (5200 * 3) */
-    cr_assert_float_eq(im.abr, 9400.0 / 15600.0, 1e-15);
+    /* A = 60² + 40² = 5200, 900 / 2 GPUs, 100: ABR = (0 + 4750 + 5100) / (5200 * 3) */
+    cr_assert_float_eq(im.abr, 9850.0 / 15600.0, 1e-15);
     vl_plan_free(&p);
 }
 

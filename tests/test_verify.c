@@ -355,7 +355,7 @@ Test(verify, schedule_order)
     valid_plan(&p, m);
     vl_plan_op(&p, 0, VL_OP_F, NULL);
     vl_plan_op(&p, 0, VL_OP_B, NULL);
-    expect_violation(&p, 5, 1, "an explicit schedule, but the plan does not declare schedule");
+    expect_violation(&p, 5, 1, "the plan uses an explicit schedule but does not declare schedule");
     vl_plan_free(&p);
     vl_manifest_free(m);
 }

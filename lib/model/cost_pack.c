@@ -32,6 +32,8 @@ const vl_scheme *vl_cost_scheme(const vl_cost *c, const vl_par *par)
     int tp = par->tp > 1 ? par->tp : 1, pp = par->pp > 1 ? par->pp : 1;
     int sp = par->sp > 1 ? par->sp : 1;
 
+    if (k->nschemes == 0)
+        return NULL;
     for (int i = 0; i < k->nschemes; i++)
         if (k->schemes[i].tp == tp && k->schemes[i].pp == pp && k->schemes[i].sp == sp)
             return &k->schemes[i];

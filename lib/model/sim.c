@@ -27,7 +27,7 @@ void vl_sim_scratch_free(vl_sim_scratch *s)
     if (s == NULL)
         return;
     void *bufs[] = {s->rk, s->lrank, s->lstage, s->lcls, s->llayers, s->ptr, s->avail,
-                    s->bdone, s->stack, s->inq, s->ord, s->start, s->end, s->pos, s->tf,
+                    s->bdone, s->stack, s->inq, s->ord, s->start, s->end, s->dur, s->pos, s->tf,
                     s->cf, s->af, s->sf, s->tb, s->rc, s->cb, s->ab, s->p2pf, s->p2pb,
                     s->has_r, s->sharef, s->shareb, s->list, s->fp_off, s->fp, s->bf_off,
                     s->bf, s->bb_off, s->bb, s->rbf_off, s->rbf, s->rbb_off, s->rbb, s->heap,

@@ -122,58 +122,82 @@ vl_status vl__sim_shares(vl_sim_scratch *w, vl_err *err)
 
 /* ---- durations ---- */
 
-double vl__sim_dur(const vl_sim_scratch *w, uint64_t l, vl_op op)
+void vl__sim_durations(vl_sim_scratch *w)
 {
-    const vl_sim_rank *R = &w->rk[w->lrank[l]];
-    int k = w->lcls[l];
-
-    if (op.kind == VL_OP_B)
-        return w->tb[R->wb0 + (uint64_t)k * R->nb + op.mb];
-    return w->tf[R->wf0 + (uint64_t)k * R->nf + op.mb];
+    for (uint32_t r = 0; r < w->nranks; r++) {
+        const vl_sim_rank *R = &w->rk[r];
+        for (uint32_t s = 0; s < R->pp; s++) {
+            uint64_t n0 = R->node0 + (uint64_t)s * R->n, k = (uint64_t)w->lcls[R->lane0 + s];
+            const double *tf = w->tf + R->wf0 + k * R->nf, *tb = w->tb + R->wb0 + k * R->nb;
+            for (uint32_t i = 0; i < R->n; i++) {
+                vl_op op = w->ord[n0 + i];
+                w->dur[n0 + i] = op.kind == VL_OP_B ? tb[op.mb] : tf[op.mb];
+            }
+        }
+    }
 }
 
 /* ---- longest path ---- */
 
-/* Operation (s, kind, pack) of rank R finished?  Absent operations (no R) count as
- * finished.  On success *t is raised to its end plus lag. */
-static bool dep(const vl_sim_scratch *w, const vl_sim_rank *R, uint32_t s, int kind,
-                uint32_t pack, double lag, double *t)
+/* One rank's slices of the arrays the dependency checks read, held in registers across
+ * the hot loop instead of being re-derived from the rank record at every look-up. */
+typedef struct rview {
+    const vl_sim_rank *R;
+    const int32_t *pos;   /* [(s·3 + kind)·npk + pack] */
+    const double *end;    /* [s·n + k] */
+    const uint32_t *ptr;  /* [s] */
+    const double *p2pf, *p2pb;
+    const uint8_t *has_r;
+    uint32_t npk, n, pp;
+} rview;
+
+static rview view(const vl_sim_scratch *w, const vl_sim_rank *R)
 {
-    int32_t k = *vl__sim_pos(w, R, s, kind, pack);
+    return (rview){R, w->pos + R->pos0, w->end + R->node0, w->ptr + R->lane0, w->p2pf + R->pk0,
+                   w->p2pb + R->pk0, w->has_r + R->pk0, R->npk, R->n, R->pp};
+}
+
+/* Operation (s, kind, pack) finished?  Absent operations count as finished.  On success
+ * *t is raised to its end plus lag. */
+static inline bool dep(const rview *v, uint32_t s, int kind, uint32_t pack, double lag, double *t)
+{
+    int32_t k = v->pos[((uint64_t)s * 3 + (uint64_t)kind) * v->npk + pack];
     double e;
 
     if (k < 0)
         return true;
-    if ((uint32_t)k >= w->ptr[R->lane0 + s])
+    if ((uint32_t)k >= v->ptr[s])
         return false;
-    e = w->end[R->node0 + (uint64_t)s * R->n + (uint64_t)k] + lag;
+    e = v->end[(uint64_t)s * v->n + (uint64_t)k] + lag;
     if (e > *t)
         *t = e;
     return true;
 }
 
-static bool deps_b(const vl_sim_scratch *w, const vl_sim_rank *R, uint32_t s, uint32_t b,
-                   double *t)
+static inline bool deps_b(const vl_sim_scratch *w, const rview *v, uint32_t s, uint32_t b, double *t)
 {
-    if (!R->asym && (!dep(w, R, s, VL_OP_F, b, 0.0, t) || !dep(w, R, s, VL_OP_R, b, 0.0, t)))
+    const vl_sim_rank *R = v->R;
+
+    if (!R->asym && (!dep(v, s, VL_OP_F, b, 0.0, t) ||
+                     (v->has_r[b] && !dep(v, s, VL_OP_R, b, 0.0, t))))
         return false;
-    if (s + 1 < R->pp && !dep(w, R, s + 1, VL_OP_B, b, w->p2pb[R->pk0 + b], t))
+    if (s + 1 < v->pp && !dep(v, s + 1, VL_OP_B, b, v->p2pb[b], t))
         return false;
     for (uint32_t e = w->bf_off[R->bf0 + b]; e < w->bf_off[R->bf0 + b + 1]; e++)
-        if (!dep(w, R, s, VL_OP_F, w->bf[e], 0.0, t))
+        if (!dep(v, s, VL_OP_F, w->bf[e], 0.0, t))
             return false;
     for (uint32_t e = w->bb_off[R->bb0 + b]; e < w->bb_off[R->bb0 + b + 1]; e++)
-        if (!dep(w, R, s, VL_OP_B, w->bb[e], 0.0, t))
+        if (!dep(v, s, VL_OP_B, w->bb[e], 0.0, t))
             return false;
     return true;
 }
 
 /* The micro-step barrier before lane l's next operation (first stages only). */
-static bool barrier(const vl_sim_scratch *w, uint64_t l, double *t)
+static bool barrier(const vl_sim_scratch *w, uint64_t l, uint32_t s, double *t)
 {
     uint32_t k = w->bdone[l];
 
-    if (w->nbar == 0 || w->lstage[l] != 0 || k == 0 || k > w->nbar)
+    if (s != 0 || k == 0 || k > w->nbar)
         return true;
     if (w->bar_left[k - 1] > 0)
         return false;
@@ -182,26 +206,28 @@ static bool barrier(const vl_sim_scratch *w, uint64_t l, double *t)
     return true;
 }
 
-/* Lane l's next operation op can start: *t raised to when. */
-static bool ready(const vl_sim_scratch *w, uint64_t l, vl_op op, double *t)
+/* The next operation op of lane l (stage s of the rank of v) can start: *t raised to
+ * when. */
+static inline bool ready(const vl_sim_scratch *w, const rview *v, uint32_t s, uint64_t l, vl_op op,
+                  double *t)
 {
-    const vl_sim_rank *R = &w->rk[w->lrank[l]];
-    uint32_t s = w->lstage[l], m = op.mb;
+    const vl_sim_rank *R = v->R;
+    uint32_t m = op.mb;
 
-    if (!barrier(w, l, t))
+    if (w->nbar > 0 && !barrier(w, l, s, t))
         return false;
     switch (op.kind) {
     case VL_OP_F:
-        if (s > 0 && !dep(w, R, s - 1, VL_OP_F, m, w->p2pf[R->pk0 + m], t))
+        if (s > 0 && !dep(v, s - 1, VL_OP_F, m, v->p2pf[m], t))
             return false;
         for (uint32_t e = w->fp_off[R->fp0 + m]; e < w->fp_off[R->fp0 + m + 1]; e++)
-            if (!dep(w, R, s, VL_OP_F, w->fp[e], 0.0, t))
+            if (!dep(v, s, VL_OP_F, w->fp[e], 0.0, t))
                 return false;
         return true;
     case VL_OP_R:
-        return dep(w, R, s, VL_OP_F, m, 0.0, t);
+        return dep(v, s, VL_OP_F, m, 0.0, t);
     default:
-        return deps_b(w, R, s, m, t);
+        return deps_b(w, v, s, m, t);
     }
 }
 
@@ -213,33 +239,28 @@ static void push(vl_sim_scratch *w, uint64_t *top, uint64_t l)
     }
 }
 
-/* Lanes a finished operation of lane l may unblock: its rank's neighbouring stages. */
-static void wake(vl_sim_scratch *w, uint64_t *top, uint64_t l)
+/* The rank's neighbouring stages of lane l, which its progress may unblock. */
+static void wake(vl_sim_scratch *w, const vl_sim_rank *R, uint32_t s, uint64_t l, uint64_t *top)
 {
-    const vl_sim_rank *R = &w->rk[w->lrank[l]];
-    uint32_t s = w->lstage[l];
-
     if (s > 0)
         push(w, top, l - 1);
     if (s + 1 < R->pp)
         push(w, top, l + 1);
 }
 
-/* Run lane l's next operation from t. */
-static void run(vl_sim_scratch *w, uint64_t *top, uint64_t l, double t)
+/* Run the next operation of lane l (stage s of rank R) from t.  The caller wakes the
+ * neighbouring stages once it stops advancing the lane. */
+static void run(vl_sim_scratch *w, const vl_sim_rank *R, uint32_t s, uint64_t l, uint64_t *top,
+                double t)
 {
-    const vl_sim_rank *R = &w->rk[w->lrank[l]];
-    uint32_t s = w->lstage[l];
     uint64_t node = R->node0 + (uint64_t)s * R->n + w->ptr[l];
-    vl_op op = w->ord[node];
 
     w->start[node] = t;
-    w->end[node] = w->avail[l] = t + vl__sim_dur(w, l, op);
+    w->end[node] = w->avail[l] = t + w->dur[node];
     w->ptr[l]++;
-    wake(w, top, l);
-    if (op.kind != VL_OP_B)
+    if (w->nbar == 0 || w->ord[node].kind != VL_OP_B)
         return;
-    if (w->nbar > 0 && s == 0 && w->bdone[l] < w->nbar) {
+    if (s == 0 && w->bdone[l] < w->nbar) {
         uint32_t k = w->bdone[l];
         if (w->end[node] + w->step_sync > w->bar_time[k])
             w->bar_time[k] = w->end[node] + w->step_sync;
@@ -250,10 +271,10 @@ static void run(vl_sim_scratch *w, uint64_t *top, uint64_t l, double t)
     w->bdone[l]++;
 }
 
-static int32_t instance_of(const vl_sim_scratch *w, uint64_t l, vl_op op)
+static int32_t instance_of(const vl_sim_scratch *w, const vl_sim_rank *R, vl_op op)
 {
-    const vl_sim_rank *R = &w->rk[w->lrank[l]];
-
+    if (w->ninst == 0)
+        return -1;
     if (op.kind == VL_OP_F)
         return w->sharef[R->pk0 + op.mb];
     if (op.kind == VL_OP_B)
@@ -273,15 +294,17 @@ static bool run_shared(vl_sim_scratch *w, uint64_t *top, uint32_t inst, uint32_t
         if (w->ptr[lm] >= M->n)
             return false;
         head = w->ord[M->node0 + (uint64_t)s * M->n + w->ptr[lm]];
-        if (head.kind != want.kind || head.mb != want.mb || !ready(w, lm, head, &tm))
+        rview vm = view(w, M);
+        if (head.kind != want.kind || head.mb != want.mb || !ready(w, &vm, s, lm, head, &tm))
             return false;
         if (tm > t)
             t = tm;
     }
     for (uint32_t i = w->inst_off[inst]; i < w->inst_off[inst + 1]; i++) {
-        uint64_t lm = w->rk[w->inst[i] >> 34].lane0 + s;
-        run(w, top, lm, t);
-        push(w, top, lm);   /* each member lane goes on from here */
+        const vl_sim_rank *M = &w->rk[w->inst[i] >> 34];
+        run(w, M, s, M->lane0 + s, top, t);
+        push(w, top, M->lane0 + s);   /* each member lane goes on from here */
+        wake(w, M, s, M->lane0 + s, top);
     }
     return true;
 }
@@ -291,20 +314,25 @@ static void advance(vl_sim_scratch *w, uint64_t *top, uint64_t l)
 {
     const vl_sim_rank *R = &w->rk[w->lrank[l]];
     uint32_t s = w->lstage[l];
+    const vl_op *ord = w->ord + R->node0 + (uint64_t)s * R->n;
+    uint32_t from = w->ptr[l];
+    rview v = view(w, R);
 
     while (w->ptr[l] < R->n) {
-        vl_op op = w->ord[R->node0 + (uint64_t)s * R->n + w->ptr[l]];
+        vl_op op = ord[w->ptr[l]];
         double t = w->avail[l];
         int32_t inst;
-        if (!ready(w, l, op, &t))
-            return;
-        if ((inst = instance_of(w, l, op)) >= 0) {
+        if (!ready(w, &v, s, l, op, &t))
+            break;
+        if ((inst = instance_of(w, R, op)) >= 0) {
             if (!run_shared(w, top, (uint32_t)inst, s, t))
-                return;
+                break;
             continue;
         }
-        run(w, top, l, t);
+        run(w, R, s, l, top, t);
     }
+    if (w->ptr[l] > from)
+        wake(w, R, s, l, top);
 }
 
 static vl_status deadlock(const vl_sim_scratch *w, vl_err *err)
@@ -334,6 +362,7 @@ vl_status vl__sim_eval(vl_sim_scratch *w, vl_err *err)
     vl_status st;
 
     if ((st = vl_grow(&w->start, &w->start_cap, w->nnodes, sizeof(double), err)) ||
+        (st = vl_grow(&w->dur, &w->dur_cap, w->nnodes, sizeof(double), err)) ||
         (st = vl_grow(&w->end, &w->end_cap, w->nnodes, sizeof(double), err)) ||
         (st = vl_grow(&w->ptr, &w->ptr_cap, w->nlanes, sizeof(uint32_t), err)) ||
         (st = vl_grow(&w->avail, &w->avail_cap, w->nlanes, sizeof(double), err)) ||
@@ -346,6 +375,7 @@ vl_status vl__sim_eval(vl_sim_scratch *w, vl_err *err)
         w->avail[l] = 0.0;
         w->inq[l] = 0;
     }
+    vl__sim_durations(w);
     for (uint64_t l = w->nlanes; l-- > 0;)
         push(w, &top, l);
     while (top > 0) {

@@ -62,6 +62,7 @@ struct vl_sim_scratch {
     vl_op *ord; size_t ord_cap;
     double *start; size_t start_cap;
     double *end; size_t end_cap;
+    double *dur; size_t dur_cap;
 
     /* per rank slices */
     int32_t *pos; size_t pos_cap;        /* node index within its lane, -1 = absent */
@@ -132,8 +133,8 @@ vl_status vl__sim_shares(vl_sim_scratch *w, vl_err *err);
 /** Longest path over every lane of the iteration: start/end of every node, the ranks'
  *  makespans.  VL_EDATA on deadlock. */
 vl_status vl__sim_eval(vl_sim_scratch *w, vl_err *err);
-/** Duration of node k of lane l. */
-double vl__sim_dur(const vl_sim_scratch *w, uint64_t l, vl_op op);
+/** Every node's duration from the task weights (before vl__sim_eval). */
+void vl__sim_durations(vl_sim_scratch *w);
 
 /* Positions: index in lane (r, s)'s order of operation (kind, pack), or -1. */
 static inline int32_t *vl__sim_pos(const vl_sim_scratch *w, const vl_sim_rank *R, uint32_t s,

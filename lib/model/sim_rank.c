@@ -122,12 +122,14 @@ typedef struct edges {
     size_t nfp, nbf, nbb, cfp, cbf, cbb;
 } edges;
 
+/* Add an edge; same_list: row and from index one list, where row == from (slices of a
+ * sample in one pack) is no edge. */
 static vl_status push(pending **a, size_t *n, size_t *cap, uint32_t row, uint32_t from,
-                      vl_err *err)
+                      bool same_list, vl_err *err)
 {
     vl_status st;
 
-    if (row == from)   /* slices of one sample in one pack: no edge */
+    if (same_list && row == from)
         return VL_OK;
     if ((st = vl_grow(a, cap, *n + 1, sizeof **a, err)) != VL_OK)
         return st;
@@ -145,7 +147,7 @@ static vl_status sample_edges(edges *E, const iv_t *f, size_t nf, const iv_t *b,
 
     for (size_t i = 0; i < nf; i++) {
         const iv_t *q = f[i].off > 0 ? holding(f, nf, (uint64_t)f[i].off - 1) : NULL;
-        if (q && (st = push(&E->fp, &E->nfp, &E->cfp, f[i].pack, q->pack, err)) != VL_OK)
+        if (q && (st = push(&E->fp, &E->nfp, &E->cfp, f[i].pack, q->pack, true, err)) != VL_OK)
             return st;
         if (f[i].end >= last) {
             last = f[i].end;
@@ -154,10 +156,10 @@ static vl_status sample_edges(edges *E, const iv_t *f, size_t nf, const iv_t *b,
     }
     for (size_t j = 0; j < nb; j++) {
         const iv_t *q = holding(b, nb, b[j].end);
-        if (q && (st = push(&E->bb, &E->nbb, &E->cbb, b[j].pack, q->pack, err)) != VL_OK)
+        if (q && (st = push(&E->bb, &E->nbb, &E->cbb, b[j].pack, q->pack, true, err)) != VL_OK)
             return st;
         if (asym && nf > 0 && b[j].end >= last &&
-            (st = push(&E->bf, &E->nbf, &E->cbf, b[j].pack, last_pack, err)) != VL_OK)
+            (st = push(&E->bf, &E->nbf, &E->cbf, b[j].pack, last_pack, false, err)) != VL_OK)
             return st;
     }
     return VL_OK;
@@ -286,12 +288,19 @@ static void class_weights(vl_sim_scratch *w, vl_sim_rank *R, const vl_par *par, 
 
     for (uint32_t f = 0; f < R->nf; f++) {
         uint64_t i = R->wf0 + (uint64_t)k * R->nf + f;
-        vl_pack_view v = view_of(p, &mbs[f]);
-        vl_mb_time t = vl_cost_pack_time(w->c, &v, par, layers, last, w->tmp);
+        vl_mb_time t;
         bool r = w->has_r[R->pk0 + f];
+        if (p->cps || mbs[f].share) {   /* placed or shared: the pack-level model */
+            vl_pack_view v = view_of(p, &mbs[f]);
+            t = vl_cost_pack_time(w->c, &v, par, layers, last, w->tmp);
+            w->af[i] = vl_cost_pack_act(w->c, &v, par, layers, last);
+        } else {
+            t = vl_cost_mb_time(w->c, vl_plan_mb_segs(p, &mbs[f]), mbs[f].nseg, par, layers,
+                                last);
+            w->af[i] = vl_cost_act_bytes(w->c, mbs[f].tokens, par, layers, last);
+        }
         w->tf[i] = t.fwd;
         w->cf[i] = t.comm_fwd;
-        w->af[i] = vl_cost_pack_act(w->c, &v, par, layers, last);
         /* an F followed by an R drops its activations but keeps the K/V state store:
          * later slices of its sample attend to it before the R rebuilds the rest */
         w->sf[i] = r ? vl_cost_state_store_bytes(w->c, mbs[f].tokens, par, layers) : 0.0;

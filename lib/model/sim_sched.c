@@ -52,6 +52,7 @@ typedef struct ready_q {
     const vl_sim_rank *R;
     uint32_t nh;
     bool youngest;        /* GPipe: largest pack first */
+    bool edges;           /* the rank has dependencies between its packs */
 } ready_q;
 
 static void make_ready(ready_q *q, uint32_t b)
@@ -100,6 +101,8 @@ static void forwarded(ready_q *q, uint32_t f)
         release(q, f);
         return;
     }
+    if (!q->edges)
+        return;
     for (uint32_t e = w->rbf_off[f]; e < w->rbf_off[f + 1]; e++)
         release(q, w->rbf[e]);
 }
@@ -109,6 +112,8 @@ static void backwarded(ready_q *q, uint32_t b)
 {
     const vl_sim_scratch *w = q->w;
 
+    if (!q->edges)
+        return;
     for (uint32_t e = w->rbb_off[b]; e < w->rbb_off[b + 1]; e++)
         release(q, w->rbb[e]);
 }
@@ -142,10 +147,13 @@ static vl_status list_ready(vl_sim_scratch *w, uint32_t r, bool gpipe, vl_err *e
     uint32_t k = 0;
     vl_status st;
 
-    if ((st = transpose(w, w->bf_off + R->bf0, w->bf, R->nb, R->nf, &w->rbf_off,
-                        &w->rbf_off_cap, &w->rbf, &w->rbf_cap, err)) != VL_OK ||
-        (st = transpose(w, w->bb_off + R->bb0, w->bb, R->nb, R->nb, &w->rbb_off,
-                        &w->rbb_off_cap, &w->rbb, &w->rbb_cap, err)) != VL_OK)
+    q.edges = w->bf_off[R->bf0 + R->nb] > w->bf_off[R->bf0] ||
+              w->bb_off[R->bb0 + R->nb] > w->bb_off[R->bb0];
+    if (q.edges &&
+        ((st = transpose(w, w->bf_off + R->bf0, w->bf, R->nb, R->nf, &w->rbf_off,
+                         &w->rbf_off_cap, &w->rbf, &w->rbf_cap, err)) != VL_OK ||
+         (st = transpose(w, w->bb_off + R->bb0, w->bb, R->nb, R->nb, &w->rbb_off,
+                         &w->rbb_off_cap, &w->rbb, &w->rbb_cap, err)) != VL_OK))
         return st;
 
     for (uint32_t b = 0; b < R->nb; b++) {

@@ -1,6 +1,12 @@
 /* lib/plan/metrics.c -- balance metrics from the plan alone (metrics.h, design §4): per
  * iteration ABR, DBR, PR, CR and Ave-T over its ranks, then mean, p50, p99 and max over
- * iterations.  Percentiles are nearest-rank: the ceil(q·n/100)-th smallest value. */
+ * iterations.  Percentiles are nearest-rank: the ceil(q·n/100)-th smallest value.
+ *  - Ranks of different sizes (Hydraulis pipelines, GPUs = tp·sp·pp) are compared by
+ *    the load per GPU: T_i and A_i are divided by rank i's GPU count before the DBR and
+ *    ABR formulas; with equal sizes that changes nothing.
+ *  - CR counts the tokens actually processed under a sequence split: segments sharded
+ *    over an sp group of 2 or more (all of an sp > 1 rank's tokens unless a segment is
+ *    local to one CP coordinate) and shared packs. */
 #include "metrics.h"
 
 #include <stdlib.h>
@@ -10,26 +16,37 @@
 
 enum { M_ABR, M_DBR, M_PR, M_CR, M_AVE_T, M_COUNT };
 
-/* Causal attention pairs of rank's segments, Σ (b² − a²), in doubles: exact while
- * b < 2^26.5 per segment and the sum < 2^53, far beyond real sample lengths. */
-static void rank_load(const vl_plan *p, const vl_rank *rk, double *tokens, double *attn,
-                      double *cap)
-{
-    double t = 0, a = 0, c = 0;
+/* One rank's load: tokens and causal attention pairs Σ (b² − a²) (in doubles: exact while
+ * b < 2^26.5 per segment and the sum < 2^53), its micro-batches' slots, and the tokens
+ * it processes under a sequence split.  A pack shared by k ranks counts 1/k on each
+ * member (it runs with context parallelism across them) and is split. */
+typedef struct load {
+    double tokens, attn, cap, split;
+} load;
 
+static void rank_load(const vl_plan *p, const vl_rank *rk, load *ld)
+{
+    memset(ld, 0, sizeof *ld);
     for (uint64_t b = rk->mb0; b < rk->mb0 + rk->nmb; b++) {
         const vl_mb *mb = &p->mbs[b];
         const vl_seg *s = vl_plan_mb_segs(p, mb);
-        for (uint32_t k = 0; k < mb->nseg; k++) {
-            double lo = s[k].off, hi = (double)s[k].off + s[k].len;
+        uint32_t k;
+        double t = 0, a = 0, split = 0, share;
+        vl_plan_mb_members(p, mb, &k);
+        share = k > 1 ? 1.0 / k : 1.0;
+        for (uint32_t j = 0; j < mb->nseg; j++) {
+            double lo = s[j].off, hi = (double)s[j].off + s[j].len;
             a += (hi - lo) * (hi + lo);
+            t += s[j].len;
+            /* split: sharded over an sp group of 2 or more, or across shared ranks */
+            if (k > 1 || (rk->par.sp > 1 && vl_plan_seg_cpi(p, mb->seg0 + j) == VL_CP_SHARDED))
+                split += s[j].len;
         }
-        t += (double)mb->tokens;
-        c += mb->cap;
+        ld->tokens += t * share;
+        ld->attn += a * share;
+        ld->split += split * share;
+        ld->cap += mb->cap * share;
     }
-    *tokens = t;
-    *attn = a;
-    *cap = c;
 }
 
 /* Σ_i (max − x_i) / (max · N), written as 1 − Σx / (N · max). */
@@ -38,31 +55,47 @@ static double balance(double sum, double max, uint32_t n)
     return max > 0 ? 1.0 - sum / ((double)n * max) : 0.0;
 }
 
+/* Whether the ranks of `in` differ in size (tp·sp·pp GPUs). */
+static bool mixed_sizes(const vl_plan *p, const vl_iter *in)
+{
+    for (uint32_t r = 1; r < in->nranks; r++)
+        if (vl_plan_rank_size(&p->ranks[in->rank0 + r]) !=
+            vl_plan_rank_size(&p->ranks[in->rank0]))
+            return true;
+    return false;
+}
+
 void vl_metrics_iter(const vl_plan *p, size_t it, vl_iter_metrics *out)
 {
     const vl_iter *in = &p->iters[it];
-    double tsum = 0, tmax = 0, asum = 0, amax = 0, split = 0, pad = 0, slots = 0;
+    bool per_gpu = mixed_sizes(p, in);
+    double tsum = 0, tmax = 0, asum = 0, amax = 0, split = 0, pad = 0, slots = 0, all = 0;
     uint64_t nmb = 0;
 
     for (uint32_t r = 0; r < in->nranks; r++) {
         const vl_rank *rk = &p->ranks[in->rank0 + r];
-        double t, a, c;
-        rank_load(p, rk, &t, &a, &c);
+        /* ranks of different sizes are compared per GPU: the load a GPU of each carries */
+        double g = per_gpu && vl_plan_rank_size(rk) > 0 ? vl_plan_rank_size(rk) : 1.0, t, a;
+        load ld;
+        rank_load(p, rk, &ld);
+        t = ld.tokens / g;
+        a = ld.attn / g;
         tsum += t;
         asum += a;
         tmax = t > tmax ? t : tmax;
         amax = a > amax ? a : amax;
-        split += rk->par.sp > 1 ? t : 0;
-        slots += c;
+        all += ld.tokens;
+        split += ld.split;
+        slots += ld.cap;
         /* an over-full micro-batch (a verify error) pads nothing */
-        pad += c > t ? c - t : 0;
+        pad += ld.cap > ld.tokens ? ld.cap - ld.tokens : 0;
         nmb += rk->nmb;
     }
     out->dbr = balance(tsum, tmax, in->nranks);
     out->abr = balance(asum, amax, in->nranks);
     out->pr = slots > 0 ? pad / slots : 0.0;
-    out->cr = tsum > 0 ? split / tsum : 0.0;
-    out->ave_t = nmb > 0 ? tsum / (double)nmb : 0.0;
+    out->cr = all > 0 ? split / all : 0.0;
+    out->ave_t = nmb > 0 ? all / (double)nmb : 0.0;
 }
 
 /* 1-based nearest rank ceil(q·n/100), as a 0-based index. */

@@ -100,8 +100,8 @@ static void check_rank(walk *w, size_t it, uint32_t r, const vl_rank *rk, uint32
 
     if (rk->nmb != nmb0 && !(p->caps & VL_CAP_UNEVEN_MBS))
         vl__violation(w->v->rep, 4, "iteration %zu: rank %u has %u micro-batches, rank 0 has "
-                      "%u, and the plan does not declare uneven counts (caps: uneven_mbs)", it,
-                      r, rk->nmb, nmb0);
+                      "%u, and the plan does not declare uneven counts (uneven_mbs)", it, r,
+                      rk->nmb, nmb0);
     for (uint32_t j = 0; j < rk->nmb; j++) {
         const vl_mb *mb = &p->mbs[rk->mb0 + j];
         check_pack(w, it, r, false, j, mb, vl_plan_mb_primary(p, rk, mb));

@@ -21,6 +21,7 @@ typedef struct vl_vctx {
     const vl_cost *cost;        /* NULL: memory and cluster limits not checked */
     vl_verify_report *rep;
     bool declared;              /* the plan states its capabilities (built by vlplan) */
+    uint32_t *used;             /* VL_CAP_* bits the plan was seen to use */
 } vl_vctx;
 
 /** Count a violation of invariant inv (1..5); the first VL_VERIFY_MAX_MSGS are kept. */

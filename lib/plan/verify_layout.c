@@ -137,14 +137,12 @@ static void check_cps(const vl_vctx *v, size_t it, uint32_t r, const vl_rank *rk
             int cp = vl_plan_seg_cpi(p, mb->seg0 + k);
             if (cp == VL_CP_SHARDED)
                 continue;
+            *v->used |= VL_CAP_SEG_CP;
             if (cp < 0 || cp >= rk->par.sp)
                 vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u, segment %u: CP "
                               "coordinate %d outside the rank's sp group of %d", it, r,
                               j < rk->nmb ? "micro-batch" : "backward pack",
                               j < rk->nmb ? j : j - rk->nmb, k, cp, rk->par.sp);
-            else if (v->declared && !(p->caps & VL_CAP_SEG_CP))
-                vl__violation(v->rep, 5, "iteration %zu, rank %u: a segment local to CP "
-                              "coordinate %d, but the plan does not declare seg_cp", it, r, cp);
         }
     }
 }
@@ -210,9 +208,7 @@ static void check_share(const vl_vctx *v, size_t it, uint32_t r, const vl_rank *
     const int32_t *mem = vl_plan_mb_members(p, mb, &n);
     bool member = false;
 
-    if (v->declared && !(p->caps & VL_CAP_SHARED))
-        vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: a shared pack, but the plan "
-                      "does not declare shared_packs", it, r, what, j);
+    *v->used |= VL_CAP_SHARED;
     for (uint32_t i = 0; i < n; i++) {
         const vl_rank *o = rank_of(p, in, mem[i]);
         const vl_mb *c;
@@ -224,7 +220,8 @@ static void check_share(const vl_vctx *v, size_t it, uint32_t r, const vl_rank *
         if (!o)
             vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: shared with dp %d, which "
                           "the iteration does not have", it, r, what, j, mem[i]);
-        else if (o != rk && (!(c = copy_on(p, rk, o, j, bwd)) || !same_pack(p, mb, c)))
+        else if (o != rk && mem[0] == rk->dp &&   /* the primary compares its copies */
+                 (!(c = copy_on(p, rk, o, j, bwd)) || !same_pack(p, mb, c)))
             vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: the copy of this shared "
                           "pack on dp %d is %s", it, r, what, j, mem[i],
                           c ? "different" : "missing");
@@ -236,18 +233,20 @@ static void check_share(const vl_vctx *v, size_t it, uint32_t r, const vl_rank *
 
 /* ---- capabilities ---- */
 
-static void check_caps(const vl_vctx *v, size_t it, uint32_t r, const vl_rank *rk)
+/* What the plan uses and does not declare, once each (plans that state their
+ * capabilities: built by vlplan, in memory or read back). */
+static void check_caps(const vl_vctx *v, uint32_t used)
 {
-    uint32_t caps = v->p->caps;
+    static const char *const what[VL_NCAPS] = {
+        "uneven micro-batch counts", "backward packs", "per-segment CP placement",
+        "an explicit schedule", "shared packs", NULL};
 
     if (!v->declared)
         return;
-    if (rk->nbwd > 0 && !(caps & VL_CAP_BWD_PACKS))
-        vl__violation(v->rep, 5, "iteration %zu, rank %u: backward packs, but the plan does "
-                      "not declare bwd_packs", it, r);
-    if (rk->nop > 0 && !(caps & VL_CAP_SCHEDULE))
-        vl__violation(v->rep, 5, "iteration %zu, rank %u: an explicit schedule, but the plan "
-                      "does not declare schedule", it, r);
+    for (unsigned i = 0; i < VL_NCAPS; i++)
+        if (what[i] && (used >> i & 1) && !(v->p->caps >> i & 1))
+            vl__violation(v->rep, 5, "the plan uses %s but does not declare %s", what[i],
+                          vl_cap_name(i));
 }
 
 static void check_rank(const vl_vctx *v, size_t it, uint32_t r, const vl_rank *rk)
@@ -259,7 +258,10 @@ static void check_rank(const vl_vctx *v, size_t it, uint32_t r, const vl_rank *r
     if (v->cost)
         check_limits(v, rk, where);
     check_cps(v, it, r, rk);
-    check_caps(v, it, r, rk);
+    if (rk->nbwd > 0)
+        *v->used |= VL_CAP_BWD_PACKS;
+    if (rk->nop > 0)
+        *v->used |= VL_CAP_SCHEDULE;
     for (uint32_t j = 0; j < rk->nmb + rk->nbwd; j++) {
         const vl_mb *mb = &v->p->mbs[rk->mb0 + j];
         if (mb->share)
@@ -267,12 +269,15 @@ static void check_rank(const vl_vctx *v, size_t it, uint32_t r, const vl_rank *r
     }
 }
 
-vl_status vl__check_layout(const vl_vctx *v, vl_err *err)
+vl_status vl__check_layout(const vl_vctx *cv, vl_err *err)
 {
-    const vl_plan *p = v->p;
+    const vl_plan *p = cv->p;
+    uint32_t used = 0;
+    vl_vctx vv = *cv, *v = &vv;
     scratch s = {0};
     vl_status st = VL_OK;
 
+    vv.used = &used;
     for (size_t it = 0; it < p->niters && st == VL_OK; it++) {
         const vl_iter *in = &p->iters[it];
         char where[32];
@@ -282,6 +287,7 @@ vl_status vl__check_layout(const vl_vctx *v, vl_err *err)
             check_rank(v, it, r, &p->ranks[in->rank0 + r]);
         st = check_placement(v, it, &s, err);
     }
+    check_caps(v, used);
     free(s.gpus);
     free(s.dps);
     return st;
