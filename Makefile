@@ -39,8 +39,9 @@ DEPFILES := $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 
 all: $(BUILD)/vlplan $(BUILD)/libvlplan.a man/vlplan.1
 
-man/vlplan.1: man/vlplan.1.in $(wildcard man/*.mdoc) tools/mkman.sh
-	sh tools/mkman.sh
+# The strategy list and parameters come from the registry, so the page needs the binary.
+man/vlplan.1: man/vlplan.1.in $(wildcard man/*.mdoc) tools/mkman.sh $(BUILD)/vlplan
+	VLPLAN=$(BUILD)/vlplan sh tools/mkman.sh
 
 help:
 	@echo "make            build build/vlplan and build/libvlplan.a"

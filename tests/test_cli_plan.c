@@ -387,3 +387,20 @@ Test(cli_plan, signal_removes_the_temporary, .timeout = 120)
     cr_expect_eq(tu_count_entries(dir), 0, "files left behind");
     free(out);
 }
+
+/* The man page's strategy list is what the registry says now (tools/mkman.sh splices
+ * `vlplan strategies --format mdoc`): a strategy or parameter added without
+ * regenerating the page fails here. */
+Test(cli_plan, man_page_lists_the_registry)
+{
+    char *man = tu_read_file("man/vlplan.1", NULL);
+    const char *args[] = {"strategies", "--format", "mdoc", NULL};
+    tu_result r = run_ok(NULL, args);
+
+    cr_assert_not_null(man);
+    cr_assert(strstr(r.out, ".It Cm pack\n") && strstr(r.out, ".It Cm pack.algo Ar enum"),
+              "%s", r.out);
+    cr_assert(strstr(man, r.out) != NULL, "man/vlplan.1 is stale: run make man/vlplan.1");
+    tu_result_free(&r);
+    free(man);
+}

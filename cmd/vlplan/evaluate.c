@@ -27,6 +27,7 @@ DIST_FIG(ave_t, r->mt.ave_t, 0, "")
 DIST_FIG(iter_time_ms, r->sim.iter_time_ms, 1, "")
 DIST_FIG(bubble, r->sim.bubble, 1, "")
 DIST_FIG(tbr, r->sim.tbr, 1, "")
+DIST_FIG(rank_gap, r->sim.rank_gap, 1, "")
 DIST_FIG(peak_mem_gib, r->sim.peak_mem_gib, 1, "")
 DIST_FIG(mfu, r->sim.mfu, 1, "")
 
@@ -39,13 +40,14 @@ static const figure figures[] = {
     {"iter_time_ms", 1, mean_iter_time_ms, dist_iter_time_ms, "simulated iteration time"},
     {"bubble", 1, mean_bubble, dist_bubble, "pipeline idle / (makespan x devices)"},
     {"tbr", 1, mean_tbr, dist_tbr, "time balance ratio of ranks' busy time"},
+    {"rank_gap", 1, mean_rank_gap, dist_rank_gap, "(slowest - fastest rank) / slowest"},
     {"peak_mem_gib", 1, mean_peak_mem_gib, dist_peak_mem_gib, "peak device memory"},
     {"mfu", 1, mean_mfu, dist_mfu, "model FLOPs utilisation"},
 };
 #define NFIG (sizeof figures / sizeof figures[0])
 
 const char *const eval_keys[] = {"abr", "dbr", "pr", "cr", "ave_t", "iter_time_ms", "bubble",
-                                 "tbr", "peak_mem_gib", "mfu", "tokens_per_s",
+                                 "tbr", "rank_gap", "peak_mem_gib", "mfu", "tokens_per_s",
                                  "epoch_time_s", "speedup", "plan_time_s", "peak_rss_mib",
                                  NULL};
 

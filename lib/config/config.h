@@ -208,6 +208,20 @@ vl_status vl_params_dump_json(const vl_param *params, const void *opts, char **o
 
 void vl_config_free(vl_config *cfg);
 
+/* One built-in key, for listings (`vlplan strategies -v`, generated man text). */
+typedef struct vl_key_info {
+    const char *path;           /* "pack.algo" */
+    const char *type;           /* "int", "number", "bool", "enum", "name", ... */
+    const char *const *choices; /* an enum's names, NULL-terminated, or NULL */
+    const char *def;            /* default as YAML text, NULL: from a preset */
+    const char *unit;
+    const char *help;
+} vl_key_info;
+
+/** Built-in key i (0-based, in the order of the key table): true and *info filled, or
+ *  false past the last. */
+bool vl_config_key_at(size_t i, vl_key_info *info);
+
 /** Names of built-in presets, NULL-terminated: model shapes and GPUs. */
 extern const char *const vl_model_presets[];
 extern const char *const vl_gpu_presets[];

@@ -293,3 +293,20 @@ bool vl__key_suggest(const char *path, char *out, size_t n)
     }
     return false;
 }
+
+bool vl_config_key_at(size_t i, vl_key_info *info)
+{
+    static const char *const types[] = {
+        [VL_K_INT] = "int",       [VL_K_U32] = "uint",        [VL_K_U64] = "uint",
+        [VL_K_DOUBLE] = "number", [VL_K_BOOL] = "bool",       [VL_K_ENUM] = "enum",
+        [VL_K_MODEL] = "name",    [VL_K_GPU] = "name",        [VL_K_CURVE] = "curve",
+        [VL_K_FIT] = "number",    [VL_K_FITNULL] = "mapping", [VL_K_SCHEMES] = "list",
+    };
+    const vl_key *k;
+
+    if (i >= vl__nkeys())
+        return false;
+    k = &vl__keys[i];
+    *info = (vl_key_info){k->path, types[k->type], k->choices, k->def, k->unit, k->help};
+    return true;
+}

@@ -56,6 +56,8 @@ typedef struct vl_strategy {
     const char *name;     /* CLI name and config section */
     const char *summary;  /* one line for `vlplan strategies` */
     const char *section;  /* config section holding its params (NULL = none) */
+    const char *builtin;  /* a built-in config section it reads instead (pack: "pack"), or
+                           * NULL: listed with its parameters by `vlplan strategies -v` */
     const vl_param *params; /* {NULL}-terminated, or NULL */
     size_t opts_size;     /* size of its options struct (bound by vl_config_bind) */
     uint32_t caps;        /* VL_CAP_* it may use (plan.h); the runner records them in the

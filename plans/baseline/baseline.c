@@ -510,6 +510,7 @@ const vl_strategy vl_strategy_pack = {
     .name = "pack",
     .summary = "packing with pack.algo into max_seq_len bins, dealt evenly to ranks",
     .section = NULL,
+    .builtin = "pack",
     .params = NULL,
     .opts_size = 0,
     .max_len = baseline_max_len,
