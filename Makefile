@@ -35,7 +35,7 @@ CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/tests/testutil.o
 DEPFILES := $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 
-.PHONY: all deps demo test test-release test-clang bench lint man-lint clean help fmt
+.PHONY: all deps demo test test-release test-clang bench lint man-lint clean help fmt golden
 
 all: $(BUILD)/vlplan $(BUILD)/libvlplan.a man/vlplan.1
 
@@ -52,6 +52,7 @@ help:
 	@echo "make test-clang warnings-as-errors build with clang"
 	@echo "make bench      benchmarks (bench/run.sh), results to compare with bench/RESULTS.md"
 	@echo "make lint       mandoc -Tlint on the man page"
+	@echo "make golden     rewrite testdata/golden/*.jsonl after an intended plan change"
 
 deps:
 	@sh tools/deps.sh
@@ -114,6 +115,10 @@ $(BUILD)/bench/bench_%: $(BUILD)/obj/bench/bench_%.o $(BUILD)/libvlplan.a
 
 lint man-lint: man/vlplan.1 | deps
 	mandoc -Tlint -W warning man/vlplan.1
+
+# Regenerate the golden plans (tests/test_golden.c) after an intended change.
+golden: $(BUILD)/vlplan
+	VLPLAN=$(BUILD)/vlplan sh tools/golden.sh
 
 fmt:
 	clang-format -i lib/*/*.[ch] plans/*.[ch] plans/*/*.[ch] cmd/vlplan/*.[ch] tests/*.[ch]
