@@ -5,6 +5,7 @@
 #define VLPLAN_SIM_FIXTURE_H
 
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cost.h"
@@ -65,6 +66,39 @@ static inline void fx_init(fx *f, int layers)
     f->m.tokens = 256000;
     f->m.loss_tokens = 256000;
     cr_assert_eq(vl_plan_init(&f->p, &f->m, "test", 0, &f->err), VL_OK);
+}
+
+/* Append the operations of spec ("F0 F1 R1 B1 B0") to the current rank. */
+static inline void fx_ops(fx *f, const char *spec)
+{
+    for (const char *s = spec; *s; s++) {
+        if (*s == ' ')
+            continue;
+        vl_op_kind k = *s == 'F' ? VL_OP_F : *s == 'R' ? VL_OP_R : VL_OP_B;
+        cr_assert_eq(vl_plan_op(&f->p, (uint32_t)strtoul(s + 1, NULL, 10), k, &f->err), VL_OK);
+        while (s[1] >= '0' && s[1] <= '9')
+            s++;
+    }
+}
+
+/* A segment of the current pack. */
+static inline void fx_seg(fx *f, uint32_t sample, uint32_t off, uint32_t len)
+{
+    cr_assert_eq(vl_plan_seg(&f->p, sample, off, len, &f->err), VL_OK, "%s", f->err.msg);
+}
+
+/* The fixture's manifest cut to the samples the plan uses, their lengths len[]. */
+static inline void fx_manifest_of_plan(fx *f)
+{
+    uint32_t most = 0;
+
+    for (size_t i = 0; i < f->p.nsegs; i++)
+        most = f->p.segs[i].sample + 1 > most ? f->p.segs[i].sample + 1 : most;
+    f->m.n = most;
+    f->m.tokens = 0;
+    for (uint32_t s = 0; s < most; s++)
+        f->m.tokens += f->len[s];
+    f->m.loss_tokens = f->m.tokens;
 }
 
 static inline void fx_fini(fx *f)

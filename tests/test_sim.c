@@ -55,18 +55,6 @@ static void one_rank(fx *f, int pp, const uint32_t *units, size_t n)
         whole_mb(f, units[i]);
 }
 
-static void ops(fx *f, const char *spec)   /* "F0 F1 B1 B0" */
-{
-    for (const char *s = spec; *s; s++) {
-        if (*s == ' ')
-            continue;
-        vl_op_kind k = *s == 'F' ? VL_OP_F : *s == 'R' ? VL_OP_R : VL_OP_B;
-        cr_assert_eq(vl_plan_op(&f->p, (uint32_t)strtoul(s + 1, NULL, 10), k, &f->err), VL_OK);
-        while (s[1] >= '0' && s[1] <= '9')
-            s++;
-    }
-}
-
 static vl_sim_iter_result sim(fx *f, vl_sched sched, vl_sim_trace *t)
 {
     vl_sim_opts o = {.sched = sched};
@@ -215,7 +203,7 @@ Test(sim, explicit_all_forwards_then_backwards_equals_gpipe)
     static const uint32_t u[] = {4, 1, 2, 1};
     fx_init(&f, 4);
     one_rank(&f, 4, u, 4);
-    ops(&f, "F0 F1 F2 F3 B3 B2 B1 B0");
+    fx_ops(&f, "F0 F1 F2 F3 B3 B2 B1 B0");
     fx_init(&g, 4);
     one_rank(&g, 4, u, 4);
     vl_sim_iter_result a = sim(&f, VL_SCHED_1F1B, &tf), b = sim(&g, VL_SCHED_GPIPE, &tg);
@@ -245,7 +233,7 @@ Test(sim, explicit_1f1b_list_equals_default)
     fx f;
     fx_init(&f, 4);
     one_rank(&f, 4, (const uint32_t[]){4, 1, 2, 1}, 4);
-    ops(&f, "F0 B0 F1 B1 F2 B2 F3 B3");
+    fx_ops(&f, "F0 B0 F1 B1 F2 B2 F3 B3");
     vl_sim_iter_result r = sim(&f, VL_SCHED_GPIPE, NULL);   /* sched ignored */
     cr_assert_float_eq(r.bubble, 4.0 / 7.0, EPS);
     fx_fini(&f);
@@ -290,7 +278,7 @@ Test(sim, explicit_order_against_slices_deadlocks)
     vl_sim_iter_result r;
     fx_init(&f, 4);
     sliced_rank(&f);
-    ops(&f, "F0 B0 F1 B1 F2 B2 F3 B3");    /* B0 before B1 breaks the slice order */
+    fx_ops(&f, "F0 B0 F1 B1 F2 B2 F3 B3");    /* B0 before B1 breaks the slice order */
     cr_assert_eq(vl_sim_iter(&f.p, 0, &f.c, NULL, &r, NULL, NULL, &f.err), VL_EDATA);
     cr_assert(strstr(f.err.msg, "deadlock") != NULL, "%s", f.err.msg);
     fx_fini(&f);
@@ -302,7 +290,7 @@ Test(sim, explicit_recompute_adds_a_forward)
     vl_sim_trace t = {0};
     fx_init(&f, 4);
     sliced_rank(&f);
-    ops(&f, "F0 F1 F2 B2 B1 R0 B0 F3 B3");
+    fx_ops(&f, "F0 F1 F2 B2 B1 R0 B0 F3 B3");
     sim(&f, VL_SCHED_1F1B, &t);
     for (uint32_t s = 0; s < 4; s++) {
         const vl_sim_task *rc = find(&t, s, VL_TASK_R, 0), *b = find(&t, s, VL_TASK_B, 0);
@@ -335,7 +323,7 @@ static void state_aware_rank(fx *f, const char *schedule)
         cr_assert_eq(vl_plan_mb_begin(&f->p, 3, &f->err), VL_OK);
         cr_assert_eq(vl_plan_seg(&f->p, 0, cut[k][0], cut[k][1], &f->err), VL_OK);
     }
-    ops(f, schedule);
+    fx_ops(f, schedule);
 }
 
 Test(sim, memory_recompute_keeps_the_state_store)
@@ -372,10 +360,10 @@ Test(sim, explicit_schedule_malformed)
     vl_sim_iter_result r;
     fx_init(&f, 4);
     one_rank(&f, 4, (const uint32_t[]){1, 1}, 2);
-    ops(&f, "F0 B0 F1");
+    fx_ops(&f, "F0 B0 F1");
     cr_assert_eq(vl_sim_iter(&f.p, 0, &f.c, NULL, &r, NULL, NULL, &f.err), VL_EDATA);
     cr_assert(strstr(f.err.msg, "lacks B of pack 1") != NULL, "%s", f.err.msg);
-    ops(&f, "B1 F5");
+    fx_ops(&f, "B1 F5");
     cr_assert_eq(vl_sim_iter(&f.p, 0, &f.c, NULL, &r, NULL, NULL, &f.err), VL_EDATA);
     cr_assert(strstr(f.err.msg, "(F 5) is out of order or names no pack") != NULL, "%s",
               f.err.msg);

@@ -24,23 +24,6 @@ static void fit(fx *f, double a, double b)
     cr_assert_eq(vl_cost_init(&f->c, &f->cfg, &f->err), VL_OK);
 }
 
-static void seg(fx *f, uint32_t s, uint32_t off, uint32_t len)
-{
-    cr_assert_eq(vl_plan_seg(&f->p, s, off, len, &f->err), VL_OK, "%s", f->err.msg);
-}
-
-static void ops(fx *f, const char *spec)
-{
-    for (const char *s = spec; *s; s++) {
-        if (*s == ' ')
-            continue;
-        vl_op_kind k = *s == 'F' ? VL_OP_F : *s == 'R' ? VL_OP_R : VL_OP_B;
-        cr_assert_eq(vl_plan_op(&f->p, (uint32_t)strtoul(s + 1, NULL, 10), k, &f->err), VL_OK);
-        while (s[1] >= '0' && s[1] <= '9')
-            s++;
-    }
-}
-
 static vl_sim_iter_result sim1(fx *f, vl_sim_trace *t)
 {
     vl_sim_iter_result r;
@@ -53,15 +36,8 @@ static vl_sim_iter_result sim1(fx *f, vl_sim_trace *t)
 static void must_verify(fx *f)
 {
     vl_verify_report rep;
-    uint32_t most = 0;
 
-    for (size_t i = 0; i < f->p.nsegs; i++)
-        most = f->p.segs[i].sample + 1 > most ? f->p.segs[i].sample + 1 : most;
-    f->m.n = most;
-    f->m.tokens = 0;
-    for (uint32_t s = 0; s < most; s++)
-        f->m.tokens += f->len[s];
-    f->m.loss_tokens = f->m.tokens;
+    fx_manifest_of_plan(f);
     vl_status st = vl_plan_verify(&f->p, NULL, &rep, &f->err);
     for (size_t i = 0; st != VL_OK && i < rep.nmsgs; i++)
         fprintf(stderr, "  %s\n", rep.msgs[i]);
@@ -83,14 +59,14 @@ static void example_a(fx *f, bool explicit_order)
     cr_assert_eq(vl_plan_rank_begin(&f->p, 0, &par, &f->err), VL_OK);
     for (int j = 0; j < 4; j++) {
         cr_assert_eq(vl_plan_mb_begin(&f->p, 4096, &f->err), VL_OK);
-        seg(f, 0, A_cut[j], A_cut[j + 1] - A_cut[j]);
+        fx_seg(f, 0, A_cut[j], A_cut[j + 1] - A_cut[j]);
     }
     for (int j = 3; j >= 0; j--) {   /* backward packs: last tokens first */
         cr_assert_eq(vl_plan_bwd_begin(&f->p, 4096, &f->err), VL_OK);
-        seg(f, 0, A_cut[j], A_cut[j + 1] - A_cut[j]);
+        fx_seg(f, 0, A_cut[j], A_cut[j + 1] - A_cut[j]);
     }
     if (explicit_order)
-        ops(f, "F0 F1 F2 F3 B0 B1 B2 B3");
+        fx_ops(f, "F0 F1 F2 F3 B0 B1 B2 B3");
 }
 
 Test(sim_model, slimpack_example_a)
@@ -119,18 +95,18 @@ static void example_c(fx *f, bool asym)
     cr_assert_eq(vl_plan_iter_begin(&f->p, 0, &f->err), VL_OK);
     cr_assert_eq(vl_plan_rank_begin(&f->p, 0, &par, &f->err), VL_OK);
     cr_assert_eq(vl_plan_mb_begin(&f->p, 8000, &f->err), VL_OK);
-    seg(f, 0, 0, 3000);
+    fx_seg(f, 0, 0, 3000);
     cr_assert_eq(vl_plan_mb_begin(&f->p, 8000, &f->err), VL_OK);
     for (uint32_t s = 1; s <= 5; s++)
-        seg(f, s, 0, 1000);
+        fx_seg(f, s, 0, 1000);
     if (!asym)
         return;
     cr_assert_eq(vl_plan_bwd_begin(&f->p, 8000, &f->err), VL_OK);
-    seg(f, 0, 219, 2781);
+    fx_seg(f, 0, 219, 2781);
     cr_assert_eq(vl_plan_bwd_begin(&f->p, 8000, &f->err), VL_OK);
-    seg(f, 0, 0, 219);
+    fx_seg(f, 0, 0, 219);
     for (uint32_t s = 1; s <= 5; s++)
-        seg(f, s, 0, 1000);
+        fx_seg(f, s, 0, 1000);
 }
 
 Test(sim_model, slimpack_example_c)
@@ -170,13 +146,13 @@ Test(sim_model, identical_backward_packs_keep_the_bubble)
     cr_assert_eq(vl_plan_rank_begin(&f.p, 0, &par, &f.err), VL_OK);
     for (uint32_t m = 0; m < 4; m++) {
         cr_assert_eq(vl_plan_mb_begin(&f.p, 1000, &f.err), VL_OK);
-        seg(&f, m, 0, 1000);
+        fx_seg(&f, m, 0, 1000);
     }
     for (uint32_t m = 0; m < 4; m++) {
         cr_assert_eq(vl_plan_bwd_begin(&f.p, 1000, &f.err), VL_OK);
-        seg(&f, m, 0, 1000);
+        fx_seg(&f, m, 0, 1000);
     }
-    ops(&f, "F0 B0 F1 B1 F2 B2 F3 B3");
+    fx_ops(&f, "F0 B0 F1 B1 F2 B2 F3 B3");
     must_verify(&f);
     cr_assert_float_eq(sim1(&f, NULL).bubble, 3.0 / 7.0, 1e-12);
     fx_fini(&f);
@@ -199,14 +175,14 @@ static void example_d(fx *f, bool merged)
         cr_assert_eq(vl_plan_rank_begin(&f->p, r, &par, &f->err), VL_OK);
         if (merged || r == 0) {
             cr_assert_eq(vl_plan_mb_begin(&f->p, 8192, &f->err), VL_OK);
-            seg(f, 0, 0, 8192);
+            fx_seg(f, 0, 0, 8192);
             if (merged)
                 cr_assert_eq(vl_plan_mb_share(&f->p, both, 2, &f->err), VL_OK);
         }
         cr_assert_eq(vl_plan_mb_begin(&f->p, 8192, &f->err), VL_OK);
         for (uint32_t s = 1; s <= 8; s++)
             if (!merged ? r == 1 : (s - 1) / 4 == (uint32_t)r)
-                seg(f, s, 0, 1024);
+                fx_seg(f, s, 0, 1024);
     }
 }
 
@@ -259,13 +235,13 @@ Test(sim_model, shared_pack_waits_for_every_member)
     cr_assert_eq(vl_plan_iter_begin(&f.p, 0, &f.err), VL_OK);
     cr_assert_eq(vl_plan_rank_begin(&f.p, 0, &par, &f.err), VL_OK);
     cr_assert_eq(vl_plan_mb_begin(&f.p, 1000, &f.err), VL_OK);
-    seg(&f, 0, 0, 1000);
+    fx_seg(&f, 0, 0, 1000);
     cr_assert_eq(vl_plan_mb_share(&f.p, both, 2, &f.err), VL_OK);
     cr_assert_eq(vl_plan_rank_begin(&f.p, 1, &par, &f.err), VL_OK);
     cr_assert_eq(vl_plan_mb_begin(&f.p, 1000, &f.err), VL_OK);
-    seg(&f, 1, 0, 1000);
+    fx_seg(&f, 1, 0, 1000);
     cr_assert_eq(vl_plan_mb_begin(&f.p, 1000, &f.err), VL_OK);
-    seg(&f, 0, 0, 1000);
+    fx_seg(&f, 0, 0, 1000);
     cr_assert_eq(vl_plan_mb_share(&f.p, both, 2, &f.err), VL_OK);
     must_verify(&f);
     sim1(&f, &t);
@@ -358,7 +334,7 @@ Test(sim_model, pipelines_of_different_depth)
         cr_assert_eq(vl_plan_rank_begin(&f.p, r, r ? &p4 : &p2, &f.err), VL_OK);
         for (uint32_t m = 0; m < 4; m++) {
             cr_assert_eq(vl_plan_mb_begin(&f.p, 1000, &f.err), VL_OK);
-            seg(&f, 4 * (uint32_t)r + m, 0, 1000);
+            fx_seg(&f, 4 * (uint32_t)r + m, 0, 1000);
         }
     }
     must_verify(&f);
@@ -391,7 +367,7 @@ Test(sim_model, micro_step_barriers)
         cr_assert_eq(vl_plan_rank_begin(&f.p, r, &par, &f.err), VL_OK);
         for (int m = 0; m < 2; m++) {
             cr_assert_eq(vl_plan_mb_begin(&f.p, 3000, &f.err), VL_OK);
-            seg(&f, (uint32_t)(2 * r + m), 0, tok[r][m]);
+            fx_seg(&f, (uint32_t)(2 * r + m), 0, tok[r][m]);
         }
     }
     /* once per iteration: each rank 3 x 4000 s */

@@ -13,20 +13,6 @@
 #include "sim_fixture.h"
 #include "verify.h"
 
-/* The fixture's manifest cut to the samples the plan uses. */
-static void manifest_of_plan(fx *f)
-{
-    uint32_t most = 0;
-
-    for (size_t i = 0; i < f->p.nsegs; i++)
-        most = f->p.segs[i].sample + 1 > most ? f->p.segs[i].sample + 1 : most;
-    f->m.n = most;
-    f->m.tokens = 0;
-    for (uint32_t s = 0; s < most; s++)
-        f->m.tokens += f->len[s];
-    f->m.loss_tokens = f->m.tokens;
-}
-
 static bool has_msg(const vl_verify_report *rep, const char *needle)
 {
     for (size_t i = 0; i < rep->nmsgs; i++)
@@ -40,7 +26,7 @@ static void expect(fx *f, const vl_cost *cost, int inv, size_t count, const char
     vl_verify_report rep;
     vl_status st;
 
-    manifest_of_plan(f);
+    fx_manifest_of_plan(f);
     st = vl_plan_verify(&f->p, cost, &rep, &f->err);
     if (rep.by_inv[inv - 1] != count || !has_msg(&rep, needle))
         for (size_t i = 0; i < rep.nmsgs; i++)
@@ -55,28 +41,11 @@ static void ok(fx *f, const vl_cost *cost)
 {
     vl_verify_report rep;
 
-    manifest_of_plan(f);
+    fx_manifest_of_plan(f);
     vl_status st = vl_plan_verify(&f->p, cost, &rep, &f->err);
     for (size_t i = 0; st != VL_OK && i < rep.nmsgs; i++)
         fprintf(stderr, "  %s\n", rep.msgs[i]);
     cr_assert_eq(st, VL_OK, "%s", f->err.msg);
-}
-
-static void seg(fx *f, uint32_t s, uint32_t off, uint32_t len)
-{
-    cr_assert_eq(vl_plan_seg(&f->p, s, off, len, &f->err), VL_OK);
-}
-
-static void ops(fx *f, const char *spec)
-{
-    for (const char *s = spec; *s; s++) {
-        if (*s == ' ')
-            continue;
-        vl_op_kind k = *s == 'F' ? VL_OP_F : *s == 'R' ? VL_OP_R : VL_OP_B;
-        cr_assert_eq(vl_plan_op(&f->p, (uint32_t)strtoul(s + 1, NULL, 10), k, &f->err), VL_OK);
-        while (s[1] >= '0' && s[1] <= '9')
-            s++;
-    }
 }
 
 /* One rank, sample 0 of 3000 tokens forwarded in [0,1000) [1000,3000), backward packs
@@ -91,15 +60,15 @@ static void sliced(fx *f, const uint32_t *bwd, size_t nb, const char *sched)
     cr_assert_eq(vl_plan_iter_begin(&f->p, 0, &f->err), VL_OK);
     cr_assert_eq(vl_plan_rank_begin(&f->p, 0, &par, &f->err), VL_OK);
     cr_assert_eq(vl_plan_mb_begin(&f->p, 3000, &f->err), VL_OK);
-    seg(f, 0, 0, 1000);
+    fx_seg(f, 0, 0, 1000);
     cr_assert_eq(vl_plan_mb_begin(&f->p, 3000, &f->err), VL_OK);
-    seg(f, 0, 1000, 2000);
+    fx_seg(f, 0, 1000, 2000);
     for (size_t j = 0; j < nb; j++) {
         cr_assert_eq(vl_plan_bwd_begin(&f->p, 3000, &f->err), VL_OK);
-        seg(f, 0, bwd[2 * j], bwd[2 * j + 1]);
+        fx_seg(f, 0, bwd[2 * j], bwd[2 * j + 1]);
     }
     if (sched)
-        ops(f, sched);
+        fx_ops(f, sched);
 }
 
 Test(verify_model, backward_packs_valid)
@@ -150,9 +119,9 @@ Test(verify_model, forward_slices_out_of_token_order)
     cr_assert_eq(vl_plan_iter_begin(&f.p, 0, &f.err), VL_OK);
     cr_assert_eq(vl_plan_rank_begin(&f.p, 0, &par, &f.err), VL_OK);
     cr_assert_eq(vl_plan_mb_begin(&f.p, 3000, &f.err), VL_OK);
-    seg(&f, 0, 1000, 2000);
+    fx_seg(&f, 0, 1000, 2000);
     cr_assert_eq(vl_plan_mb_begin(&f.p, 3000, &f.err), VL_OK);
-    seg(&f, 0, 0, 1000);
+    fx_seg(&f, 0, 0, 1000);
     expect(&f, NULL, 5, 1, "tokens from 1000 go forward before tokens from 0");
     fx_fini(&f);
 }
@@ -177,11 +146,11 @@ static void shared(fx *f, int copy_edit)
     for (int r = 0; r < 2; r++) {
         cr_assert_eq(vl_plan_rank_begin(&f->p, r, &par, &f->err), VL_OK);
         cr_assert_eq(vl_plan_mb_begin(&f->p, 1000, &f->err), VL_OK);
-        seg(f, (r == 1 && copy_edit == 1) ? 3 : 0, 0, 1000);
+        fx_seg(f, (r == 1 && copy_edit == 1) ? 3 : 0, 0, 1000);
         cr_assert_eq(vl_plan_mb_share(&f->p, (r == 1 && copy_edit == 2) ? other : both, 2,
                                       &f->err), VL_OK);
         cr_assert_eq(vl_plan_mb_begin(&f->p, 1000, &f->err), VL_OK);
-        seg(f, 1 + (uint32_t)r, 0, 1000);
+        fx_seg(f, 1 + (uint32_t)r, 0, 1000);
     }
 }
 
@@ -230,7 +199,7 @@ Test(verify_model, gpus_distinct_and_within_the_cluster)
         cr_assert_eq(vl_plan_rank_begin(&f.p, r, &par, &f.err), VL_OK);
         cr_assert_eq(vl_plan_rank_gpus(&f.p, r ? &g1 : &g0, 1, &f.err), VL_OK);
         cr_assert_eq(vl_plan_mb_begin(&f.p, 1000, &f.err), VL_OK);
-        seg(&f, (uint32_t)r, 0, 1000);
+        fx_seg(&f, (uint32_t)r, 0, 1000);
     }
     expect(&f, NULL, 5, 1, "GPU 3 belongs to two ranks");
     f.p.gpus[f.p.ranks[1].gpu0] = far;    /* the fixture's cluster has 8 GPUs */
@@ -248,12 +217,12 @@ Test(verify_model, uneven_counts_need_the_capability)
     cr_assert_eq(vl_plan_iter_begin(&f.p, 0, &f.err), VL_OK);
     cr_assert_eq(vl_plan_rank_begin(&f.p, 0, &par, &f.err), VL_OK);
     cr_assert_eq(vl_plan_mb_begin(&f.p, 1000, &f.err), VL_OK);
-    seg(&f, 0, 0, 1000);
+    fx_seg(&f, 0, 0, 1000);
     cr_assert_eq(vl_plan_mb_begin(&f.p, 1000, &f.err), VL_OK);
-    seg(&f, 1, 0, 1000);
+    fx_seg(&f, 1, 0, 1000);
     cr_assert_eq(vl_plan_rank_begin(&f.p, 1, &par, &f.err), VL_OK);
     cr_assert_eq(vl_plan_mb_begin(&f.p, 1000, &f.err), VL_OK);
-    seg(&f, 2, 0, 1000);
+    fx_seg(&f, 2, 0, 1000);
     expect(&f, NULL, 4, 1, "does not declare uneven counts");
     f.p.caps = VL_CAP_UNEVEN_MBS;
     ok(&f, NULL);
@@ -278,7 +247,7 @@ Test(verify_model, degrees_the_model_permits)
     cr_assert_eq(vl_plan_iter_begin(&f.p, 0, &f.err), VL_OK);
     cr_assert_eq(vl_plan_rank_begin(&f.p, 0, &par, &f.err), VL_OK);
     cr_assert_eq(vl_plan_mb_begin(&f.p, 1000, &f.err), VL_OK);
-    seg(&f, 0, 0, 1000);
+    fx_seg(&f, 0, 0, 1000);
     expect(&f, &f.c, 3, 1, "pp 8 exceeds the 4 model layers");
     f.p.ranks[0].par.pp = 2;
     expect(&f, &f.c, 3, 1, "ckpt_layers 9 exceeds the 2 layers of a pipeline stage");
@@ -298,7 +267,7 @@ Test(verify_model, all_violations_reported)
     cr_assert_eq(vl_plan_mb_begin(&f.p, 10, &f.err), VL_OK);
     for (uint32_t s = 0; s < 5; s++)
         cr_assert_eq(vl_plan_seg_cp(&f.p, s, 0, 1000, 5, &f.err), VL_OK);
-    manifest_of_plan(&f);
+    fx_manifest_of_plan(&f);
     cr_assert_eq(vl_plan_verify(&f.p, NULL, &rep, &f.err), VL_EVERIFY);
     cr_assert_eq(rep.by_inv[2], 1, "capacity");
     cr_assert_eq(rep.by_inv[4], 6, "five out of range, the capability once");

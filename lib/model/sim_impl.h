@@ -93,7 +93,7 @@ struct vl_sim_scratch {
     uint32_t *pend; size_t pend_cap;     /* per B pack: dependencies not yet met */
 
     /* token intervals of the rank being prepared (sim_rank.c) */
-    struct vl_sim_iv *iv; size_t iv_cap, niv;
+    vl_interval *iv; size_t iv_cap, niv;
     vl_seg *tmp; size_t tmp_cap;         /* cost model scratch */
 
     /* shared packs: instance i has copies inst_m[inst_off[i] .. inst_off[i+1]) as node

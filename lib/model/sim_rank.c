@@ -17,12 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct vl_sim_iv {
-    uint32_t sample, off, end;
-    uint32_t pack;
-    uint8_t bwd;
-} iv_t;
-
 /* ---- layers ---- */
 
 /* Stage s holds L/pp layers, the first L % pp stages one more. */
@@ -53,51 +47,8 @@ vl_status vl__sim_layers(vl_sim_scratch *w, uint32_t r, vl_err *err)
 
 /* ---- dependencies ---- */
 
-static int cmp_iv(const void *x, const void *y)
-{
-    const iv_t *a = x, *b = y;
-
-    if (a->sample != b->sample)
-        return a->sample < b->sample ? -1 : 1;
-    if (a->bwd != b->bwd)
-        return a->bwd < b->bwd ? -1 : 1;
-    if (a->off != b->off)
-        return a->off < b->off ? -1 : 1;
-    return (a->pack > b->pack) - (a->pack < b->pack);
-}
-
-static vl_status collect(vl_sim_scratch *w, const vl_sim_rank *R, uint32_t first, uint32_t n,
-                         bool bwd, vl_err *err)
-{
-    const vl_plan *p = w->p;
-    vl_status st;
-
-    for (uint32_t j = 0; j < n; j++) {
-        const vl_mb *mb = &p->mbs[R->rk->mb0 + first + j];
-        const vl_seg *s = vl_plan_mb_segs(p, mb);
-        if ((st = vl_grow(&w->iv, &w->iv_cap, w->niv + mb->nseg, sizeof *w->iv, err)) != VL_OK)
-            return st;
-        for (uint32_t k = 0; k < mb->nseg; k++)
-            if (s[k].sample != VL_SAMPLE_UNKNOWN && s[k].len > 0)
-                w->iv[w->niv++] = (iv_t){s[k].sample, s[k].off, s[k].off + s[k].len, j, bwd};
-    }
-    return VL_OK;
-}
-
-static bool sliced(const vl_plan *p, const vl_rank *rk)
-{
-    for (uint32_t j = 0; j < rk->nmb; j++) {
-        const vl_mb *mb = &p->mbs[rk->mb0 + j];
-        const vl_seg *s = vl_plan_mb_segs(p, mb);
-        for (uint32_t k = 0; k < mb->nseg; k++)
-            if (s[k].off > 0)
-                return true;
-    }
-    return false;
-}
-
 /* The entry of v[0..n) (one sample and direction, sorted by offset) holding token t. */
-static const iv_t *holding(const iv_t *v, size_t n, uint64_t t)
+static const vl_interval *holding(const vl_interval *v, size_t n, uint64_t t)
 {
     size_t lo = 0, hi = n;
 
@@ -139,14 +90,14 @@ static vl_status push(pending **a, size_t *n, size_t *cap, uint32_t row, uint32_
 
 /* The edges of one sample: forward entries f[0..nf), B-side entries b[0..nb) (the
  * forward ones again without backward packs), each sorted by offset. */
-static vl_status sample_edges(edges *E, const iv_t *f, size_t nf, const iv_t *b, size_t nb,
+static vl_status sample_edges(edges *E, const vl_interval *f, size_t nf, const vl_interval *b, size_t nb,
                               bool asym, vl_err *err)
 {
     uint32_t last = 0, last_pack = 0;
     vl_status st;
 
     for (size_t i = 0; i < nf; i++) {
-        const iv_t *q = f[i].off > 0 ? holding(f, nf, (uint64_t)f[i].off - 1) : NULL;
+        const vl_interval *q = f[i].off > 0 ? holding(f, nf, (uint64_t)f[i].off - 1) : NULL;
         if (q && (st = push(&E->fp, &E->nfp, &E->cfp, f[i].pack, q->pack, true, err)) != VL_OK)
             return st;
         if (f[i].end >= last) {
@@ -155,7 +106,7 @@ static vl_status sample_edges(edges *E, const iv_t *f, size_t nf, const iv_t *b,
         }
     }
     for (size_t j = 0; j < nb; j++) {
-        const iv_t *q = holding(b, nb, b[j].end);
+        const vl_interval *q = holding(b, nb, b[j].end);
         if (q && (st = push(&E->bb, &E->nbb, &E->cbb, b[j].pack, q->pack, true, err)) != VL_OK)
             return st;
         if (asym && nf > 0 && b[j].end >= last &&
@@ -181,7 +132,8 @@ static vl_status to_csr(pending *pe, size_t n, uint32_t rows, uint32_t *off, uin
     size_t k = 0;
     vl_status st;
 
-    qsort(pe, n, sizeof *pe, cmp_pending);
+    if (n > 1)
+        qsort(pe, n, sizeof *pe, cmp_pending);
     for (uint32_t r = 0; r < rows; r++) {
         off[r] = (uint32_t)*len;
         for (; k < n && pe[k].row == r; k++) {
@@ -198,13 +150,10 @@ static vl_status to_csr(pending *pe, size_t n, uint32_t rows, uint32_t *off, uin
 
 static vl_status find_edges(vl_sim_scratch *w, const vl_sim_rank *R, edges *E, vl_err *err)
 {
-    vl_status st;
+    vl_status st = vl_plan_rank_intervals(w->p, R->rk, &w->iv, &w->iv_cap, &w->niv, err);
 
-    w->niv = 0;
-    if ((st = collect(w, R, 0, R->nf, false, err)) != VL_OK ||
-        (R->asym && (st = collect(w, R, R->nf, R->nb, true, err)) != VL_OK))
+    if (st != VL_OK)
         return st;
-    qsort(w->iv, w->niv, sizeof *w->iv, cmp_iv);
     for (size_t i = 0, j; i < w->niv; i = j) {
         size_t nf = 0;
         for (j = i; j < w->niv && w->iv[j].sample == w->iv[i].sample; j++)
@@ -231,7 +180,7 @@ vl_status vl__sim_deps(vl_sim_scratch *w, uint32_t r, vl_err *err)
         (st = vl_grow(&w->bf_off, &w->bf_off_cap, w->nb_rows, sizeof(uint32_t), err)) ||
         (st = vl_grow(&w->bb_off, &w->bb_off_cap, w->nb_rows, sizeof(uint32_t), err)))
         return st;
-    if (!R->asym && !sliced(w->p, R->rk)) {   /* whole samples: no edges at all */
+    if (!R->asym && !vl_plan_rank_sliced(w->p, R->rk)) {   /* whole samples: no edges at all */
         for (uint32_t i = 0; i <= R->nf; i++)
             w->fp_off[R->fp0 + i] = (uint32_t)w->nfp;
         for (uint32_t i = 0; i <= R->nb; i++) {

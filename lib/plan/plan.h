@@ -226,6 +226,20 @@ typedef struct vl_gpu_walk {
 void vl_gpu_walk_begin(vl_gpu_walk *w, const vl_plan *p, size_t it);
 uint32_t vl_gpu_walk_at(const vl_gpu_walk *w, uint32_t k);
 void vl_gpu_walk_next(vl_gpu_walk *w);
+/* A segment of a rank as a token interval [off, end) of its sample in pack `pack` of the
+ * forward (bwd 0) or backward (bwd 1) list. */
+typedef struct vl_interval {
+    uint32_t sample, off, end;
+    uint32_t pack;
+    uint8_t bwd;
+} vl_interval;
+/** Whether a forward segment of rk continues a sample (an offset above 0). */
+bool vl_plan_rank_sliced(const vl_plan *p, const vl_rank *rk);
+/** Every non-empty segment of a known sample in rk's packs, sorted by (sample, bwd,
+ *  off, pack) into *iv (grown as needed, capacity *cap; *n of them).  VL_ENOMEM. */
+vl_status vl_plan_rank_intervals(const vl_plan *p, const vl_rank *rk, vl_interval **iv,
+                                 size_t *cap, size_t *n, vl_err *err);
+
 /** Loss-carrying tokens of a segment: a sample's loss tokens are taken to be its last
  *  `loss` tokens (prompt first, response last), so slices split them exactly. */
 uint32_t vl_plan_seg_loss(const vl_plan *p, const vl_seg *s);

@@ -13,11 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct entry {
-    uint32_t sample, off, end;
-    uint32_t pack;        /* index in its list (forward or backward) */
-    uint8_t bwd;
-} entry;
+#include "grow.h"
 
 typedef struct order {
     const vl_vctx *v;
@@ -26,22 +22,8 @@ typedef struct order {
     const vl_rank *rk;
     int64_t *fpos, *bpos; /* schedule position of F / B per pack, -1 = none */
     size_t fcap, bcap;
-    entry *e; size_t ne, ecap;
+    vl_interval *e; size_t ne, ecap;
 } order;
-
-static vl_status grow(void *arr, size_t *cap, size_t n, size_t el, vl_err *err)
-{
-    void *na;
-
-    if (n <= *cap)
-        return VL_OK;
-    n = n < 2 * *cap ? 2 * *cap : n;
-    if (!(na = realloc(*(void **)arr, n * el)))
-        return vl_seterr(err, VL_ENOMEM, "out of memory verifying the plan");
-    *(void **)arr = na;
-    *cap = n;
-    return VL_OK;
-}
 
 /* ---- schedule ---- */
 
@@ -101,38 +83,9 @@ static void check_schedule(order *o)
 
 /* ---- slices ---- */
 
-static int cmp_entry(const void *x, const void *y)
-{
-    const entry *a = x, *b = y;
-
-    if (a->sample != b->sample)
-        return a->sample < b->sample ? -1 : 1;
-    if (a->bwd != b->bwd)
-        return a->bwd < b->bwd ? -1 : 1;
-    if (a->off != b->off)
-        return a->off < b->off ? -1 : 1;
-    return (a->pack > b->pack) - (a->pack < b->pack);
-}
-
-static vl_status collect(order *o, uint32_t from, uint32_t n, bool bwd, vl_err *err)
-{
-    const vl_plan *p = o->v->p;
-    vl_status st;
-
-    for (uint32_t j = 0; j < n; j++) {
-        const vl_mb *mb = &p->mbs[o->rk->mb0 + from + j];
-        const vl_seg *s = vl_plan_mb_segs(p, mb);
-        if ((st = grow(&o->e, &o->ecap, o->ne + mb->nseg, sizeof *o->e, err)) != VL_OK)
-            return st;
-        for (uint32_t k = 0; k < mb->nseg; k++)
-            o->e[o->ne++] = (entry){s[k].sample, s[k].off, s[k].off + s[k].len, j, bwd};
-    }
-    return VL_OK;
-}
-
 /* The backward entries b[0..nb) of one sample tile the union of its forward entries
  * f[0..nf) (both sorted by offset): end to end, nothing outside, nothing twice. */
-static void check_tiling(order *o, const entry *f, size_t nf, const entry *b, size_t nb)
+static void check_tiling(order *o, const vl_interval *f, size_t nf, const vl_interval *b, size_t nb)
 {
     size_t i = 0, j = 0;
     uint64_t lo = 0, hi = 0;   /* the rest [lo, hi) of the current forward range */
@@ -164,7 +117,7 @@ static void check_tiling(order *o, const entry *f, size_t nf, const entry *b, si
 }
 
 /* Forward slices in token order: F positions rise with the offset. */
-static void check_forward(order *o, const entry *f, size_t nf)
+static void check_forward(order *o, const vl_interval *f, size_t nf)
 {
     for (size_t i = 1; i < nf; i++) {
         int64_t a = o->rk->nop ? o->fpos[f[i - 1].pack] : f[i - 1].pack;
@@ -180,7 +133,7 @@ static void check_forward(order *o, const entry *f, size_t nf)
 
 /* Under an explicit schedule: backward slices in reverse token order, and each backward
  * pack after the forward of every pack holding tokens it touches. */
-static void check_backward(order *o, const entry *f, size_t nf, const entry *b, size_t nb)
+static void check_backward(order *o, const vl_interval *f, size_t nf, const vl_interval *b, size_t nb)
 {
     char name[160];
     size_t i = 0;
@@ -206,7 +159,7 @@ static void check_backward(order *o, const entry *f, size_t nf, const entry *b, 
     }
 }
 
-static void check_sample(order *o, const entry *s, size_t n)
+static void check_sample(order *o, const vl_interval *s, size_t n)
 {
     size_t nf = 0;
 
@@ -220,19 +173,6 @@ static void check_sample(order *o, const entry *s, size_t n)
         check_backward(o, s, nf, o->rk->nbwd ? s + nf : s, o->rk->nbwd ? n - nf : nf);
 }
 
-/* Whether any forward segment of the rank continues a sample. */
-static bool sliced(const vl_plan *p, const vl_rank *rk)
-{
-    for (uint32_t j = 0; j < rk->nmb; j++) {
-        const vl_mb *mb = &p->mbs[rk->mb0 + j];
-        const vl_seg *s = vl_plan_mb_segs(p, mb);
-        for (uint32_t k = 0; k < mb->nseg; k++)
-            if (s[k].off > 0)
-                return true;
-    }
-    return false;
-}
-
 static vl_status check_rank(order *o, vl_err *err)
 {
     const vl_rank *rk = o->rk;
@@ -240,18 +180,15 @@ static vl_status check_rank(order *o, vl_err *err)
     vl_status st;
 
     if (rk->nop > 0) {
-        if ((st = grow(&o->fpos, &o->fcap, rk->nmb + 1, sizeof *o->fpos, err)) != VL_OK ||
-            (st = grow(&o->bpos, &o->bcap, nb + rk->nmb + 1, sizeof *o->bpos, err)) != VL_OK)
+        if ((st = vl_grow(&o->fpos, &o->fcap, rk->nmb + 1, sizeof *o->fpos, err)) != VL_OK ||
+            (st = vl_grow(&o->bpos, &o->bcap, nb + rk->nmb + 1, sizeof *o->bpos, err)) != VL_OK)
             return st;
         check_schedule(o);
     }
-    if (rk->nbwd == 0 && !sliced(o->v->p, rk))
+    if (rk->nbwd == 0 && !vl_plan_rank_sliced(o->v->p, rk))
         return VL_OK;
-    o->ne = 0;
-    if ((st = collect(o, 0, rk->nmb, false, err)) != VL_OK ||
-        (st = collect(o, rk->nmb, rk->nbwd, true, err)) != VL_OK)
+    if ((st = vl_plan_rank_intervals(o->v->p, rk, &o->e, &o->ecap, &o->ne, err)) != VL_OK)
         return st;
-    qsort(o->e, o->ne, sizeof *o->e, cmp_entry);
     for (size_t i = 0, j; i < o->ne; i = j) {
         for (j = i + 1; j < o->ne && o->e[j].sample == o->e[i].sample; j++)
             ;
