@@ -47,6 +47,8 @@ static void where(const vl_reader *r, char *buf, size_t cap)
 }
 
 static void add_msg(vl_msgs *ms, const char *prefix, const vl_reader *r, const char *fmt,
+                    va_list ap) VL_PRINTF_LIKE(4, 0);
+static void add_msg(vl_msgs *ms, const char *prefix, const vl_reader *r, const char *fmt,
                     va_list ap)
 {
     char loc[128], *out;

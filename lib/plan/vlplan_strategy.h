@@ -44,7 +44,11 @@ void vl_job_log(const vl_job *job, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-void vl_job_vlog(const vl_job *job, const char *fmt, va_list ap);
+void vl_job_vlog(const vl_job *job, const char *fmt, va_list ap)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 0)))
+#endif
+    ;
 
 /** Record the knobs actually used -- opts bound with params, after "auto" resolved --
  *  as the plan header's "params" (without this call the header has the bound opts).
