@@ -153,7 +153,8 @@ Test(planio, read_without_manifest)
     cr_assert_eq(vl_plan_read(&q, &f, path, NULL, &err), VL_OK, "%s", err.msg);
     cr_assert_null(q.m);
     cr_assert_eq(q.nsegs, 4);
-    /* without a manifest ids are numbered by first appearance: 0, 2, 1, 1, then 3 */
+    /* without a manifest ids are numbered by first appearance in their record: the
+     * iteration's 0, 2, 1, 1; the footer's 3, 3, 0 */
     cr_assert_eq(q.segs[1].sample, 1);
     cr_assert_eq(q.segs[2].sample, 2);
     cr_assert_eq(q.segs[3].sample, 2);
@@ -163,9 +164,9 @@ Test(planio, read_without_manifest)
     cr_assert_eq(q.ranks[1].group, 3);
     cr_assert_eq(q.ranks[0].group, -1);
     cr_assert_eq(q.ndrops, 3);
-    cr_assert_eq(q.drops[0].sample, 3);
-    cr_assert_eq(q.drops[1].sample, 3);
-    cr_assert_eq(q.drops[2].sample, 0);
+    cr_assert_eq(q.drops[0].sample, 0);
+    cr_assert_eq(q.drops[1].sample, 0);
+    cr_assert_eq(q.drops[2].sample, 1);
     cr_assert_str_eq(q.params_json, "{\"k\":1}");
     cr_assert_str_eq(q.config_json, "{\"a\":{\"b\":0.35,\"c\":\"x\"}}");
     cr_assert_eq(q.epochs, 1);

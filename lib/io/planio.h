@@ -33,7 +33,9 @@ vl_status vl_plan_write_fd(const vl_plan *p, int fd, bool zstd, vl_err *err);
  *  claimed and what the reader found into *file (may be NULL).  With m, segment ids are
  *  resolved to manifest indices (unknown ones become VL_SAMPLE_UNKNOWN, counted in
  *  file->unknown_ids); without m, p->m is NULL and every distinct id gets the next
- *  index in order of first appearance.  Only the structure is required (design §7): a
+ *  index in order of first appearance within its record (an iteration, or the footer's
+ *  dropped ranges): enough to tell the slices of one sample apart, which is all the
+ *  metrics and the simulator need.  Only the structure is required (design §7): a
  *  header with the schema, iteration records, ranks, micro-batches and their "seg";
  *  every other field is optional and checked when present.  Findings for verify (sums,
  *  counts, checksum) are recorded in file; structural errors (a wrong type, a missing

@@ -1,7 +1,10 @@
 /* lib/io/planio_ids.c -- sample ids of a plan read without its manifest, interned: every
  * distinct id (an integer, or a string: 5 and "5" differ) gets the next index in order of
  * first appearance, so the simulator and the metrics can tell samples apart exactly.
- * Open addressing on a 64-bit hash; strings are kept in one pool. */
+ * The reader starts afresh at every iteration (and at the footer's dropped ranges):
+ * nothing needs a sample's identity across iterations -- a slice continuing one from
+ * another iteration makes no dependency -- so the table stays the size of one
+ * iteration.  Open addressing on a 64-bit hash; strings are kept in one pool. */
 #include "planio_impl.h"
 
 #include <stdlib.h>
@@ -142,4 +145,40 @@ vl_status vl__ids_intern(vl_idtab *t, bool str, int64_t v, const char *s, size_t
     t->idx[j] = (uint32_t)t->n;
     *out = (uint32_t)t->n++;
     return VL_OK;
+}
+
+size_t vl__ids_count(const vl_idtab *t)
+{
+    return t->n;
+}
+
+void vl__ids_undo(vl_idtab *t, size_t n)
+{
+    if (n >= t->n)
+        return;
+    /* rebuild the table over ids [0, n): removing the newer slots alone could break a
+     * probe chain laid down by a rehash after them */
+    t->n = n;
+    if (t->cap > 0)
+        memset(t->hash, 0, t->cap * sizeof *t->hash);
+    for (size_t i = 0; i < n; i++) {
+        bool str = t->soff[i] != UINT64_MAX;
+        uint64_t h = hash_of(str, t->ival[i], str ? t->pool + t->soff[i] : NULL, t->slen[i]);
+        size_t j;
+        for (j = h & (t->cap - 1); t->hash[j]; j = (j + 1) & (t->cap - 1))
+            ;
+        t->hash[j] = h;
+        t->idx[j] = (uint32_t)i;
+    }
+    t->npool = 0;
+    for (size_t i = n; i-- > 0;)
+        if (t->soff[i] != UINT64_MAX) {
+            t->npool = t->soff[i] + t->slen[i];
+            break;
+        }
+}
+
+void vl__ids_reset(vl_idtab *t)
+{
+    vl__ids_undo(t, 0);
 }

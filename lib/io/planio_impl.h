@@ -26,6 +26,12 @@ void vl__ids_free(vl_idtab *t);
  *  when it is new.  VL_ENOMEM, VL_EDATA (more ids than indices). */
 vl_status vl__ids_intern(vl_idtab *t, bool str, int64_t v, const char *s, size_t len,
                          uint32_t *out, vl_err *err);
+/** Ids interned so far. */
+size_t vl__ids_count(const vl_idtab *t);
+/** Forget every id interned after the first n (a line given back by the fast path). */
+void vl__ids_undo(vl_idtab *t, size_t n);
+/** Forget every id: numbering starts again at 0 (each iteration, the footer). */
+void vl__ids_reset(vl_idtab *t);
 
 /* ---- the reader ---- */
 typedef struct vl_reader {
@@ -44,7 +50,13 @@ typedef struct vl_reader {
     bool bwd;             /* mb counts backward packs */
     vl_sha256 sha;        /* of every line before the footer */
     bool have_header, have_footer;
+    bool no_fast;         /* every line through jansson (tests, the differential fuzzer) */
 } vl_reader;
+
+/** vl_plan_read, with the fast path (planio_fast.c) or with every line through jansson
+ *  (fast false: tests and the differential fuzzer). */
+vl_status vl__plan_read_with(vl_plan *p, vl_plan_file *file, const char *path, vl_manifest *m,
+                             bool fast, vl_err *err);
 
 /** A structural error at the current position ("NAME:LINE: iteration 3, rank 1, micro-batch
  *  0: msg"): collected, reading goes on, the read fails at the end. */
@@ -62,5 +74,11 @@ bool vl__rd_uint(vl_reader *r, const json_t *o, const char *key, uint64_t max, u
                  bool *bad);
 /** One "iter" record into r->p.  VL_ENOMEM only: everything else is recorded. */
 vl_status vl__rd_iter(vl_reader *r, json_t *o, vl_err *err);
+/** The fast path (planio_fast.c): line [line, line + len) read into r->p when it is an
+ *  "iter" record exactly as vlplan writes it, with every claim consistent and every id
+ *  known (*taken true); else *taken false and r->p and the id table as they were.
+ *  VL_ENOMEM. */
+vl_status vl__rd_fast_iter(vl_reader *r, const char *line, size_t len, bool *taken,
+                           vl_err *err);
 
 #endif

@@ -426,6 +426,20 @@ static vl_status read_lines(vl_reader *r, vl_err *err)
             vl__rd_problem(r, 5, "data after the footer");
             return VL_OK;
         }
+        if (r->ids)   /* ids are numbered within each record (planio_ids.c) */
+            vl__ids_reset(r->ids);
+        if (r->have_header && !r->no_fast && len > 14 &&
+            memcmp(line, "{\"type\":\"iter\"", 14) == 0) {
+            bool taken;
+            if ((st = vl__rd_fast_iter(r, line, len, &taken, err)) != VL_OK)
+                return st;
+            if (taken) {
+                vl_sha256_update(&r->sha, line, len);
+                if (nl)
+                    vl_sha256_update(&r->sha, "\n", 1);
+                continue;
+            }
+        }
         if (!(rec = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je))) {
             if (!nl && r->have_header) { /* cut short: verify reports the missing footer */
                 vl__rd_problem(r, 5, "incomplete last line (file truncated?)");
@@ -474,6 +488,12 @@ static vl_status finish(vl_reader *r, vl_status st, vl_err *err)
 vl_status vl_plan_read(vl_plan *p, vl_plan_file *file, const char *path, vl_manifest *m,
                        vl_err *err)
 {
+    return vl__plan_read_with(p, file, path, m, true, err);
+}
+
+vl_status vl__plan_read_with(vl_plan *p, vl_plan_file *file, const char *path, vl_manifest *m,
+                             bool fast, vl_err *err)
+{
     vl_plan_file scratch;
     vl_reader r;
     vl_status st;
@@ -490,6 +510,7 @@ vl_status vl_plan_read(vl_plan *p, vl_plan_file *file, const char *path, vl_mani
     r.file = file;
     r.m = m;
     r.it = r.rank = r.mb = r.seg = -1;
+    r.no_fast = !fast;
     vl_sha256_init(&r.sha);
     if (!m && (st = vl__ids_new(&r.ids, err)) != VL_OK)
         return st;

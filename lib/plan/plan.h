@@ -114,7 +114,8 @@ typedef struct vl_drop {
 
 typedef struct vl_plan {
     vl_manifest *m;       /* borrowed: ids, lengths, loss tokens; NULL for a plan read
-                           * without one (sample = the id's order of first appearance) */
+                           * without one (sample = the id's order of first appearance in
+                           * its iteration) */
     /* header */
     char strategy[48];
     uint64_t seed;
