@@ -228,6 +228,7 @@ Test(planio_model, vlplan_footer_claims_required)
     size_t n;
 
     tiny_plan(&p, m);
+    p.caps = VL_CAP_SCHEDULE;
     char *text = write_and_slurp(&p, "t.jsonl", &n);
     char *at = strstr(text, "\"samples\":3,\"tokens\":600,\"dropped\"");
     cr_assert_not_null(at);

@@ -44,6 +44,19 @@ vl_status vl_plan_write_fd(const vl_plan *p, int fd, bool zstd, vl_err *err);
 vl_status vl_plan_read(vl_plan *p, vl_plan_file *file, const char *path, vl_manifest *m,
                        vl_err *err);
 
+/* Called by vl_plan_read_each after every iteration record with p holding the header
+ *  and that iteration alone, as iters[0] (its number is p->iter_base).  Return VL_OK to
+ *  go on; any other status stops the read and is returned. */
+typedef vl_status (*vl_plan_visit)(void *ud, vl_plan *p, vl_err *err);
+
+/** vl_plan_read, an iteration at a time: memory holds one iteration, not the plan.
+ *  After the last visit p holds the header, the footer's dropped ranges and no
+ *  iteration (p->iter_base = the number of iterations read); the caller frees it.
+ *  Errors and findings as vl_plan_read; a structural error stops the visits at the
+ *  record that has one (the read then goes on collecting errors and fails). */
+vl_status vl_plan_read_each(vl_plan *p, vl_plan_file *file, const char *path, vl_manifest *m,
+                            vl_plan_visit visit, void *ud, vl_err *err);
+
 /* ---- the field table: the record keys the writer, the reader and verify share ---- */
 
 typedef enum { VL_PF_ITER, VL_PF_RANK, VL_PF_MB } vl_pf_level;

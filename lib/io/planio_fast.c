@@ -314,7 +314,8 @@ static bool record(vl_reader *r, cur *c, vl_err *err, vl_status *st)
     uint64_t t, l, s;
 
     if (!LIT(c, "{\"type\":\"iter\"") || !kv(c, "it", false, 0, INT64_MAX, &it) ||
-        (uint64_t)it != r->p->niters || !kv(c, "epoch", false, 0, UINT32_MAX, &epoch) ||
+        (uint64_t)it != r->p->iter_base + r->p->niters ||
+        !kv(c, "epoch", false, 0, UINT32_MAX, &epoch) ||
         !kv(c, "tokens", false, 0, INT64_MAX, &tokens) ||
         !kv(c, "loss_tokens", false, 0, INT64_MAX, &loss) ||
         !kv(c, "samples", false, 0, INT64_MAX, &samples))

@@ -51,12 +51,15 @@ typedef struct vl_reader {
     vl_sha256 sha;        /* of every line before the footer */
     bool have_header, have_footer;
     bool no_fast;         /* every line through jansson (tests, the differential fuzzer) */
+    vl_plan_visit visit;  /* vl_plan_read_each: after every iteration, then cleared */
+    void *ud;
+    uint32_t epochs_seen; /* the largest iteration epoch + 1 */
 } vl_reader;
 
-/** vl_plan_read, with the fast path (planio_fast.c) or with every line through jansson
- *  (fast false: tests and the differential fuzzer). */
+/** vl_plan_read (visit NULL) or vl_plan_read_each, with the fast path (planio_fast.c)
+ *  or with every line through jansson (fast false: tests, the differential fuzzer). */
 vl_status vl__plan_read_with(vl_plan *p, vl_plan_file *file, const char *path, vl_manifest *m,
-                             bool fast, vl_err *err);
+                             bool fast, vl_plan_visit visit, void *ud, vl_err *err);
 
 /** A structural error at the current position ("NAME:LINE: iteration 3, rank 1, micro-batch
  *  0: msg"): collected, reading goes on, the read fails at the end. */

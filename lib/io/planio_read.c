@@ -411,6 +411,25 @@ static vl_status read_record(vl_reader *r, json_t *rec, const char *line, size_t
     return VL_OK;
 }
 
+/* An iteration record was read: note its epoch; reading one at a time, hand it to the
+ * visitor (unless the plan already has structural errors) and forget it. */
+static vl_status iteration_done(vl_reader *r, vl_err *err)
+{
+    vl_plan *p = r->p;
+    vl_status st = VL_OK;
+
+    if (p->niters == 0)
+        return VL_OK;
+    if (p->iters[p->niters - 1].epoch + 1 > r->epochs_seen)
+        r->epochs_seen = p->iters[p->niters - 1].epoch + 1;
+    if (!r->visit)
+        return VL_OK;
+    if (r->file->errors.total == 0)
+        st = r->visit(r->ud, p, err);
+    vl_plan_clear_iters(p, p->iter_base + p->niters);
+    return st;
+}
+
 static vl_status read_lines(vl_reader *r, vl_err *err)
 {
     char *line = NULL;
@@ -437,6 +456,8 @@ static vl_status read_lines(vl_reader *r, vl_err *err)
                 vl_sha256_update(&r->sha, line, len);
                 if (nl)
                     vl_sha256_update(&r->sha, "\n", 1);
+                if ((st = iteration_done(r, err)) != VL_OK)
+                    return st;
                 continue;
             }
         }
@@ -453,6 +474,8 @@ static vl_status read_lines(vl_reader *r, vl_err *err)
         }
         st = read_record(r, rec, line, len, nl, err);
         json_decref(rec);
+        if (st == VL_OK)
+            st = iteration_done(r, err);
         if (st != VL_OK)
             return st;
     }
@@ -461,24 +484,15 @@ static vl_status read_lines(vl_reader *r, vl_err *err)
     return st;
 }
 
-/* Epochs: the header's claim, or what the iterations show. */
-static void settle_epochs(vl_plan *p, const vl_plan_file *f)
-{
-    uint32_t most = 0;
-
-    for (size_t i = 0; i < p->niters; i++)
-        if (p->iters[i].epoch + 1 > most)
-            most = p->iters[i].epoch + 1;
-    p->epochs = f->header_epochs >= 0 ? (uint32_t)f->header_epochs : (most ? most : 1);
-}
-
 static vl_status finish(vl_reader *r, vl_status st, vl_err *err)
 {
     const vl_msgs *e = &r->file->errors;
 
     if (st != VL_OK)
         return st;
-    settle_epochs(r->p, r->file);
+    /* epochs: the header's claim, or what the iterations show */
+    r->p->epochs = r->file->header_epochs >= 0 ? (uint32_t)r->file->header_epochs
+                                               : (r->epochs_seen ? r->epochs_seen : 1);
     if (e->total == 0)
         return VL_OK;
     return vl_seterr(err, VL_EDATA, "%s%s", e->msg[0],
@@ -488,11 +502,17 @@ static vl_status finish(vl_reader *r, vl_status st, vl_err *err)
 vl_status vl_plan_read(vl_plan *p, vl_plan_file *file, const char *path, vl_manifest *m,
                        vl_err *err)
 {
-    return vl__plan_read_with(p, file, path, m, true, err);
+    return vl__plan_read_with(p, file, path, m, true, NULL, NULL, err);
+}
+
+vl_status vl_plan_read_each(vl_plan *p, vl_plan_file *file, const char *path, vl_manifest *m,
+                            vl_plan_visit visit, void *ud, vl_err *err)
+{
+    return vl__plan_read_with(p, file, path, m, true, visit, ud, err);
 }
 
 vl_status vl__plan_read_with(vl_plan *p, vl_plan_file *file, const char *path, vl_manifest *m,
-                             bool fast, vl_err *err)
+                             bool fast, vl_plan_visit visit, void *ud, vl_err *err)
 {
     vl_plan_file scratch;
     vl_reader r;
@@ -511,6 +531,8 @@ vl_status vl__plan_read_with(vl_plan *p, vl_plan_file *file, const char *path, v
     r.m = m;
     r.it = r.rank = r.mb = r.seg = -1;
     r.no_fast = !fast;
+    r.visit = visit;
+    r.ud = ud;
     vl_sha256_init(&r.sha);
     if (!m && (st = vl__ids_new(&r.ids, err)) != VL_OK)
         return st;

@@ -257,12 +257,13 @@ static vl_status read_rank(vl_reader *r, json_t *o, vl_err *err)
 static void check_claims(vl_reader *r, json_t *o, size_t unknown_before)
 {
     size_t i = r->p->niters - 1;
-    uint64_t t, l, s, v;
+    uint64_t t, l, s, v, number = r->p->iter_base + i;
     bool bad = false;
 
     vl_plan_iter_totals(r->p, i, &t, &l, &s);
-    if (vl__rd_uint(r, o, "it", UINT64_MAX / 2, &v, &bad) && v != i)
-        vl__rd_problem(r, 5, "iteration numbered %llu, expected %zu", (unsigned long long)v, i);
+    if (vl__rd_uint(r, o, "it", UINT64_MAX / 2, &v, &bad) && v != number)
+        vl__rd_problem(r, 5, "iteration numbered %llu, expected %llu", (unsigned long long)v,
+                       (unsigned long long)number);
     if (vl__rd_uint(r, o, "tokens", UINT64_MAX / 2, &v, &bad) && v != t)
         vl__rd_problem(r, 2, "\"tokens\" is %llu, its segments sum to %llu",
                        (unsigned long long)v, (unsigned long long)t);
@@ -283,7 +284,7 @@ vl_status vl__rd_iter(vl_reader *r, json_t *o, vl_err *err)
     json_t *ranks;
     vl_status st;
 
-    r->it = (long)r->p->niters;
+    r->it = (long)(r->p->iter_base + r->p->niters);
     read_scalars(r, VL_PF_ITER, o, &tmp, r->it, 0);
     if ((st = vl_plan_iter_begin(r->p, tmp.epoch, err)) != VL_OK)
         return st;

@@ -445,49 +445,82 @@ vl_status vl_sim_iter(const vl_plan *p, size_t it, const vl_cost *c, const vl_si
 
 /* ---- the whole plan ----------------------------------------------------------- */
 
-/* Mean, and nearest-rank p50 / p99 / max of v[0..n-1] (sorted in place). */
 enum { COL_TIME, COL_BUBBLE, COL_TBR, COL_MEM, COL_MFU, COL_GAP, NCOL };
 
-typedef struct plan_acc {
-    double *col;          /* [NCOL][n] per-iteration values */
-    size_t n;
-    double peak;          /* FLOP/s per GPU */
+struct vl_sim_acc {
+    const vl_cost *c;
+    const vl_sim_opts *o;
+    vl_sim_scratch *w;
+    vl_series s;          /* per-iteration values, NCOL columns */
+    vl_sim_summary out;   /* the sums so far */
     double flops, denom, tokens;   /* Σ model FLOPs, Σ time·gpus·peak, Σ tokens */
-} plan_acc;
+};
 
-static void add_iter(vl_sim_summary *out, plan_acc *a, size_t it, uint32_t epoch,
-                     const vl_sim_iter_result *r)
+vl_status vl_sim_acc_new(vl_sim_acc **out, const vl_cost *c, const vl_sim_opts *o,
+                         vl_err *err)
 {
-    double t = r->iter_time_ms / 1e3;
+    vl_sim_acc *a = calloc(1, sizeof *a);
+    vl_status st;
 
-    a->col[COL_TIME * a->n + it] = r->iter_time_ms;
-    a->col[COL_BUBBLE * a->n + it] = r->bubble;
-    a->col[COL_TBR * a->n + it] = r->tbr;
-    a->col[COL_MEM * a->n + it] = r->peak_mem_gib;
-    a->col[COL_MFU * a->n + it] = r->mfu;
-    a->col[COL_GAP * a->n + it] = r->rank_gap;
+    *out = NULL;
+    if (!a)
+        return vl_seterr(err, VL_ENOMEM, "simulator: out of memory");
+    a->c = c;
+    a->o = o;
+    a->s.ncol = NCOL;
+    if ((st = vl_sim_scratch_new(&a->w, err)) != VL_OK) {
+        free(a);
+        return st;
+    }
+    *out = a;
+    return VL_OK;
+}
+
+void vl_sim_acc_free(vl_sim_acc *a)
+{
+    if (!a)
+        return;
+    vl_sim_scratch_free(a->w);
+    vl_series_free(&a->s);
+    free(a);
+}
+
+vl_status vl_sim_acc_iter(vl_sim_acc *a, const vl_plan *p, size_t it, vl_err *err)
+{
+    vl_sim_iter_result r;
+    vl_sim_summary *out = &a->out;
+    uint32_t epoch = p->iters[it].epoch;
+    vl_status st = vl_sim_iter(p, it, a->c, a->o, &r, a->w, NULL, err);
+    double t = r.iter_time_ms / 1e3;
+
+    if (st != VL_OK)
+        return st;
+    double row[NCOL] = {[COL_TIME] = r.iter_time_ms, [COL_BUBBLE] = r.bubble,
+                        [COL_TBR] = r.tbr, [COL_MEM] = r.peak_mem_gib, [COL_MFU] = r.mfu,
+                        [COL_GAP] = r.rank_gap};
     out->total_time_s += t;
-    a->flops += r->flops;
-    a->denom += t * r->gpus * a->peak;
-    a->tokens += (double)r->tokens;
-    if (r->oom && out->oom_iters++ == 0) {
+    a->flops += r.flops;
+    a->denom += t * r.gpus * a->c->peak;
+    a->tokens += (double)r.tokens;
+    if (r.oom && out->oom_iters++ == 0) {
         out->oom = true;
-        out->first_oom_iter = it;
+        out->first_oom_iter = (size_t)(p->iter_base + it);
     }
     if (epoch + 1 > out->epochs)
         out->epochs = epoch + 1;
+    return vl_series_push(&a->s, row, err);
 }
 
-static void finish_plan(vl_sim_summary *out, const plan_acc *a)
+void vl_sim_acc_finish(vl_sim_acc *a, vl_sim_summary *out)
 {
-    size_t n = a->n;
-
-    vl_dist_of(a->col + COL_TIME * n, n, &out->iter_time_ms);
-    vl_dist_of(a->col + COL_BUBBLE * n, n, &out->bubble);
-    vl_dist_of(a->col + COL_TBR * n, n, &out->tbr);
-    vl_dist_of(a->col + COL_MEM * n, n, &out->peak_mem_gib);
-    vl_dist_of(a->col + COL_MFU * n, n, &out->mfu);
-    vl_dist_of(a->col + COL_GAP * n, n, &out->rank_gap);
+    *out = a->out;
+    out->iterations = a->s.n;
+    vl_series_dist(&a->s, COL_TIME, &out->iter_time_ms);
+    vl_series_dist(&a->s, COL_BUBBLE, &out->bubble);
+    vl_series_dist(&a->s, COL_TBR, &out->tbr);
+    vl_series_dist(&a->s, COL_MEM, &out->peak_mem_gib);
+    vl_series_dist(&a->s, COL_MFU, &out->mfu);
+    vl_series_dist(&a->s, COL_GAP, &out->rank_gap);
     out->epoch_time_s = out->epochs ? out->total_time_s / out->epochs : 0.0;
     out->tokens_per_s = out->total_time_s > 0.0 ? a->tokens / out->total_time_s : 0.0;
     out->mfu_overall = a->denom > 0.0 ? a->flops / a->denom : 0.0;
@@ -496,27 +529,14 @@ static void finish_plan(vl_sim_summary *out, const plan_acc *a)
 vl_status vl_sim_plan(const vl_plan *p, const vl_cost *c, const vl_sim_opts *o,
                       vl_sim_summary *out, vl_err *err)
 {
-    plan_acc a = {.n = p->niters, .peak = c->peak};
-    vl_sim_scratch *w = NULL;
-    vl_status st;
+    vl_sim_acc *a = NULL;
+    vl_status st = vl_sim_acc_new(&a, c, o, err);
 
     memset(out, 0, sizeof *out);
-    out->iterations = p->niters;
-    if ((st = vl_sim_scratch_new(&w, err)) != VL_OK)
-        return st;
-    if ((a.col = malloc((a.n ? a.n : 1) * NCOL * sizeof *a.col)) == NULL) {
-        st = vl_seterr(err, VL_ENOMEM, "simulator: out of memory");
-        goto done;
-    }
-    for (size_t it = 0; it < a.n; it++) {
-        vl_sim_iter_result r;
-        if ((st = vl_sim_iter(p, it, c, o, &r, w, NULL, err)) != VL_OK)
-            goto done;
-        add_iter(out, &a, it, p->iters[it].epoch, &r);
-    }
-    finish_plan(out, &a);
-done:
-    free(a.col);
-    vl_sim_scratch_free(w);
+    for (size_t it = 0; st == VL_OK && it < p->niters; it++)
+        st = vl_sim_acc_iter(a, p, it, err);
+    if (st == VL_OK)
+        vl_sim_acc_finish(a, out);
+    vl_sim_acc_free(a);
     return st;
 }

@@ -161,6 +161,17 @@ vl_status vl_sim_iter(const vl_plan *p, size_t it, const vl_cost *c, const vl_si
 vl_status vl_sim_plan(const vl_plan *p, const vl_cost *c, const vl_sim_opts *o,
                       vl_sim_summary *out, vl_err *err);
 
+/* vl_sim_plan an iteration at a time (vl_plan_read_each): _iter after every iteration,
+ * _finish for the summary.  Memory: six doubles per iteration and one iteration's
+ * scratch.  o may be NULL (defaults); c and o must outlive the accumulator. */
+typedef struct vl_sim_acc vl_sim_acc;
+vl_status vl_sim_acc_new(vl_sim_acc **out, const vl_cost *c, const vl_sim_opts *o,
+                         vl_err *err);
+/** Simulate iteration it of p (numbered p->iter_base + it).  Statuses of vl_sim_iter. */
+vl_status vl_sim_acc_iter(vl_sim_acc *a, const vl_plan *p, size_t it, vl_err *err);
+void vl_sim_acc_finish(vl_sim_acc *a, vl_sim_summary *out);
+void vl_sim_acc_free(vl_sim_acc *a);   /* NULL: no-op */
+
 void vl_sim_trace_free(vl_sim_trace *t);   /* frees the arrays, leaves an empty trace */
 
 /** SVG Gantt chart of iteration it (malloc'd NUL-terminated text, caller frees):

@@ -150,33 +150,96 @@ static vl_status count_dropped(const vl_plan *p, vl_metrics *out, vl_err *err)
     return VL_OK;
 }
 
-vl_status vl_metrics_compute(const vl_plan *p, vl_metrics *out, vl_err *err)
+vl_status vl_series_push(vl_series *s, const double *row, vl_err *err)
 {
-    size_t n = p->niters;
-    double *v = malloc((n ? n : 1) * M_COUNT * sizeof *v);
+    if (s->n == s->cap) {
+        size_t nc = s->cap ? 2 * s->cap : 256;
+        for (size_t k = 0; k < s->ncol; k++) {
+            double *c = realloc(s->col[k], nc * sizeof *c);
+            if (!c)
+                return vl_seterr(err, VL_ENOMEM, "out of memory for per-iteration figures");
+            s->col[k] = c;
+        }
+        s->cap = nc;
+    }
+    for (size_t k = 0; k < s->ncol; k++)
+        s->col[k][s->n] = row[k];
+    s->n++;
+    return VL_OK;
+}
+
+void vl_series_dist(vl_series *s, size_t k, vl_dist *d)
+{
+    vl_dist_of(s->col[k], s->n, d);
+}
+
+void vl_series_free(vl_series *s)
+{
+    for (size_t k = 0; k < VL_SERIES_MAX; k++)
+        free(s->col[k]);
+    memset(s, 0, sizeof *s);
+}
+
+struct vl_metrics_acc {
+    vl_series s;
+    uint64_t tokens, samples;
+};
+
+vl_status vl_metrics_acc_new(vl_metrics_acc **out, vl_err *err)
+{
+    if (!(*out = calloc(1, sizeof **out)))
+        return vl_seterr(err, VL_ENOMEM, "out of memory computing metrics");
+    (*out)->s.ncol = M_COUNT;
+    return VL_OK;
+}
+
+void vl_metrics_acc_free(vl_metrics_acc *a)
+{
+    if (!a)
+        return;
+    vl_series_free(&a->s);
+    free(a);
+}
+
+vl_status vl_metrics_acc_iter(vl_metrics_acc *a, const vl_plan *p, size_t it, vl_err *err)
+{
+    vl_iter_metrics im;
+    uint64_t tokens, samples;
+
+    vl_metrics_iter(p, it, &im);
+    vl_plan_iter_totals(p, it, &tokens, NULL, &samples);
+    a->tokens += tokens;
+    a->samples += samples;
+    double row[M_COUNT] = {[M_ABR] = im.abr, [M_DBR] = im.dbr, [M_PR] = im.pr,
+                           [M_CR] = im.cr, [M_AVE_T] = im.ave_t};
+    return vl_series_push(&a->s, row, err);
+}
+
+vl_status vl_metrics_acc_finish(vl_metrics_acc *a, const vl_plan *p, vl_metrics *out,
+                                vl_err *err)
+{
     vl_dist *dist[M_COUNT] = {&out->abr, &out->dbr, &out->pr, &out->cr, &out->ave_t};
 
     memset(out, 0, sizeof *out);
-    if (!v)
-        return vl_seterr(err, VL_ENOMEM, "out of memory computing metrics");
-    for (size_t it = 0; it < n; it++) {
-        vl_iter_metrics im;
-        uint64_t tokens, samples;
-        vl_metrics_iter(p, it, &im);
-        v[M_ABR * n + it] = im.abr;
-        v[M_DBR * n + it] = im.dbr;
-        v[M_PR * n + it] = im.pr;
-        v[M_CR * n + it] = im.cr;
-        v[M_AVE_T * n + it] = im.ave_t;
-        vl_plan_iter_totals(p, it, &tokens, NULL, &samples);
-        out->tokens += tokens;
-        out->samples += samples;
-    }
     for (int k = 0; k < M_COUNT; k++)
-        vl_dist_of(v + (size_t)k * n, n, dist[k]);
-    free(v);
-    out->iterations = n;
+        vl_series_dist(&a->s, (size_t)k, dist[k]);
+    out->iterations = a->s.n;
+    out->tokens = a->tokens;
+    out->samples = a->samples;
     return count_dropped(p, out, err);
 }
 
-/* jansson collects failures: _new setters release what they could not store. */
+vl_status vl_metrics_compute(const vl_plan *p, vl_metrics *out, vl_err *err)
+{
+    vl_metrics_acc *a = NULL;
+    vl_status st = vl_metrics_acc_new(&a, err);
+
+    for (size_t it = 0; st == VL_OK && it < p->niters; it++)
+        st = vl_metrics_acc_iter(a, p, it, err);
+    if (st == VL_OK)
+        st = vl_metrics_acc_finish(a, p, out, err);
+    else
+        memset(out, 0, sizeof *out);
+    vl_metrics_acc_free(a);
+    return st;
+}

@@ -31,10 +31,32 @@ typedef struct vl_metrics {
  *  (metrics and simulator) comes from here. */
 void vl_dist_of(double *v, size_t n, vl_dist *d);
 
+/* Columns of per-iteration values, grown as iterations come (a plan read an iteration at a
+ * time has no count up front), then their distributions.  Zeroed struct = empty. */
+#define VL_SERIES_MAX 8
+typedef struct vl_series {
+    double *col[VL_SERIES_MAX];
+    size_t ncol, n, cap;
+} vl_series;
+/** Append one row of s->ncol values.  VL_ENOMEM. */
+vl_status vl_series_push(vl_series *s, const double *row, vl_err *err);
+/** Distribution of column k (sorts it in place). */
+void vl_series_dist(vl_series *s, size_t k, vl_dist *d);
+void vl_series_free(vl_series *s);
+
 /** Metrics of iteration it. */
 void vl_metrics_iter(const vl_plan *p, size_t it, vl_iter_metrics *out);
 
 /** All iterations and aggregates.  VL_ENOMEM only. */
 vl_status vl_metrics_compute(const vl_plan *p, vl_metrics *out, vl_err *err);
+
+/* The same an iteration at a time (vl_plan_read_each): _iter after every iteration,
+ * _finish with the plan's dropped ranges.  Memory: five doubles per iteration. */
+typedef struct vl_metrics_acc vl_metrics_acc;
+vl_status vl_metrics_acc_new(vl_metrics_acc **out, vl_err *err);
+vl_status vl_metrics_acc_iter(vl_metrics_acc *a, const vl_plan *p, size_t it, vl_err *err);
+vl_status vl_metrics_acc_finish(vl_metrics_acc *a, const vl_plan *p, vl_metrics *out,
+                                vl_err *err);
+void vl_metrics_acc_free(vl_metrics_acc *a);   /* NULL: no-op */
 
 #endif

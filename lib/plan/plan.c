@@ -237,6 +237,13 @@ void vl_plan_rank_k(vl_plan *p, uint32_t k)
         p->ranks[p->nranks - 1].k = k;
 }
 
+void vl_plan_clear_iters(vl_plan *p, uint64_t iter_base)
+{
+    p->nsegs = p->nmbs = p->nranks = p->niters = p->nops = 0;
+    p->ngpus = p->nshares = p->nmembers = 0;
+    p->iter_base = iter_base;
+}
+
 void vl_plan_iter_candidate(vl_plan *p, int32_t candidate)
 {
     if (p->niters > 0)

@@ -134,6 +134,10 @@ typedef struct vl_plan {
     vl_share *shares; size_t nshares, shares_cap;
     int32_t *members; size_t nmembers, members_cap;
     vl_drop *drops; size_t ndrops, drops_cap;
+    /* iters[0] is iteration number iter_base of the plan: 0 for a plan held whole, the
+     * running number for one read an iteration at a time (vl_plan_read_each); messages
+     * name iteration iter_base + it */
+    uint64_t iter_base;
 } vl_plan;
 
 /** Start an empty plan over manifest m (borrowed, must outlive p; may be NULL). */
@@ -170,6 +174,10 @@ void vl_plan_rank_group(vl_plan *p, int32_t group);
 void vl_plan_rank_k(vl_plan *p, uint32_t k);
 /** Set the layout candidate of the current iteration (written when >= 0). */
 void vl_plan_iter_candidate(vl_plan *p, int32_t candidate);
+/** Forget every iteration (keeping the arrays' capacity, the header and the dropped
+ *  ranges); the next one is numbered iter_base.  For readers that go through a plan an
+ *  iteration at a time. */
+void vl_plan_clear_iters(vl_plan *p, uint64_t iter_base);
 /** Take ownership of malloc'd JSON texts for the header (either may be NULL). */
 void vl_plan_set_meta(vl_plan *p, uint32_t epochs, char *params_json, char *config_json);
 

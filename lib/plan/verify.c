@@ -63,51 +63,68 @@ void vl__sample_name(const vl_plan *p, uint32_t s, char *buf, size_t cap)
 
 /* ---- I2-I4 per pack and rank ---- */
 
-typedef struct walk {
-    const vl_vctx *v;
-    uint64_t samples, tokens;   /* over primary forward copies, for the footer claims */
-} walk;
-
-static void check_pack(walk *w, size_t it, uint32_t r, bool bwd, uint32_t j, const vl_mb *mb,
+static void check_pack(vl_vctx *v, uint32_t r, bool bwd, uint32_t j, const vl_mb *mb,
                        bool primary)
 {
-    const vl_seg *sg = vl_plan_mb_segs(w->v->p, mb);
-    vl_verify_report *rep = w->v->rep;
+    const vl_seg *sg = vl_plan_mb_segs(v->p, mb);
+    vl_verify_report *rep = v->rep;
     const char *what = bwd ? "backward pack" : "micro-batch";
     uint64_t sum = 0;
 
     for (uint32_t k = 0; k < mb->nseg; k++) {
         sum += sg[k].len;
-        w->samples += !bwd && primary && sg[k].off == 0;
+        v->samples += !bwd && primary && sg[k].off == 0;
         if (sg[k].len == 0)
-            vl__violation(rep, 2, "iteration %zu, rank %u, %s %u: segment %u is empty", it, r,
-                          what, j, k);
+            vl__violation(rep, 2, "iteration %zu, rank %u, %s %u: segment %u is empty", v->num,
+                          r, what, j, k);
     }
     if (!bwd && primary)
-        w->tokens += sum;
+        v->tokens += sum;
     if (sum != mb->tokens)
         vl__violation(rep, 2, "iteration %zu, rank %u, %s %u: tokens %llu, but its segments "
-                      "sum to %llu", it, r, what, j, (unsigned long long)mb->tokens,
+                      "sum to %llu", v->num, r, what, j, (unsigned long long)mb->tokens,
                       (unsigned long long)sum);
     if (mb->tokens > mb->cap)
         vl__violation(rep, 3, "iteration %zu, rank %u, %s %u: %llu tokens exceed its capacity "
-                      "%u", it, r, what, j, (unsigned long long)mb->tokens, mb->cap);
+                      "%u", v->num, r, what, j, (unsigned long long)mb->tokens, mb->cap);
 }
 
-static void check_rank(walk *w, size_t it, uint32_t r, const vl_rank *rk, uint32_t nmb0)
+static void check_rank(vl_vctx *v, uint32_t r, const vl_rank *rk, uint32_t nmb0)
 {
-    const vl_plan *p = w->v->p;
+    const vl_plan *p = v->p;
 
     if (rk->nmb != nmb0 && !(p->caps & VL_CAP_UNEVEN_MBS))
-        vl__violation(w->v->rep, 4, "iteration %zu: rank %u has %u micro-batches, rank 0 has "
-                      "%u, and the plan does not declare uneven counts (uneven_mbs)", it, r,
+        vl__violation(v->rep, 4, "iteration %zu: rank %u has %u micro-batches, rank 0 has "
+                      "%u, and the plan does not declare uneven counts (uneven_mbs)", v->num, r,
                       rk->nmb, nmb0);
     for (uint32_t j = 0; j < rk->nmb; j++) {
         const vl_mb *mb = &p->mbs[rk->mb0 + j];
-        check_pack(w, it, r, false, j, mb, vl_plan_mb_primary(p, rk, mb));
+        check_pack(v, r, false, j, mb, vl_plan_mb_primary(p, rk, mb));
     }
     for (uint32_t j = 0; j < rk->nbwd; j++)
-        check_pack(w, it, r, true, j, vl_plan_bwd(p, rk, j), false);
+        check_pack(v, r, true, j, vl_plan_bwd(p, rk, j), false);
+}
+
+/* Epochs never go back, each iteration has ranks, and the packs add up. */
+static void check_iter(vl_vctx *v, size_t it)
+{
+    const vl_plan *p = v->p;
+    const vl_iter *in = &p->iters[it];
+
+    if (p->epochs > 0 && in->epoch >= p->epochs)
+        vl__violation(v->rep, 5, "iteration %zu: epoch %u, but the plan has %u epochs", v->num,
+                      in->epoch, p->epochs);
+    if (v->any && in->epoch < v->last_epoch)
+        vl__violation(v->rep, 5, "iteration %zu: epoch %u follows epoch %u", v->num,
+                      in->epoch, v->last_epoch);
+    if (in->nranks == 0)
+        vl__violation(v->rep, 5, "iteration %zu has no ranks", v->num);
+    for (uint32_t r = 0; r < in->nranks; r++)
+        check_rank(v, r, &p->ranks[in->rank0 + r], p->ranks[in->rank0].nmb);
+    v->any = true;
+    v->last_epoch = in->epoch;
+    if (in->epoch + 1 > v->epochs_seen)
+        v->epochs_seen = in->epoch + 1;
 }
 
 /* A dropped range is a real range: an empty one hides a mistake. */
@@ -119,39 +136,12 @@ static void check_drops(const vl_vctx *v)
                           v->p->drops[i].sample, v->p->drops[i].off);
 }
 
-static void check_iters(walk *w)
-{
-    const vl_plan *p = w->v->p;
-    vl_verify_report *rep = w->v->rep;
-
-    if (p->epochs == 0)
-        vl__violation(rep, 5, "the plan declares 0 epochs");
-    for (size_t it = 0; it < p->niters; it++) {
-        const vl_iter *in = &p->iters[it];
-        if (in->epoch >= p->epochs)
-            vl__violation(rep, 5, "iteration %zu: epoch %u, but the plan has %u epochs", it,
-                          in->epoch, p->epochs);
-        if (it > 0 && in->epoch < p->iters[it - 1].epoch)
-            vl__violation(rep, 5, "iteration %zu: epoch %u follows epoch %u", it, in->epoch,
-                          p->iters[it - 1].epoch);
-        if (in->nranks == 0)
-            vl__violation(rep, 5, "iteration %zu has no ranks", it);
-        for (uint32_t r = 0; r < in->nranks; r++)
-            check_rank(w, it, r, &p->ranks[in->rank0 + r], p->ranks[in->rank0].nmb);
-    }
-    check_drops(w->v);
-}
-
 /* ---- I5: what a plan file claimed, and what its reader found ---- */
 
-static void check_file(const walk *w)
+static void check_footer_claims(const vl_vctx *v, const vl_plan_file *f)
 {
-    const vl_plan *p = w->v->p;
-    const vl_plan_file *f = w->v->file;
-    vl_verify_report *rep = w->v->rep;
+    vl_verify_report *rep = v->rep;
 
-    if (!f)
-        return;
     if (!f->has_footer && f->by_vlplan)
         vl__violation(rep, 5, "no footer: the plan file is truncated or incomplete");
     if (f->has_footer && f->by_vlplan) {   /* vlplan writes every claim; none may go */
@@ -163,18 +153,25 @@ static void check_file(const walk *w)
     if (f->sha == 0)
         vl__violation(rep, 5, "the footer's sha256 does not match the content (file modified "
                       "or corrupt)");
-    if (f->iterations >= 0 && (uint64_t)f->iterations != p->niters)
-        vl__violation(rep, 5, "the footer says %lld iterations, the file has %zu",
-                      (long long)f->iterations, p->niters);
-    if (f->samples >= 0 && (uint64_t)f->samples != w->samples)
+    if (f->iterations >= 0 && (uint64_t)f->iterations != v->iterations)
+        vl__violation(rep, 5, "the footer says %lld iterations, the file has %llu",
+                      (long long)f->iterations, (unsigned long long)v->iterations);
+    if (f->samples >= 0 && (uint64_t)f->samples != v->samples)
         vl__violation(rep, 5, "the footer says %lld samples, the iterations start %llu",
-                      (long long)f->samples, (unsigned long long)w->samples);
-    if (f->tokens >= 0 && (uint64_t)f->tokens != w->tokens)
+                      (long long)f->samples, (unsigned long long)v->samples);
+    if (f->tokens >= 0 && (uint64_t)f->tokens != v->tokens)
         vl__violation(rep, 5, "the footer says %lld tokens, the iterations hold %llu",
-                      (long long)f->tokens, (unsigned long long)w->tokens);
-    if (f->header_iterations >= 0 && (uint64_t)f->header_iterations != p->niters)
-        vl__violation(rep, 5, "the header says %lld iterations, the file has %zu",
-                      (long long)f->header_iterations, p->niters);
+                      (long long)f->tokens, (unsigned long long)v->tokens);
+    if (f->header_iterations >= 0 && (uint64_t)f->header_iterations != v->iterations)
+        vl__violation(rep, 5, "the header says %lld iterations, the file has %llu",
+                      (long long)f->header_iterations, (unsigned long long)v->iterations);
+}
+
+static void check_file(const vl_vctx *v, const vl_plan_file *f)
+{
+    vl_verify_report *rep = v->rep;
+
+    check_footer_claims(v, f);
     for (int i = 0; i < 5; i++) {
         rep->by_inv[i] += f->by_inv[i];
         rep->violations += f->by_inv[i];
@@ -187,65 +184,123 @@ static void check_file(const walk *w)
 
 /* The simulator's memory timeline (lib/model/sim.h) is the one model of what a device
  * holds, so verify, `simulate` and the metrics can never disagree. */
-static vl_status check_memory(const vl_vctx *v, vl_err *err)
+static vl_status check_memory(vl_vctx *v, size_t it, vl_err *err)
 {
-    vl_sim_scratch *s = NULL;
     vl_sim_iter_result r;
     vl_err simerr = {0};
-    vl_status st = vl_sim_scratch_new(&s, err);
-    double cap = vl_cost_mem_capacity(v->cost);
+    vl_status st = vl_sim_iter(v->p, it, v->cost, NULL, &r, v->sim, NULL, &simerr);
 
-    for (size_t it = 0; st == VL_OK && it < v->p->niters; it++) {
-        st = vl_sim_iter(v->p, it, v->cost, NULL, &r, s, NULL, &simerr);
-        if (st == VL_EDATA) {
-            /* a malformed schedule or degree, reported by the structure passes */
-            st = VL_OK;
-            continue;
-        }
-        if (st == VL_OK && r.oom)
-            vl__violation(v->rep, 3, "iteration %zu, rank %u, stage %u: modelled memory %.2f "
-                          "GiB exceeds the usable %.2f GiB", it, r.peak_rank, r.peak_stage,
-                          r.peak_mem_gib, cap / GIB);
-    }
-    if (st != VL_OK && st != VL_EDATA)
-        vl_seterr(err, st, "%s", simerr.msg);
-    vl_sim_scratch_free(s);
-    return st;
+    if (st == VL_EDATA)  /* a malformed schedule or degree, reported by the other passes */
+        return VL_OK;
+    if (st != VL_OK)
+        return vl_seterr(err, st, "%s", simerr.msg);
+    if (r.oom)
+        vl__violation(v->rep, 3, "iteration %zu, rank %u, stage %u: modelled memory %.2f GiB "
+                      "exceeds the usable %.2f GiB", v->num, r.peak_rank, r.peak_stage,
+                      r.peak_mem_gib, vl_cost_mem_capacity(v->cost) / GIB);
+    return VL_OK;
 }
 
-static vl_status run(const vl_vctx *v, vl_err *err)
+/* ---- the verifier ---- */
+
+vl_status vl_verifier_new(vl_verifier **out, const vl_manifest *m, const vl_cost *cost,
+                          vl_verify_report *rep, vl_err *err)
 {
-    walk w = {.v = v};
+    vl_vctx *v = calloc(1, sizeof *v);
+    vl_status st = v ? VL_OK : vl_seterr(err, VL_ENOMEM, "out of memory verifying the plan");
+
+    *out = NULL;
+    if (st != VL_OK)
+        return st;
+    memset(rep, 0, sizeof *rep);
+    v->rep = rep;
+    v->cost = cost;
+    if (m)
+        st = vl__cover_new(&v->cover, m, err);
+    if (st == VL_OK && cost)
+        st = vl_sim_scratch_new(&v->sim, err);
+    if (st != VL_OK) {
+        vl_verifier_free(v);
+        return st;
+    }
+    *out = v;
+    return VL_OK;
+}
+
+void vl_verifier_free(vl_verifier *v)
+{
+    if (!v)
+        return;
+    vl__cover_free(v->cover);
+    vl_sim_scratch_free(v->sim);
+    free(v->gpus);
+    free(v->dps);
+    free(v->fpos);
+    free(v->bpos);
+    free(v->iv);
+    free(v);
+}
+
+vl_status vl_verifier_iter(vl_verifier *v, const vl_plan *p, size_t it, vl_err *err)
+{
     vl_status st;
 
-    memset(v->rep, 0, sizeof *v->rep);
-    check_iters(&w);
-    check_file(&w);
-    if ((st = vl__check_layout(v, err)) != VL_OK || (st = vl__check_order(v, err)) != VL_OK)
+    v->p = p;
+    v->num = (size_t)(p->iter_base + it);
+    v->iterations++;
+    check_iter(v, it);
+    if ((st = vl__layout_iter(v, it, err)) != VL_OK || (st = vl__order_iter(v, it, err)) != VL_OK)
         return st;
-    if (v->p->m && (st = vl__check_coverage(v, err)) != VL_OK)
+    if (v->cover && p->m && (st = vl__cover_iter(v->cover, p, it, v->rep, err)) != VL_OK)
         return st;
-    if (v->cost && (st = check_memory(v, err)) != VL_OK)
+    return v->cost ? check_memory(v, it, err) : VL_OK;
+}
+
+vl_status vl_verifier_finish(vl_verifier *v, const vl_plan *p, const vl_plan_file *file,
+                             vl_err *err)
+{
+    vl_verify_report *rep = v->rep;
+    vl_status st;
+
+    v->p = p;
+    v->declared = !file || file->by_vlplan;
+    if (p->epochs == 0)
+        vl__violation(rep, 5, "the plan declares 0 epochs");
+    if (file)
+        check_file(v, file);
+    check_drops(v);
+    vl__layout_finish(v);
+    if (v->cover && p->m && (st = vl__cover_finish(v->cover, p, rep, err)) != VL_OK)
         return st;
-    if (v->rep->violations == 0)
+    if (rep->violations == 0)
         return VL_OK;
     return vl_seterr(err, VL_EVERIFY, "the plan violates %zu invariant(s); first: %s",
-                     v->rep->violations, v->rep->nmsgs ? v->rep->msgs[0] : "?");
+                     rep->violations, rep->nmsgs ? rep->msgs[0] : "?");
+}
+
+/* A plan held whole: every iteration, then the end. */
+static vl_status verify_whole(const vl_plan *p, const vl_plan_file *file, const vl_cost *cost,
+                              vl_verify_report *rep, vl_err *err)
+{
+    vl_verifier *v = NULL;
+    vl_status st = vl_verifier_new(&v, p->m, cost, rep, err);
+
+    for (size_t it = 0; st == VL_OK && it < p->niters; it++)
+        st = vl_verifier_iter(v, p, it, err);
+    if (st == VL_OK)
+        st = vl_verifier_finish(v, p, file, err);
+    vl_verifier_free(v);
+    return st;
 }
 
 vl_status vl_plan_verify(const vl_plan *p, const vl_cost *cost, vl_verify_report *rep,
                          vl_err *err)
 {
-    vl_vctx v = {.p = p, .file = NULL, .cost = cost, .rep = rep, .declared = true};
-
-    return run(&v, err);
+    return verify_whole(p, NULL, cost, rep, err);
 }
 
 vl_status vl_plan_verify_read(const vl_plan *p, const vl_plan_file *file, const vl_cost *cost,
                               vl_verify_report *rep, vl_err *err)
 {
-    vl_vctx v = {.p = p, .file = file, .cost = cost, .rep = rep,
-                 .declared = !file || file->by_vlplan};
-
-    return run(&v, err);
+    return verify_whole(p, file, cost, rep, err);
 }

@@ -26,6 +26,23 @@ typedef struct vl_verify_report {
     char msgs[VL_VERIFY_MAX_MSGS][256];
 } vl_verify_report;
 
+/* The checker an iteration at a time, for plans read that way (vl_plan_read_each):
+ * vl_verifier_new, vl_verifier_iter after every iteration, vl_verifier_finish with the
+ * plan as it ends (header, dropped ranges) and what its file claimed.  rep must outlive
+ * the verifier.  Memory: per epoch two bits per manifest sample and the slices, plus one
+ * iteration's scratch. */
+typedef struct vl_verifier vl_verifier;
+/** m: the manifest (coverage checked when non-NULL); cost as for vl_plan_verify. */
+vl_status vl_verifier_new(vl_verifier **out, const vl_manifest *m, const vl_cost *cost,
+                          vl_verify_report *rep, vl_err *err);
+/** Check iteration it of p (its number is p->iter_base + it).  VL_ENOMEM. */
+vl_status vl_verifier_iter(vl_verifier *v, const vl_plan *p, size_t it, vl_err *err);
+/** The checks that need the whole plan; VL_OK, VL_EVERIFY (the report filled), VL_ENOMEM.
+ *  file: what a plan file claimed, NULL for a plan built in memory. */
+vl_status vl_verifier_finish(vl_verifier *v, const vl_plan *p, const vl_plan_file *file,
+                             vl_err *err);
+void vl_verifier_free(vl_verifier *v);   /* NULL: no-op */
+
 /** Check a plan built in memory against its manifest p->m; with cost (non-NULL) also the
  *  modelled memory and the cluster's limits (GPUs, layers).  Returns VL_OK, VL_EVERIFY
  *  (rep filled), or VL_ENOMEM. */

@@ -6,6 +6,7 @@
 #ifndef VLPLAN_VERIFY_IMPL_H
 #define VLPLAN_VERIFY_IMPL_H
 
+#include "sim.h"
 #include "verify.h"
 
 #if defined(__GNUC__)
@@ -14,14 +15,30 @@
 #define VL_VPRINTF(f, a)
 #endif
 
-/* One run of the checker. */
-typedef struct vl_vctx {
-    const vl_plan *p;
-    const vl_plan_file *file;   /* NULL for a plan built in memory */
+typedef struct vl__cover vl__cover;
+
+/* The checker: what it has seen so far and the scratch every pass reuses (the public
+ * vl_verifier). */
+typedef struct vl_verifier {
+    const vl_plan *p;           /* the plan being checked: the current iteration's view */
     const vl_cost *cost;        /* NULL: memory and cluster limits not checked */
     vl_verify_report *rep;
-    bool declared;              /* the plan states its capabilities (built by vlplan) */
-    uint32_t *used;             /* VL_CAP_* bits the plan was seen to use */
+    bool declared;              /* the plan states its capabilities (set at the end) */
+    uint32_t used;              /* VL_CAP_* bits the plan was seen to use */
+    size_t num;                 /* number of the iteration being checked, for messages */
+    /* across iterations */
+    uint64_t samples, tokens;   /* over primary forward copies, for the footer claims */
+    uint64_t iterations;
+    bool any;
+    uint32_t last_epoch, epochs_seen;
+    vl__cover *cover;           /* verify_cover.c, when there is a manifest */
+    vl_sim_scratch *sim;        /* memory, when there is a cost model */
+    /* scratch */
+    uint32_t *gpus; size_t gpus_cap;
+    uint32_t *dps; size_t dps_cap;
+    int64_t *fpos; size_t fpos_cap;
+    int64_t *bpos; size_t bpos_cap;
+    vl_interval *iv; size_t iv_cap;
 } vl_vctx;
 
 /** Count a violation of invariant inv (1..5); the first VL_VERIFY_MAX_MSGS are kept. */
@@ -31,13 +48,19 @@ void vl__note(vl_verify_report *rep, const char *fmt, ...) VL_VPRINTF(2, 3);
 /** "sample 42 (id "abc")", the id shortened if long; "sample 42" without a manifest. */
 void vl__sample_name(const vl_plan *p, uint32_t s, char *buf, size_t cap);
 
-/* verify_cover.c */
-vl_status vl__check_coverage(const vl_vctx *v, vl_err *err);
+/* verify_cover.c: each epoch's coverage, closed at the end with the dropped ranges */
+vl_status vl__cover_new(vl__cover **out, const vl_manifest *m, vl_err *err);
+vl_status vl__cover_iter(vl__cover *c, const vl_plan *p, size_t it, vl_verify_report *rep,
+                         vl_err *err);
+vl_status vl__cover_finish(vl__cover *c, const vl_plan *p, vl_verify_report *rep, vl_err *err);
+void vl__cover_free(vl__cover *c);
 
-/* verify_order.c */
-vl_status vl__check_order(const vl_vctx *v, vl_err *err);
+/* verify_order.c: slices, backward packs and schedules of iteration it */
+vl_status vl__order_iter(vl_vctx *v, size_t it, vl_err *err);
 
-/* verify_layout.c */
-vl_status vl__check_layout(const vl_vctx *v, vl_err *err);
+/* verify_layout.c: ranges, placement and shared packs of iteration it; at the end, the
+ * capabilities used against those declared */
+vl_status vl__layout_iter(vl_vctx *v, size_t it, vl_err *err);
+void vl__layout_finish(vl_vctx *v);
 
 #endif

@@ -58,11 +58,6 @@ static void check_limits(const vl_vctx *v, const vl_rank *rk, const char *where)
 
 /* ---- per iteration: dp indices and GPUs ---- */
 
-typedef struct scratch {
-    uint32_t *gpus; size_t gpus_cap;
-    uint32_t *dps; size_t dps_cap;
-} scratch;
-
 static vl_status grow_u32(uint32_t **a, size_t *cap, size_t n, vl_err *err)
 {
     uint32_t *na;
@@ -85,7 +80,7 @@ static int64_t first_repeat(const uint32_t *v, size_t n)
     return -1;
 }
 
-static vl_status check_placement(const vl_vctx *v, size_t it, scratch *s, vl_err *err)
+static vl_status check_placement(vl_vctx *v, size_t it, vl_err *err)
 {
     const vl_plan *p = v->p;
     const vl_iter *in = &p->iters[it];
@@ -97,35 +92,35 @@ static vl_status check_placement(const vl_vctx *v, size_t it, scratch *s, vl_err
     for (uint32_t r = 0; r < in->nranks; r++)
         total += vl_plan_rank_size(&p->ranks[in->rank0 + r]);
     if (total > UINT32_MAX)
-        return vl_seterr(err, VL_EDATA, "iteration %zu places %llu GPUs", it,
+        return vl_seterr(err, VL_EDATA, "iteration %zu places %llu GPUs", v->num,
                          (unsigned long long)total);
-    if ((st = grow_u32(&s->gpus, &s->gpus_cap, total + 1, err)) != VL_OK ||
-        (st = grow_u32(&s->dps, &s->dps_cap, (size_t)in->nranks + 1, err)) != VL_OK)
+    if ((st = grow_u32(&v->gpus, &v->gpus_cap, total + 1, err)) != VL_OK ||
+        (st = grow_u32(&v->dps, &v->dps_cap, (size_t)in->nranks + 1, err)) != VL_OK)
         return st;
     total = 0;
     vl_gpu_walk_begin(&w, p, it);
     for (uint32_t r = 0; r < in->nranks; r++, vl_gpu_walk_next(&w)) {
         const vl_rank *rk = &p->ranks[in->rank0 + r];
-        s->dps[r] = (uint32_t)rk->dp;
+        v->dps[r] = (uint32_t)rk->dp;
         for (uint32_t k = 0; k < vl_plan_rank_size(rk); k++)
-            s->gpus[total++] = vl_gpu_walk_at(&w, k);
+            v->gpus[total++] = vl_gpu_walk_at(&w, k);
     }
-    vl_sort_u32(s->dps, in->nranks);
-    if ((dup = first_repeat(s->dps, in->nranks)) >= 0)
-        vl__violation(v->rep, 5, "iteration %zu: two ranks have dp %lld", it, (long long)dup);
-    vl_sort_u32(s->gpus, total);
-    if ((dup = first_repeat(s->gpus, total)) >= 0)
-        vl__violation(v->rep, 5, "iteration %zu: GPU %lld belongs to two ranks", it,
+    vl_sort_u32(v->dps, in->nranks);
+    if ((dup = first_repeat(v->dps, in->nranks)) >= 0)
+        vl__violation(v->rep, 5, "iteration %zu: two ranks have dp %lld", v->num, (long long)dup);
+    vl_sort_u32(v->gpus, total);
+    if ((dup = first_repeat(v->gpus, total)) >= 0)
+        vl__violation(v->rep, 5, "iteration %zu: GPU %lld belongs to two ranks", v->num,
                       (long long)dup);
-    if (v->cost && total > 0 && s->gpus[total - 1] >= (uint32_t)v->cost->cfg->cluster.gpus)
-        vl__violation(v->rep, 5, "iteration %zu: GPU %u is outside the cluster's %d GPUs", it,
-                      s->gpus[total - 1], v->cost->cfg->cluster.gpus);
+    if (v->cost && total > 0 && v->gpus[total - 1] >= (uint32_t)v->cost->cfg->cluster.gpus)
+        vl__violation(v->rep, 5, "iteration %zu: GPU %u is outside the cluster's %d GPUs", v->num,
+                      v->gpus[total - 1], v->cost->cfg->cluster.gpus);
     return VL_OK;
 }
 
 /* ---- CP placement ---- */
 
-static void check_cps(const vl_vctx *v, size_t it, uint32_t r, const vl_rank *rk)
+static void check_cps(vl_vctx *v, uint32_t r, const vl_rank *rk)
 {
     const vl_plan *p = v->p;
 
@@ -137,10 +132,10 @@ static void check_cps(const vl_vctx *v, size_t it, uint32_t r, const vl_rank *rk
             int cp = vl_plan_seg_cpi(p, mb->seg0 + k);
             if (cp == VL_CP_SHARDED)
                 continue;
-            *v->used |= VL_CAP_SEG_CP;
+            v->used |= VL_CAP_SEG_CP;
             if (cp < 0 || cp >= rk->par.sp)
                 vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u, segment %u: CP "
-                              "coordinate %d outside the rank's sp group of %d", it, r,
+                              "coordinate %d outside the rank's sp group of %d", v->num, r,
                               j < rk->nmb ? "micro-batch" : "backward pack",
                               j < rk->nmb ? j : j - rk->nmb, k, cp, rk->par.sp);
         }
@@ -197,7 +192,7 @@ static const vl_mb *copy_on(const vl_plan *p, const vl_rank *from, const vl_rank
     return NULL;
 }
 
-static void check_share(const vl_vctx *v, size_t it, uint32_t r, const vl_rank *rk, uint32_t j,
+static void check_share(vl_vctx *v, size_t it, uint32_t r, const vl_rank *rk, uint32_t j,
                         bool bwd)
 {
     const vl_plan *p = v->p;
@@ -208,7 +203,7 @@ static void check_share(const vl_vctx *v, size_t it, uint32_t r, const vl_rank *
     const int32_t *mem = vl_plan_mb_members(p, mb, &n);
     bool member = false;
 
-    *v->used |= VL_CAP_SHARED;
+    v->used |= VL_CAP_SHARED;
     for (uint32_t i = 0; i < n; i++) {
         const vl_rank *o = rank_of(p, in, mem[i]);
         const vl_mb *c;
@@ -216,26 +211,26 @@ static void check_share(const vl_vctx *v, size_t it, uint32_t r, const vl_rank *
         for (uint32_t q = 0; q < i; q++)
             if (mem[q] == mem[i])
                 vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: dp %d listed twice "
-                              "among the sharers", it, r, what, j, mem[i]);
+                              "among the sharers", v->num, r, what, j, mem[i]);
         if (!o)
             vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: shared with dp %d, which "
-                          "the iteration does not have", it, r, what, j, mem[i]);
+                          "the iteration does not have", v->num, r, what, j, mem[i]);
         else if (o != rk && mem[0] == rk->dp &&   /* the primary compares its copies */
                  (!(c = copy_on(p, rk, o, j, bwd)) || !same_pack(p, mb, c)))
             vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: the copy of this shared "
-                          "pack on dp %d is %s", it, r, what, j, mem[i],
+                          "pack on dp %d is %s", v->num, r, what, j, mem[i],
                           c ? "different" : "missing");
     }
     if (!member)
         vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: shared by dp values that do "
-                      "not include this rank's dp %d", it, r, what, j, rk->dp);
+                      "not include this rank's dp %d", v->num, r, what, j, rk->dp);
 }
 
 /* ---- capabilities ---- */
 
 /* What the plan uses and does not declare, once each (plans that state their
  * capabilities: built by vlplan, in memory or read back). */
-static void check_caps(const vl_vctx *v, uint32_t used)
+static void check_caps(const vl_vctx *v)
 {
     static const char *const what[VL_NCAPS] = {
         "uneven micro-batch counts", "backward packs", "per-segment CP placement",
@@ -244,24 +239,24 @@ static void check_caps(const vl_vctx *v, uint32_t used)
     if (!v->declared)
         return;
     for (unsigned i = 0; i < VL_NCAPS; i++)
-        if (what[i] && (used >> i & 1) && !(v->p->caps >> i & 1))
+        if (what[i] && (v->used >> i & 1) && !(v->p->caps >> i & 1))
             vl__violation(v->rep, 5, "the plan uses %s but does not declare %s", what[i],
                           vl_cap_name(i));
 }
 
-static void check_rank(const vl_vctx *v, size_t it, uint32_t r, const vl_rank *rk)
+static void check_rank(vl_vctx *v, size_t it, uint32_t r, const vl_rank *rk)
 {
     char where[64];
 
-    snprintf(where, sizeof where, "iteration %zu, rank %u", it, r);
+    snprintf(where, sizeof where, "iteration %zu, rank %u", v->num, r);
     check_fields(v, VL_PF_RANK, rk, where);
     if (v->cost)
         check_limits(v, rk, where);
-    check_cps(v, it, r, rk);
+    check_cps(v, r, rk);
     if (rk->nbwd > 0)
-        *v->used |= VL_CAP_BWD_PACKS;
+        v->used |= VL_CAP_BWD_PACKS;
     if (rk->nop > 0)
-        *v->used |= VL_CAP_SCHEDULE;
+        v->used |= VL_CAP_SCHEDULE;
     for (uint32_t j = 0; j < rk->nmb + rk->nbwd; j++) {
         const vl_mb *mb = &v->p->mbs[rk->mb0 + j];
         if (mb->share)
@@ -269,26 +264,19 @@ static void check_rank(const vl_vctx *v, size_t it, uint32_t r, const vl_rank *r
     }
 }
 
-vl_status vl__check_layout(const vl_vctx *cv, vl_err *err)
+vl_status vl__layout_iter(vl_vctx *v, size_t it, vl_err *err)
 {
-    const vl_plan *p = cv->p;
-    uint32_t used = 0;
-    vl_vctx vv = *cv, *v = &vv;
-    scratch s = {0};
-    vl_status st = VL_OK;
+    const vl_iter *in = &v->p->iters[it];
+    char where[32];
 
-    vv.used = &used;
-    for (size_t it = 0; it < p->niters && st == VL_OK; it++) {
-        const vl_iter *in = &p->iters[it];
-        char where[32];
-        snprintf(where, sizeof where, "iteration %zu", it);
-        check_fields(v, VL_PF_ITER, in, where);
-        for (uint32_t r = 0; r < in->nranks; r++)
-            check_rank(v, it, r, &p->ranks[in->rank0 + r]);
-        st = check_placement(v, it, &s, err);
-    }
-    check_caps(v, used);
-    free(s.gpus);
-    free(s.dps);
-    return st;
+    snprintf(where, sizeof where, "iteration %zu", v->num);
+    check_fields(v, VL_PF_ITER, in, where);
+    for (uint32_t r = 0; r < in->nranks; r++)
+        check_rank(v, it, r, &v->p->ranks[in->rank0 + r]);
+    return check_placement(v, it, err);
+}
+
+void vl__layout_finish(vl_vctx *v)
+{
+    check_caps(v);
 }

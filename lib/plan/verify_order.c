@@ -15,14 +15,15 @@
 
 #include "grow.h"
 
+/* The rank being checked; the scratch lives in the verifier (fpos, bpos, iv). */
 typedef struct order {
-    const vl_vctx *v;
-    size_t it;
+    vl_vctx *v;
+    size_t it;            /* the iteration's number, for messages */
     uint32_t r;
     const vl_rank *rk;
     int64_t *fpos, *bpos; /* schedule position of F / B per pack, -1 = none */
-    size_t fcap, bcap;
-    vl_interval *e; size_t ne, ecap;
+    vl_interval *e;
+    size_t ne;
 } order;
 
 /* ---- schedule ---- */
@@ -179,16 +180,21 @@ static vl_status check_rank(order *o, vl_err *err)
     size_t nb = vl_plan_nbpacks(rk);
     vl_status st;
 
+    vl_vctx *v = o->v;
+
     if (rk->nop > 0) {
-        if ((st = vl_grow(&o->fpos, &o->fcap, rk->nmb + 1, sizeof *o->fpos, err)) != VL_OK ||
-            (st = vl_grow(&o->bpos, &o->bcap, nb + rk->nmb + 1, sizeof *o->bpos, err)) != VL_OK)
+        if ((st = vl_grow(&v->fpos, &v->fpos_cap, rk->nmb + 1, sizeof *v->fpos, err)) ||
+            (st = vl_grow(&v->bpos, &v->bpos_cap, nb + rk->nmb + 1, sizeof *v->bpos, err)))
             return st;
+        o->fpos = v->fpos;
+        o->bpos = v->bpos;
         check_schedule(o);
     }
-    if (rk->nbwd == 0 && !vl_plan_rank_sliced(o->v->p, rk))
+    if (rk->nbwd == 0 && !vl_plan_rank_sliced(v->p, rk))
         return VL_OK;
-    if ((st = vl_plan_rank_intervals(o->v->p, rk, &o->e, &o->ecap, &o->ne, err)) != VL_OK)
+    if ((st = vl_plan_rank_intervals(v->p, rk, &v->iv, &v->iv_cap, &o->ne, err)) != VL_OK)
         return st;
+    o->e = v->iv;
     for (size_t i = 0, j; i < o->ne; i = j) {
         for (j = i + 1; j < o->ne && o->e[j].sample == o->e[i].sample; j++)
             ;
@@ -197,21 +203,16 @@ static vl_status check_rank(order *o, vl_err *err)
     return VL_OK;
 }
 
-vl_status vl__check_order(const vl_vctx *v, vl_err *err)
+vl_status vl__order_iter(vl_vctx *v, size_t it, vl_err *err)
 {
-    const vl_plan *p = v->p;
-    order o = {.v = v};
+    const vl_iter *in = &v->p->iters[it];
+    order o = {.v = v, .it = v->num};
     vl_status st = VL_OK;
 
-    for (size_t it = 0; it < p->niters && st == VL_OK; it++)
-        for (uint32_t r = 0; r < p->iters[it].nranks && st == VL_OK; r++) {
-            o.it = it;
-            o.r = r;
-            o.rk = &p->ranks[p->iters[it].rank0 + r];
-            st = check_rank(&o, err);
-        }
-    free(o.fpos);
-    free(o.bpos);
-    free(o.e);
+    for (uint32_t r = 0; r < in->nranks && st == VL_OK; r++) {
+        o.r = r;
+        o.rk = &v->p->ranks[in->rank0 + r];
+        st = check_rank(&o, err);
+    }
     return st;
 }
