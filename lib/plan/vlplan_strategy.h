@@ -5,6 +5,7 @@
 #define VLPLAN_STRATEGY_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -66,6 +67,10 @@ typedef struct vl_strategy {
     size_t opts_size;     /* size of its options struct (bound by vl_config_bind) */
     uint32_t caps;        /* VL_CAP_* it may use (plan.h); the runner records them in the
                            * plan header, verify holds the plan to them */
+    bool streams;         /* true: plan() appends iterations in order and never reads or
+                           * changes an iteration once the next vl_plan_iter_begin has
+                           * been called, so the runner may write and free each finished
+                           * iteration as it goes (memory flat in the epoch length) */
     /** Longest sample (tokens) it can place under cfg; the runner applies
      *  training.oversize to longer ones before plan() sees them. */
     uint32_t (*max_len)(const void *opts, const vl_config *cfg);
