@@ -5,7 +5,6 @@
 
 #include "cli.h"
 #include "evaluate.h"
-#include "planio.h"
 #include "report.h"
 
 static const char *const CMD = "metrics";
@@ -39,40 +38,32 @@ static int on_option(int key, const char *arg, void *ud)
     return EX_USAGE_;
 }
 
-static int show(const metrics_args *a, const vl_plan *p)
+static int show(const metrics_args *a, const char *path)
 {
-    vl_config cfg;
-    vl_cost cost;
     vl_sim_opts so = VL_SIM_OPTS_INIT;
+    eval_file_opts o = {.cfg = &a->cfg, .so = &so};
     eval_result r;
-    int rc = eval_plan_cost(CMD, p, &a->cfg, &cfg, &cost);
+    int rc = eval_plan_file(CMD, path, &o, &r);
 
-    if (rc)
-        return rc;
-    rc = eval_plan(CMD, p, &cost, &so, &r);
     if (rc == 0 && a->fmt == FMT_JSON)
         rc = eval_print_json(stdout, CMD, &r);
     else if (rc == 0 && a->fmt == FMT_CSV)
         eval_print_csv(stdout, &r);
     else if (rc == 0)
         eval_print_table(stdout, &r);
-    vl_config_free(&cfg);
     return rc;
 }
 
 int cmd_metrics(int argc, char **argv)
 {
     metrics_args a;
-    vl_plan p;
     int first = 0, rc;
 
     memset(&a, 0, sizeof a);
     rc = cli_parse(argc, argv, CMD, USAGE, options, on_option, &a, &first);
     if (rc)
         return rc < 0 ? 0 : rc;
-    if ((rc = eval_read_plan(CMD, USAGE, argc, argv, first, &p)) != 0)
+    if ((rc = eval_one_plan_operand(CMD, USAGE, argc, first)) != 0)
         return rc;
-    rc = show(&a, &p);
-    vl_plan_free(&p);
-    return rc;
+    return show(&a, argv[first]);
 }

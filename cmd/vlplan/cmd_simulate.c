@@ -5,7 +5,6 @@
 
 #include "cli.h"
 #include "evaluate.h"
-#include "planio.h"
 #include "report.h"
 #include "svg.h"
 
@@ -62,86 +61,84 @@ static int on_option(int key, const char *arg, void *ud)
     return EX_USAGE_;
 }
 
-static void print_iter_row(const vl_plan *p, size_t it, const vl_sim_iter_result *r)
-{
-    printf("%6zu %5u %12.2f %10.2f %8.4f %8.4f %10.2f %6.1f%%%s\n", it, p->iters[it].epoch,
-           r->iter_time_ms, r->sync_ms, r->bubble + 0.0, r->tbr + 0.0, r->peak_mem_gib, 100 * r->mfu,
-           r->oom ? "  OOM" : "");
-}
+/* What simulate does per iteration while the plan streams by. */
+typedef struct sim_walk {
+    const sim_args *a;
+    bool header;          /* the table's column heads are out */
+    char *svg;            /* the chart of the chosen iteration, once met */
+} sim_walk;
 
-/* One row per iteration (or just --iter) before the plan's summary. */
-static int print_iters(const sim_args *a, const vl_plan *p, const vl_cost *cost)
+static void print_head(sim_walk *w)
 {
-    vl_sim_scratch *s = NULL;
-    vl_sim_iter_result r;
-    vl_err err = {0};
-    size_t lo = a->have_iter ? a->iter : 0, hi = a->have_iter ? a->iter + 1 : p->niters;
-    int rc = 0;
-
-    if (vl_sim_scratch_new(&s, &err) != VL_OK)
-        return cli_fail(CMD, &err);
+    if (w->header || w->a->fmt != FMT_TABLE)
+        return;
+    w->header = true;
     printf("%6s %5s %12s %10s %8s %8s %10s %7s\n", "iter", "epoch", "iter_time_ms", "sync_ms",
            "bubble", "tbr", "peak_gib", "mfu");
-    for (size_t it = lo; it < hi && rc == 0; it++) {
-        if (vl_sim_iter(p, it, cost, &a->so, &r, s, NULL, &err) != VL_OK)
-            rc = cli_fail(CMD, &err);
-        else
-            print_iter_row(p, it, &r);
-    }
-    putchar('\n');
-    vl_sim_scratch_free(s);
-    return rc;
 }
 
-static int write_svg(const sim_args *a, const vl_plan *p, const vl_cost *cost)
+/* One table row per iteration (or just --iter); the chart of --iter (default 0). */
+static int each_iter(void *ud, const vl_plan *p, const vl_cost *cost,
+                     const vl_sim_iter_result *r)
 {
+    sim_walk *w = ud;
+    const sim_args *a = w->a;
+    uint64_t it = p->iter_base, want = a->have_iter ? a->iter : 0;
     vl_err err = {0};
-    char *svg = NULL;
-    int rc;
 
-    if (vl_sim_svg(p, a->have_iter ? a->iter : 0, cost, &a->so, &svg, &err) != VL_OK)
+    if (a->fmt == FMT_TABLE && (!a->have_iter || it == want)) {
+        print_head(w);
+        printf("%6llu %5u %12.2f %10.2f %8.4f %8.4f %10.2f %6.1f%%%s\n",
+               (unsigned long long)it, p->iters[0].epoch, r->iter_time_ms, r->sync_ms,
+               r->bubble + 0.0, r->tbr + 0.0, r->peak_mem_gib, 100 * r->mfu,
+               r->oom ? "  OOM" : "");
+    }
+    if (a->svg && it == want && vl_sim_svg(p, 0, cost, &a->so, &w->svg, &err) != VL_OK)
         return cli_fail(CMD, &err);
-    rc = cli_write_text(CMD, a->svg, svg);
-    free(svg);
-    return rc;
+    return 0;
 }
 
-static int run(const sim_args *a, const vl_plan *p)
+/* After the plan was read: what --iter and --svg asked for must have been there. */
+static int check_found(const sim_args *a, uint64_t niters)
 {
-    vl_config cfg;
-    vl_cost cost;
-    eval_result r;
-    int rc;
-
-    if (a->have_iter && a->iter >= p->niters) {
-        cli_error(CMD, "--iter %llu: the plan has %zu iterations", (unsigned long long)a->iter,
-                  p->niters);
+    if (a->have_iter && a->iter >= niters) {
+        cli_error(CMD, "--iter %llu: the plan has %llu iterations", (unsigned long long)a->iter,
+                  (unsigned long long)niters);
         return EX_USAGE_;
     }
-    if (a->svg && p->niters == 0) {
+    if (a->svg && niters == 0) {
         cli_error(CMD, "--svg: the plan has no iterations to draw");
         return EX_USAGE_;
     }
-    if ((rc = eval_plan_cost(CMD, p, &a->cfg, &cfg, &cost)) != 0)
-        return rc;
-    if (a->fmt == FMT_TABLE)
-        rc = print_iters(a, p, &cost);
+    return 0;
+}
+
+static int run(const sim_args *a, const char *path)
+{
+    sim_walk w = {.a = a};
+    eval_file_opts o = {.cfg = &a->cfg, .so = &a->so, .each = each_iter, .ud = &w};
+    eval_result r;
+    int rc = eval_plan_file(CMD, path, &o, &r);
+
     if (rc == 0)
-        rc = eval_plan(CMD, p, &cost, &a->so, &r);
+        rc = check_found(a, r.mt.iterations);
+    if (rc == 0 && a->fmt == FMT_TABLE) {
+        print_head(&w);
+        putchar('\n');
+    }
     if (rc == 0 && a->fmt == FMT_JSON)
         rc = eval_print_json(stdout, CMD, &r);
     else if (rc == 0)
         eval_print_table(stdout, &r);
     if (rc == 0 && a->svg)
-        rc = write_svg(a, p, &cost);
-    vl_config_free(&cfg);
+        rc = cli_write_text(CMD, a->svg, w.svg);
+    free(w.svg);
     return rc;
 }
 
 int cmd_simulate(int argc, char **argv)
 {
     sim_args a;
-    vl_plan p;
     int first = 0, rc;
 
     memset(&a, 0, sizeof a);
@@ -157,9 +154,7 @@ int cmd_simulate(int argc, char **argv)
         cli_check_not_input(CMD, "--svg", a.svg, (const char *const *)argv + first,
                             argc - first))
         return EX_USAGE_;
-    if ((rc = eval_read_plan(CMD, USAGE, argc, argv, first, &p)) != 0)
+    if ((rc = eval_one_plan_operand(CMD, USAGE, argc, first)) != 0)
         return rc;
-    rc = run(&a, &p);
-    vl_plan_free(&p);
-    return rc;
+    return run(&a, argv[first]);
 }

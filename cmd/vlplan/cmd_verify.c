@@ -46,41 +46,13 @@ static int on_option(int key, const char *arg, void *ud)
     return EX_USAGE_;
 }
 
-/* The plan header carries the effective config it was made with (JSON is YAML), so
- * the memory check uses exactly what the planner assumed; -c and --set replace or
- * amend it (a plan from another tool may have none).  *have: false when there is no
- * config at all: the memory and cluster checks are then skipped, with a warning.
- * Returns 0 or the exit code of a bad -c / --set. */
-static int cost_for(const verify_args *a, const vl_plan *p, vl_config *cfg, vl_cost *cost,
-                    bool *have)
-{
-    vl_err err = {0};
-    int rc;
-
-    *have = false;
-    if (!p->config_json && a->cfg.npaths == 0 && a->cfg.nsets == 0) {
-        if (!a->log.quiet)
-            fprintf(stderr, "vlplan verify: warning: the plan header has no config and no -c "
-                            "was given; modelled memory and cluster limits not checked\n");
-        return 0;
-    }
-    if ((rc = cli_config_load_over(CMD, &a->cfg, p->config_json, "plan header config", cfg)))
-        return rc;
-    if (vl_cost_init(cost, cfg, &err) != VL_OK) {
-        vl_config_free(cfg);
-        return cli_fail(CMD, &err);
-    }
-    *have = true;
-    return 0;
-}
-
 static int report(const verify_args *a, const char *path, const vl_plan *p,
                   const vl_verify_report *rep, vl_status st)
 {
     if (st == VL_OK) {
         if (!a->log.quiet)
-            printf("%s: ok: %zu iterations, %zu epochs, every sample accounted for\n", path,
-                   p->niters, (size_t)p->epochs);
+            printf("%s: ok: %llu iterations, %zu epochs, every sample accounted for\n", path,
+                   (unsigned long long)p->iter_base, (size_t)p->epochs);
         return 0;
     }
     if (!a->log.quiet) {
@@ -94,57 +66,96 @@ static int report(const verify_args *a, const char *path, const vl_plan *p,
     return 1;
 }
 
-static int check(const verify_args *a, const char *plan_path, const vl_plan *p,
-                 const vl_plan_file *f)
+/* The plan streams by an iteration at a time; the verifier keeps per-sample coverage
+ * and one iteration. */
+typedef struct verify_walk {
+    const verify_args *a;
+    const vl_manifest *m;
+    eval_cost_src src;    /* optional: a plan from another tool may have no config */
+    vl_verify_report *rep;
+    vl_verifier *v;
+    int rc;               /* exit code of a failure inside a visit, already printed */
+} verify_walk;
+
+/* The header's config (or -c) gives the memory and cluster checks; with none at all
+ * they are skipped, with a warning. */
+static int walk_start(verify_walk *w, const vl_plan *p)
 {
-    vl_config cfg;
-    vl_cost cost;
-    vl_verify_report *rep = malloc(sizeof *rep);
     vl_err err = {0};
-    bool have = false;
-    vl_status st;
     int rc;
 
-    if (!rep) {
-        cli_error(CMD, "out of memory");
-        return cli_exit_for(VL_ENOMEM);
-    }
-    if ((rc = cost_for(a, p, &cfg, &cost, &have)) == 0) {
-        st = vl_plan_verify_read(p, f, have ? &cost : NULL, rep, &err);
-        if (st == VL_OK || st == VL_EVERIFY)
-            rc = report(a, plan_path, p, rep, st);
-        else
-            rc = cli_fail(CMD, &err);
-    }
-    if (have)
-        vl_config_free(&cfg);
-    free(rep);
+    if (w->v)
+        return 0;
+    if ((rc = eval_cost_load(&w->src, p)) != 0)
+        return rc;
+    if (!w->src.have && !w->a->log.quiet)
+        fprintf(stderr, "vlplan verify: warning: the plan header has no config and no -c "
+                        "was given; modelled memory and cluster limits not checked\n");
+    if (vl_verifier_new(&w->v, w->m, w->src.have ? &w->src.cost : NULL, w->rep, &err) != VL_OK)
+        return cli_fail(CMD, &err);
+    return 0;
+}
+
+static vl_status visit(void *ud, vl_plan *p, vl_err *err)
+{
+    verify_walk *w = ud;
+
+    if ((w->rc = walk_start(w, p)) != 0)
+        return vl_seterr(err, VL_EUSAGE, "stopped");
+    return vl_verifier_iter(w->v, p, 0, err);
+}
+
+static int finish(verify_walk *w, const char *path, const vl_plan *p, const vl_plan_file *f)
+{
+    vl_err err = {0};
+    vl_status st;
+    int rc = walk_start(w, p);
+
+    if (rc)
+        return rc;
+    st = vl_verifier_finish(w->v, p, f, &err);
+    if (st == VL_OK || st == VL_EVERIFY)
+        return report(w->a, path, p, w->rep, st);
+    return cli_fail(CMD, &err);
+}
+
+static int check(verify_walk *w, const char *path, vl_manifest *m, vl_plan_file *f)
+{
+    vl_plan p;
+    vl_err err = {0};
+    int rc;
+
+    memset(&p, 0, sizeof p);
+    if (vl_plan_read_each(&p, f, path, m, visit, w, &err) != VL_OK)
+        rc = w->rc ? w->rc : eval_read_fail(CMD, f, &err);
+    else
+        rc = finish(w, path, &p, f);
+    vl_plan_free(&p);
     return rc;
 }
 
 static int run(const verify_args *a, char *plan_path, char **ins, int nin)
 {
+    verify_walk w = {.a = a, .src = {.cmd = CMD, .args = &a->cfg, .optional = true}};
     vl_manifest *m = NULL;
-    vl_plan p;
     vl_plan_file *f = malloc(sizeof *f);
-    vl_err err = {0};
     int rc;
 
-    if (!f) {
+    w.rep = malloc(sizeof *w.rep);
+    if (!f || !w.rep) {
+        free(f);
+        free(w.rep);
         cli_error(CMD, "out of memory");
         return cli_exit_for(VL_ENOMEM);
     }
-    if ((rc = cli_manifest_load(CMD, &a->man, ins, nin, &m)) != 0)
-        goto done;
-    memset(&p, 0, sizeof p);
-    if (vl_plan_read(&p, f, plan_path, m, &err) != VL_OK) {
-        rc = eval_read_fail(CMD, f, &err);
-        goto done;
+    if ((rc = cli_manifest_load(CMD, &a->man, ins, nin, &m)) == 0) {
+        w.m = m;
+        rc = check(&w, plan_path, m, f);
     }
-    rc = check(a, plan_path, &p, f);
-    vl_plan_free(&p);
-done:
+    vl_verifier_free(w.v);
+    eval_cost_free(&w.src);
     vl_manifest_free(m);
+    free(w.rep);
     free(f);
     return rc;
 }

@@ -50,16 +50,44 @@ extern const char *const eval_keys[];
  *  or the error itself; returns the exit code. */
 int eval_read_fail(const char *cmd, const vl_plan_file *f, const vl_err *err);
 
-/** Read the one plan file operand argv[first] (usage error unless there is exactly
- *  one) into *p, without a manifest.  Returns 0 (free p with vl_plan_free) or an exit
- *  code after printing the reason. */
-int eval_read_plan(const char *cmd, const char *usage, int argc, char **argv, int first,
-                   vl_plan *p);
+/* ---- a plan file read an iteration at a time (eval_stream.c) ---- */
 
-/** Config and cost model for a plan file: the config recorded in the plan header
- *  (JSON is YAML), or -c instead, then --set.  Returns 0 (free cfg with
- *  vl_config_free), or an exit code after printing the reason. */
-int eval_plan_cost(const char *cmd, const vl_plan *p, const cli_config_args *a, vl_config *cfg,
-                   vl_cost *cost);
+/* The config and cost model of a plan file, made from its header when the first
+ * iteration arrives: the header's config, or -c instead, then --set. */
+typedef struct eval_cost_src {
+    const char *cmd;
+    const cli_config_args *args;
+    bool optional;        /* no config anywhere: have stays false (verify) instead of
+                           * the defaults */
+    bool loaded, have;
+    vl_config cfg;
+    vl_cost cost;
+} eval_cost_src;
+/** Load once (later calls return 0).  0, or an exit code after printing the reason. */
+int eval_cost_load(eval_cost_src *s, const vl_plan *p);
+void eval_cost_free(eval_cost_src *s);
+
+/* Called after every iteration's figures are taken: p holds the header and that
+ * iteration as iters[0] (its number is p->iter_base); r its simulation, NULL when not
+ * simulated.  0 to go on, or an exit code (after printing) to stop. */
+typedef int (*eval_iter_fn)(void *ud, const vl_plan *p, const vl_cost *cost,
+                            const vl_sim_iter_result *r);
+
+typedef struct eval_file_opts {
+    const cli_config_args *cfg;   /* -c / --set */
+    const vl_sim_opts *so;        /* NULL: metrics only */
+    eval_iter_fn each;            /* optional */
+    void *ud;
+} eval_file_opts;
+
+/** Figures of the plan file at path (no manifest), read an iteration at a time, so memory
+ *  does not grow with the plan.  0, or an exit code after printing the reason. */
+int eval_plan_file(const char *cmd, const char *path, const eval_file_opts *o,
+                   eval_result *out);
+
+/** Usage error unless argv holds exactly one operand from first on. */
+int eval_one_plan_operand(const char *cmd, const char *usage, int argc, int first);
+/** The warning for a plan read without its footer or with a wrong sha256. */
+void eval_read_warn(const char *cmd, const char *path, const vl_plan_file *f);
 
 #endif

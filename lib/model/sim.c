@@ -485,7 +485,8 @@ void vl_sim_acc_free(vl_sim_acc *a)
     free(a);
 }
 
-vl_status vl_sim_acc_iter(vl_sim_acc *a, const vl_plan *p, size_t it, vl_err *err)
+vl_status vl_sim_acc_iter(vl_sim_acc *a, const vl_plan *p, size_t it, vl_sim_iter_result *res,
+                          vl_err *err)
 {
     vl_sim_iter_result r;
     vl_sim_summary *out = &a->out;
@@ -495,6 +496,8 @@ vl_status vl_sim_acc_iter(vl_sim_acc *a, const vl_plan *p, size_t it, vl_err *er
 
     if (st != VL_OK)
         return st;
+    if (res)
+        *res = r;
     double row[NCOL] = {[COL_TIME] = r.iter_time_ms, [COL_BUBBLE] = r.bubble,
                         [COL_TBR] = r.tbr, [COL_MEM] = r.peak_mem_gib, [COL_MFU] = r.mfu,
                         [COL_GAP] = r.rank_gap};
@@ -534,7 +537,7 @@ vl_status vl_sim_plan(const vl_plan *p, const vl_cost *c, const vl_sim_opts *o,
 
     memset(out, 0, sizeof *out);
     for (size_t it = 0; st == VL_OK && it < p->niters; it++)
-        st = vl_sim_acc_iter(a, p, it, err);
+        st = vl_sim_acc_iter(a, p, it, NULL, err);
     if (st == VL_OK)
         vl_sim_acc_finish(a, out);
     vl_sim_acc_free(a);

@@ -167,8 +167,10 @@ vl_status vl_sim_plan(const vl_plan *p, const vl_cost *c, const vl_sim_opts *o,
 typedef struct vl_sim_acc vl_sim_acc;
 vl_status vl_sim_acc_new(vl_sim_acc **out, const vl_cost *c, const vl_sim_opts *o,
                          vl_err *err);
-/** Simulate iteration it of p (numbered p->iter_base + it).  Statuses of vl_sim_iter. */
-vl_status vl_sim_acc_iter(vl_sim_acc *a, const vl_plan *p, size_t it, vl_err *err);
+/** Simulate iteration it of p (numbered p->iter_base + it); its result also in *r when r
+ *  is non-NULL.  Statuses of vl_sim_iter. */
+vl_status vl_sim_acc_iter(vl_sim_acc *a, const vl_plan *p, size_t it, vl_sim_iter_result *r,
+                          vl_err *err);
 void vl_sim_acc_finish(vl_sim_acc *a, vl_sim_summary *out);
 void vl_sim_acc_free(vl_sim_acc *a);   /* NULL: no-op */
 
