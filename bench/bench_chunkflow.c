@@ -96,7 +96,7 @@ static vl_status row(const char *name, const vl_strategy *s, vl_manifest *m, int
                      const char *recompute, const char *chunk, const char *k, vl_err *err)
 {
     vl_config cfg = {0};
-    vl_run_opts o = {.seed = 1, .verbose = 1};
+    vl_run_opts o = {.seed = 1, .verbose = 1, .allow_oom = true};
     vl_plan p = {0};
     vl_sim_summary sum;
     vl_cost c;
@@ -106,8 +106,11 @@ static vl_status row(const char *name, const vl_strategy *s, vl_manifest *m, int
 
     if (st == VL_OK)
         st = time_plan(s, m, &cfg, &ms, err);
-    if (st == VL_OK)
-        st = vl_run_plan(&p, s, m, &cfg, &o, &log, err);
+    if (st == VL_OK) {
+        vl_run_result res;
+        st = vl_run_plan(&p, s, m, &cfg, &o, &res, err);
+        log = res.log;
+    }
     if (st == VL_OK)
         st = vl_cost_init(&c, &cfg, err);
     if (st == VL_OK)

@@ -68,12 +68,18 @@ typedef struct result {
 static int plan_one(const vl_strategy *s, vl_manifest *m, const vl_config *cfg,
                     result *res, char **log, vl_err *err)
 {
-    vl_run_opts ro = {.seed = 1, .verbose = log != NULL};
+    vl_run_opts ro = {.seed = 1, .verbose = log != NULL, .allow_oom = true};
+    vl_run_result rr;
     vl_plan p;
     vl_cost cost;
     double t0 = now();
+    vl_status st = vl_run_plan(&p, s, m, cfg, &ro, &rr, err);
 
-    if (vl_run_plan(&p, s, m, cfg, &ro, log, err) != VL_OK)
+    if (log)
+        *log = rr.log;
+    else
+        free(rr.log);
+    if (st != VL_OK)
         return -1;
     res->secs = now() - t0;
     if (vl_cost_init(&cost, cfg, err) != VL_OK ||
@@ -159,7 +165,7 @@ static int speed(size_t n)
     vl_selection sel;
     void *opts = calloc(1, vl_strategy_hbp.opts_size);
     double t0, t_plan, t_run, c0, c_plan;
-    vl_run_opts ro = {.seed = 1};
+    vl_run_opts ro = {.seed = 1, .allow_oom = true};
 
     if (len == NULL || opts == NULL ||
         vl_gen_lengths(len, n, "tulu3-longcite", 1, &err) != VL_OK ||

@@ -29,7 +29,7 @@ static double now_s(void)
 static int run_one(const vl_strategy *s, vl_manifest *m, const vl_config *cfg, const char *dist,
                    const char *label)
 {
-    vl_run_opts ro = {cfg->training.seed, 0};
+    vl_run_opts ro = {.seed = cfg->training.seed, .allow_oom = true};
     vl_plan p;
     vl_err err = {0};
     struct rusage ru;

@@ -98,7 +98,7 @@ static int in_child(const setup *su, const char *name, const char *path, bool fa
 static int bench(const setup *su, vl_manifest *m, const char *name, const char *dir)
 {
     const vl_strategy *s = vl_strategy_find(name);
-    vl_run_opts ro = {su->cfg->training.seed, 0};
+    vl_run_opts ro = {.seed = su->cfg->training.seed, .allow_oom = true};
     vl_plan p;
     vl_err err = {0};
     char path[512];

@@ -42,7 +42,10 @@ static inline vl_status run_set(fx *f, const vl_strategy *s, const uint32_t *len
     if ((st = vl_config_finalize(&f->cfg, &f->err)) != VL_OK)
         return st;
     cr_assert_eq(vl_cost_init(&f->cost, &f->cfg, &f->err), VL_OK, "%s", f->err.msg);
-    return vl_run_plan(&f->p, s, f->m, &f->cfg, &ro, &f->log, &f->err);
+    vl_run_result res;
+    st = vl_run_plan(&f->p, s, f->m, &f->cfg, &ro, &res, &f->err);
+    f->log = res.log;
+    return st;
 }
 
 static inline vl_status run_strategy(fx *f, const vl_strategy *s, const uint32_t *len,

@@ -43,12 +43,23 @@ static vl_manifest *eval_manifest(size_t n, uint64_t seed)
     return m;
 }
 
+static void run_oom(vl_plan *p, const vl_strategy *s, vl_manifest *m, const vl_config *cfg,
+                    int verbose, char **log, bool allow_oom)
+{
+    vl_run_opts o = {.seed = 7, .verbose = verbose, .allow_oom = allow_oom};
+    vl_err err;
+    vl_run_result res;
+    cr_assert_eq(vl_run_plan(p, s, m, cfg, &o, &res, &err), VL_OK, "%s", err.msg);
+    if (log)
+        *log = res.log;
+    else
+        free(res.log);
+}
+
 static void run(vl_plan *p, const vl_strategy *s, vl_manifest *m, const vl_config *cfg,
                 int verbose, char **log)
 {
-    vl_run_opts o = {.seed = 7, .verbose = verbose};
-    vl_err err;
-    cr_assert_eq(vl_run_plan(p, s, m, cfg, &o, log, &err), VL_OK, "%s", err.msg);
+    run_oom(p, s, m, cfg, verbose, log, false);
 }
 
 static vl_sim_summary simulate(const vl_plan *p, const vl_config *cfg)
@@ -266,7 +277,8 @@ static double peak_gib(vl_manifest *m, uint32_t ctx, const char *k)
     snprintf(ctx_set, sizeof ctx_set, "training.max_seq_len=%u", ctx);
     snprintf(k_set, sizeof k_set, "chunkflow.k=%s", k);
     config(&cfg, sets);
-    run(&p, &vl_strategy_chunkflow, m, &cfg, 0, NULL);
+    /* measuring memory, not planning: K = 64 is meant to overflow */
+    run_oom(&p, &vl_strategy_chunkflow, m, &cfg, 0, NULL, true);
     gib = simulate(&p, &cfg).peak_mem_gib.max;
     vl_plan_free(&p);
     vl_config_free(&cfg);

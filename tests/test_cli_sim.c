@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -127,12 +128,27 @@ Test(cli_sim, compare_svg_and_markdown)
 
 /* recompute: auto makes a baseline checkpoint just enough layers to fit; without it the
  * same 16K packs of an 8B model exceed an 80 GB device and verify says so (I3). */
-Test(cli_sim, recompute_auto_fits_memory)
+/* A plan over device memory is refused (exit 65) with what would fit; --allow-oom
+ * writes it (verify then rejects it); the default recompute=auto fits. */
+Test(cli_sim, plan_refuses_what_does_not_fit)
 {
     char *p = tu_path(dir, "auto.jsonl");
     const char *sel[] = {"plan", "-s", "pack", "--set", "training.oversize=drop", "--set",
-                         "training.max_seq_len=16384", "-o", p, manifest, NULL};
-    tu_result r = run_ok(sel);
+                         "training.max_seq_len=16384", "--set", "training.recompute=selective",
+                         "-o", p, manifest, NULL};
+    tu_result r;
+    cr_assert_eq(tu_run(&r, NULL, sel), 0);
+    cr_expect_eq(r.status, 65, "exit %d: %s", r.status, r.err);
+    cr_expect(strstr(r.err, "does not fit device memory: iteration ") != NULL, "%s", r.err);
+    cr_expect(strstr(r.err, "checkpointing ") != NULL, "what would fit: %s", r.err);
+    cr_expect(access(p, F_OK) != 0, "nothing written");
+    tu_result_free(&r);
+
+    const char *oom[] = {"plan", "-s", "pack", "--set", "training.oversize=drop", "--set",
+                         "training.max_seq_len=16384", "--set", "training.recompute=selective",
+                         "--allow-oom", "-o", p, manifest, NULL};
+    r = run_ok(oom);
+    cr_expect(strstr(r.err, "warning: --allow-oom: ") != NULL, "%s", r.err);
     tu_result_free(&r);
     const char *v[] = {"verify", p, manifest, NULL};
     cr_assert_eq(tu_run(&r, NULL, v), 0);
@@ -141,8 +157,7 @@ Test(cli_sim, recompute_auto_fits_memory)
     tu_result_free(&r);
 
     const char *aut[] = {"plan", "-s", "pack", "--set", "training.oversize=drop", "--set",
-                         "training.max_seq_len=16384", "--set", "training.recompute=auto",
-                         "-o", p, manifest, NULL};
+                         "training.max_seq_len=16384", "-o", p, manifest, NULL};
     r = run_ok(aut);
     tu_result_free(&r);
     r = run_ok(v);

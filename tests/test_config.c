@@ -38,7 +38,7 @@ Test(config, builtin_default)
     cr_assert_eq(t->seed, 0);
     cr_assert_eq(t->epochs, 1);
     cr_assert_eq(t->zero, VL_ZERO_2);
-    cr_assert_eq(t->recompute, VL_RECOMPUTE_SELECTIVE);
+    cr_assert_eq(t->recompute, VL_RECOMPUTE_AUTO);
     cr_assert_float_eq(t->act_mem_factor, 1.1, 1e-12);
     cr_assert_eq(t->grad_bytes, 4);
     cr_assert_float_eq(t->overlap_cp, 1.0, 1e-12);

@@ -119,7 +119,7 @@ static double now_s(void)
 static int child_plan(const char *name, vl_manifest *m, const vl_config *cfg, int fd)
 {
     const vl_strategy *s = vl_strategy_find(name);
-    vl_run_opts ro = {cfg->training.seed, 0};
+    vl_run_opts ro = {.seed = cfg->training.seed, .allow_oom = true};
     vl_sim_opts so = VL_SIM_OPTS_INIT;
     vl_err err = {0};
     vl_plan p;

@@ -14,7 +14,7 @@
 static const char *const CMD = "plan";
 static const char *const USAGE =
     "-s STRATEGY [-c CONFIG] [-o PLAN] [--metrics FILE] [--seed N] [--set KEY=VALUE]... "
-    "MANIFEST...";
+    "[--allow-oom] MANIFEST...";
 
 static const cli_opt options[] = {
     {"strategy", 's', "NAME", "strategy to run (see 'vlplan strategies')"},
@@ -25,6 +25,8 @@ static const cli_opt options[] = {
     {"set", OPT_SET, "KEY=VALUE", "override a config key, e.g. training.pp=4 (repeatable)"},
     CLI_MANIFEST_OPTIONS,
     {"allow-empty", OPT_ALLOW_EMPTY, NULL, "accept a manifest with no samples"},
+    {"allow-oom", OPT_ALLOW_OOM, NULL, "write a plan that exceeds device memory in the cost "
+                                       "model (refused otherwise, exit 65)"},
     {"force", 'f', NULL, "allow the output to overwrite an input file"},
     {"quiet", 'q', NULL, "no progress line, no warnings"},
     {"verbose", 'v', NULL, "print the strategy's decisions and a summary on stderr"},
@@ -34,7 +36,7 @@ static const cli_opt options[] = {
 
 typedef struct plan_args {
     const char *strategy, *output, *metrics;
-    bool force;
+    bool force, allow_oom;
     cli_config_args cfg;
     cli_manifest_args man;
     cli_log log;
@@ -55,6 +57,7 @@ static int on_option(int key, const char *arg, void *ud)
     case OPT_METRICS: a->metrics = arg; return 0;
     case OPT_ALLOW_EMPTY: a->man.allow_empty = true; return 0;
     case 'f': a->force = true; return 0;
+    case OPT_ALLOW_OOM: a->allow_oom = true; return 0;
     case 'q': a->log.quiet++; return 0;
     case 'v': a->log.verbose++; return 0;
     }
@@ -106,49 +109,109 @@ static int check_output(const plan_args *a, char **ins, int nin)
     return 0;
 }
 
-static int write_plan(const plan_args *a, const vl_plan *p)
-{
-    vl_err err = {0};
-    vl_outfile *o = NULL;
-    int rc;
+/* The plan on its way out: the writer gets each checked iteration as the strategy
+ * finishes it, and so do the figures when they are wanted. */
+typedef struct plan_sink {
+    const plan_args *a;
+    vl_outfile *o;        /* NULL: standard output */
+    vl_plan_writer *w;
+    bool figures;         /* --metrics or -v */
+    vl_cost cost;
+    vl_sim_opts so;
+    eval_acc acc;
+} plan_sink;
 
-    if (!a->output || strcmp(a->output, "-") == 0) {
+static vl_status sink_begin(void *ud, const vl_plan *p, int64_t iterations, vl_err *err)
+{
+    plan_sink *k = ud;
+    const char *out = k->a->output;
+
+    if (k->figures && eval_acc_init(&k->acc, &k->cost, &k->so, err) != VL_OK)
+        return err->code;
+    if (!k->o) {
         fflush(stdout);
-        if (vl_plan_write_fd(p, STDOUT_FILENO, false, &err) != VL_OK)
-            return cli_fail(CMD, &err);
-        return 0;
+        return vl_plan_writer_open(&k->w, p, iterations, STDOUT_FILENO, false, "<stdout>",
+                                   err);
     }
-    if ((rc = cli_output_open(CMD, a->output, &o)) != 0)
-        return rc;
-    if (vl_plan_write_to(p, o, a->output, &err) != VL_OK)
-        rc = cli_fail(CMD, &err);
-    return cli_output_close(CMD, o, rc);
+    return vl_plan_writer_open(&k->w, p, iterations, vl_outfile_fd(k->o),
+                               vl_plan_name_zstd(out), out, err);
 }
 
-static int write_metrics(const plan_args *a, const vl_plan *p, const vl_config *cfg,
-                         double secs)
+static vl_status sink_iters(void *ud, const vl_plan *p, vl_err *err)
 {
-    vl_cost cost;
+    plan_sink *k = ud;
+    vl_status st = vl_plan_writer_iters(k->w, p, err);
+
+    for (size_t it = 0; st == VL_OK && k->figures && it < p->niters; it++)
+        st = eval_acc_iter(&k->acc, p, it, NULL, err);
+    return st;
+}
+
+/* The footer, then the file under its name. */
+static int sink_close(plan_sink *k, const vl_plan *p, int rc)
+{
     vl_err err = {0};
-    vl_sim_opts so = VL_SIM_OPTS_INIT;
+
+    if (rc == 0 && vl_plan_writer_close(k->w, p, &err) != VL_OK)
+        rc = cli_fail(CMD, &err);
+    else if (rc != 0)
+        vl_plan_writer_abort(k->w);
+    k->w = NULL;
+    return k->o ? cli_output_close(CMD, k->o, rc) : rc;
+}
+
+/* What the oversize policy took away, always said (unless -q). */
+static void report_drops(const plan_args *a, const vl_plan *p)
+{
+    uint64_t tok[2] = {0, 0}, n[2] = {0, 0};
+
+    for (size_t i = 0; i < p->ndrops; i++) {
+        int t = p->drops[i].reason == VL_DROP_TRUNCATED;
+        n[t]++;
+        tok[t] += p->drops[i].len;
+    }
+    if (a->log.quiet || n[0] + n[1] == 0)
+        return;
+    double total = p->m && p->m->tokens ? (double)p->m->tokens : 1.0;
+    cli_progress_clear();
+    if (n[0])
+        fprintf(stderr, "vlplan plan: dropped %llu samples over the length limit (%llu tokens, "
+                        "%.2f%% of all tokens)\n", (unsigned long long)n[0],
+                (unsigned long long)tok[0], 100.0 * (double)tok[0] / total);
+    if (n[1])
+        fprintf(stderr, "vlplan plan: truncated %llu samples to the length limit (%llu tokens "
+                        "cut, %.2f%% of all tokens)\n", (unsigned long long)n[1],
+                (unsigned long long)tok[1], 100.0 * (double)tok[1] / total);
+}
+
+static void report_oom(const plan_args *a, const vl_run_result *res)
+{
+    const vl_verify_oom *o = &res->first_oom;
+
+    if (a->log.quiet || res->oom_iters == 0)
+        return;
+    cli_progress_clear();
+    fprintf(stderr, "vlplan plan: warning: --allow-oom: %zu of %zu iterations exceed device "
+                    "memory in the cost model; first: iteration %zu, rank %u, stage %u needs "
+                    "%.2f GiB, %.2f GiB usable%s%s\n", res->oom_iters, res->iterations, o->iter,
+            o->rank, o->stage, o->gib, o->usable_gib, res->fit_hint[0] ? "; " : "",
+            res->fit_hint);
+}
+
+static int write_metrics(const plan_args *a, plan_sink *k, const vl_plan *p, double secs)
+{
+    vl_err err = {0};
     eval_result r;
     FILE *f;
     int rc;
 
-    if (!a->metrics && a->log.verbose == 0)
+    if (!k->figures)
         return 0;
-    if (vl_cost_init(&cost, cfg, &err) != VL_OK)
+    if (eval_acc_finish(&k->acc, p, &r, &err) != VL_OK)
         return cli_fail(CMD, &err);
-    if ((rc = eval_plan(CMD, p, &cost, &so, &r)) != 0)
-        return rc;
     r.has_timing = true;
     r.plan_time_s = secs;
     r.peak_rss_mib = cli_peak_rss_mib();
-    if (r.sim.oom && !a->log.quiet)
-        fprintf(stderr, "vlplan plan: warning: %zu of %zu iterations exceed device memory in "
-                        "the cost model (peak %.1f GiB; see 'vlplan simulate', or set "
-                        "training.recompute=auto)\n",
-                r.sim.oom_iters, r.sim.iterations, r.sim.peak_mem_gib.max);
     if (a->log.verbose)
         fprintf(stderr, "vlplan plan: %s: %zu iterations, %llu samples, %llu tokens, "
                         "abr %.4f dbr %.4f pr %.4f, epoch %.1f s simulated; planned in %.3f s\n",
@@ -182,47 +245,72 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Plan into the sink; the plan file is complete (or removed) when this returns. */
+static int plan_into(plan_args *a, plan_sink *k, const vl_strategy *s, vl_manifest *m,
+                     const vl_config *cfg, vl_plan *p, vl_run_result *res)
+{
+    vl_run_sink sink = {sink_begin, sink_iters, k};
+    vl_run_opts ro = {.seed = cfg->training.seed, .verbose = a->log.verbose,
+                      .allow_oom = a->allow_oom, .sink = &sink};
+    vl_err err = {0};
+    int rc = 0;
+
+    if (a->output && !cli_is_stdout(a->output) &&
+        (rc = cli_output_open(CMD, a->output, &k->o)) != 0)
+        return rc;
+    if (vl_run_plan(p, s, m, cfg, &ro, res, &err) != VL_OK) {
+        cli_progress(&a->log, true, " ");
+        if (res->log && a->log.verbose) {
+            cli_progress_clear();
+            fputs(res->log, stderr);
+        }
+        rc = cli_fail(CMD, &err);
+    }
+    return sink_close(k, p, rc);
+}
+
 static int run(plan_args *a, char **ins, int nin)
 {
     const vl_strategy *s = vl_strategy_find(a->strategy);
+    plan_sink k = {.a = a, .so = VL_SIM_OPTS_INIT};
     vl_config cfg;
     vl_manifest *m = NULL;
     vl_plan p;
+    vl_run_result res = {0};
     vl_err err = {0};
-    char *log = NULL;
     int rc;
-    double t0;
 
+    memset(&p, 0, sizeof p);   /* freed below whatever happens; the run frees its own */
     if (!s)
         return unknown_strategy(a->strategy);
     if ((rc = check_output(a, ins, nin)) != 0)
         return rc;
     if ((rc = cli_config_load(CMD, &a->cfg, &cfg)) != 0)
         return rc;
+    k.figures = a->metrics || a->log.verbose;
+    if (k.figures && vl_cost_init(&k.cost, &cfg, &err) != VL_OK) {
+        rc = cli_fail(CMD, &err);
+        goto done_cfg;
+    }
     cli_progress(&a->log, false, "reading manifest...");
     if ((rc = cli_manifest_load(CMD, &a->man, ins, nin, &m)) != 0)
         goto done_cfg;
     cli_progress(&a->log, false, "planning %zu samples with %s...", m->n, s->name);
-    t0 = now_s();
-    vl_run_opts ro = {cfg.training.seed, a->log.verbose};
-    if (vl_run_plan(&p, s, m, &cfg, &ro, &log, &err) != VL_OK) {
+    double t0 = now_s();
+    if ((rc = plan_into(a, &k, s, m, &cfg, &p, &res)) == 0) {
+        double secs = now_s() - t0;
         cli_progress(&a->log, true, " ");
-        rc = cli_fail(CMD, &err);
-        goto done_m;
+        if (res.log && a->log.verbose) {
+            cli_progress_clear();
+            fputs(res.log, stderr);
+        }
+        report_drops(a, &p);
+        report_oom(a, &res);
+        rc = write_metrics(a, &k, &p, secs);
     }
-    double secs = now_s() - t0;
-    if (log && a->log.verbose) {
-        cli_progress_clear();
-        fputs(log, stderr);
-    }
-    cli_progress(&a->log, false, "writing plan...");
-    rc = write_plan(a, &p);
-    cli_progress(&a->log, true, " ");
-    if (rc == 0)
-        rc = write_metrics(a, &p, &cfg, secs);
     vl_plan_free(&p);
-done_m:
-    free(log);
+    eval_acc_free(&k.acc);
+    free(res.log);
     vl_manifest_free(m);
 done_cfg:
     vl_config_free(&cfg);

@@ -61,8 +61,8 @@ typedef struct stream {
     const char *cmd;
     const eval_file_opts *o;
     eval_cost_src src;
-    vl_metrics_acc *mt;
-    vl_sim_acc *sim;
+    eval_acc acc;
+    bool started;
     int rc;               /* exit code of a failure inside a visit, already printed */
 } stream;
 
@@ -73,13 +73,13 @@ static int stream_start(stream *s, const vl_plan *p)
     vl_err err = {0};
     int rc;
 
-    if (s->mt)
+    if (s->started)
         return 0;
     if ((rc = eval_cost_load(&s->src, p)) != 0)
         return rc;
-    if (vl_metrics_acc_new(&s->mt, &err) != VL_OK ||
-        (s->o->so && vl_sim_acc_new(&s->sim, &s->src.cost, s->o->so, &err) != VL_OK))
+    if (eval_acc_init(&s->acc, s->o->so ? &s->src.cost : NULL, s->o->so, &err) != VL_OK)
         return cli_fail(s->cmd, &err);
+    s->started = true;
     return 0;
 }
 
@@ -90,10 +90,9 @@ static vl_status visit(void *ud, vl_plan *p, vl_err *err)
 
     if ((s->rc = stream_start(s, p)) != 0)
         return vl_seterr(err, VL_EUSAGE, "stopped");
-    if (vl_metrics_acc_iter(s->mt, p, 0, err) != VL_OK ||
-        (s->sim && vl_sim_acc_iter(s->sim, p, 0, &r, err) != VL_OK))
+    if (eval_acc_iter(&s->acc, p, 0, &r, err) != VL_OK)
         return err->code;
-    if (s->o->each && (s->rc = s->o->each(s->o->ud, p, &s->src.cost, s->sim ? &r : NULL)))
+    if (s->o->each && (s->rc = s->o->each(s->o->ud, p, &s->src.cost, s->acc.sim ? &r : NULL)))
         return vl_seterr(err, VL_EUSAGE, "stopped");
     return VL_OK;
 }
@@ -105,12 +104,8 @@ static int stream_finish(stream *s, const vl_plan *p, eval_result *out)
 
     if (rc)
         return rc;
-    if (vl_metrics_acc_finish(s->mt, p, &out->mt, &err) != VL_OK)
+    if (eval_acc_finish(&s->acc, p, out, &err) != VL_OK)
         return cli_fail(s->cmd, &err);
-    if (s->sim) {
-        vl_sim_acc_finish(s->sim, &out->sim);
-        out->has_sim = true;
-    }
     return 0;
 }
 
@@ -135,11 +130,9 @@ int eval_plan_file(const char *cmd, const char *path, const eval_file_opts *o,
                                                 : cli_fail(cmd, &err);
     else {
         eval_read_warn(cmd, path, f);
-        snprintf(out->strategy, sizeof out->strategy, "%s", p.strategy);
         rc = stream_finish(&s, &p, out);
     }
-    vl_metrics_acc_free(s.mt);
-    vl_sim_acc_free(s.sim);
+    eval_acc_free(&s.acc);
     eval_cost_free(&s.src);
     vl_plan_free(&p);
     free(f);

@@ -51,22 +51,61 @@ const char *const eval_keys[] = {"abr", "dbr", "pr", "cr", "ave_t", "iter_time_m
                                  "epoch_time_s", "speedup", "plan_time_s", "peak_rss_mib",
                                  NULL};
 
-int eval_plan(const char *cmd, const vl_plan *p, const vl_cost *cost, const vl_sim_opts *so,
-              eval_result *out)
+vl_status eval_acc_init(eval_acc *a, const vl_cost *cost, const vl_sim_opts *so, vl_err *err)
 {
-    vl_err err = {0};
+    vl_status st = vl_metrics_acc_new(&a->mt, err);
 
+    a->sim = NULL;
+    if (st == VL_OK && cost && (st = vl_sim_acc_new(&a->sim, cost, so, err)) != VL_OK) {
+        vl_metrics_acc_free(a->mt);
+        a->mt = NULL;
+    }
+    return st;
+}
+
+vl_status eval_acc_iter(eval_acc *a, const vl_plan *p, size_t it, vl_sim_iter_result *r,
+                        vl_err *err)
+{
+    vl_status st = vl_metrics_acc_iter(a->mt, p, it, err);
+
+    if (st == VL_OK && a->sim)
+        st = vl_sim_acc_iter(a->sim, p, it, r, err);
+    return st;
+}
+
+vl_status eval_acc_finish(eval_acc *a, const vl_plan *p, eval_result *out, vl_err *err)
+{
     memset(out, 0, sizeof *out);
     snprintf(out->strategy, sizeof out->strategy, "%s", p->strategy);
     out->speedup = 1.0;
-    if (vl_metrics_compute(p, &out->mt, &err) != VL_OK)
-        return cli_fail(cmd, &err);
-    if (!cost)
-        return 0;
-    if (vl_sim_plan(p, cost, so, &out->sim, &err) != VL_OK)
-        return cli_fail(cmd, &err);
-    out->has_sim = true;
-    return 0;
+    if (a->sim) {
+        vl_sim_acc_finish(a->sim, &out->sim);
+        out->has_sim = true;
+    }
+    return vl_metrics_acc_finish(a->mt, p, &out->mt, err);
+}
+
+void eval_acc_free(eval_acc *a)
+{
+    vl_metrics_acc_free(a->mt);
+    vl_sim_acc_free(a->sim);
+    a->mt = NULL;
+    a->sim = NULL;
+}
+
+int eval_plan(const char *cmd, const vl_plan *p, const vl_cost *cost, const vl_sim_opts *so,
+              eval_result *out)
+{
+    eval_acc a;
+    vl_err err = {0};
+    vl_status st = eval_acc_init(&a, cost, so, &err);
+
+    for (size_t it = 0; st == VL_OK && it < p->niters; it++)
+        st = eval_acc_iter(&a, p, it, NULL, &err);
+    if (st == VL_OK)
+        st = eval_acc_finish(&a, p, out, &err);
+    eval_acc_free(&a);
+    return st == VL_OK ? 0 : cli_fail(cmd, &err);
 }
 
 bool eval_get(const eval_result *r, const char *key, double *v)

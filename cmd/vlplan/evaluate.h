@@ -27,6 +27,22 @@ typedef struct eval_result {
     double speedup;       /* compare: first strategy's epoch time / this one's */
 } eval_result;
 
+/* Figures taken an iteration at a time: from a plan being made (plan, compare) or read
+ * (metrics, simulate).  Memory: a few doubles per iteration. */
+typedef struct eval_acc {
+    vl_metrics_acc *mt;
+    vl_sim_acc *sim;      /* NULL: not simulated */
+} eval_acc;
+/** cost NULL: metrics only; cost and so must outlive a.  VL_ENOMEM. */
+vl_status eval_acc_init(eval_acc *a, const vl_cost *cost, const vl_sim_opts *so, vl_err *err);
+/** Take iteration it of p; r (may be NULL) gets its simulation.  Statuses of
+ *  vl_sim_iter. */
+vl_status eval_acc_iter(eval_acc *a, const vl_plan *p, size_t it, vl_sim_iter_result *r,
+                        vl_err *err);
+/** The figures, p holding the header and dropped ranges (strategy, speedup 1). */
+vl_status eval_acc_finish(eval_acc *a, const vl_plan *p, eval_result *out, vl_err *err);
+void eval_acc_free(eval_acc *a);
+
 /** Metrics of p, and the simulation when cost is non-NULL.  0 or an exit code. */
 int eval_plan(const char *cmd, const vl_plan *p, const vl_cost *cost, const vl_sim_opts *so,
               eval_result *out);

@@ -142,7 +142,7 @@ const vl_key vl__keys[] = {
     KENUM("training.zero", training.zero, zero_names, "2",
           "Optimizer-state sharding: DeepSpeed ZeRO stage 0..3, or mdo (Megatron "
           "distributed optimizer)."),
-    KENUM("training.recompute", training.recompute, recompute_names, "selective",
+    KENUM("training.recompute", training.recompute, recompute_names, "auto",
           "Activation recomputation: none, selective (FlashAttention: same memory as none), "
           "full (keep only layer inputs) or auto (the fewest checkpointed layers that fit)."),
     K("training.act_mem_factor", VL_K_DOUBLE, training.act_mem_factor, 0.01, 100, "1.1", "",

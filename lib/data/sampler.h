@@ -49,4 +49,10 @@ vl_status vl_make_batches(vl_batches *out, const uint32_t *order, size_t n,
                           const uint32_t *len, const vl_training_cfg *t, vl_err *err);
 void vl_batches_free(vl_batches *b);
 
+/** Global batches of every epoch together (what vl_epoch_order + vl_make_batches give
+ *  epoch by epoch): the iteration count a strategy planning one batch per iteration
+ *  announces before it streams (vl_job_iterations).  order: scratch of sel->n entries. */
+vl_status vl_count_batches(const vl_selection *sel, uint64_t seed, const vl_training_cfg *t,
+                           uint32_t *order, uint64_t *count, vl_err *err);
+
 #endif

@@ -7,6 +7,7 @@
 #define VLPLAN_PLANIO_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "plan.h"
 #include "plan_file.h"
@@ -28,6 +29,23 @@ vl_status vl_plan_write_to(const vl_plan *p, struct vl_outfile *o, const char *p
 
 /** Write p to an open descriptor (stdout), plain or zstd. */
 vl_status vl_plan_write_fd(const vl_plan *p, int fd, bool zstd, vl_err *err);
+
+/* A plan written as it is made: the header first, then iterations as they are
+ * finished, then the footer.  Memory: one record's line. */
+typedef struct vl_plan_writer vl_plan_writer;
+/** Write p's header (params, config, epochs, caps must be final) to fd.  iterations: the
+ *  count the header announces (checked at close), or -1 to leave it out (the footer's
+ *  count is authoritative).  Statuses as vl_plan_write_fd. */
+vl_status vl_plan_writer_open(vl_plan_writer **w, const vl_plan *p, int64_t iterations,
+                              int fd, bool zstd, const char *name, vl_err *err);
+/** Write the iterations p holds, numbered from p->iter_base. */
+vl_status vl_plan_writer_iters(vl_plan_writer *w, const vl_plan *p, vl_err *err);
+/** The footer (p's dropped ranges, counts, checksum); frees w whatever happens. */
+vl_status vl_plan_writer_close(vl_plan_writer *w, const vl_plan *p, vl_err *err);
+/** Free w without a footer (the output is then incomplete; abort the outfile). */
+void vl_plan_writer_abort(vl_plan_writer *w);
+/** true when path names a zstd plan (".zst"). */
+bool vl_plan_name_zstd(const char *path);
 
 /** Read a plan file ("-" = stdin; zstd detected by magic) into p, and what the file
  *  claimed and what the reader found into *file (may be NULL).  With m, segment ids are

@@ -53,6 +53,9 @@ typedef struct writer {
     vl_sha256 sha;
     line_buf line;        /* reused for every record: the largest line is allocated once */
     uint64_t samples, tokens; /* footer totals */
+    uint64_t iterations;  /* records written */
+    int64_t header_iters; /* the header's "iterations", -1: left out (streamed plan
+                           * whose strategy did not announce a count) */
     keyset keys;
 } writer;
 
@@ -410,7 +413,7 @@ static bool put_iter(writer *w, size_t it)
             continue;
         switch (f->kind) {
         case VL_PF_IT:
-            ok = put_total(w, i, it);
+            ok = put_total(w, i, w->p->iter_base + it);
             break;
         case VL_PF_TOKENS:
             ok = put_total(w, i, tokens);
@@ -439,7 +442,7 @@ static bool put_footer(writer *w)
     unsigned char digest[32];
     char hex[65];
 
-    if (!PUT_KV(b, "{\"type\":\"footer\",\"iterations\":", (uint64_t)p->niters) ||
+    if (!PUT_KV(b, "{\"type\":\"footer\",\"iterations\":", w->iterations) ||
         !PUT_KV(b, ",\"samples\":", w->samples) || !PUT_KV(b, ",\"tokens\":", w->tokens) ||
         !PUT_LIT(b, ",\"dropped\":["))
         return false;
@@ -505,7 +508,7 @@ static json_t *caps_json(uint32_t caps)
     return a;
 }
 
-static vl_status header_json(const vl_plan *p, json_t **out, vl_err *err)
+static vl_status header_json(const vl_plan *p, int64_t iters, json_t **out, vl_err *err)
 {
     json_t *o, *params = NULL, *config = NULL, *man;
     char hex[65];
@@ -536,7 +539,8 @@ static vl_status header_json(const vl_plan *p, json_t **out, vl_err *err)
     set(man, "sha256", json_string_nocheck(hex), &ok);
     set(o, "manifest", man, &ok);
     set(o, "epochs", jinteger(p->epochs), &ok);
-    set(o, "iterations", jinteger(p->niters), &ok);
+    if (iters >= 0)
+        set(o, "iterations", jinteger((uint64_t)iters), &ok);
     if (p->caps & ~(uint32_t)VL_CAP_WORLD_OPTIM)
         set(o, "caps", caps_json(p->caps), &ok);
     if (p->caps & VL_CAP_WORLD_OPTIM)
@@ -583,7 +587,7 @@ static vl_status write_header(writer *w, vl_err *err)
     vl_status st;
     int rc;
 
-    if ((st = header_json(w->p, &rec, err)) != VL_OK)
+    if ((st = header_json(w->p, w->header_iters, &rec, err)) != VL_OK)
         return st;
     rc = json_dump_callback(rec, line_put, &w->line, DUMP_FLAGS);
     json_decref(rec);
@@ -594,7 +598,7 @@ static vl_status write_header(writer *w, vl_err *err)
 }
 
 /* Every id written must come from the manifest; a phantom would make an unreadable plan. */
-static vl_status check_samples(const vl_plan *p, vl_err *err)
+static vl_status check_segs(const vl_plan *p, vl_err *err)
 {
     if (!p->m)
         return vl_seterr(err, VL_EUSAGE, "cannot write a plan without its manifest");
@@ -602,6 +606,11 @@ static vl_status check_samples(const vl_plan *p, vl_err *err)
         if (p->segs[i].sample >= p->m->n)
             return vl_seterr(err, VL_EDATA, "cannot write the plan: segment %zu refers to "
                              "sample %u, the manifest has %zu", i, p->segs[i].sample, p->m->n);
+    return VL_OK;
+}
+
+static vl_status check_drops(const vl_plan *p, vl_err *err)
+{
     for (size_t i = 0; i < p->ndrops; i++)
         if (p->drops[i].sample >= p->m->n)
             return vl_seterr(err, VL_EDATA, "cannot write the plan: dropped range %zu refers "
@@ -610,50 +619,113 @@ static vl_status check_samples(const vl_plan *p, vl_err *err)
     return VL_OK;
 }
 
-static vl_status write_records(writer *w, vl_err *err)
+struct vl_plan_writer {
+    writer w;
+};
+
+static void writer_free(vl_plan_writer *pw)
 {
+    free(pw->w.line.data);
+    free(pw);
+}
+
+vl_status vl_plan_writer_open(vl_plan_writer **out, const vl_plan *p, int64_t iterations,
+                              int fd, bool zstd, const char *name, vl_err *err)
+{
+    vl_plan_writer *pw = calloc(1, sizeof *pw);
+    writer *w = pw ? &pw->w : NULL;
     vl_status st;
 
-    if ((st = write_header(w, err)) != VL_OK)
+    *out = NULL;
+    if (!pw || !(w->line.data = malloc(LINE_FIRST))) {
+        free(pw);
+        return vl_seterr(err, VL_ENOMEM, "out of memory formatting the plan");
+    }
+    if (!p->m) {
+        writer_free(pw);
+        return vl_seterr(err, VL_EUSAGE, "cannot write a plan without its manifest");
+    }
+    w->line.cap = LINE_FIRST;
+    w->p = p;
+    w->header_iters = iterations;
+    vl_sha256_init(&w->sha);
+    keys_init(&w->keys);
+    if ((st = vl_zwriter_fd(&w->zw, fd, zstd, name, err)) != VL_OK) {
+        writer_free(pw);
         return st;
-    for (size_t it = 0; it < w->p->niters; it++)
+    }
+    if ((st = write_header(w, err)) != VL_OK) {
+        vl_plan_writer_abort(pw);
+        return st;
+    }
+    *out = pw;
+    return VL_OK;
+}
+
+vl_status vl_plan_writer_iters(vl_plan_writer *pw, const vl_plan *p, vl_err *err)
+{
+    writer *w = &pw->w;
+    vl_status st;
+
+    w->p = p;
+    if ((st = check_segs(p, err)) != VL_OK)
+        return st;
+    for (size_t it = 0; it < p->niters; it++, w->iterations++)
         if ((st = finish(w, put_iter(w, it), true, err)) != VL_OK)
             return st;
-    return finish(w, put_footer(w), false, err);
+    return VL_OK;
+}
+
+vl_status vl_plan_writer_close(vl_plan_writer *pw, const vl_plan *p, vl_err *err)
+{
+    writer *w = &pw->w;
+    vl_status st;
+
+    w->p = p;
+    if (w->header_iters >= 0 && (uint64_t)w->header_iters != w->iterations)
+        st = vl_seterr(err, VL_EINTERNAL, "the plan header announced %lld iterations, %llu "
+                       "were written", (long long)w->header_iters,
+                       (unsigned long long)w->iterations);
+    else if ((st = check_drops(p, err)) == VL_OK)
+        st = finish(w, put_footer(w), false, err);
+    if (st != VL_OK) {
+        vl_plan_writer_abort(pw);
+        return st;
+    }
+    st = vl_zwriter_close(w->zw, err);
+    writer_free(pw);
+    return st;
+}
+
+void vl_plan_writer_abort(vl_plan_writer *pw)
+{
+    if (!pw)
+        return;
+    vl_zwriter_close(pw->w.zw, NULL); /* frees; the first error is the one to report */
+    writer_free(pw);
 }
 
 static vl_status write_plan(const vl_plan *p, int fd, bool zstd, const char *name,
                             vl_err *err)
 {
-    writer w;
+    vl_plan_writer *w = NULL;
     vl_status st;
 
-    memset(&w, 0, sizeof w);
-    w.p = p;
-    vl_sha256_init(&w.sha);
-    keys_init(&w.keys);
-    if ((st = check_samples(p, err)) != VL_OK)
+    if (p->m && ((st = check_segs(p, err)) != VL_OK || (st = check_drops(p, err)) != VL_OK))
         return st;
-    if (!(w.line.data = malloc(LINE_FIRST)))
-        return vl_seterr(err, VL_ENOMEM, "out of memory formatting the plan");
-    w.line.cap = LINE_FIRST;
-    if ((st = vl_zwriter_fd(&w.zw, fd, zstd, name, err)) != VL_OK) {
-        free(w.line.data);
+    if ((st = vl_plan_writer_open(&w, p, (int64_t)p->niters, fd, zstd, name, err)) != VL_OK)
+        return st;
+    if ((st = vl_plan_writer_iters(w, p, err)) != VL_OK) {
+        vl_plan_writer_abort(w);
         return st;
     }
-    st = write_records(&w, err);
-    if (st == VL_OK)
-        st = vl_zwriter_close(w.zw, err);
-    else
-        vl_zwriter_close(w.zw, NULL); /* frees; the first error is the one to report */
-    free(w.line.data);
-    return st;
+    return vl_plan_writer_close(w, p, err);
 }
 
-static bool ends_with(const char *s, const char *suffix)
+bool vl_plan_name_zstd(const char *path)
 {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
+    size_t n = strlen(path), k = strlen(".zst");
+    return n >= k && strcmp(path + n - k, ".zst") == 0;
 }
 
 vl_status vl_plan_write_file(const vl_plan *p, const char *path, vl_err *err)
@@ -676,7 +748,7 @@ vl_status vl_plan_write_file(const vl_plan *p, const char *path, vl_err *err)
 
 vl_status vl_plan_write_to(const vl_plan *p, vl_outfile *o, const char *path, vl_err *err)
 {
-    return write_plan(p, vl_outfile_fd(o), ends_with(path, ".zst"), path, err);
+    return write_plan(p, vl_outfile_fd(o), vl_plan_name_zstd(path), path, err);
 }
 
 vl_status vl_plan_write_fd(const vl_plan *p, int fd, bool zstd, vl_err *err)

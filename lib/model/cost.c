@@ -279,10 +279,10 @@ static layer_comm comm_per_layer(const vl_cost *c, double T, int tp, int sp, dou
 
 /* ---- time of a micro-batch ---- */
 
-static int ckpt_of(const vl_cost *c, const vl_par *par, int layers)
+/* The plan says what is checkpointed (its strategy turned training.recompute into
+ * ckpt_layers), so a plan is costed as it would run, whatever config scores it. */
+static int ckpt_of(const vl_par *par, int layers)
 {
-    if (c->cfg->training.recompute == VL_RECOMPUTE_FULL)
-        return layers;
     if (par->ckpt_layers < 0)
         return 0;
     return par->ckpt_layers < layers ? par->ckpt_layers : layers;
@@ -313,7 +313,7 @@ vl_mb_time vl_cost_mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const
     const vl_config *cfg = c->cfg;
     const vl_cluster_cfg *cl = &cfg->cluster;
     int tp = par->tp > 1 ? par->tp : 1, sp = par->sp > 1 ? par->sp : 1;
-    int ckpt = ckpt_of(c, par, layers);
+    int ckpt = ckpt_of(par, layers);
     bool ring = sp > 1 && cfg->training.sp_kind == VL_SP_RING;
     double g = (double)tp * sp, T = 0, P = 0, att_f = 0, att_b = 0;
     double eff, lin, head, fix_f = cl->layer_fixed_us_fwd * 1e-6, lgT = NAN;
@@ -359,7 +359,7 @@ double vl_cost_act_bytes(const vl_cost *c, uint64_t tokens, const vl_par *par, i
     double g = (double)(par->tp > 1 ? par->tp : 1) * (par->sp > 1 ? par->sp : 1);
     double per_tok = (double)tokens / g, h = cfg->model.hidden, V = cfg->model.vocab;
     double A = c->act_bytes, bytes;
-    int ckpt = ckpt_of(c, par, layers);
+    int ckpt = ckpt_of(par, layers);
 
     /* checkpointed layers keep their bf16 input only, plus one full layer while the
      * backward recomputes it */

@@ -48,9 +48,8 @@ vl_mb_time vl_cost_scheme_time(const vl_cost *c, const vl_scheme *s, const vl_se
     double even = (double)c->cfg->model.layers / (s->pp > 0 ? s->pp : 1);
     double scale = layers / even * 1e-3, f;
     vl_mb_time t = {0, 0, 0, 0, 0};
-    int ckpt = c->cfg->training.recompute == VL_RECOMPUTE_FULL ? layers
-               : par->ckpt_layers < layers ? (par->ckpt_layers > 0 ? par->ckpt_layers : 0)
-                                           : layers;
+    int ckpt = par->ckpt_layers < layers ? (par->ckpt_layers > 0 ? par->ckpt_layers : 0)
+                                         : layers;
 
     for (size_t i = 0; i < n; i++) {
         double o = segs[i].off, e = o + segs[i].len;

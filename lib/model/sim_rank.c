@@ -255,12 +255,14 @@ static void class_weights(vl_sim_scratch *w, vl_sim_rank *R, const vl_par *par, 
         w->sf[i] = r ? vl_cost_state_store_bytes(w->c, mbs[f].tokens, par, layers) : 0.0;
         busy += (r ? 2.0 : 1.0) * t.fwd;
         if (!R->asym) {
+            /* after an R the activations are whole again: no checkpoint recompute on
+             * top of it (ChunkFlow under training.recompute=full recomputes once) */
             uint64_t b = R->wb0 + (uint64_t)k * R->nb + f;
-            w->tb[b] = t.bwd;
-            w->rc[b] = t.recompute;
+            w->tb[b] = r ? t.bwd - t.recompute : t.bwd;
+            w->rc[b] = r ? 0.0 : t.recompute;
             w->cb[b] = t.comm_bwd;
             w->ab[b] = w->af[i] + w->sf[i];
-            busy += t.bwd;
+            busy += w->tb[b];
         }
     }
     for (uint32_t j = 0; R->asym && j < R->nb; j++) {

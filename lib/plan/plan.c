@@ -71,6 +71,10 @@ void vl_plan_free(vl_plan *p)
 
 vl_status vl_plan_iter_begin(vl_plan *p, uint32_t epoch, vl_err *err)
 {
+    vl_status st = vl_plan_flush(p, err);
+
+    if (st != VL_OK)
+        return st;
     if (!room(&p->iters, p->niters, &p->iters_cap, sizeof *p->iters))
         return oom(err, "iterations", p->niters);
     p->iters[p->niters++] = (vl_iter){.rank0 = p->nranks, .nranks = 0, .epoch = epoch,
@@ -242,6 +246,24 @@ void vl_plan_clear_iters(vl_plan *p, uint64_t iter_base)
     p->nsegs = p->nmbs = p->nranks = p->niters = p->nops = 0;
     p->ngpus = p->nshares = p->nmembers = 0;
     p->iter_base = iter_base;
+}
+
+void vl_plan_set_flush(vl_plan *p, vl_plan_flush_fn fn, void *ud)
+{
+    p->flush = fn;
+    p->flush_ud = ud;
+}
+
+vl_status vl_plan_flush(vl_plan *p, vl_err *err)
+{
+    vl_status st;
+
+    if (!p->flush || p->niters == 0)
+        return VL_OK;
+    if ((st = p->flush(p->flush_ud, p, err)) != VL_OK)
+        return st;
+    vl_plan_clear_iters(p, p->iter_base + p->niters);
+    return VL_OK;
 }
 
 void vl_plan_iter_candidate(vl_plan *p, int32_t candidate)

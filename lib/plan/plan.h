@@ -112,7 +112,13 @@ typedef struct vl_drop {
     uint8_t reason;            /* vl_drop_reason */
 } vl_drop;
 
-typedef struct vl_plan {
+typedef struct vl_plan vl_plan;
+/* Where finished iterations go while a plan is built (vl_plan_set_flush): it gets the
+ * plan holding them as iters[0, niters) (numbered from iter_base); afterwards they are
+ * forgotten.  A status other than VL_OK stops the build with that status. */
+typedef vl_status (*vl_plan_flush_fn)(void *ud, vl_plan *p, vl_err *err);
+
+struct vl_plan {
     vl_manifest *m;       /* borrowed: ids, lengths, loss tokens; NULL for a plan read
                            * without one (sample = the id's order of first appearance in
                            * its iteration) */
@@ -138,7 +144,9 @@ typedef struct vl_plan {
      * running number for one read an iteration at a time (vl_plan_read_each); messages
      * name iteration iter_base + it */
     uint64_t iter_base;
-} vl_plan;
+    vl_plan_flush_fn flush;   /* NULL: the plan is held whole */
+    void *flush_ud;
+};
 
 /** Start an empty plan over manifest m (borrowed, must outlive p; may be NULL). */
 vl_status vl_plan_init(vl_plan *p, vl_manifest *m, const char *strategy, uint64_t seed,
@@ -178,6 +186,13 @@ void vl_plan_iter_candidate(vl_plan *p, int32_t candidate);
  *  ranges); the next one is numbered iter_base.  For readers that go through a plan an
  *  iteration at a time. */
 void vl_plan_clear_iters(vl_plan *p, uint64_t iter_base);
+/** From now on hand every finished iteration to fn and forget it: vl_plan_iter_begin
+ *  flushes the iterations before it starts a new one, vl_plan_flush the rest.  For
+ *  strategies that never look back (vl_strategy.streams), so memory holds one
+ *  iteration however long the epoch. */
+void vl_plan_set_flush(vl_plan *p, vl_plan_flush_fn fn, void *ud);
+/** Hand the iterations held to the flush function (none set: nothing). */
+vl_status vl_plan_flush(vl_plan *p, vl_err *err);
 /** Take ownership of malloc'd JSON texts for the header (either may be NULL). */
 void vl_plan_set_meta(vl_plan *p, uint32_t epochs, char *params_json, char *config_json);
 

@@ -194,10 +194,19 @@ static vl_status check_memory(vl_vctx *v, size_t it, vl_err *err)
         return VL_OK;
     if (st != VL_OK)
         return vl_seterr(err, st, "%s", simerr.msg);
-    if (r.oom)
-        vl__violation(v->rep, 3, "iteration %zu, rank %u, stage %u: modelled memory %.2f GiB "
-                      "exceeds the usable %.2f GiB", v->num, r.peak_rank, r.peak_stage,
-                      r.peak_mem_gib, vl_cost_mem_capacity(v->cost) / GIB);
+    if (!r.oom)
+        return VL_OK;
+    double usable = vl_cost_mem_capacity(v->cost) / GIB;
+    if (v->rep->oom_iters++ == 0)
+        v->rep->first_oom = (vl_verify_oom){.iter = v->num, .rank = r.peak_rank,
+                                            .stage = r.peak_stage, .gib = r.peak_mem_gib,
+                                            .usable_gib = usable};
+    size_t before = v->rep->nmsgs;
+    vl__violation(v->rep, 3, "iteration %zu, rank %u, stage %u: modelled memory %.2f GiB "
+                  "exceeds the usable %.2f GiB", v->num, r.peak_rank, r.peak_stage,
+                  r.peak_mem_gib, usable);
+    if (v->rep->nmsgs > before)
+        v->rep->oom_msgs |= (uint64_t)1 << before;
     return VL_OK;
 }
 

@@ -18,8 +18,19 @@
 
 #define VL_VERIFY_MAX_MSGS 64
 
+/* Where the first iteration over device memory is, for a message that says what would
+ * fit (the runner's refusal). */
+typedef struct vl_verify_oom {
+    size_t iter;          /* plan iteration number */
+    uint32_t rank, stage; /* rank index within the iteration, pipeline stage */
+    double gib, usable_gib;
+} vl_verify_oom;
+
 typedef struct vl_verify_report {
     size_t violations;                     /* total found */
+    size_t oom_iters;                      /* of which: iterations over device memory (I3) */
+    vl_verify_oom first_oom;               /* meaningful when oom_iters > 0 */
+    uint64_t oom_msgs;                     /* bit i: msgs[i] is a memory violation */
     size_t by_inv[5];                      /* violations of invariants I1..I5 */
     size_t nmsgs;                          /* first VL_VERIFY_MAX_MSGS, one line each, each
                                             * naming its invariant and place */

@@ -57,6 +57,11 @@ void vl_job_vlog(const vl_job *job, const char *fmt, va_list ap)
 vl_status vl_job_params(const vl_job *job, const vl_param *params, const void *opts,
                         vl_err *err);
 
+/** A streaming strategy announces how many iterations it will make (before its first
+ *  vl_plan_iter_begin), so the plan header can say it; without, the header leaves the
+ *  count out and the footer has it. */
+void vl_job_iterations(const vl_job *job, uint64_t n);
+
 typedef struct vl_strategy {
     const char *name;     /* CLI name and config section */
     const char *summary;  /* one line for `vlplan strategies` */

@@ -136,8 +136,15 @@ static vl_status run_epochs(bl *c, batch_fn fn, vl_err *err)
     vl_batches bt = {0};
     vl_status st = VL_OK;
 
+    uint64_t count;
+
     if (order == NULL)
         return vl_seterr(err, VL_ENOMEM, "out of memory ordering %zu samples", sel->n);
+    if ((st = vl_count_batches(sel, c->job->seed, c->t, order, &count, err)) != VL_OK) {
+        free(order);
+        return st;
+    }
+    vl_job_iterations(c->job, count);
     for (int e = 0; e < c->t->epochs && st == VL_OK; e++) {
         c->epoch = (uint32_t)e;
         vl_epoch_order(sel, c->job->seed, c->epoch, order);
@@ -493,6 +500,7 @@ const vl_strategy vl_strategy_random = {
     .max_len = baseline_max_len,
     .validate = padded_validate,
     .plan = random_plan,
+    .streams = true,
 };
 
 const vl_strategy vl_strategy_sorted = {
@@ -504,6 +512,7 @@ const vl_strategy vl_strategy_sorted = {
     .max_len = baseline_max_len,
     .validate = padded_validate,
     .plan = sorted_plan,
+    .streams = true,
 };
 
 const vl_strategy vl_strategy_pack = {
