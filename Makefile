@@ -21,10 +21,10 @@ ifeq ($(SAN),1)
 OPT      := -O1 -g -fno-omit-frame-pointer -ffp-contract=off \
             -fsanitize=address,undefined -fno-sanitize-recover=all
 endif
-CFLAGS   := -std=c11 $(WARN) $(OPT) $(EXTRA_CFLAGS)
+CFLAGS   := -std=c11 -pthread $(WARN) $(OPT) $(EXTRA_CFLAGS)
 LDFLAGS  := $(filter -fsanitize%,$(OPT)) $(EXTRA_LDFLAGS)
 PKG_LIBS  = $(shell pkg-config --libs $(PKGS))
-LDLIBS    = $(PKG_LIBS) -lglpk -lm
+LDLIBS    = $(PKG_LIBS) -lglpk -lm -pthread
 TEST_LIBS = $(shell pkg-config --libs criterion)
 
 LIB_SRC  := $(sort $(wildcard lib/*/*.c plans/*.c plans/*/*.c))

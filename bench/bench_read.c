@@ -64,7 +64,7 @@ static int read_child(const setup *su, const char *name, const char *path, bool 
         return 1;
     }
     double t0 = now_s();
-    if (vl__plan_read_with(&p, NULL, path, m, fast, NULL, NULL, &err) != VL_OK) {
+    if (vl__plan_read_with(&p, NULL, path, m, fast, 1, NULL, NULL, &err) != VL_OK) {
         fprintf(stderr, "bench_read: %s\n", err.msg);
         return 1;
     }

@@ -65,8 +65,8 @@ static void both_ways(const char *path, vl_manifest *m)
     static vl_plan_file fa, fb;
     vl_plan a, b;
     vl_err ea = {0}, eb = {0};
-    vl_status sa = vl__plan_read_with(&a, &fa, path, m, true, NULL, NULL, &ea);
-    vl_status sb = vl__plan_read_with(&b, &fb, path, m, false, NULL, NULL, &eb);
+    vl_status sa = vl__plan_read_with(&a, &fa, path, m, true, 1, NULL, NULL, &ea);
+    vl_status sb = vl__plan_read_with(&b, &fb, path, m, false, 1, NULL, NULL, &eb);
 
     check(sa == sb, "status");
     check(strcmp(ea.msg, eb.msg) == 0, "error message");

@@ -74,8 +74,8 @@ static void both_ways(const char *path, vl_manifest *m, const char *what)
     static vl_plan_file fa, fb;
     vl_plan a, b;
     vl_err ea = {0}, eb = {0};
-    vl_status sa = vl__plan_read_with(&a, &fa, path, m, true, NULL, NULL, &ea);
-    vl_status sb = vl__plan_read_with(&b, &fb, path, m, false, NULL, NULL, &eb);
+    vl_status sa = vl__plan_read_with(&a, &fa, path, m, true, 1, NULL, NULL, &ea);
+    vl_status sb = vl__plan_read_with(&b, &fb, path, m, false, 1, NULL, NULL, &eb);
 
     cr_assert_eq(sa, sb, "%s: %d vs %d (%s | %s)", what, sa, sb, ea.msg, eb.msg);
     cr_assert_str_eq(ea.msg, eb.msg, "%s", what);

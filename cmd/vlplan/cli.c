@@ -418,6 +418,23 @@ int cli_print_json(FILE *f, const char *cmd, vl_jw *o, int bad)
     return 0;
 }
 
+int cli_default_jobs(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+    return n < 1 ? 1 : n > CLI_JOBS_MAX ? CLI_JOBS_MAX : (int)n;
+}
+
+int cli_parse_jobs(const char *cmd, const char *arg, int *jobs)
+{
+    uint64_t v;
+    int rc = cli_parse_u64(cmd, "-j", arg, 1, CLI_JOBS_MAX, &v);
+
+    if (rc == 0)
+        *jobs = (int)v;
+    return rc;
+}
+
 double cli_peak_rss_mib(void)
 {
     struct rusage ru;

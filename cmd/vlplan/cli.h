@@ -62,6 +62,14 @@ int cli_exit_for(vl_status st);
 int cli_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t min, uint64_t max,
                   uint64_t *out);
 
+/* -j N, the threads that parse a plan file (metrics, simulate, verify). */
+#define CLI_JOBS_OPTION {"jobs", 'j', "N", "threads parsing the plan (default: the cores)"}
+#define CLI_JOBS_MAX 64
+/** The default -j: the online cores, 1..CLI_JOBS_MAX. */
+int cli_default_jobs(void);
+/** Parse -j's argument into *jobs (1..CLI_JOBS_MAX).  0 or EX_USAGE_ (printed). */
+int cli_parse_jobs(const char *cmd, const char *arg, int *jobs);
+
 /* Config options shared by plan, compare, config, simulate, metrics. */
 typedef struct cli_config_args {
     const char *paths[16]; /* -c, applied in order */

@@ -11,7 +11,7 @@
 static const char *const CMD = "simulate";
 static const char *const USAGE =
     "[-c CONFIG] [--set KEY=VALUE]... [--format table|json] [--iter N] [--svg FILE] "
-    "[--schedule 1f1b|gpipe] PLAN";
+    "[--schedule 1f1b|gpipe] [-j N] PLAN";
 
 static const cli_opt options[] = {
     {"config", 'c', "FILE", "config (default: the one recorded in the plan)"},
@@ -20,6 +20,7 @@ static const cli_opt options[] = {
     {"iter", OPT_ITER, "N", "only iteration N (and the chart of it)"},
     {"svg", OPT_SVG, "FILE", "write a Gantt chart of iteration N (default 0) to FILE"},
     {"schedule", OPT_SCHED, "NAME", "1f1b (default) or gpipe, for ranks without their own"},
+    CLI_JOBS_OPTION,
     {"help", 'h', NULL, "show this help"},
     {NULL, 0, NULL, NULL},
 };
@@ -31,6 +32,7 @@ typedef struct sim_args {
     uint64_t iter;
     const char *svg;
     vl_sim_opts so;
+    int jobs;
 } sim_args;
 
 static int on_option(int key, const char *arg, void *ud)
@@ -41,6 +43,8 @@ static int on_option(int key, const char *arg, void *ud)
     if (rc != 1)
         return rc;
     switch (key) {
+    case 'j':
+        return cli_parse_jobs(CMD, arg, &a->jobs);
     case OPT_FORMAT:
         return report_parse_format(CMD, arg, 1u << FMT_TABLE | 1u << FMT_JSON, &a->fmt);
     case OPT_ITER:
@@ -116,7 +120,8 @@ static int check_found(const sim_args *a, uint64_t niters)
 static int run(const sim_args *a, const char *path)
 {
     sim_walk w = {.a = a};
-    eval_file_opts o = {.cfg = &a->cfg, .so = &a->so, .each = each_iter, .ud = &w};
+    eval_file_opts o = {.cfg = &a->cfg, .so = &a->so, .each = each_iter, .ud = &w,
+                        .threads = a->jobs};
     eval_result r;
     int rc = eval_plan_file(CMD, path, &o, &r);
 
@@ -143,6 +148,7 @@ int cmd_simulate(int argc, char **argv)
 
     memset(&a, 0, sizeof a);
     a.so = (vl_sim_opts)VL_SIM_OPTS_INIT;
+    a.jobs = cli_default_jobs();
     rc = cli_parse(argc, argv, CMD, USAGE, options, on_option, &a, &first);
     if (rc)
         return rc < 0 ? 0 : rc;

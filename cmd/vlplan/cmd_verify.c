@@ -11,7 +11,7 @@
 #include "verify.h"
 
 static const char *const CMD = "verify";
-static const char *const USAGE = "[-q] [-c CONFIG] [--set KEY=VALUE]... PLAN MANIFEST...";
+static const char *const USAGE = "[-q] [-c CONFIG] [--set KEY=VALUE]... [-j N] PLAN MANIFEST...";
 
 static const cli_opt options[] = {
     {"config", 'c', "FILE", "config for the memory and cluster checks (default: the plan's "
@@ -20,6 +20,7 @@ static const cli_opt options[] = {
     CLI_MANIFEST_OPTIONS,
     {"allow-empty", OPT_ALLOW_EMPTY, NULL, "accept a manifest with no samples"},
     {"quiet", 'q', NULL, "print nothing; the exit status tells"},
+    CLI_JOBS_OPTION,
     {"help", 'h', NULL, "show this help"},
     {NULL, 0, NULL, NULL},
 };
@@ -28,6 +29,7 @@ typedef struct verify_args {
     cli_manifest_args man;
     cli_config_args cfg;
     cli_log log;
+    int threads;
 } verify_args;
 
 static int on_option(int key, const char *arg, void *ud)
@@ -41,6 +43,7 @@ static int on_option(int key, const char *arg, void *ud)
         return rc;
     switch (key) {
     case 'q': a->log.quiet++; return 0;
+    case 'j': return cli_parse_jobs(CMD, arg, &a->threads);
     case OPT_ALLOW_EMPTY: a->man.allow_empty = true; return 0;
     }
     return EX_USAGE_;
@@ -126,7 +129,7 @@ static int check(verify_walk *w, const char *path, vl_manifest *m, vl_plan_file 
     int rc;
 
     memset(&p, 0, sizeof p);
-    if (vl_plan_read_each(&p, f, path, m, visit, w, &err) != VL_OK)
+    if (vl_plan_read_each(&p, f, path, m, w->a->threads, visit, w, &err) != VL_OK)
         rc = w->rc ? w->rc : eval_read_fail(CMD, f, &err);
     else
         rc = finish(w, path, &p, f);
@@ -167,6 +170,7 @@ int cmd_verify(int argc, char **argv)
 
     memset(&a, 0, sizeof a);
     cli_log_init(&a.log);
+    a.threads = cli_default_jobs();
     rc = cli_parse(argc, argv, CMD, USAGE, options, on_option, &a, &first);
     if (rc)
         return rc < 0 ? 0 : rc;

@@ -125,7 +125,7 @@ int eval_plan_file(const char *cmd, const char *path, const eval_file_opts *o,
         return cli_exit_for(VL_ENOMEM);
     }
     memset(&p, 0, sizeof p);
-    if (vl_plan_read_each(&p, f, path, NULL, visit, &s, &err) != VL_OK)
+    if (vl_plan_read_each(&p, f, path, NULL, o->threads, visit, &s, &err) != VL_OK)
         rc = s.rc ? s.rc : err.code == VL_EDATA ? eval_read_fail(cmd, f, &err)
                                                 : cli_fail(cmd, &err);
     else {

@@ -94,6 +94,7 @@ typedef struct eval_file_opts {
     const vl_sim_opts *so;        /* NULL: metrics only */
     eval_iter_fn each;            /* optional */
     void *ud;
+    int threads;                  /* parsing threads (-j) */
 } eval_file_opts;
 
 /** Figures of the plan file at path (no manifest), read an iteration at a time, so memory

@@ -76,6 +76,9 @@ size_t vl_manifest_id_json(const vl_manifest *m, size_t i, char *buf, size_t cap
  *  index or -1 when absent.  Builds an index on first use (VL_ENOMEM on failure is
  *  reported through err and returns -2). */
 long long vl_manifest_find_int(vl_manifest *m, int64_t id, vl_err *err);
+/** Build the id index now if it is built lazily, so that finds from several threads only
+ *  read.  VL_ENOMEM. */
+vl_status vl_manifest_index(vl_manifest *m, vl_err *err);
 long long vl_manifest_find_str(vl_manifest *m, const char *id, vl_err *err);
 
 /** Hex of m->sha256 into hex[65]. */

@@ -205,6 +205,19 @@ static long long find(vl_manifest *m, const key *k, vl_err *err)
     return x->slot[h] != 0 ? (long long)SLOT_SAMPLE(x->slot[h]) : -1;
 }
 
+vl_status vl_manifest_index(vl_manifest *m, vl_err *err)
+{
+    vl_status st;
+
+    if (m->id_kind == NULL || m->index != NULL || m->n == 0)
+        return VL_OK;
+    if ((st = index_build(m, err)) != VL_OK) {
+        vl__index_free(m->index);
+        m->index = NULL;
+    }
+    return st;
+}
+
 long long vl_manifest_find_int(vl_manifest *m, int64_t id, vl_err *err)
 {
     key k = {VL_ID_INT, (uint64_t)id, NULL, 0};

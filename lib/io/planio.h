@@ -71,9 +71,12 @@ typedef vl_status (*vl_plan_visit)(void *ud, vl_plan *p, vl_err *err);
  *  After the last visit p holds the header, the footer's dropped ranges and no
  *  iteration (p->iter_base = the number of iterations read); the caller frees it.
  *  Errors and findings as vl_plan_read; a structural error stops the visits at the
- *  record that has one (the read then goes on collecting errors and fails). */
+ *  record that has one (the read then goes on collecting errors and fails).
+ *  threads > 1: that many threads parse iteration records while this one reads, hashes
+ *  and visits in order; the visits, the messages and the result are those of one
+ *  thread (planio_par.c). */
 vl_status vl_plan_read_each(vl_plan *p, vl_plan_file *file, const char *path, vl_manifest *m,
-                            vl_plan_visit visit, void *ud, vl_err *err);
+                            int threads, vl_plan_visit visit, void *ud, vl_err *err);
 
 /* ---- the field table: the record keys the writer, the reader and verify share ---- */
 

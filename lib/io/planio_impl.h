@@ -59,7 +59,10 @@ typedef struct vl_reader {
 /** vl_plan_read (visit NULL) or vl_plan_read_each, with the fast path (planio_fast.c)
  *  or with every line through jansson (fast false: tests, the differential fuzzer). */
 vl_status vl__plan_read_with(vl_plan *p, vl_plan_file *file, const char *path, vl_manifest *m,
-                             bool fast, vl_plan_visit visit, void *ud, vl_err *err);
+                             bool fast, int threads, vl_plan_visit visit, void *ud,
+                             vl_err *err);
+/** The lines of r with `threads` parsing threads (planio_par.c); r->visit is set. */
+vl_status vl__rd_lines_par(vl_reader *r, int threads, vl_err *err);
 
 /** A structural error at the current position ("NAME:LINE: iteration 3, rank 1, micro-batch
  *  0: msg"): collected, reading goes on, the read fails at the end. */
@@ -77,6 +80,20 @@ bool vl__rd_uint(vl_reader *r, const json_t *o, const char *key, uint64_t max, u
                  bool *bad);
 /** One "iter" record into r->p.  VL_ENOMEM only: everything else is recorded. */
 vl_status vl__rd_iter(vl_reader *r, json_t *o, vl_err *err);
+/** The next input line (counted in r->lineno); *line NULL at the end. */
+vl_status vl__rd_next_line(vl_reader *r, char **line, size_t *len, bool *nl, vl_err *err);
+/** Any line, in order, the serial way: hashed, parsed, its iteration visited.  *stop when
+ *  reading ends at it (data after the footer, a cut-off last line). */
+vl_status vl__rd_line(vl_reader *r, const char *line, size_t len, bool nl, bool *stop,
+                      vl_err *err);
+/** The line is an iteration record, as far as its first bytes tell (after the header). */
+bool vl__rd_is_iter(const vl_reader *r, const char *line, size_t len);
+/** Parse an iteration line into r->p (fast path, else jansson) without hashing it or
+ *  visiting: what a reading thread does (planio_par.c). */
+vl_status vl__rd_iter_line(vl_reader *r, const char *line, size_t len, vl_err *err);
+/** After a record: note its epoch; with a visitor, visit and forget the iteration. */
+vl_status vl__rd_iteration_done(vl_reader *r, vl_err *err);
+
 /** The fast path (planio_fast.c): line [line, line + len) read into r->p when it is an
  *  "iter" record exactly as vlplan writes it, with every claim consistent and every id
  *  known (*taken true); else *taken false and r->p and the id table as they were.

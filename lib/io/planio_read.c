@@ -377,6 +377,14 @@ static vl_status read_footer(vl_reader *r, json_t *o, vl_err *err)
 
 /* ---- records ---- */
 
+static void hash_line(vl_reader *r, const char *line, size_t len, bool nl)
+{
+    vl_sha256_update(&r->sha, line, len);
+    if (nl)
+        vl_sha256_update(&r->sha, "\n", 1);
+}
+
+
 static vl_status read_record(vl_reader *r, json_t *rec, const char *line, size_t len, bool nl,
                              vl_err *err)
 {
@@ -394,9 +402,7 @@ static vl_status read_record(vl_reader *r, json_t *rec, const char *line, size_t
                          "record", r->name, r->lineno, type);
     if (strcmp(type, "footer") == 0)
         return read_footer(r, rec, err);
-    vl_sha256_update(&r->sha, line, len);
-    if (nl)
-        vl_sha256_update(&r->sha, "\n", 1);
+    hash_line(r, line, len, nl);
     if (strcmp(type, "header") == 0) {
         if (r->have_header) {
             vl__rd_error(r, "a second header");
@@ -413,7 +419,7 @@ static vl_status read_record(vl_reader *r, json_t *rec, const char *line, size_t
 
 /* An iteration record was read: note its epoch; reading one at a time, hand it to the
  * visitor (unless the plan already has structural errors) and forget it. */
-static vl_status iteration_done(vl_reader *r, vl_err *err)
+vl_status vl__rd_iteration_done(vl_reader *r, vl_err *err)
 {
     vl_plan *p = r->p;
     vl_status st = VL_OK;
@@ -430,55 +436,100 @@ static vl_status iteration_done(vl_reader *r, vl_err *err)
     return st;
 }
 
+bool vl__rd_is_iter(const vl_reader *r, const char *line, size_t len)
+{
+    return r->have_header && len > 14 && memcmp(line, "{\"type\":\"iter\"", 14) == 0;
+}
+
+vl_status vl__rd_iter_line(vl_reader *r, const char *line, size_t len, vl_err *err)
+{
+    const char *type;
+    json_error_t je;
+    json_t *rec;
+    vl_status st;
+    bool taken = false;
+
+    if (r->ids)   /* ids are numbered within each record (planio_ids.c) */
+        vl__ids_reset(r->ids);
+    if (!r->no_fast && (st = vl__rd_fast_iter(r, line, len, &taken, err)) != VL_OK)
+        return st;
+    if (taken)
+        return VL_OK;
+    if (!(rec = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je))) {
+        vl__rd_error(r, "invalid JSON at column %d: %s", je.column, je.text);
+        return VL_OK;
+    }
+    type = json_string_value(json_object_get(rec, "type"));
+    if (type && strcmp(type, "iter") == 0)
+        st = vl__rd_iter(r, rec, err);
+    else
+        vl__rd_error(r, "unknown record type \"%s\"", type ? type : "?");
+    json_decref(rec);
+    return type && strcmp(type, "iter") == 0 ? st : VL_OK;
+}
+
+/* Any line, in order: *stop when reading ends here (data after the footer, a cut-off
+ * last line). */
+vl_status vl__rd_line(vl_reader *r, const char *line, size_t len, bool nl, bool *stop,
+                      vl_err *err)
+{
+    json_error_t je;
+    json_t *rec;
+    vl_status st;
+
+    *stop = false;
+    if (r->have_footer) {
+        vl__rd_problem(r, 5, "data after the footer");
+        *stop = true;
+        return VL_OK;
+    }
+    if (r->ids)   /* ids are numbered within each record (planio_ids.c) */
+        vl__ids_reset(r->ids);
+    if (vl__rd_is_iter(r, line, len) && !r->no_fast) {
+        bool taken;
+        if ((st = vl__rd_fast_iter(r, line, len, &taken, err)) != VL_OK)
+            return st;
+        if (taken) {
+            hash_line(r, line, len, nl);
+            return vl__rd_iteration_done(r, err);
+        }
+    }
+    if (!(rec = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je))) {
+        if (!nl && r->have_header) { /* cut short: verify reports the missing footer */
+            vl__rd_problem(r, 5, "incomplete last line (file truncated?)");
+            *stop = true;
+            return VL_OK;
+        }
+        if (!r->have_header)
+            return vl_seterr(err, VL_EDATA, "%s:%zu: invalid JSON at column %d: %s",
+                             r->name, r->lineno, je.column, je.text);
+        vl__rd_error(r, "invalid JSON at column %d: %s", je.column, je.text);
+        return VL_OK;
+    }
+    st = read_record(r, rec, line, len, nl, err);
+    json_decref(rec);
+    return st == VL_OK ? vl__rd_iteration_done(r, err) : st;
+}
+
+vl_status vl__rd_next_line(vl_reader *r, char **line, size_t *len, bool *nl, vl_err *err)
+{
+    vl_status st = next_line(r, line, len, nl, err);
+
+    if (st == VL_OK && *line)
+        r->lineno++;
+    return st;
+}
+
 static vl_status read_lines(vl_reader *r, vl_err *err)
 {
     char *line = NULL;
     size_t len = 0;
-    bool nl = false;
-    json_error_t je;
-    vl_status st;
+    bool nl = false, stop = false;
+    vl_status st = VL_OK;
 
-    while ((st = next_line(r, &line, &len, &nl, err)) == VL_OK && line) {
-        json_t *rec;
-        r->lineno++;
-        if (r->have_footer) {
-            vl__rd_problem(r, 5, "data after the footer");
-            return VL_OK;
-        }
-        if (r->ids)   /* ids are numbered within each record (planio_ids.c) */
-            vl__ids_reset(r->ids);
-        if (r->have_header && !r->no_fast && len > 14 &&
-            memcmp(line, "{\"type\":\"iter\"", 14) == 0) {
-            bool taken;
-            if ((st = vl__rd_fast_iter(r, line, len, &taken, err)) != VL_OK)
-                return st;
-            if (taken) {
-                vl_sha256_update(&r->sha, line, len);
-                if (nl)
-                    vl_sha256_update(&r->sha, "\n", 1);
-                if ((st = iteration_done(r, err)) != VL_OK)
-                    return st;
-                continue;
-            }
-        }
-        if (!(rec = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je))) {
-            if (!nl && r->have_header) { /* cut short: verify reports the missing footer */
-                vl__rd_problem(r, 5, "incomplete last line (file truncated?)");
-                return VL_OK;
-            }
-            if (!r->have_header)
-                return vl_seterr(err, VL_EDATA, "%s:%zu: invalid JSON at column %d: %s",
-                                 r->name, r->lineno, je.column, je.text);
-            vl__rd_error(r, "invalid JSON at column %d: %s", je.column, je.text);
-            continue;
-        }
-        st = read_record(r, rec, line, len, nl, err);
-        json_decref(rec);
-        if (st == VL_OK)
-            st = iteration_done(r, err);
-        if (st != VL_OK)
+    while (!stop && (st = vl__rd_next_line(r, &line, &len, &nl, err)) == VL_OK && line)
+        if ((st = vl__rd_line(r, line, len, nl, &stop, err)) != VL_OK)
             return st;
-    }
     if (st == VL_OK && !r->have_header)
         return vl_seterr(err, VL_EDATA, "%s: empty plan file (no header)", r->name);
     return st;
@@ -502,17 +553,18 @@ static vl_status finish(vl_reader *r, vl_status st, vl_err *err)
 vl_status vl_plan_read(vl_plan *p, vl_plan_file *file, const char *path, vl_manifest *m,
                        vl_err *err)
 {
-    return vl__plan_read_with(p, file, path, m, true, NULL, NULL, err);
+    return vl__plan_read_with(p, file, path, m, true, 1, NULL, NULL, err);
 }
 
 vl_status vl_plan_read_each(vl_plan *p, vl_plan_file *file, const char *path, vl_manifest *m,
-                            vl_plan_visit visit, void *ud, vl_err *err)
+                            int threads, vl_plan_visit visit, void *ud, vl_err *err)
 {
-    return vl__plan_read_with(p, file, path, m, true, visit, ud, err);
+    return vl__plan_read_with(p, file, path, m, true, threads, visit, ud, err);
 }
 
 vl_status vl__plan_read_with(vl_plan *p, vl_plan_file *file, const char *path, vl_manifest *m,
-                             bool fast, vl_plan_visit visit, void *ud, vl_err *err)
+                             bool fast, int threads, vl_plan_visit visit, void *ud,
+                             vl_err *err)
 {
     vl_plan_file scratch;
     vl_reader r;
@@ -538,7 +590,9 @@ vl_status vl__plan_read_with(vl_plan *p, vl_plan_file *file, const char *path, v
         return st;
     if ((st = vl_zreader_open(&r.z, path, err)) == VL_OK) {
         r.name = vl_zreader_name(r.z);
-        st = finish(&r, read_lines(&r, err), err);
+        /* threads only with a visitor: they hand over one iteration at a time */
+        st = finish(&r, visit && threads > 1 ? vl__rd_lines_par(&r, threads, err)
+                                             : read_lines(&r, err), err);
         vl_zreader_close(r.z);
     }
     vl__ids_free(r.ids);

@@ -248,6 +248,39 @@ void vl_plan_clear_iters(vl_plan *p, uint64_t iter_base)
     p->iter_base = iter_base;
 }
 
+#define SWAP(T, x, y) do { T t_ = (x); (x) = (y); (y) = t_; } while (0)
+void vl_plan_swap_iters(vl_plan *a, vl_plan *b)
+{
+    SWAP(vl_seg *, a->segs, b->segs);
+    SWAP(size_t, a->nsegs, b->nsegs);
+    SWAP(size_t, a->segs_cap, b->segs_cap);
+    SWAP(int16_t *, a->cps, b->cps);
+    SWAP(size_t, a->cps_cap, b->cps_cap);
+    SWAP(vl_mb *, a->mbs, b->mbs);
+    SWAP(size_t, a->nmbs, b->nmbs);
+    SWAP(size_t, a->mbs_cap, b->mbs_cap);
+    SWAP(vl_rank *, a->ranks, b->ranks);
+    SWAP(size_t, a->nranks, b->nranks);
+    SWAP(size_t, a->ranks_cap, b->ranks_cap);
+    SWAP(vl_iter *, a->iters, b->iters);
+    SWAP(size_t, a->niters, b->niters);
+    SWAP(size_t, a->iters_cap, b->iters_cap);
+    SWAP(vl_op *, a->ops, b->ops);
+    SWAP(size_t, a->nops, b->nops);
+    SWAP(size_t, a->ops_cap, b->ops_cap);
+    SWAP(uint32_t *, a->gpus, b->gpus);
+    SWAP(size_t, a->ngpus, b->ngpus);
+    SWAP(size_t, a->gpus_cap, b->gpus_cap);
+    SWAP(vl_share *, a->shares, b->shares);
+    SWAP(size_t, a->nshares, b->nshares);
+    SWAP(size_t, a->shares_cap, b->shares_cap);
+    SWAP(int32_t *, a->members, b->members);
+    SWAP(size_t, a->nmembers, b->nmembers);
+    SWAP(size_t, a->members_cap, b->members_cap);
+    SWAP(uint64_t, a->iter_base, b->iter_base);
+}
+#undef SWAP
+
 void vl_plan_set_flush(vl_plan *p, vl_plan_flush_fn fn, void *ud)
 {
     p->flush = fn;

@@ -186,6 +186,10 @@ void vl_plan_iter_candidate(vl_plan *p, int32_t candidate);
  *  ranges); the next one is numbered iter_base.  For readers that go through a plan an
  *  iteration at a time. */
 void vl_plan_clear_iters(vl_plan *p, uint64_t iter_base);
+/** Exchange the iterations of a and b (every body array with its count and capacity, and
+ *  iter_base); headers, dropped ranges and manifests stay.  O(1): a reading thread
+ *  builds an iteration in its own plan and the reader takes it over. */
+void vl_plan_swap_iters(vl_plan *a, vl_plan *b);
 /** From now on hand every finished iteration to fn and forget it: vl_plan_iter_begin
  *  flushes the iterations before it starts a new one, vl_plan_flush the rest.  For
  *  strategies that never look back (vl_strategy.streams), so memory holds one
