@@ -35,7 +35,8 @@ CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/tests/testutil.o
 DEPFILES := $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 
-.PHONY: all deps demo test test-release test-clang bench lint man-lint clean help fmt golden
+.PHONY: all deps demo test test-release test-clang bench lint man-lint clean help fmt golden \
+        fuzz fuzz-smoke
 
 all: $(BUILD)/vlplan $(BUILD)/libvlplan.a man/vlplan.1
 
@@ -53,6 +54,8 @@ help:
 	@echo "make bench      benchmarks (bench/run.sh), results to compare with bench/RESULTS.md"
 	@echo "make lint       mandoc -Tlint on the man page"
 	@echo "make golden     rewrite testdata/golden/*.jsonl after an intended plan change"
+	@echo "make fuzz       run every fuzz/fuzz_*.c harness FUZZ_TIME seconds (default 60)"
+	@echo "make fuzz-smoke replay every corpus, then FUZZ_TIME=10 seconds each (CI)"
 
 deps:
 	@sh tools/deps.sh
@@ -119,6 +122,43 @@ lint man-lint: man/vlplan.1 | deps
 # Regenerate the golden plans (tests/test_golden.c) after an intended change.
 golden: $(BUILD)/vlplan
 	VLPLAN=$(BUILD)/vlplan sh tools/golden.sh
+
+# libFuzzer harnesses (clang, ASan + UBSan): fuzz/fuzz_NAME.c -> build/fuzz/NAME, its
+# corpus fuzz/corpus/NAME/ (crash inputs are kept there as regression files), its
+# dictionary fuzz/NAME.dict when there is one.
+FUZZ_TIME ?= 60
+FUZZ_OPT  := -O1 -g -fno-omit-frame-pointer -ffp-contract=off \
+             -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+FUZZERS   := $(patsubst fuzz/fuzz_%.c,build/fuzz/%,$(wildcard fuzz/fuzz_*.c))
+
+# the library built by clang with coverage for libFuzzer, in its own build directory
+.PHONY: fuzz-lib
+fuzz-lib: | deps
+	@$(MAKE) --no-print-directory CC=clang BUILD=build/fuzzlib OPT="$(FUZZ_OPT)" \
+	    build/fuzzlib/libvlplan.a
+
+build/fuzz/%: fuzz/fuzz_%.c fuzz-lib
+	@mkdir -p build/fuzz
+	@clang $(CPPFLAGS) -Itests -std=c11 -pthread -O1 -g -fsanitize=fuzzer,address,undefined \
+	    -fno-sanitize-recover=all -o $@ $< build/fuzzlib/libvlplan.a $(LDLIBS)
+
+fuzz: $(FUZZERS)
+	@for f in $(FUZZERS); do n=$${f##*/}; d=; [ -f fuzz/$$n.dict ] && d=-dict=fuzz/$$n.dict; \
+	  echo "fuzz: $$n for $(FUZZ_TIME) s"; mkdir -p fuzz/corpus/$$n; \
+	  $$f $$d -max_total_time=$(FUZZ_TIME) -artifact_prefix=fuzz/corpus/$$n/crash- \
+	      -print_final_stats=1 fuzz/corpus/$$n 2>&1 | grep -E "^(stat::number_of_executed_units|==|SUMMARY)" \
+	      || exit 1; done
+
+fuzz-smoke: $(FUZZERS)
+	@for f in $(FUZZERS); do n=$${f##*/}; d=; [ -f fuzz/$$n.dict ] && d=-dict=fuzz/$$n.dict; \
+	  $$f -runs=0 fuzz/corpus/$$n >/dev/null 2>&1 || { echo "fuzz: $$n corpus replay failed"; \
+	    $$f -runs=0 fuzz/corpus/$$n 2>&1 | tail -30; exit 1; }; \
+	  mkdir -p build/fuzz/new-$$n; \
+	  $$f $$d -max_total_time=$${FUZZ_SMOKE_TIME:-10} -print_final_stats=1 \
+	      build/fuzz/new-$$n fuzz/corpus/$$n \
+	      >build/fuzz/$$n.log 2>&1 || { tail -30 build/fuzz/$$n.log; exit 1; }; \
+	  echo "fuzz: $$n corpus replayed, $$(grep -o 'stat::number_of_executed_units: [0-9]*' \
+	      build/fuzz/$$n.log | grep -o '[0-9]*$$' || echo '?') more runs clean"; done
 
 fmt:
 	clang-format -i lib/*/*.[ch] plans/*.[ch] plans/*/*.[ch] cmd/vlplan/*.[ch] tests/*.[ch]

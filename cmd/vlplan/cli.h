@@ -99,6 +99,7 @@ typedef struct cli_manifest_args {
     const char *id_col, *len_col;
     bool allow_empty;
     int zstd_window_log_max;
+    bool lengths_only;    /* the command needs no ids (stats) */
 } cli_manifest_args;
 
 /* The manifest options' table rows and their handler, shared by plan, verify, stats

@@ -101,6 +101,7 @@ int cmd_stats(int argc, char **argv)
     rc = cli_parse(argc, argv, CMD, USAGE, options, on_option, &a, &first);
     if (rc)
         return rc < 0 ? 0 : rc;
+    a.man.lengths_only = true;   /* ids play no part in the statistics */
     if ((rc = cli_manifest_load(CMD, &a.man, argv + first, argc - first, &m)) != 0)
         return rc;
     if (vl_stats_compute(&s, m->len, m->n, &err) != VL_OK) {

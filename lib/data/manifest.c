@@ -170,6 +170,12 @@ static vl_status read_all(vl__mb *b, const char *const *paths, size_t npaths)
 vl_status vl_manifest_read(vl_manifest **out, const char *const *paths, size_t npaths,
                            const vl_manifest_opts *opts, vl_err *err)
 {
+    return vl__manifest_read_with(out, paths, npaths, opts, true, err);
+}
+
+vl_status vl__manifest_read_with(vl_manifest **out, const char *const *paths, size_t npaths,
+                                 const vl_manifest_opts *opts, bool fast, vl_err *err)
+{
     static const vl_manifest_opts defaults = {0};
     vl_manifest *m = NULL;
     const char **names = NULL;
@@ -190,8 +196,10 @@ vl_status vl_manifest_read(vl_manifest **out, const char *const *paths, size_t n
         goto fini;
     b.names = names;
     b.nnames = npaths;
+    b.no_fast = !fast;
     if ((st = read_all(&b, paths, npaths)) == VL_OK && (st = vl__mb_finish(&b)) == VL_OK) {
-        vl__manifest_sha(m);
+        if (!b.opts->lengths_only)
+            vl__manifest_sha(m);
         *out = m;
         m = NULL;
     }

@@ -19,6 +19,9 @@ typedef struct vl_manifest_opts {
     const char *len_col;  /* NULL = first of "length", "len", "num_tokens" */
     bool allow_empty;     /* zero samples is not an error */
     int zstd_window_log_max; /* largest zstd window, log2; 0 = 27 (128 MiB), max 31 */
+    bool lengths_only;    /* for a command that needs no ids (stats): ids are parsed but
+                           * not kept (they read as implicit) nor checked for duplicates,
+                           * and sha256 is left zero */
 } vl_manifest_opts;
 
 /* Samples 0..n-1 in input order.  Implicit ids (plain text with one length per line)

@@ -339,11 +339,18 @@ static vl_status add_full(vl__mb *b, const vl__rec *r)
     return VL_OK;
 }
 
-vl_status vl__mb_add(vl__mb *b, const vl__rec *r)
+vl_status vl__mb_add(vl__mb *b, const vl__rec *rec)
 {
     vl_manifest *m = b->m;
+    vl__rec lengths;
+    const vl__rec *r = rec;
     vl_status st;
 
+    if (b->opts->lengths_only && rec->id_kind != 0) {
+        lengths = *rec;
+        lengths.id_kind = 0;
+        r = &lengths;
+    }
     if (m->n == b->cap && (st = grow(b)) != VL_OK)
         return st;
     if ((st = note_run(b)) != VL_OK)

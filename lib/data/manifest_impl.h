@@ -44,6 +44,7 @@ typedef struct vl__mb {
     uint16_t last_src;      /* consecutive records usually share a source */
     bool unsorted;          /* ids are not all increasing integers: the index is in use */
     int64_t last_id;
+    bool no_fast;           /* every JSONL line through jansson (tests, the fuzzer) */
 } vl__mb;
 
 enum { VL__FMT_NONE, VL__FMT_TEXT, VL__FMT_CSV, VL__FMT_JSONL };
@@ -99,6 +100,12 @@ extern const char *const vl__len_names[VL__NLEN_NAMES];
 
 /* manifest_parse.c, manifest_jsonl.c */
 vl_status vl__jsonl_line(vl__mb *b, const char *p, size_t n);
+/** manifest_jsonl_fast.c: line [p, p+n) read without jansson when it is a flat object
+ *  making a valid record (true, *st the add's status); false: nothing done. */
+bool vl__jsonl_fast(vl__mb *b, const char *p, size_t n, vl_status *st);
+/** vl_manifest_read with (fast) or without the JSONL fast path. */
+vl_status vl__manifest_read_with(vl_manifest **out, const char *const *paths, size_t npaths,
+                                 const vl_manifest_opts *opts, bool fast, vl_err *err);
 /** Parse line [p, p+n) (no '\n', '\r' or BOM) of the current input into b. */
 vl_status vl__parse_line(vl__fmt *f, vl__mb *b, char *p, size_t n);
 void vl__fmt_reset(vl__fmt *f);

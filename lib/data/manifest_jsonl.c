@@ -70,9 +70,16 @@ static vl_status json_len(vl__mb *b, vl__rec *r, const json_t *o)
     const char *key = b->opts->len_col;
     const json_t *v = key ? json_object_get(o, key) : NULL;
 
-    for (size_t k = 0; key == NULL && k < VL__NLEN_NAMES; k++)
-        if ((v = json_object_get(o, vl__len_names[k])) != NULL)
+    for (size_t k = 0; b->opts->len_col == NULL && k < VL__NLEN_NAMES; k++) {
+        const json_t *w = json_object_get(o, vl__len_names[k]);
+        if (w && v)   /* which one is meant?  Not ours to guess */
+            return vl__mb_err(b, 0, "both \"%s\" and \"%s\" are given; keep one, or name "
+                              "the length key with --len-col", key, vl__len_names[k]);
+        if (w) {
+            v = w;
             key = vl__len_names[k];
+        }
+    }
     if (v == NULL && b->opts->len_col)
         return vl__mb_err(b, 0, "missing key \"%s\"", b->opts->len_col);
     if (v == NULL)
@@ -108,12 +115,14 @@ static vl_status json_extras(vl__mb *b, vl__rec *r, const json_t *o)
 vl_status vl__jsonl_line(vl__mb *b, const char *p, size_t n)
 {
     json_error_t je;
-    json_t *o = json_loadb(p, n, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+    json_t *o;
     vl__rec r = {0};
     char sh[64];
     vl_status st;
 
-    if (o == NULL)
+    if (!b->no_fast && vl__jsonl_fast(b, p, n, &st))
+        return st;
+    if ((o = json_loadb(p, n, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je)) == NULL)
         return vl__mb_err(b, je.column > 0 ? je.column : 1, "invalid JSON: %s", je.text);
     if (!json_is_object(o))
         st = vl__mb_err(b, 0, "expected a JSON object, got %s", show_json(sh, o));
