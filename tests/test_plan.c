@@ -208,6 +208,58 @@ Test(plan, iter_totals)
     vl_manifest_free(m);
 }
 
+/* The builder keeps the totals as segments come: backward packs and every copy of a
+ * shared pack but its first member's are not counted, whether the pack is shared before
+ * or after its segments arrive. */
+Test(plan, iter_totals_skip_backward_packs_and_shared_copies)
+{
+    uint32_t len[] = {10, 20, 30};
+    vl_manifest *m = lengths(len, 3);
+    const int32_t dps[] = {0, 1};
+    vl_plan p;
+    uint64_t t, l, s;
+
+    vl_plan_init(&p, m, "t", 0, NULL);
+    vl_plan_iter_begin(&p, 0, NULL);
+    vl_plan_rank_begin(&p, 0, &PAR1, NULL);
+    vl_plan_mb_begin(&p, 64, NULL);
+    vl_plan_seg(&p, 2, 0, 30, NULL);
+    vl_plan_mb_share(&p, dps, 2, NULL);   /* after its segments: rank 0 is first */
+    vl_plan_mb_begin(&p, 64, NULL);
+    vl_plan_seg(&p, 0, 0, 10, NULL);
+    vl_plan_bwd_begin(&p, 64, NULL);
+    vl_plan_seg(&p, 0, 0, 10, NULL);
+    vl_plan_rank_begin(&p, 1, &PAR1, NULL);
+    vl_plan_mb_begin(&p, 64, NULL);
+    vl_plan_seg(&p, 2, 0, 30, NULL);
+    vl_plan_mb_share(&p, dps, 2, NULL);   /* rank 1's copy: not counted */
+    vl_plan_mb_begin(&p, 64, NULL);
+    vl_plan_mb_share(&p, dps + 1, 1, NULL);   /* misuse (one member): refused, no effect */
+    vl_plan_seg(&p, 1, 0, 20, NULL);
+    vl_plan_iter_totals(&p, 0, &t, &l, &s);
+    cr_assert_eq(t, 60);
+    cr_assert_eq(l, 60);
+    cr_assert_eq(s, 3);
+    vl_plan_free(&p);
+
+    const int32_t rev[] = {1, 0};
+    vl_plan_init(&p, m, "t", 0, NULL);
+    vl_plan_iter_begin(&p, 0, NULL);
+    vl_plan_rank_begin(&p, 0, &PAR1, NULL);
+    vl_plan_mb_begin(&p, 64, NULL);
+    vl_plan_mb_share(&p, rev, 2, NULL);   /* before its segments: rank 1 is first */
+    vl_plan_seg(&p, 2, 0, 30, NULL);
+    vl_plan_rank_begin(&p, 1, &PAR1, NULL);
+    vl_plan_mb_begin(&p, 64, NULL);
+    vl_plan_mb_share(&p, rev, 2, NULL);
+    vl_plan_seg(&p, 2, 0, 30, NULL);
+    vl_plan_iter_totals(&p, 0, &t, &l, &s);
+    cr_assert_eq(t, 30);
+    cr_assert_eq(s, 1);
+    vl_plan_free(&p);
+    vl_manifest_free(m);
+}
+
 Test(plan, set_meta_takes_ownership_and_replaces)
 {
     vl_plan p;

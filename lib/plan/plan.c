@@ -138,6 +138,26 @@ static bool cps_room(vl_plan *p, size_t n)
     return true;
 }
 
+/* The pack being built counts in its iteration's totals: a forward pack (backward
+ * packs repeat forward tokens), and of a shared pack only its first member's copy. */
+static bool counted(const vl_plan *p)
+{
+    const vl_rank *rk = &p->ranks[p->nranks - 1];
+    const vl_mb *mb = &p->mbs[p->nmbs - 1];
+
+    return rk->nbwd == 0 && (!mb->share || vl_plan_mb_primary(p, rk, mb));
+}
+
+static void add_totals(vl_plan *p, const vl_seg *s, int sign)
+{
+    vl_iter *in = &p->iters[p->niters - 1];
+    uint64_t loss = vl_plan_seg_loss(p, s);
+
+    in->tokens += sign > 0 ? s->len : -(uint64_t)s->len;
+    in->loss += sign > 0 ? loss : -loss;
+    in->samples += sign > 0 ? (s->off == 0) : -(uint64_t)(s->off == 0);
+}
+
 vl_status vl_plan_seg_cp(vl_plan *p, uint32_t sample, uint32_t off, uint32_t len, int cp,
                          vl_err *err)
 {
@@ -156,6 +176,8 @@ vl_status vl_plan_seg_cp(vl_plan *p, uint32_t sample, uint32_t off, uint32_t len
     mb = &p->mbs[p->nmbs - 1];
     mb->nseg++;
     mb->tokens += len;
+    if (counted(p))
+        add_totals(p, &p->segs[p->nsegs - 1], +1);
     return VL_OK;
 }
 
@@ -192,10 +214,15 @@ vl_status vl_plan_mb_share(vl_plan *p, const int32_t *dp, size_t n, vl_err *err)
     if (!room(&p->shares, p->nshares, &p->shares_cap, sizeof *p->shares) ||
         vl_grow(&p->members, &p->members_cap, p->nmembers + n, sizeof *p->members, NULL))
         return oom(err, "shared packs", p->nshares);
+    bool was = counted(p);
+    vl_mb *mb = &p->mbs[p->nmbs - 1];
     memcpy(p->members + p->nmembers, dp, n * sizeof *dp);
     p->shares[p->nshares++] = (vl_share){.m0 = p->nmembers, .n = (uint32_t)n};
     p->nmembers += n;
-    p->mbs[p->nmbs - 1].share = (uint32_t)p->nshares;
+    mb->share = (uint32_t)p->nshares;
+    if (was && !counted(p))   /* another member's copy is the one counted */
+        for (uint32_t k = 0; k < mb->nseg; k++)
+            add_totals(p, &p->segs[mb->seg0 + k], -1);
     return VL_OK;
 }
 
@@ -409,26 +436,11 @@ void vl_plan_iter_totals(const vl_plan *p, size_t it, uint64_t *tokens, uint64_t
                          uint64_t *samples)
 {
     const vl_iter *in = &p->iters[it];
-    uint64_t t = 0, l = 0, s = 0;
 
-    for (uint64_t r = in->rank0; r < in->rank0 + in->nranks; r++) {
-        const vl_rank *rk = &p->ranks[r];
-        for (uint64_t b = rk->mb0; b < rk->mb0 + rk->nmb; b++) {
-            const vl_mb *mb = &p->mbs[b];
-            const vl_seg *sg = vl_plan_mb_segs(p, mb);
-            if (mb->share && !vl_plan_mb_primary(p, rk, mb))
-                continue;
-            t += mb->tokens;
-            for (uint32_t k = 0; k < mb->nseg; k++) {
-                l += vl_plan_seg_loss(p, &sg[k]);
-                s += sg[k].off == 0;
-            }
-        }
-    }
     if (tokens)
-        *tokens = t;
+        *tokens = in->tokens;
     if (loss)
-        *loss = l;
+        *loss = in->loss;
     if (samples)
-        *samples = s;
+        *samples = in->samples;
 }

@@ -104,6 +104,9 @@ typedef struct vl_iter {
     uint32_t nranks;
     uint32_t epoch;
     int32_t candidate;    /* the layout candidate it runs (Hydraulis), -1 = none */
+    /* kept by the builder as segments arrive (vl_plan_iter_totals): tokens, loss tokens
+     * and samples started of its forward packs, a shared pack once */
+    uint64_t tokens, loss, samples;
 } vl_iter;
 
 typedef enum { VL_DROP_OVERSIZE = 0, VL_DROP_TRUNCATED = 1 } vl_drop_reason;
