@@ -205,6 +205,62 @@ static long long find(vl_manifest *m, const key *k, vl_err *err)
     return x->slot[h] != 0 ? (long long)SLOT_SAMPLE(x->slot[h]) : -1;
 }
 
+#if defined(__GNUC__)
+#define PREFETCH(a) __builtin_prefetch(a)
+#else
+#define PREFETCH(a) ((void)(a))
+#endif
+#define BATCH 64
+
+/* One batch: each stage touches what the next will read, for every id before any
+ * waits -- the slot, then the candidate's kind and value, then its string. */
+static void find_batch(const vl_manifest *m, const idindex *x, const char *const *ids,
+                       const size_t *lens, size_t n, long long *out)
+{
+    size_t mask = x->cap - 1;
+    uint64_t tag[BATCH];
+
+    for (size_t i = 0; i < n; i++) {
+        key k = {VL_ID_STR, 0, ids[i], lens[i]};
+        tag[i] = key_tag(&k);
+        PREFETCH(&x->slot[tag[i] & mask]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v = x->slot[tag[i] & mask];
+        if (v != 0) {
+            PREFETCH(&m->id_kind[SLOT_SAMPLE(v)]);
+            PREFETCH(&m->id_val[SLOT_SAMPLE(v)]);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v = x->slot[tag[i] & mask];
+        if (v != 0 && v >> 32 == tag[i] && m->id_kind[SLOT_SAMPLE(v)] == VL_ID_STR)
+            PREFETCH(m->id_pool + m->id_val[SLOT_SAMPLE(v)]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        key k = {VL_ID_STR, 0, ids[i], lens[i]};
+        size_t h = probe(x, m, &k, tag[i]);
+        out[i] = x->slot[h] != 0 ? (long long)SLOT_SAMPLE(x->slot[h]) : -1;
+    }
+}
+
+vl_status vl_manifest_find_strs(vl_manifest *m, const char *const *ids, const size_t *lens,
+                                size_t n, long long *out, vl_err *err)
+{
+    vl_status st;
+
+    if (m->id_kind == NULL || m->n == 0 || (m->index && ((idindex *)m->index)->sorted)) {
+        for (size_t i = 0; i < n; i++)
+            out[i] = -1;   /* implicit or integer ids only: no string matches */
+        return VL_OK;
+    }
+    if ((st = vl_manifest_index(m, err)) != VL_OK)
+        return st;
+    for (size_t i = 0; i < n; i += BATCH)
+        find_batch(m, m->index, ids + i, lens + i, n - i < BATCH ? n - i : BATCH, out + i);
+    return VL_OK;
+}
+
 vl_status vl_manifest_index(vl_manifest *m, vl_err *err)
 {
     vl_status st;

@@ -9,6 +9,7 @@
 #include "planio_impl.h"
 
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "utf8.h"
@@ -86,6 +87,76 @@ static bool next_key(const cur *c, const char *key)
 
 /* ---- sample ids ---- */
 
+void vl__idbatch_free(vl_idbatch *b)
+{
+    if (!b)
+        return;
+    free(b->ids);
+    free(b->lens);
+    free(b->off);
+    free(b->res);
+    free(b);
+}
+
+static bool batch_room(vl_idbatch *b)
+{
+    size_t nc = b->cap ? 2 * b->cap : 1024;
+    const char **ids = realloc(b->ids, nc * sizeof *ids);
+    size_t *lens = ids ? realloc(b->lens, nc * sizeof *lens) : NULL;
+    size_t *off = lens ? realloc(b->off, nc * sizeof *off) : NULL;
+    long long *res = off ? realloc(b->res, nc * sizeof *res) : NULL;
+
+    if (ids)
+        b->ids = ids;
+    if (lens)
+        b->lens = lens;
+    if (off)
+        b->off = off;
+    if (!res)
+        return false;
+    b->res = res;
+    b->cap = nc;
+    return true;
+}
+
+/* Every string that opens an array element ("[\"...\"") is a sample id in a canonical
+ * record (or a schedule's F/R/B, looked up for nothing): find them all at once. */
+static vl_status prefetch_ids(vl_reader *r, const char *line, size_t len, vl_err *err)
+{
+    vl_idbatch *b = r->batch;
+    const char *p = line, *end = line + len, *q;
+
+    b->n = b->next = 0;
+    b->line = line;
+    while ((p = memchr(p, '[', (size_t)(end - p))) && p + 1 < end) {
+        if (p[1] != '"' || !(q = memchr(p + 2, '"', (size_t)(end - p - 2)))) {
+            p++;
+            continue;
+        }
+        if (b->n == b->cap && !batch_room(b))
+            return vl_seterr(err, VL_ENOMEM, "out of memory (sample ids of a record)");
+        b->ids[b->n] = p + 2;
+        b->lens[b->n] = (size_t)(q - p - 2);
+        b->off[b->n++] = (size_t)(p + 1 - line);
+        p = q + 1;
+    }
+    return vl_manifest_find_strs(r->m, b->ids, b->lens, b->n, b->res, err);
+}
+
+/* The answer for the id whose opening quote is at quote, -3 when it was not looked up. */
+static long long batched(vl_reader *r, const char *quote)
+{
+    vl_idbatch *b = r->batch;
+    size_t at;
+
+    if (!b || !b->line)
+        return -3;
+    at = (size_t)(quote - b->line);
+    while (b->next < b->n && b->off[b->next] < at)
+        b->next++;
+    return b->next < b->n && b->off[b->next] == at ? b->res[b->next] : -3;
+}
+
 /* An id: an integer, or a string without escapes or control characters, valid UTF-8.
  * Resolved like vl__rd_sample, but an id the manifest lacks gives the line back. */
 static bool id(vl_reader *r, cur *c, uint32_t *sample, vl_err *err, vl_status *st)
@@ -103,12 +174,15 @@ static bool id(vl_reader *r, cur *c, uint32_t *sample, vl_err *err, vl_status *s
         if (!r->m)
             return (*st = vl__ids_intern(r->ids, true, 0, s, (size_t)(q - s), sample, err)) ==
                    VL_OK;
-        char buf[256];
-        if ((size_t)(q - s) >= sizeof buf)
-            return false;
-        memcpy(buf, s, (size_t)(q - s));
-        buf[q - s] = '\0';
-        k = vl_manifest_find_str(r->m, buf, err);
+        k = batched(r, s - 1);
+        if (k == -3) {   /* not looked up in advance */
+            char buf[256];
+            if ((size_t)(q - s) >= sizeof buf)
+                return false;
+            memcpy(buf, s, (size_t)(q - s));
+            buf[q - s] = '\0';
+            k = vl_manifest_find_str(r->m, buf, err);
+        }
     } else {
         if (!num(c, INT64_MIN, INT64_MAX, &v))
             return false;
@@ -343,7 +417,14 @@ vl_status vl__rd_fast_iter(vl_reader *r, const char *line, size_t len, bool *tak
     marks m = mark(r);
     vl_status st = VL_OK;
 
+    if (r->batch) {
+        r->batch->line = NULL;
+        if (r->m && r->m->id_kind && (st = prefetch_ids(r, line, len, err)) != VL_OK)
+            return st;
+    }
     *taken = record(r, &c, err, &st);
+    if (r->batch)
+        r->batch->line = NULL;
     if (!*taken)
         roll_back(r, &m);
     return st;

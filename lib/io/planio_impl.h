@@ -33,6 +33,16 @@ void vl__ids_undo(vl_idtab *t, size_t n);
 /** Forget every id: numbering starts again at 0 (each iteration, the footer). */
 void vl__ids_reset(vl_idtab *t);
 
+/* ---- string ids of one record, looked up together (planio_fast.c) ---- */
+typedef struct vl_idbatch {
+    const char **ids;
+    size_t *lens, *off;   /* off: where the id's opening quote is in the line */
+    long long *res;       /* vl_manifest_find_strs' answers */
+    size_t n, cap, next;
+    const char *line;
+} vl_idbatch;
+void vl__idbatch_free(vl_idbatch *b);
+
 /* ---- the reader ---- */
 typedef struct vl_reader {
     vl_plan *p;
@@ -54,6 +64,7 @@ typedef struct vl_reader {
     vl_plan_visit visit;  /* vl_plan_read_each: after every iteration, then cleared */
     void *ud;
     uint32_t epochs_seen; /* the largest iteration epoch + 1 */
+    vl_idbatch *batch;    /* with m: the record's string ids, resolved before parsing */
 } vl_reader;
 
 /** vl_plan_read (visit NULL) or vl_plan_read_each, with the fast path (planio_fast.c)

@@ -47,13 +47,14 @@ typedef struct pool {
 
 /* ---- a worker ---- */
 
-static void parse_slot(pool *pl, vl_reader *w, vl_idtab *ids, slot *s)
+static void parse_slot(pool *pl, vl_reader *w, vl_idtab *ids, vl_idbatch *batch, slot *s)
 {
     memset(s->msgs, 0, sizeof *s->msgs);
     vl_plan_clear_iters(&s->plan, s->number);
     *w = (vl_reader){.p = &s->plan, .file = s->msgs, .m = pl->r->m, .ids = ids,
                      .name = pl->r->name, .lineno = s->lineno, .it = -1, .rank = -1,
-                     .mb = -1, .seg = -1, .have_header = true, .no_fast = pl->r->no_fast};
+                     .mb = -1, .seg = -1, .have_header = true, .no_fast = pl->r->no_fast,
+                     .batch = batch};
     memset(&s->err, 0, sizeof s->err);
     s->st = vl__rd_iter_line(w, s->line, s->len, &s->err);
 }
@@ -63,8 +64,9 @@ static void *worker(void *arg)
     pool *pl = arg;
     vl_reader w;
     vl_idtab *ids = NULL;
+    vl_idbatch *batch = pl->r->m ? calloc(1, sizeof *batch) : NULL;
     vl_err err = {0};
-    bool no_ids = !pl->r->m && vl__ids_new(&ids, &err) != VL_OK;
+    bool no_ids = (!pl->r->m && vl__ids_new(&ids, &err) != VL_OK) || (pl->r->m && !batch);
 
     pthread_mutex_lock(&pl->mu);
     for (;;) {
@@ -77,13 +79,14 @@ static void *worker(void *arg)
         if (no_ids)
             s->st = vl_seterr(&s->err, VL_ENOMEM, "out of memory (id table)");
         else
-            parse_slot(pl, &w, ids, s);
+            parse_slot(pl, &w, ids, batch, s);
         pthread_mutex_lock(&pl->mu);
         s->state = SLOT_DONE;
         pthread_cond_broadcast(&pl->done);
     }
     pthread_mutex_unlock(&pl->mu);
     vl__ids_free(ids);
+    vl__idbatch_free(batch);
     return NULL;
 }
 

@@ -588,6 +588,10 @@ vl_status vl__plan_read_with(vl_plan *p, vl_plan_file *file, const char *path, v
     vl_sha256_init(&r.sha);
     if (!m && (st = vl__ids_new(&r.ids, err)) != VL_OK)
         return st;
+    if (m && !(r.batch = calloc(1, sizeof *r.batch))) {
+        vl__ids_free(r.ids);
+        return vl_seterr(err, VL_ENOMEM, "out of memory");
+    }
     if ((st = vl_zreader_open(&r.z, path, err)) == VL_OK) {
         r.name = vl_zreader_name(r.z);
         /* threads only with a visitor: they hand over one iteration at a time */
@@ -596,6 +600,7 @@ vl_status vl__plan_read_with(vl_plan *p, vl_plan_file *file, const char *path, v
         vl_zreader_close(r.z);
     }
     vl__ids_free(r.ids);
+    vl__idbatch_free(r.batch);
     free(r.buf);
     if (st != VL_OK)
         vl_plan_free(p);   /* the messages stay in *file */

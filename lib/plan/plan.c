@@ -349,6 +349,9 @@ uint32_t vl_plan_seg_loss(const vl_plan *p, const vl_seg *s)
         return s->len; /* no manifest: every token counts, the manifest default */
     if (s->sample >= p->m->n)
         return 0;      /* a phantom sample carries no loss the trainer knows of */
+    if (!p->m->loss)
+        return s->len; /* every token counts; not reading the length spares a cache miss
+                        * per segment (a segment past its sample is verify's to report) */
     L = p->m->len[s->sample];
     lo = vl_manifest_loss(p->m, s->sample);
     lo = lo < L ? L - lo : 0;
