@@ -23,6 +23,12 @@ for n in $sizes; do
     "$B/bench/bench_plan" -n "$n" -s pack --set pack.algo=bfd
     "$B/bench/bench_plan" -n "$n" -s pack --set pack.algo=isf
 done
+BUILD=$B sh bench/io.sh
+echo "## plan files written and read back in one process, every strategy"
+for n in $sizes; do
+    "$B/bench/bench_read" -n "$n" -d lmsys -s random,sorted,pack,hbp,chunkflow \
+        --set training.oversize=drop
+done
 echo "## simulator"
 "$B/bench/bench_sim"
 echo "## chunkflow (paper setting)"
