@@ -143,6 +143,19 @@ Test(cli_sim, plan_refuses_what_does_not_fit)
     cr_expect(strstr(r.err, "checkpointing ") != NULL, "what would fit: %s", r.err);
     cr_expect(access(p, F_OK) != 0, "nothing written");
     tu_result_free(&r);
+    /* random streams its iterations to the file as it plans: refused all the same,
+     * with neither the plan nor its temporary left behind */
+    const char *str[] = {"plan", "-s", "random", "--set", "training.oversize=drop", "--set",
+                         "training.max_seq_len=16384", "--set", "training.recompute=selective",
+                         "--set", "training.micro_batch=8", "-o", p, manifest, NULL};
+    cr_assert_eq(tu_run(&r, NULL, str), 0);
+    cr_expect_eq(r.status, 65, "exit %d: %s", r.status, r.err);
+    cr_expect(access(p, F_OK) != 0, "nothing written");
+    tu_result_free(&r);
+    char *cmd = NULL;
+    cr_assert(asprintf(&cmd, "ls -a '%s' | grep -c '\\.tmp\\.' >/dev/null", dir) > 0);
+    cr_expect_neq(system(cmd), 0, "a temporary was left in %s", dir);
+    free(cmd);
 
     const char *oom[] = {"plan", "-s", "pack", "--set", "training.oversize=drop", "--set",
                          "training.max_seq_len=16384", "--set", "training.recompute=selective",

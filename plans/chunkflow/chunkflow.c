@@ -91,27 +91,6 @@ static void log_summary(const vl_job *job, const vl_cf_setting *s, const vl_cf_w
                (unsigned long long)w->stat_empty);
 }
 
-/* One epoch: its order, its global batches, one iteration each.  The first epoch also
- * settles the setting when a parameter is "auto". */
-static vl_status plan_epoch(const vl_cf_opts *o, const vl_job *job, uint32_t epoch,
-                            uint32_t *order, vl_cf_setting *s, vl_cf_work *w, vl_plan *out,
-                            vl_err *err)
-{
-    const vl_selection *sel = job->sel;
-    vl_batches b = {0};
-    vl_status st;
-
-    vl_epoch_order(sel, job->seed, epoch, order);
-    st = vl_make_batches(&b, order, sel->n, sel->len, &job->cfg->training, err);
-    if (st == VL_OK && (s->chunk == 0 || s->k == 0))
-        st = vl__cf_search(o, job, s, order, &b, out->m, s, err);
-    for (size_t i = 0; i < b.n && st == VL_OK; i++)
-        st = vl__cf_plan_batch(w, s, job->cost, order + b.start[i],
-                               b.start[i + 1] - b.start[i], sel->len, epoch, out, err);
-    vl_batches_free(&b);
-    return st;
-}
-
 /* The header's "params" show what "auto" resolved to, not "auto". */
 static vl_status record_chosen(const vl_cf_opts *o, const vl_cf_setting *s, const vl_job *job,
                                vl_err *err)
@@ -123,23 +102,50 @@ static vl_status record_chosen(const vl_cf_opts *o, const vl_cf_setting *s, cons
     return vl_job_params(job, chunkflow_params, &used, err);
 }
 
+/* One epoch: its order, its global batches, one iteration each.  The first epoch also
+ * settles the setting when a parameter is "auto", and records it before its first
+ * iteration (the plan may be streamed: the header goes out first). */
+static vl_status plan_epoch(const vl_cf_opts *o, const vl_job *job, uint32_t epoch,
+                            uint32_t *order, vl_cf_setting *s, vl_cf_work *w, vl_plan *out,
+                            size_t *iters, vl_err *err)
+{
+    const vl_selection *sel = job->sel;
+    vl_batches b = {0};
+    vl_status st;
+
+    vl_epoch_order(sel, job->seed, epoch, order);
+    st = vl_make_batches(&b, order, sel->n, sel->len, &job->cfg->training, err);
+    if (st == VL_OK && (s->chunk == 0 || s->k == 0))
+        st = vl__cf_search(o, job, s, order, &b, out->m, s, err);
+    if (st == VL_OK && epoch == 0)
+        st = record_chosen(o, s, job, err);
+    *iters += b.n;
+    for (size_t i = 0; i < b.n && st == VL_OK; i++)
+        st = vl__cf_plan_batch(w, s, job->cost, order + b.start[i],
+                               b.start[i + 1] - b.start[i], sel->len, epoch, out, err);
+    vl_batches_free(&b);
+    return st;
+}
+
 static vl_status chunkflow_plan(const void *opts, const vl_job *job, vl_plan *out, vl_err *err)
 {
     const vl_cf_opts *o = opts;
     vl_cf_setting s = base_setting(o, job->cfg);
     vl_cf_work w = {0};
     uint32_t *order = malloc((job->sel->n ? job->sel->n : 1) * sizeof *order);
-    vl_status st = VL_OK;
+    uint64_t count = 0;
+    size_t iters = 0;
+    vl_status st;
 
     if (order == NULL)
         return vl_seterr(err, VL_ENOMEM, "chunkflow: out of memory for %zu samples",
                          job->sel->n);
+    st = vl_count_batches(job->sel, job->seed, &job->cfg->training, order, &count, err);
+    vl_job_iterations(job, count);
     for (int e = 0; e < job->cfg->training.epochs && st == VL_OK; e++)
-        st = plan_epoch(o, job, (uint32_t)e, order, &s, &w, out, err);
+        st = plan_epoch(o, job, (uint32_t)e, order, &s, &w, out, &iters, err);
     if (st == VL_OK)
-        log_summary(job, &s, &w, out->niters);
-    if (st == VL_OK)
-        st = record_chosen(o, &s, job, err);
+        log_summary(job, &s, &w, iters);
     vl__cf_work_free(&w);
     free(order);
     return st;
@@ -156,4 +162,5 @@ const vl_strategy vl_strategy_chunkflow = {
     .max_len = chunkflow_max_len,
     .validate = chunkflow_validate,
     .plan = chunkflow_plan,
+    .streams = true,
 };
