@@ -84,8 +84,8 @@ Test(cli_sim, compare_table_json_and_checks)
     const char *t[] = {"compare", "-s", "random,pack", "--set", "training.oversize=drop",
                        "--format", "json", manifest, NULL};
     tu_result r = run_ok(t);
-    cr_expect(strncmp(r.out, "{\"strategies\":[{\"strategy\":\"random\"", 35) == 0, "%s",
-              r.out);
+    cr_expect(strncmp(r.out, "{\"strategies\":[{\"label\":\"random\",\"strategy\":\"random\"",
+                      52) == 0, "%s", r.out);
     expect_keys(r.out, sim_keys);
     cr_expect(strstr(r.out, "\"speedup\":") != NULL);
     tu_result_free(&r);
@@ -94,7 +94,7 @@ Test(cli_sim, compare_table_json_and_checks)
                         "--check", "pack.pr<=1", "--check", "pack.dbr<random.dbr", "--format",
                         "csv", manifest, NULL};
     r = run_ok(ok);
-    cr_expect(strncmp(r.out, "strategy,abr,", 13) == 0, "%s", r.out);
+    cr_expect(strncmp(r.out, "label,strategy,fits,abr,", 24) == 0, "%s", r.out);
     tu_result_free(&r);
 
     const char *bad[] = {"compare", "-s", "random,pack", "--set", "training.oversize=drop",
@@ -112,13 +112,62 @@ Test(cli_sim, compare_table_json_and_checks)
     tu_result_free(&r);
 }
 
+/* Rows with their own settings and labels; a row that does not fit device memory is
+ * marked, has no speedup, and a --check on it fails unless --allow-oom. */
+Test(cli_sim, compare_rows_and_memory)
+{
+    const char *t[] = {"compare", "-s", "pack", "--row",
+                       "big=pack:training.recompute=selective,training.max_seq_len=32768",
+                       "--row", "one=random:training.micro_batch=1", "--set",
+                       "training.oversize=drop", manifest, NULL};
+    tu_result r = run_ok(t);
+    cr_expect(strstr(r.out, "big") && strstr(r.out, "one"), "%s", r.out);
+    cr_expect(strstr(r.out, "NO") != NULL, "the oversized row is marked: %s", r.out);
+    cr_expect(strstr(r.out, "n/a") != NULL, "and has no speedup: %s", r.out);
+    cr_expect(strstr(r.err, "warning: big does not fit device memory") != NULL, "%s", r.err);
+    tu_result_free(&r);
+
+    const char *chk[] = {"compare", "-s", "pack", "--row",
+                         "big=pack:training.recompute=selective,training.max_seq_len=32768",
+                         "--set", "training.oversize=drop", "--check", "big.abr>=0", manifest,
+                         NULL};
+    cr_assert_eq(tu_run(&r, NULL, chk), 0);
+    cr_expect_eq(r.status, 1, "exit %d: %s", r.status, r.err);
+    cr_expect(strstr(r.err, "big does not fit device memory") != NULL, "%s", r.err);
+    tu_result_free(&r);
+    const char *allow[] = {"compare", "-s", "pack", "--row",
+                           "big=pack:training.recompute=selective,training.max_seq_len=32768",
+                           "--set", "training.oversize=drop", "--check", "big.abr>=0",
+                           "--allow-oom", "--format", "json", manifest, NULL};
+    r = run_ok(allow);
+    cr_expect(strstr(r.out, "\"label\":\"big\",\"strategy\":\"pack\",\"speedup\":null") !=
+              NULL, "%s", r.out);
+    cr_expect(strstr(r.out, "\"fits\":false") != NULL, "%s", r.out);
+    tu_result_free(&r);
+
+    static const char *const bad[][2] = {{"pack", "two rows named 'pack'"},
+                                         {"9x=pack", "invalid row label '9x'"},
+                                         {"x=nosuch", "unknown strategy 'nosuch'"},
+                                         {"x=pack:", "nothing after ':'"},
+                                         {"x=pack:foo", "'foo' is not KEY=VALUE"},
+                                         {"x=pack:training.pp=zero", "training.pp"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *u[] = {"compare", "-s", "pack", "--row", bad[i][0], manifest, NULL};
+        cr_assert_eq(tu_run(&r, NULL, u), 0);
+        cr_expect(r.status == 64 || r.status == 78, "%s: exit %d", bad[i][0], r.status);
+        cr_expect(strstr(r.err, bad[i][1]) != NULL, "%s: %s", bad[i][0], r.err);
+        tu_result_free(&r);
+    }
+}
+
 Test(cli_sim, compare_svg_and_markdown)
 {
     char *svg = tu_path(dir, "c.svg");
     const char *t[] = {"compare", "-s", "sorted,pack", "--set", "training.oversize=drop",
                        "--format", "md", "--svg", svg, manifest, NULL};
     tu_result r = run_ok(t);
-    cr_expect(strncmp(r.out, "| strategy |", 12) == 0, "%s", r.out);
+    cr_expect(strncmp(r.out, "| label | strategy | fits |", 27) == 0, "%s", r.out);
+    cr_expect(strstr(r.out, "iter_time_ms (ms)") != NULL, "units in the heading: %s", r.out);
     char *text = tu_read_file(svg, NULL);
     cr_assert_not_null(text);
     cr_expect(strstr(text, "</svg>") != NULL);

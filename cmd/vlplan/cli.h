@@ -38,7 +38,7 @@ typedef struct cli_cmd {
 enum {
     OPT_SET = 256, OPT_SEED, OPT_METRICS, OPT_FORMAT, OPT_ID_COL, OPT_LEN_COL, OPT_DUMP,
     OPT_ITER, OPT_SVG, OPT_CHECK, OPT_DIST, OPT_VERSION, OPT_ALLOW_EMPTY, OPT_ZSTD_WLOG,
-    OPT_SCHED, OPT_ALLOW_OOM
+    OPT_SCHED, OPT_ALLOW_OOM, OPT_ROW
 };
 
 /** Parse argv with table; fn(key, optarg, ud) handles each option and returns 0 or an

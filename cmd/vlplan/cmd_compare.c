@@ -1,8 +1,11 @@
-/* cmd/vlplan/cmd_compare.c -- `vlplan compare -s S1,S2,...`: plan one manifest with
- * several strategies under one config and print every figure side by side, with the
- * speedup against the first strategy, planning time and peak planner memory.
- * --check turns conditions into an exit status for CI. */
+/* cmd/vlplan/cmd_compare.c -- `vlplan compare -s S1,S2,... [--row LABEL=S:K=V,...]`:
+ * plan one manifest with several rows -- a strategy, its own settings over the shared
+ * config, a label -- and print every figure side by side, with whether each plan fits
+ * device memory, the speedup against the first row (only between plans that fit),
+ * planning time and peak planner memory.  --check turns conditions into an exit status
+ * for CI; a condition on a plan that does not fit fails unless --allow-oom. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -17,30 +20,45 @@
 
 static const char *const CMD = "compare";
 static const char *const USAGE =
-    "-s S1,S2,... [-c CONFIG] [--set KEY=VALUE]... [--format table|json|csv|md] "
-    "[--svg FILE] [--check EXPR]... MANIFEST...";
+    "-s S1,S2,... | --row [LABEL=]STRATEGY[:KEY=VALUE,...]... [-c CONFIG] [--set KEY=VALUE]... "
+    "[--format table|json|csv|md] [--svg FILE] [--check EXPR]... [--allow-oom] MANIFEST...";
 
 #define MAX_STRATEGIES 16
 #define MAX_CHECKS 32
 
 static const cli_opt options[] = {
-    {"strategies", 's', "S1,S2,...", "strategies to compare; the first is the baseline"},
+    {"strategies", 's', "S1,S2,...", "strategies to compare, one row each; the first row is "
+                                     "the baseline"},
+    {"row", OPT_ROW, "SPEC", "a row: [LABEL=]STRATEGY[:KEY=VALUE,...], its own settings "
+                             "over the config (repeatable, after -s's rows)"},
     {"config", 'c', "FILE", "cluster/model YAML (default: built-in preset)"},
     {"set", OPT_SET, "KEY=VALUE", "override a config key (repeatable)"},
     {"seed", OPT_SEED, "N", "seed (overrides training.seed)"},
     {"format", OPT_FORMAT, "FMT", "table (default), json, csv or md"},
     {"svg", OPT_SVG, "FILE", "grouped bar chart of the figures"},
-    {"check", OPT_CHECK, "EXPR", "condition such as 'hbp.abr<=0.01' (repeatable; exit 1)"},
+    {"check", OPT_CHECK, "EXPR", "condition such as 'hbp.abr<=0.01' on LABEL.KEY (repeatable; "
+                                 "exit 1)"},
+    {"allow-oom", OPT_ALLOW_OOM, NULL, "let --check judge plans that exceed device memory"},
     CLI_MANIFEST_OPTIONS,
     {"quiet", 'q', NULL, "no progress line"},
     {"help", 'h', NULL, "show this help"},
     {NULL, 0, NULL, NULL},
 };
 
+/* One row: a strategy under the shared config plus its own --set values. */
+typedef struct row {
+    const char *label, *strategy;
+    const char *sets[16];
+    int nsets;
+} row;
+
 typedef struct compare_args {
     char *list;           /* -s, split in place */
-    const char *names[MAX_STRATEGIES];
-    int nnames;
+    char *specs[MAX_STRATEGIES];   /* --row, parsed in place */
+    int nspecs;
+    row rows[MAX_STRATEGIES];
+    int nrows;
+    bool allow_oom;
     const char *checks[MAX_CHECKS];
     int nchecks;
     const char *svg;
@@ -61,6 +79,14 @@ static int on_option(int key, const char *arg, void *ud)
         return rc;
     switch (key) {
     case 's': a->list = (char *)arg; return 0;
+    case OPT_ROW:
+        if (a->nspecs == MAX_STRATEGIES) {
+            cli_error(CMD, "too many --row options (at most %d)", MAX_STRATEGIES);
+            return EX_USAGE_;
+        }
+        a->specs[a->nspecs++] = (char *)arg;
+        return 0;
+    case OPT_ALLOW_OOM: a->allow_oom = true; return 0;
     case OPT_FORMAT:
         return report_parse_format(CMD, arg, 0xfu, &a->fmt);
     case OPT_SVG: a->svg = arg; return 0;
@@ -76,35 +102,115 @@ static int on_option(int key, const char *arg, void *ud)
     return EX_USAGE_;
 }
 
+static bool good_label(const char *s)
+{
+    if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
+        return false;
+    return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") ==
+           strlen(s) && strlen(s) < 48;
+}
+
+/* A row's strategy exists and its label is new and usable in --check. */
+static int add_row(compare_args *a, row *r)
+{
+    if (a->nrows == MAX_STRATEGIES) {
+        cli_error(CMD, "too many rows (at most %d)", MAX_STRATEGIES);
+        return EX_USAGE_;
+    }
+    if (!vl_strategy_find(r->strategy)) {
+        cli_error(CMD, "unknown strategy '%s' (see 'vlplan strategies')", r->strategy);
+        return EX_USAGE_;
+    }
+    if (!good_label(r->label)) {
+        cli_error(CMD, "invalid row label '%s' (a letter or '_', then letters, digits, '_' "
+                       "or '-'; it names the row in --check)", r->label);
+        return EX_USAGE_;
+    }
+    for (int i = 0; i < a->nrows; i++)
+        if (strcmp(a->rows[i].label, r->label) == 0) {
+            cli_error(CMD, "two rows named '%s': give one a label, e.g. --row "
+                           "'%s2=%s:KEY=VALUE'", r->label, r->label, r->strategy);
+            return EX_USAGE_;
+        }
+    a->rows[a->nrows++] = *r;
+    return 0;
+}
+
 static int split_strategies(compare_args *a)
 {
     size_t n = strlen(a->list);
+    int rc;
+
     if (n == 0 || a->list[0] == ',' || a->list[n - 1] == ',' || strstr(a->list, ",,")) {
         cli_error(CMD, "invalid value '%s' for -s (expected S1,S2,... with no empty name)",
                   a->list);
         return EX_USAGE_;
     }
     for (char *tok = strtok(a->list, ","); tok; tok = strtok(NULL, ",")) {
-        if (a->nnames == MAX_STRATEGIES) {
-            cli_error(CMD, "too many strategies (at most %d)", MAX_STRATEGIES);
-            return EX_USAGE_;
-        }
-        if (!vl_strategy_find(tok)) {
-            cli_error(CMD, "unknown strategy '%s' (see 'vlplan strategies')", tok);
-            return EX_USAGE_;
-        }
-        for (int i = 0; i < a->nnames; i++)
-            if (strcmp(a->names[i], tok) == 0) {
-                cli_error(CMD, "strategy '%s' given twice", tok);
-                return EX_USAGE_;
-            }
-        a->names[a->nnames++] = tok;
+        row r = {.label = tok, .strategy = tok};
+        if ((rc = add_row(a, &r)) != 0)
+            return rc;
     }
-    if (a->nnames == 0) {
-        cli_error(CMD, "missing -s S1,S2,... (see 'vlplan strategies')");
+    return 0;
+}
+
+/* [LABEL=]STRATEGY[:KEY=VALUE,...]: a label is what comes before an '=' that precedes
+ * any ':'. */
+static int parse_spec(compare_args *a, char *spec)
+{
+    char *colon = strchr(spec, ':'), *eq = strchr(spec, '=');
+    row r = {0};
+
+    if (colon)
+        *colon = '\0';
+    if (eq && (!colon || eq < colon)) {
+        *eq = '\0';
+        r.label = spec;
+        r.strategy = eq + 1;
+    } else {
+        r.label = r.strategy = spec;
+    }
+    for (char *kv = colon ? strtok(colon + 1, ",") : NULL; kv; kv = strtok(NULL, ",")) {
+        if (!strchr(kv, '=') || r.nsets == 16) {
+            cli_error(CMD, "--row '%s': '%s' is not KEY=VALUE (at most 16 per row)", r.label,
+                      kv);
+            return EX_USAGE_;
+        }
+        r.sets[r.nsets++] = kv;
+    }
+    if (colon && r.nsets == 0) {
+        cli_error(CMD, "--row '%s': nothing after ':' (expected KEY=VALUE,...)", r.label);
+        return EX_USAGE_;
+    }
+    return add_row(a, &r);
+}
+
+static int make_rows(compare_args *a)
+{
+    int rc;
+
+    if (a->list && (rc = split_strategies(a)) != 0)
+        return rc;
+    for (int i = 0; i < a->nspecs; i++)
+        if ((rc = parse_spec(a, a->specs[i])) != 0)
+            return rc;
+    if (a->nrows == 0) {
+        cli_error(CMD, "nothing to compare: give -s S1,S2,... or --row SPEC (see 'vlplan "
+                       "strategies')");
         return EX_USAGE_;
     }
     return 0;
+}
+
+/* The shared config with the row's own settings after every --set. */
+static int row_config(const compare_args *a, const row *r, vl_config *cfg)
+{
+    cli_config_args c = a->cfg;
+
+    for (int i = 0; i < r->nsets; i++)
+        if (cli_config_add_set(CMD, &c, r->sets[i]) != 0)
+            return EX_USAGE_;
+    return cli_config_load(CMD, &c, cfg);
 }
 
 static double now_s(void)
@@ -116,9 +222,9 @@ static double now_s(void)
 
 /* Child side: plan, evaluate, send the result.  Runs in its own process so that its
  * peak memory is its own. */
-static int child_plan(const char *name, vl_manifest *m, const vl_config *cfg, int fd)
+static int child_plan(const row *rw, vl_manifest *m, const vl_config *cfg, int fd)
 {
-    const vl_strategy *s = vl_strategy_find(name);
+    const vl_strategy *s = vl_strategy_find(rw->strategy);
     vl_run_opts ro = {.seed = cfg->training.seed, .allow_oom = true};
     vl_sim_opts so = VL_SIM_OPTS_INIT;
     vl_err err = {0};
@@ -138,6 +244,7 @@ static int child_plan(const char *name, vl_manifest *m, const vl_config *cfg, in
     vl_plan_free(&p);
     if (rc)
         return rc;
+    snprintf(r.label, sizeof r.label, "%s", rw->label);
     r.has_timing = true;
     r.plan_time_s = secs;
     /* a forked child's high-water mark starts at what it shares with the parent (the
@@ -171,7 +278,7 @@ static int collect(pid_t pid, int fd, eval_result *r)
     return got == sizeof *r ? 0 : EX_SOFTWARE_;
 }
 
-static int plan_one(const char *name, vl_manifest *m, const vl_config *cfg, eval_result *r)
+static int plan_one(const row *rw, vl_manifest *m, const vl_config *cfg, eval_result *r)
 {
     int fds[2];
     pid_t pid;
@@ -190,7 +297,7 @@ static int plan_one(const char *name, vl_manifest *m, const vl_config *cfg, eval
     }
     if (pid == 0) {
         close(fds[0]);
-        rc = child_plan(name, m, cfg, fds[1]);
+        rc = child_plan(rw, m, cfg, fds[1]);
         close(fds[1]);
         fflush(NULL);
         _exit(rc);
@@ -207,7 +314,7 @@ static int run_checks(const compare_args *a, const eval_result *res, size_t n)
     int failed = 0;
 
     for (int i = 0; i < a->nchecks; i++) {
-        int ok = check_expr(a->checks[i], res, n, why, sizeof why);
+        int ok = check_expr(a->checks[i], res, n, a->allow_oom, why, sizeof why);
         if (ok < 0) {
             cli_error(CMD, "--check '%s': %s", a->checks[i], why);
             return EX_USAGE_;
@@ -227,46 +334,78 @@ static int precheck(const compare_args *a)
     static eval_result res[MAX_STRATEGIES];
     char why[256];
 
-    for (int i = 0; i < a->nnames; i++) {
+    for (int i = 0; i < a->nrows; i++) {
         memset(&res[i], 0, sizeof res[i]);
-        snprintf(res[i].strategy, sizeof res[i].strategy, "%s", a->names[i]);
+        snprintf(res[i].strategy, sizeof res[i].strategy, "%s", a->rows[i].strategy);
+        snprintf(res[i].label, sizeof res[i].label, "%s", a->rows[i].label);
         res[i].has_sim = res[i].has_timing = true;
     }
     for (int i = 0; i < a->nchecks; i++)
-        if (check_expr(a->checks[i], res, (size_t)a->nnames, why, sizeof why) < 0) {
+        if (check_expr(a->checks[i], res, (size_t)a->nrows, true, why, sizeof why) < 0) {
             cli_error(CMD, "--check '%s': %s", a->checks[i], why);
             return EX_USAGE_;
         }
     return 0;
 }
 
-static int compare(const compare_args *a, vl_manifest *m, const vl_config *cfg)
+/* Speedups only between plans that fit; every plan that does not is said. */
+static void speedups(const compare_args *a, eval_result *res, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        bool both = eval_fits(&res[0]) && eval_fits(&res[i]);
+        res[i].speedup = both && res[i].sim.epoch_time_s > 0
+                             ? res[0].sim.epoch_time_s / res[i].sim.epoch_time_s : NAN;
+        if (!eval_fits(&res[i]) && !a->log.quiet)
+            fprintf(stderr, "vlplan compare: warning: %s does not fit device memory: %zu of "
+                            "%zu iterations over, worst %.2f GiB; its speedup is n/a%s\n",
+                    res[i].label, res[i].sim.oom_iters, res[i].sim.iterations,
+                    res[i].sim.peak_mem_gib.max,
+                    i == 0 ? ", and so is every row's against it" : "");
+    }
+}
+
+static int compare(const compare_args *a, vl_manifest *m)
 {
     eval_result res[MAX_STRATEGIES];
+    size_t n = (size_t)a->nrows;
     int rc = 0;
 
-    for (int i = 0; i < a->nnames && rc == 0; i++) {
-        cli_progress(&a->log, false, "compare: [%d/%d] planning %s...", i + 1, a->nnames,
-                     a->names[i]);
-        rc = plan_one(a->names[i], m, cfg, &res[i]);
+    for (int i = 0; i < a->nrows && rc == 0; i++) {
+        vl_config cfg;
+        cli_progress(&a->log, false, "compare: [%d/%d] planning %s...", i + 1, a->nrows,
+                     a->rows[i].label);
+        if ((rc = row_config(a, &a->rows[i], &cfg)) != 0)
+            break;
+        rc = plan_one(&a->rows[i], m, &cfg, &res[i]);
+        vl_config_free(&cfg);
     }
     cli_progress(&a->log, true, " ");
     if (rc)
         return rc;
-    for (int i = 0; i < a->nnames; i++)
-        res[i].speedup = res[i].sim.epoch_time_s > 0
-                             ? res[0].sim.epoch_time_s / res[i].sim.epoch_time_s : 0;
-    if ((rc = compare_print(stdout, CMD, a->fmt, res, (size_t)a->nnames)) != 0)
+    speedups(a, res, n);
+    if ((rc = compare_print(stdout, CMD, a->fmt, res, n)) != 0)
         return rc;
-    if (a->svg && (rc = compare_svg(CMD, a->svg, res, (size_t)a->nnames)) != 0)
+    if (a->svg && (rc = compare_svg(CMD, a->svg, res, n)) != 0)
         return rc;
-    return run_checks(a, res, (size_t)a->nnames);
+    return run_checks(a, res, n);
+}
+
+/* Every row's config loads before anything is planned: a bad KEY=VALUE is found at once. */
+static int check_configs(const compare_args *a)
+{
+    for (int i = 0; i < a->nrows; i++) {
+        vl_config cfg;
+        int rc = row_config(a, &a->rows[i], &cfg);
+        if (rc)
+            return rc;
+        vl_config_free(&cfg);
+    }
+    return 0;
 }
 
 int cmd_compare(int argc, char **argv)
 {
     compare_args a;
-    vl_config cfg;
     vl_manifest *m = NULL;
     int first = 0, rc;
 
@@ -275,11 +414,7 @@ int cmd_compare(int argc, char **argv)
     rc = cli_parse(argc, argv, CMD, USAGE, options, on_option, &a, &first);
     if (rc)
         return rc < 0 ? 0 : rc;
-    if (!a.list) {
-        cli_error(CMD, "missing -s S1,S2,... (see 'vlplan strategies')");
-        return EX_USAGE_;
-    }
-    if ((rc = split_strategies(&a)) != 0 || (rc = precheck(&a)) != 0)
+    if ((rc = make_rows(&a)) != 0 || (rc = precheck(&a)) != 0)
         return rc;
     if (a.svg && cli_is_stdout(a.svg)) {
         cli_error(CMD, "--svg needs a file: standard output has the table");
@@ -289,11 +424,10 @@ int cmd_compare(int argc, char **argv)
         cli_check_not_input(CMD, "--svg", a.svg, (const char *const *)argv + first,
                             argc - first))
         return EX_USAGE_;
-    if ((rc = cli_config_load(CMD, &a.cfg, &cfg)) != 0)
+    if ((rc = check_configs(&a)) != 0)
         return rc;
     if ((rc = cli_manifest_load(CMD, &a.man, argv + first, argc - first, &m)) == 0)
-        rc = compare(&a, m, &cfg);
+        rc = compare(&a, m);
     vl_manifest_free(m);
-    vl_config_free(&cfg);
     return rc;
 }

@@ -1,4 +1,6 @@
-/* cmd/vlplan/compare_out.c -- `compare` output formats and chart (compare_out.h). */
+/* cmd/vlplan/compare_out.c -- `compare` output formats and chart (compare_out.h).  A row
+ * whose plan exceeds device memory is marked wherever it is shown: "NO" under "fits",
+ * n/a for its speedup, "(OOM)" on its bars. */
 #include "compare_out.h"
 
 #include <math.h>
@@ -6,55 +8,69 @@
 #include <string.h>
 
 #include "cli.h"
+#include "figures.h"
 #include "svg.h"
 
-static void print_value(FILE *f, const eval_result *r, const char *key, int width)
+#define COL 14
+
+static const char *cell(const figure *g, const eval_result *r, char *buf, size_t cap)
 {
     double v;
 
-    if (eval_get(r, key, &v))
-        fprintf(f, " %*.*f", width, v >= 1000 ? 1 : 4, v + 0.0); /* no "-0.0000" */
-    else
-        fprintf(f, " %*s", width, "-");
+    if (!g->value(r, &v))
+        return strcmp(g->key, "speedup") == 0 && r->has_sim ? "n/a" : "-";
+    return fig_format(g, v, buf, cap);
 }
 
-/* Figures down, strategies across: a dozen figures read better as rows. */
+/* Figures down, rows across: a dozen figures read better as rows. */
 static void print_table(FILE *f, const eval_result *res, size_t n)
 {
-    fprintf(f, "%-14s", "figure");
+    char buf[48];
+
+    fprintf(f, "%-14s %-10s", "figure", "unit");
     for (size_t i = 0; i < n; i++)
-        fprintf(f, " %14s", res[i].strategy);
+        fprintf(f, " %*s", COL, res[i].label);
+    fprintf(f, "  %s\n%-14s %-10s", "better", "fits", "");
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, " %*s", COL, !res[i].has_sim ? "-" : eval_fits(&res[i]) ? "yes" : "NO");
     fputc('\n', f);
-    for (int k = 0; eval_keys[k]; k++) {
-        fprintf(f, "%-14s", eval_keys[k]);
+    for (const figure *g = fig_table; g->key; g++) {
+        fprintf(f, "%-14s %-10s", g->key, g->unit);
         for (size_t i = 0; i < n; i++)
-            print_value(f, &res[i], eval_keys[k], 14);
-        fputc('\n', f);
+            fprintf(f, " %*s", COL, cell(g, &res[i], buf, sizeof buf));
+        fprintf(f, "  %s\n", fig_better_word(g->better));
     }
 }
 
+/* CSV: raw numbers for programs (empty when not available); Markdown: as the table
+ * prints them, units in the heading. */
 static void print_rows(FILE *f, const eval_result *res, size_t n, int md)
 {
     const char *sep = md ? " | " : ",";
+    char buf[48];
 
-    fprintf(f, "%sstrategy", md ? "| " : "");
-    for (int k = 0; eval_keys[k]; k++)
-        fprintf(f, "%s%s", sep, eval_keys[k]);
+    fprintf(f, "%slabel%sstrategy%sfits", md ? "| " : "", sep, sep);
+    for (const figure *g = fig_table; g->key; g++)
+        fprintf(f, md && *g->unit ? "%s%s (%s)" : "%s%s", sep, g->key, g->unit);
     fputs(md ? " |\n" : "\n", f);
     if (md) {
-        fputs("|---", f);
-        for (int k = 0; eval_keys[k]; k++)
+        fputs("|---|---|---", f);
+        for (const figure *g = fig_table; g->key; g++)
             fputs("|---:", f);
         fputs("|\n", f);
     }
     for (size_t i = 0; i < n; i++) {
-        fprintf(f, "%s%s", md ? "| " : "", res[i].strategy);
-        for (int k = 0; eval_keys[k]; k++) {
+        const eval_result *r = &res[i];
+        fprintf(f, "%s%s%s%s%s%s", md ? "| " : "", r->label, sep, r->strategy, sep,
+                !r->has_sim ? "" : eval_fits(r) ? (md ? "yes" : "1") : (md ? "NO" : "0"));
+        for (const figure *g = fig_table; g->key; g++) {
             double v;
-            if (eval_get(&res[i], eval_keys[k], &v))
+            if (md)
+                fprintf(f, "%s%s", sep, cell(g, r, buf, sizeof buf));
+            else if (g->value(r, &v))
                 fprintf(f, "%s%.6g", sep, v);
             else
-                fprintf(f, "%s", sep);
+                fputs(sep, f);
         }
         fputs(md ? " |\n" : "\n", f);
     }
@@ -67,7 +83,8 @@ static int print_json(FILE *f, const char *cmd, const eval_result *res, size_t n
 
     for (size_t i = 0; !bad && i < n; i++) {
         vl_jw *e = vl_jw_push(arr);
-        bad = !e || vl_jw_str(e, "strategy", res[i].strategy) ||
+        bad = !e || vl_jw_str(e, "label", res[i].label) ||
+              vl_jw_str(e, "strategy", res[i].strategy) ||
               vl_jw_num(e, "speedup", res[i].speedup) || eval_json_into(e, &res[i]);
     }
     return cli_print_json(f, cmd, o, bad);
@@ -85,56 +102,75 @@ int compare_print(FILE *f, const char *cmd, report_format fmt, const eval_result
     return 0;
 }
 
+/* ---- the chart: one small panel per figure, a horizontal bar per row ---- */
+
 static const char *const palette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
                                       "#edc948", "#b07aa1", "#ff9da7"};
 
-/* Values this close to zero are rounding noise of a zero (an idle-time difference),
- * not something to scale a bar to. */
-#define NOISE 1e-9
+#define PANEL_W 300.0
+#define PANEL_COLS 3
+#define LABEL_W 110.0
+#define BAR_H 16.0
+#define PANEL_PAD 46.0
 
-static void draw_group(vl_svg *g, const char *key, const eval_result *res, size_t n,
-                       double x0, double gw, double top, double h)
+static double panel_h(size_t n)
 {
-    double vmax = 0, v, bw = gw * 0.8 / (double)n;
-    char label[64], num[24];
+    return PANEL_PAD + BAR_H * (double)n + 14;
+}
+
+static void draw_panel(vl_svg *g, const figure *fg, const eval_result *res, size_t n,
+                       double x0, double y0)
+{
+    double vmax = 0, v, room = PANEL_W - LABEL_W - 70;
+    char title[96], num[48], tip[160], name[64];
 
     for (size_t i = 0; i < n; i++)
-        if (eval_get(&res[i], key, &v) && v > vmax)
-            vmax = v;
-    for (size_t i = 0; i < n; i++) {
-        if (!eval_get(&res[i], key, &v))
-            continue;
-        double x = x0 + gw * 0.1 + bw * (double)i;
-        double bh = vmax > NOISE && v > NOISE ? h * v / vmax : 0;
-        snprintf(label, sizeof label, "%s %s = %.4g", res[i].strategy, key, v);
-        snprintf(num, sizeof num, "%.3g", fabs(v) < NOISE ? 0.0 : v);
-        vl_svg_rect(g, x, top + h - bh, bw * 0.9, bh, palette[i % 8], NULL, label);
-        vl_svg_text(g, x + bw * 0.45, top + h - bh - 3, 8, "middle", "#333", num);
+        if (fg->value(&res[i], &v) && fabs(v) > vmax)
+            vmax = fabs(v);
+    snprintf(title, sizeof title, "%s%s%s%s", fg->key, *fg->unit ? " (" : "", fg->unit,
+             *fg->unit ? ")" : "");
+    vl_svg_text(g, x0, y0 + 14, 12, "start", "#000", title);
+    if (fg->better != FIG_NEITHER) {
+        snprintf(title, sizeof title, "%s is better", fig_better_word(fg->better));
+        vl_svg_text(g, x0, y0 + 28, 10, "start", "#666", title);
     }
-    vl_svg_text(g, x0 + gw / 2, top + h + 16, 11, "middle", "#333", key);
+    for (size_t i = 0; i < n; i++) {
+        double y = y0 + PANEL_PAD - 8 + BAR_H * (double)i;
+        bool ok = fg->value(&res[i], &v), oom = res[i].has_sim && !eval_fits(&res[i]);
+        double w = ok && vmax > 0 ? room * fabs(v) / vmax : 0;
+        snprintf(name, sizeof name, "%.18s%s", res[i].label, oom ? " (OOM)" : "");
+        vl_svg_text(g, x0 + LABEL_W - 6, y + 11, 10, "end", oom ? "#c00" : "#333", name);
+        snprintf(tip, sizeof tip, "%s %s = %s %s", res[i].label, fg->key,
+                 ok ? fig_format(fg, v, num, sizeof num) : "n/a", fg->unit);
+        vl_svg_rect(g, x0 + LABEL_W, y + 2, w, BAR_H - 4, palette[i % 8], NULL, tip);
+        vl_svg_text(g, x0 + LABEL_W + w + 4, y + 11, 10, "start", "#333",
+                    ok ? fig_format(fg, v, num, sizeof num) : "n/a");
+    }
 }
 
 int compare_svg(const char *cmd, const char *path, const eval_result *res, size_t n)
 {
-    int nkeys = 0;
+    size_t nfig = 0;
     vl_svg g;
     vl_err err = {0};
     char *text = NULL;
+    bool any_oom = false;
     int rc;
 
-    while (eval_keys[nkeys])
-        nkeys++;
-    double gw = 90, w = 60 + gw * nkeys, top = 60, h = 260;
-    vl_svg_begin(&g, w, top + h + 40);
-    vl_svg_text(&g, 20, 24, 15, "start", "#000",
-                "vlplan compare: each figure scaled to its largest value");
-    for (size_t i = 0; i < n; i++) {
-        vl_svg_rect(&g, 20 + 130 * (double)i, 36, 12, 12, palette[i % 8], NULL, NULL);
-        vl_svg_text(&g, 36 + 130 * (double)i, 46, 12, "start", "#000", res[i].strategy);
-    }
-    vl_svg_line(&g, 30, top + h, w - 10, top + h, "#000", 1);
-    for (int k = 0; k < nkeys; k++)
-        draw_group(&g, eval_keys[k], res, n, 30 + gw * k, gw, top, h);
+    while (fig_table[nfig].key)
+        nfig++;
+    for (size_t i = 0; i < n; i++)
+        any_oom |= res[i].has_sim && !eval_fits(&res[i]);
+    size_t rows = (nfig + PANEL_COLS - 1) / PANEL_COLS;
+    double top = any_oom ? 58 : 40, ph = panel_h(n);
+    vl_svg_begin(&g, 20 + PANEL_W * PANEL_COLS, top + ph * (double)rows + 10);
+    vl_svg_text(&g, 20, 24, 15, "start", "#000", "vlplan compare");
+    if (any_oom)
+        vl_svg_text(&g, 20, 44, 11, "start", "#c00",
+                    "(OOM): the plan exceeds device memory; its speedup is n/a");
+    for (size_t k = 0; k < nfig; k++)
+        draw_panel(&g, &fig_table[k], res, n, 20 + PANEL_W * (double)(k % PANEL_COLS),
+                   top + ph * (double)(k / PANEL_COLS));
     if (vl_svg_finish(&g, &text, &err) != VL_OK)
         return cli_fail(cmd, &err);
     rc = cli_write_text(cmd, path, text);

@@ -4,52 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <math.h>
+
 #include "cli.h"
+#include "figures.h"
 #include "planio.h"
-
-/* One figure: its key, where its mean and distribution live, and a description. */
-typedef struct figure {
-    const char *key;
-    int sim;              /* needs the simulator */
-    double (*mean)(const eval_result *r);
-    const vl_dist *(*dist)(const eval_result *r);
-    const char *what;
-} figure;
-
-#define DIST_FIG(name, field, sim_, what)                                                  \
-    static double mean_##name(const eval_result *r) { return (field).mean; }               \
-    static const vl_dist *dist_##name(const eval_result *r) { return &(field); }
-DIST_FIG(abr, r->mt.abr, 0, "")
-DIST_FIG(dbr, r->mt.dbr, 0, "")
-DIST_FIG(pr, r->mt.pr, 0, "")
-DIST_FIG(cr, r->mt.cr, 0, "")
-DIST_FIG(ave_t, r->mt.ave_t, 0, "")
-DIST_FIG(iter_time_ms, r->sim.iter_time_ms, 1, "")
-DIST_FIG(bubble, r->sim.bubble, 1, "")
-DIST_FIG(tbr, r->sim.tbr, 1, "")
-DIST_FIG(rank_gap, r->sim.rank_gap, 1, "")
-DIST_FIG(peak_mem_gib, r->sim.peak_mem_gib, 1, "")
-DIST_FIG(mfu, r->sim.mfu, 1, "")
-
-static const figure figures[] = {
-    {"abr", 0, mean_abr, dist_abr, "attention balance ratio"},
-    {"dbr", 0, mean_dbr, dist_dbr, "data (token) balance ratio"},
-    {"pr", 0, mean_pr, dist_pr, "padding ratio"},
-    {"cr", 0, mean_cr, dist_cr, "communication (split) ratio"},
-    {"ave_t", 0, mean_ave_t, dist_ave_t, "tokens per micro-batch"},
-    {"iter_time_ms", 1, mean_iter_time_ms, dist_iter_time_ms, "simulated iteration time"},
-    {"bubble", 1, mean_bubble, dist_bubble, "pipeline idle / (makespan x devices)"},
-    {"tbr", 1, mean_tbr, dist_tbr, "time balance ratio of ranks' busy time"},
-    {"rank_gap", 1, mean_rank_gap, dist_rank_gap, "(slowest - fastest rank) / slowest"},
-    {"peak_mem_gib", 1, mean_peak_mem_gib, dist_peak_mem_gib, "peak device memory"},
-    {"mfu", 1, mean_mfu, dist_mfu, "model FLOPs utilisation"},
-};
-#define NFIG (sizeof figures / sizeof figures[0])
-
-const char *const eval_keys[] = {"abr", "dbr", "pr", "cr", "ave_t", "iter_time_ms", "bubble",
-                                 "tbr", "rank_gap", "peak_mem_gib", "mfu", "tokens_per_s",
-                                 "epoch_time_s", "speedup", "plan_time_s", "peak_rss_mib",
-                                 NULL};
 
 vl_status eval_acc_init(eval_acc *a, const vl_cost *cost, const vl_sim_opts *so, vl_err *err)
 {
@@ -108,23 +67,21 @@ int eval_plan(const char *cmd, const vl_plan *p, const vl_cost *cost, const vl_s
     return st == VL_OK ? 0 : cli_fail(cmd, &err);
 }
 
+bool eval_fits(const eval_result *r)
+{
+    return r->has_sim && r->sim.oom_iters == 0;
+}
+
 bool eval_get(const eval_result *r, const char *key, double *v)
 {
-    for (size_t i = 0; i < NFIG; i++)
-        if (strcmp(key, figures[i].key) == 0) {
-            if (figures[i].sim && !r->has_sim)
-                return false;
-            *v = figures[i].mean(r);
-            return true;
-        }
+    const figure *g = fig_find(key);
+
+    if (g)
+        return g->value(r, v);
     struct { const char *k; double v; int ok; } extra[] = {
-        {"tokens_per_s", r->sim.tokens_per_s, r->has_sim},
-        {"epoch_time_s", r->sim.epoch_time_s, r->has_sim},
         {"mfu_overall", r->sim.mfu_overall, r->has_sim},
-        {"oom_iters", (double)r->sim.oom_iters, r->has_sim},
-        {"speedup", r->speedup, r->has_sim},
-        {"plan_time_s", r->plan_time_s, r->has_timing},
-        {"peak_rss_mib", r->peak_rss_mib, r->has_timing},
+        {"peak_mem_gib_mean", r->sim.peak_mem_gib.mean, r->has_sim},
+        {"fits", eval_fits(r), r->has_sim},
         {"iterations", (double)r->mt.iterations, 1},
         {"samples", (double)r->mt.samples, 1},
         {"tokens", (double)r->mt.tokens, 1},
@@ -142,38 +99,42 @@ bool eval_get(const eval_result *r, const char *key, double *v)
 static int dist_json(vl_jw *dist, const char *key, const vl_dist *d)
 {
     vl_jw *o = vl_jw_child(dist, key);
-    return !o || vl_jw_num(o, "p50", d->p50) || vl_jw_num(o, "p99", d->p99) ||
-           vl_jw_num(o, "max", d->max);
+    return !o || vl_jw_num(o, "mean", d->mean) || vl_jw_num(o, "p50", d->p50) ||
+           vl_jw_num(o, "p99", d->p99) || vl_jw_num(o, "max", d->max);
+}
+
+/* Figures a plan has (no speedup: only compare knows a baseline). */
+static bool shown(const figure *g, const eval_result *r)
+{
+    double v;
+    return strcmp(g->key, "speedup") != 0 && g->value(r, &v);
 }
 
 int eval_json_into(vl_jw *o, const eval_result *r)
 {
     int bad = 0;
     vl_jw *dist;
+    double v;
 
-    for (size_t i = 0; i < NFIG; i++)
-        if (!figures[i].sim || r->has_sim)
-            bad |= vl_jw_num(o, figures[i].key, figures[i].mean(r));
+    for (const figure *g = fig_table; g->key; g++)
+        if (shown(g, r) && strcmp(g->key, "oom_iters") != 0 && g->value(r, &v))
+            bad |= vl_jw_num(o, g->key, v);
     bad |= vl_jw_int(o, "iterations", (int64_t)r->mt.iterations);
     bad |= vl_jw_int(o, "samples", (int64_t)r->mt.samples);
     bad |= vl_jw_int(o, "tokens", (int64_t)r->mt.tokens);
     bad |= vl_jw_int(o, "dropped_samples", (int64_t)r->mt.dropped_samples);
     bad |= vl_jw_int(o, "dropped_tokens", (int64_t)r->mt.dropped_tokens);
     if (r->has_sim) {
-        bad |= vl_jw_num(o, "tokens_per_s", r->sim.tokens_per_s);
-        bad |= vl_jw_num(o, "epoch_time_s", r->sim.epoch_time_s);
         bad |= vl_jw_num(o, "mfu_overall", r->sim.mfu_overall);
+        bad |= vl_jw_num(o, "peak_mem_gib_mean", r->sim.peak_mem_gib.mean);
         bad |= vl_jw_int(o, "oom_iters", (int64_t)r->sim.oom_iters);
-    }
-    if (r->has_timing) {
-        bad |= vl_jw_num(o, "plan_time_s", r->plan_time_s);
-        bad |= vl_jw_num(o, "peak_rss_mib", r->peak_rss_mib);
+        bad |= vl_jw_bool(o, "fits", eval_fits(r));
     }
     if (!(dist = vl_jw_child(o, "dist")))
         return -1;
-    for (size_t i = 0; i < NFIG; i++)
-        if (!figures[i].sim || r->has_sim)
-            bad |= dist_json(dist, figures[i].key, figures[i].dist(r));
+    for (const figure *g = fig_table; g->key; g++)
+        if (g->dist && shown(g, r))
+            bad |= dist_json(dist, g->key, g->dist(r));
     return bad ? -1 : 0;
 }
 
@@ -187,16 +148,17 @@ int eval_print_json(FILE *f, const char *cmd, const eval_result *r)
 
 void eval_print_table(FILE *f, const eval_result *r)
 {
-    fprintf(f, "%-13s %12s %12s %12s %12s  %s\n", "metric", "mean", "p50", "p99", "max",
-            "meaning");
-    for (size_t i = 0; i < NFIG; i++) {
-        const figure *g = &figures[i];
-        if (g->sim && !r->has_sim)
+    char m[4][32];
+
+    fprintf(f, "%-13s %-6s %12s %12s %12s %12s  %s\n", "metric", "unit", "mean", "p50", "p99",
+            "max", "meaning");
+    for (const figure *g = fig_table; g->key; g++) {
+        if (!g->dist || !shown(g, r))
             continue;
         const vl_dist *d = g->dist(r);
-        /* + 0.0 turns a rounding -0 into 0 */
-        fprintf(f, "%-13s %12.4f %12.4f %12.4f %12.4f  %s\n", g->key, d->mean + 0.0,
-                d->p50 + 0.0, d->p99 + 0.0, d->max + 0.0, g->what);
+        fprintf(f, "%-13s %-6s %12s %12s %12s %12s  %s\n", g->key, g->unit,
+                fig_format(g, d->mean, m[0], sizeof m[0]), fig_format(g, d->p50, m[1], 32),
+                fig_format(g, d->p99, m[2], 32), fig_format(g, d->max, m[3], 32), g->what);
     }
     fprintf(f, "\n%s: %zu iterations, %llu samples, %llu tokens", r->strategy, r->mt.iterations,
             (unsigned long long)r->mt.samples, (unsigned long long)r->mt.tokens);
@@ -205,11 +167,12 @@ void eval_print_table(FILE *f, const eval_result *r)
                 (unsigned long long)r->mt.dropped_tokens);
     fputc('\n', f);
     if (r->has_sim) {
-        fprintf(f, "epoch %.1f s simulated, %.0f tokens/s, MFU %.1f%%", r->sim.epoch_time_s,
-                r->sim.tokens_per_s, 100 * r->sim.mfu_overall);
+        fprintf(f, "epoch %.1f s simulated, %.0f tokens/s, MFU %.1f%%, peak %.2f GiB",
+                r->sim.epoch_time_s, r->sim.tokens_per_s, 100 * r->sim.mfu_overall,
+                r->sim.peak_mem_gib.max);
         if (r->sim.oom)
-            fprintf(f, "; OUT OF MEMORY in %zu iterations (first: %zu)", r->sim.oom_iters,
-                    r->sim.first_oom_iter);
+            fprintf(f, "; OUT OF MEMORY in %zu of %zu iterations (first: %zu)",
+                    r->sim.oom_iters, r->sim.iterations, r->sim.first_oom_iter);
         fputc('\n', f);
     }
 }
@@ -217,11 +180,11 @@ void eval_print_table(FILE *f, const eval_result *r)
 void eval_print_csv(FILE *f, const eval_result *r)
 {
     fputs("metric,mean,p50,p99,max\n", f);
-    for (size_t i = 0; i < NFIG; i++) {
-        if (figures[i].sim && !r->has_sim)
+    for (const figure *g = fig_table; g->key; g++) {
+        if (!g->dist || !shown(g, r))
             continue;
-        const vl_dist *d = figures[i].dist(r);
-        fprintf(f, "%s,%.6g,%.6g,%.6g,%.6g\n", figures[i].key, d->mean, d->p50, d->p99, d->max);
+        const vl_dist *d = g->dist(r);
+        fprintf(f, "%s,%.6g,%.6g,%.6g,%.6g\n", g->key, d->mean, d->p50, d->p99, d->max);
     }
 }
 

@@ -18,13 +18,15 @@
 
 typedef struct eval_result {
     char strategy[48];
+    char label[48];       /* compare: the row's name (the strategy unless labelled) */
     vl_metrics mt;
     bool has_sim;
     vl_sim_summary sim;
     bool has_timing;      /* planning time and memory known (plan, compare) */
     double plan_time_s;
     double peak_rss_mib;
-    double speedup;       /* compare: first strategy's epoch time / this one's */
+    double speedup;       /* compare: the first row's epoch time / this one's; NaN (n/a)
+                           * unless both fit device memory */
 } eval_result;
 
 /* Figures taken an iteration at a time: from a plan being made (plan, compare) or read
@@ -57,10 +59,13 @@ void eval_print_table(FILE *f, const eval_result *r);
 /** CSV: metric,mean,p50,p99,max. */
 void eval_print_csv(FILE *f, const eval_result *r);
 
-/** Value of a key ("abr", "epoch_time_s", ...) of r; false when unknown. */
+/** Value of a key ("abr", "epoch_time_s", ...) of r: the figures of figures.h (the
+ *  headline value: the mean over iterations, but peak_mem_gib's worst iteration) and
+ *  mfu_overall, peak_mem_gib_mean, fits (1/0), iterations, samples, tokens,
+ *  dropped_samples, dropped_tokens.  False when unknown or not available (speedup n/a). */
 bool eval_get(const eval_result *r, const char *key, double *v);
-/** Keys in presentation order, NULL-terminated (compare's columns). */
-extern const char *const eval_keys[];
+/** Simulated, and no iteration over device memory. */
+bool eval_fits(const eval_result *r);
 
 /** After a failed vl_plan_read: every structural error it collected (one line each),
  *  or the error itself; returns the exit code. */
