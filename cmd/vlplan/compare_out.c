@@ -142,7 +142,9 @@ static void draw_panel(vl_svg *g, const figure *fg, const eval_result *res, size
         vl_svg_text(g, x0 + LABEL_W - 6, y + 11, 10, "end", oom ? "#c00" : "#333", name);
         snprintf(tip, sizeof tip, "%s %s = %s %s", res[i].label, fg->key,
                  ok ? fig_format(fg, v, num, sizeof num) : "n/a", fg->unit);
-        vl_svg_rect(g, x0 + LABEL_W, y + 2, w, BAR_H - 4, palette[i % 8], NULL, tip);
+        /* a plan that does not fit is no result: its bars are grey, whatever its colour */
+        vl_svg_rect(g, x0 + LABEL_W, y + 2, w, BAR_H - 4, oom ? "#bbbbbb" : palette[i % 8], NULL,
+                    tip);
         vl_svg_text(g, x0 + LABEL_W + w + 4, y + 11, 10, "start", "#333",
                     ok ? fig_format(fg, v, num, sizeof num) : "n/a");
     }
@@ -167,7 +169,8 @@ int compare_svg(const char *cmd, const char *path, const eval_result *res, size_
     vl_svg_text(&g, 20, 24, 15, "start", "#000", "vlplan compare");
     if (any_oom)
         vl_svg_text(&g, 20, 44, 11, "start", "#c00",
-                    "(OOM): the plan exceeds device memory; its speedup is n/a");
+                    "(OOM), grey bars: the plan exceeds device memory; its figures are no "
+                    "result and its speedup is n/a");
     for (size_t k = 0; k < nfig; k++)
         draw_panel(&g, &fig_table[k], res, n, 20 + PANEL_W * (double)(k % PANEL_COLS),
                    top + ph * (double)(k / PANEL_COLS));
