@@ -107,6 +107,9 @@ static bad_case bad_cases[] = {
      NULL, 64, "'0.01x' is not a finite number"},
     {"check_overflow", {"compare", "-s", "pack", "--check", "pack.abr<1e999", D "good.txt"},
      NULL, 64, "'1e999' is not a finite number"},
+    /* a seed a plan header cannot carry exactly is refused, as training.seed refuses it */
+    {"seed_past_2_53", {"plan", "-s", "pack", "--seed", "9007199254740992", D "good.txt"},
+     NULL, 64, "expected an integer in 0..9007199254740991"},
 };
 
 #define NCASES (sizeof bad_cases / sizeof bad_cases[0])

@@ -190,7 +190,7 @@ int cli_config_option(const char *cmd, cli_config_args *a, int key, const char *
     case OPT_SET: return cli_config_add_set(cmd, a, arg);
     case OPT_SEED:
         a->seed_set = true;
-        return cli_parse_u64(cmd, "--seed", arg, 0, UINT64_MAX, &a->seed);
+        return cli_parse_u64(cmd, "--seed", arg, 0, VL_SEED_MAX, &a->seed);
     }
     return 1;
 }

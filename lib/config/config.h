@@ -19,6 +19,10 @@
 
 /* Efficiency as a function of a length (tokens): points sorted by x, interpolated
  * linearly in log2(x), clamped outside. */
+/* The largest seed: training.seed is written into plan headers, and every JSON reader
+ * must read it back exactly (2^53 - 1). */
+#define VL_SEED_MAX 9007199254740991ull
+
 typedef struct vl_curve {
     int n;
     double x[VL_CURVE_MAX];
