@@ -75,6 +75,17 @@ static vl_par rank_par(const vl_config *cfg)
                                                                      : 0};
 }
 
+uint32_t vl__sk_auto_bucket_of(const vl_config *cfg)
+{
+    vl_cost c;
+    vl_par par = rank_par(cfg);
+    vl_err err;
+
+    if (vl_cost_init(&c, cfg, &err) != VL_OK)
+        return 0;
+    return vl__sk_auto_bucket(&c, &par, cfg->training.dp);
+}
+
 /* C for these options: the explicit value, or auto; 0 when nothing fits. */
 static vl_status resolve_bucket(const vl_sk_opts *o, const vl_config *cfg, uint32_t *bucket,
                                 uint32_t *fits, vl_err *err)

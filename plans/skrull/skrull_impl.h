@@ -90,5 +90,7 @@ vl_status vl__sk_gds(vl_sk_work *w, const vl_sk_setting *s, const uint32_t *samp
 /** BucketSize C from the memory model: (usable memory − model states) / activation
  *  bytes per token held on one GPU.  0 when the states alone do not fit. */
 uint32_t vl__sk_auto_bucket(const vl_cost *c, const vl_par *par, int dp);
+/** The same for the layout cfg gives Skrull's ranks; 0 also when cfg is unusable. */
+uint32_t vl__sk_auto_bucket_of(const vl_config *cfg);
 
 #endif
