@@ -228,3 +228,33 @@ Test(skrull_plan, bucket_auto_fits_and_larger_is_refused)
     vl_manifest_free(m);
     vl_config_free(&cfg);
 }
+
+/* BucketSize of the paper's layout (Qwen2.5-0.5B and 7B, DP 4 x CP 8, ZeRO-2, H100 with
+ * 74 GiB usable): the loss's logits term decides the small model's C.  With the fp32
+ * logits alone (cost.logits_bytes 4) C is 46,602 tokens against the paper's 26K; with
+ * an unfused HF loss (12 bytes per vocabulary entry) 27,033.  The 7B's C is set by its
+ * layers: 11,049 and 9,051 against the paper's 13K. */
+Test(skrull_plan, bucket_auto_of_the_paper_layouts)
+{
+    static const struct {
+        const char *model, *logits;
+        uint32_t want;
+    } t[] = {{"qwen2.5-0.5b", "4", 46602}, {"qwen2.5-0.5b", "12", 27033},
+             {"qwen2.5-7b", "4", 11049}, {"qwen2.5-7b", "12", 9051}};
+    setup u = {.dp = 4, .sp = 8, .batch = 256};
+
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        vl_config cfg;
+        vl_err err;
+        char model[64], logits[64];
+        config(&cfg, &u);
+        snprintf(model, sizeof model, "model.preset=%s", t[i].model);
+        snprintf(logits, sizeof logits, "cost.logits_bytes=%s", t[i].logits);
+        cr_assert_eq(vl_config_set(&cfg, model, &err), VL_OK, "%s", err.msg);
+        cr_assert_eq(vl_config_set(&cfg, logits, &err), VL_OK, "%s", err.msg);
+        cr_assert_eq(vl_config_finalize(&cfg, &err), VL_OK, "%s", err.msg);
+        cr_assert_eq(vl__sk_auto_bucket_of(&cfg), t[i].want, "%s, logits %s: %u", t[i].model,
+                     t[i].logits, vl__sk_auto_bucket_of(&cfg));
+        vl_config_free(&cfg);
+    }
+}
