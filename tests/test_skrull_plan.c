@@ -12,6 +12,7 @@
 #include "rng.h"
 #include "run.h"
 #include "skrull_impl.h"
+#include "testutil.h"
 #include "verify.h"
 
 extern const vl_strategy vl_strategy_skrull;
@@ -257,4 +258,36 @@ Test(skrull_plan, bucket_auto_of_the_paper_layouts)
                      t[i].logits, vl__sk_auto_bucket_of(&cfg));
         vl_config_free(&cfg);
     }
+}
+
+/* The paper's comparison from the command line: the DeepSpeed baseline as a `compare` row
+ * (random, one sample per micro-batch, every sequence sharded) is slower than Skrull on
+ * a long-tail set under the paper's layout, and both fit. */
+Test(skrull_plan, compare_row_reaches_the_paper_baseline)
+{
+    char *dir = tu_tmpdir(), *data = tu_path(dir, "lmsys.txt");
+    const char *gen[] = {"gen", "--dist", "lmsys", "-n", "2048", "--seed", "3", "-o", data,
+                         NULL};
+    const char *cmp[] = {
+        "compare", "-q", "--format", "csv", "--set", "model.preset=qwen2.5-0.5b",
+        "--set", "cluster.gpus=32", "--set", "training.dp=4", "--set", "training.sp=8",
+        "--set", "training.sp_kind=ring", "--set", "training.global_batch=256",
+        "--set", "training.zero=2", "--set", "training.recompute=selective",
+        "--set", "training.dp_sync=micro_step", "--set", "training.max_seq_len=131072",
+        "--set", "training.oversize=drop",
+        "--row", "deepspeed=random:training.micro_batch=1", "-s", "skrull",
+        "--check", "skrull.epoch_time_s<deepspeed.epoch_time_s",
+        "--check", "skrull.oom_iters==0", "--check", "deepspeed.oom_iters==0", data, NULL};
+    tu_result r;
+
+    cr_assert_eq(tu_run(&r, NULL, gen), 0);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    tu_result_free(&r);
+    cr_assert_eq(tu_run(&r, NULL, cmp), 0);
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_assert_not_null(strstr(r.out, "deepspeed,random"), "%s", r.out);
+    tu_result_free(&r);
+    tu_rmtree(dir);
+    free(data);
+    free(dir);
 }
