@@ -33,6 +33,8 @@ echo "## simulator"
 "$B/bench/bench_sim"
 echo "## chunkflow (paper setting)"
 "$B/bench/bench_chunkflow"
+echo "## each paper's own comparison through vlplan compare"
+BUILD=$B sh bench/papers.sh
 echo "## skrull (paper setting, planning speed)"
 "$B/bench/bench_skrull"
 if [ -x "$B/bench/bench_hbp" ]; then
