@@ -149,6 +149,23 @@ Test(skrull, dacp_ties_lowest_rank_and_fills_exactly)
     cr_assert_eq(r.rb[1], 0);
 }
 
+/* A roll-back charges every other rank S/N; out of ascending order that can push one
+ * past C ([9, 8, 3]: sharding 3 leaves rank 1, holding 8, at -0.5).  That rank is rolled
+ * back in turn, so the micro-batch ends with every rank within C. */
+Test(skrull, dacp_rolls_back_a_rank_pushed_past_c)
+{
+    static const uint32_t len[] = {9, 8, 3};
+    static const int want[] = {-1, -1, -1};
+    dacp_run r;
+    run_dacp(&r, len, 3, 10, 2, VL_SK_SHORTEST);
+    cr_assert(r.ok);
+    assert_ret(r.ret, want, 3);
+    cr_assert_eq(r.rb[0], 0);
+    cr_assert_eq(r.rb[1], 0);
+    cr_assert_eq(r.load[0], 77.0);
+    cr_assert_eq(r.load[1], 77.0);
+}
+
 /* ---- GDS (S3) ----------------------------------------------------------------------- */
 
 /* [1..8], ws = 2, C = 10, N = 2: LPT gives {8,5,3,2} and {7,6,4,1} (102 each), one

@@ -6,7 +6,10 @@
  * same sequence is tried again.
  * Fixes: a roll-back frees S − S/N on its rank (the listing subtracts) and charges every
  * other rank S/N of memory and F/N of load, exactly as a sharded placement does; the
- * roll-back victim is the shortest local sequence (the paper's) or the longest.
+ * roll-back victim is the shortest local sequence (the paper's) or the longest.  Charging
+ * the other ranks can push one of them past C (the listing never checks): such a rank
+ * is rolled back in turn before the next placement, and a micro-batch is accepted only
+ * with every rank within C.
  * Ties of argmin/argmax go to the lowest rank.  O(k·N) plus O(k) per roll-back. */
 #include "skrull_impl.h"
 
@@ -78,6 +81,17 @@ static bool roll_back(vl_sk_dacp *d, const uint32_t *len, const double *f, size_
     return true;
 }
 
+/* A roll-back charges every rank S/N, which can push a rank other than its target past
+ * C: roll back that rank's own local sequences first (the fullest first), or fail. */
+static bool within_bucket(vl_sk_dacp *d, const uint32_t *len, const double *f, size_t i,
+                          int16_t *ret)
+{
+    for (int t = argmin_rb(d); d->rb[t] < 0; t = argmin_rb(d))
+        if (!roll_back(d, len, f, i, t, ret))
+            return false;
+    return true;
+}
+
 bool vl__sk_dacp(vl_sk_dacp *d, const uint32_t *len, const double *f, size_t k,
                  int16_t *ret)
 {
@@ -87,6 +101,8 @@ bool vl__sk_dacp(vl_sk_dacp *d, const uint32_t *len, const double *f, size_t k,
     }
     for (size_t i = 0; i < k;) {
         int64_t whole = (int64_t)len[i] * d->n, share = len[i];
+        if (!within_bucket(d, len, f, i, ret))
+            return false;
         int t = argmin_load(d);
         if (d->rb[t] < whole)
             t = argmax_rb(d);
@@ -104,5 +120,5 @@ bool vl__sk_dacp(vl_sk_dacp *d, const uint32_t *len, const double *f, size_t k,
         if (!roll_back(d, len, f, i, t, ret))
             return false;   /* retry the same sequence after a successful roll-back */
     }
-    return true;
+    return within_bucket(d, len, f, k, ret);
 }
