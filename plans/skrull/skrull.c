@@ -2,7 +2,7 @@
  * emission, and its vl_strategy entry.  DACP: skrull_dacp.c; GDS: skrull_gds.c.
  *
  * Design.  Skrull (papers/skrull.txt; research/skrull.md is the specification) keeps one
- * layout -- DP = training.dp ranks of CP = training.sp GPUs, no PP -- and per global
+ * layout -- DP = training.dp ranks of CP = training.sp GPUs -- and per global
  * batch decides where every sequence runs: GDS splits the batch over the DP ranks (LPT
  * on forward FLOPs) and cuts each rank's share into the fewest strided micro-batches of
  * ≤ C·N tokens; DACP keeps each sequence of a micro-batch local to one CP rank or shards
@@ -12,9 +12,10 @@
  * bytes per token on one GPU (App. A.1, from the project's memory model).  Longest
  * sample: C·N (a sequence above C can only be sharded), and at most
  * training.max_seq_len; beyond, training.oversize.
- * Ranks: tp = training.tp, sp = N, pp = 1, ckpt_layers = every layer under
- * recompute: full, else 0 (C is sized to fit without recompute; the paper's selective
- * recompute costs nothing extra with FlashAttention in this model).
+ * Ranks: tp = training.tp, sp = N, pp = training.pp (the paper has none; with stages C
+ * is sized for the micro-batches 1F1B keeps in flight on each), ckpt_layers = a stage's
+ * layers under recompute: full, else 0 (C is sized to fit without recompute; the
+ * paper's selective recompute costs nothing extra with FlashAttention in this model).
  * Deviations and choices (each in the man page):
  *  - the listing's four bugs fixed (skrull_dacp.c, skrull_gds.c);
  *  - micro-batch counts may differ per DP rank (VL_CAP_UNEVEN_MBS), as the paper's GDS
@@ -53,26 +54,33 @@ static const vl_param skrull_params[] = {
 
 uint32_t vl__sk_auto_bucket(const vl_cost *c, const vl_par *par, int dp)
 {
-    int layers = c->cfg->model.layers;
+    int pp = par->pp > 1 ? par->pp : 1;
+    double cap = vl_cost_mem_capacity(c), best = 2147483647.0;
     vl_par one = *par;
-    double states = vl_cost_state_bytes(c, par, dp, layers, 1, 1), per_tok, room;
 
     one.sp = 1;   /* a GPU's tokens: its local ones and 1/N of the sharded ones */
-    per_tok = vl_cost_act_bytes(c, 1, &one, layers, 1);
-    room = vl_cost_mem_capacity(c) - states;
-    if (room <= 0 || per_tok <= 0)
-        return 0;
-    double b = floor(room / per_tok);
-    return b > 2147483647.0 ? 2147483647u : (uint32_t)b;
+    /* every stage: its model states, and the pp - s micro-batches 1F1B keeps in flight
+     * on stage s (one without pipeline), the loss's logits on the last */
+    for (int s = 0; s < pp; s++) {
+        int layers = vl_cost_stage_layers(c, pp, s);
+        double states = vl_cost_state_bytes(c, par, dp, layers, s == 0, s == pp - 1);
+        double per_tok = (pp - s) * vl_cost_act_bytes(c, 1, &one, layers, s == pp - 1);
+        double room = cap - states;
+        if (room <= 0 || per_tok <= 0)
+            return 0;
+        best = fmin(best, floor(room / per_tok));
+    }
+    return (uint32_t)best;
 }
 
 static vl_par rank_par(const vl_config *cfg)
 {
     const vl_training_cfg *t = &cfg->training;
+    int pp = t->pp > 1 ? t->pp : 1;
+    int stage = (cfg->model.layers + pp - 1) / pp;
 
-    return (vl_par){.tp = t->tp > 1 ? t->tp : 1, .pp = 1, .sp = t->sp > 1 ? t->sp : 1,
-                    .ckpt_layers = t->recompute == VL_RECOMPUTE_FULL ? cfg->model.layers
-                                                                     : 0};
+    return (vl_par){.tp = t->tp > 1 ? t->tp : 1, .pp = pp, .sp = t->sp > 1 ? t->sp : 1,
+                    .ckpt_layers = t->recompute == VL_RECOMPUTE_FULL ? stage : 0};
 }
 
 uint32_t vl__sk_auto_bucket_of(const vl_config *cfg)
@@ -123,9 +131,6 @@ static vl_status skrull_validate(const void *opts, const vl_config *cfg, vl_err 
     if (t->dp < 1)
         return vl_seterr(err, VL_ECONFIG, "skrull: training.dp must be at least 1, got %d",
                          t->dp);
-    if (t->pp > 1)
-        return vl_seterr(err, VL_ECONFIG, "skrull: training.pp must be 1 (Skrull's layout "
-                         "is DP x CP), got %d", t->pp);
     if (t->sp > INT16_MAX)
         return vl_seterr(err, VL_ECONFIG, "skrull: training.sp must be at most %d, got %d",
                          INT16_MAX, t->sp);
