@@ -153,3 +153,25 @@ def test_a_broken_world_is_caught(tmp_path):
     per_gpu[2][0].micro_batches.pop()
     with pytest.raises(AssertionError):
         check_lockstep(8, per_gpu)
+
+
+@pytest.mark.parametrize("strategy", strategies())
+def test_default_placement_matches_what_vlplan_writes(tmp_path, strategy):
+    """A plan without "gpus" (another tool's) is placed by the rule vlplan writes."""
+    import json
+    path = make_plan(tmp_path / "p.jsonl", strategy, *SETTINGS["tp2pp2x2epochs"])
+    stripped = tmp_path / "stripped.jsonl"
+    with open(path) as src, open(stripped, "w") as dst:
+        for line in src:
+            rec = json.loads(line)
+            if rec["type"] == "footer":
+                break
+            rec.pop("vlplan", None)            # a foreign plan: no footer required
+            for r in rec.get("ranks", []):
+                r.pop("gpus")
+            dst.write(json.dumps(rec) + "\n")
+    a, b = Plan(path), Plan(str(stripped))
+    for g in range(a.world_size):
+        got = [(v.active, v.rank_gpus, v.cp_index) for v in GpuView(b, g, a.world_size)]
+        want = [(v.active, v.rank_gpus, v.cp_index) for v in GpuView(a, g, a.world_size)]
+        assert got == want, f"GPU {g}"
