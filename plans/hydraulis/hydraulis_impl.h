@@ -122,6 +122,11 @@ void vl__hy_hist_free(hy_hist *h);
 vl_status vl__hy_propose(hy_cands *out, const hy_hist *h, const hy_schemes *sch, int N,
                          int nstep, vl_err *err);
 
+/** The DP's t[N][s] and S[N][s] (pipelines, canonical order, room for N) for one length s
+ *  (a multiple of h->step): what vl__hy_propose lists, for tests.  VL_ENOMEM. */
+vl_status vl__hy_dp_at(const hy_hist *h, const hy_schemes *sch, int N, int nstep, uint32_t s,
+                       uint32_t *pipes, size_t *np, double *t, vl_err *err);
+
 /** Append a candidate of the given pipelines (scheme indices, any order; sorted here) if
  *  no candidate of out has the same multiset.  *added says whether it was new. */
 vl_status vl__hy_cand_add(hy_cands *out, const hy_schemes *sch, const uint32_t *pipes,

@@ -286,6 +286,28 @@ vl_status vl__hy_propose(hy_cands *out, const hy_hist *h, const hy_schemes *sch,
     return st;
 }
 
+vl_status vl__hy_dp_at(const hy_hist *h, const hy_schemes *sch, int N, int nstep, uint32_t s,
+                       uint32_t *pipes, size_t *np, double *t, vl_err *err)
+{
+    dp D = {.h = h, .sch = sch, .nstep = nstep > 0 ? nstep : 1, .w = (size_t)h->nb + 1};
+    uint32_t b = s / h->step;
+    vl_status st;
+
+    D.ni = N / D.nstep;
+    *np = 0;
+    *t = INFINITY;
+    st = dp_alloc(&D, err);
+    if (st == VL_OK && b <= h->nb) {
+        dp_run(&D);
+        *t = D.t[(size_t)D.ni * D.w + b];
+        if (isfinite(*t) && b > 0)
+            *np = expand(&D, b, pipes);
+        sort_pipes(sch, pipes, *np);
+    }
+    dp_free(&D);
+    return st;
+}
+
 /* ---- explicit candidates ---- */
 
 static const char *skip_ws(const char *p)
