@@ -77,21 +77,38 @@ static uint32_t auto_step(uint32_t v, int gpus, uint32_t small, uint32_t large)
 
 /* ---- schemes and candidates ---- */
 
+/* The homogeneous scheme: <training.tp, training.pp> when usable, else the one holding
+ * the longest micro-batch (ties: fewer GPUs, then table order). */
+static int homo_scheme(const hy_schemes *sch, const vl_config *cfg)
+{
+    int pp = cfg->training.pp > 1 ? cfg->training.pp : 1;
+    int k = vl__hy_scheme_find(sch, cfg->training.tp, pp);
+
+    for (size_t i = 0; k < 0 && i < sch->n; i++) {
+        const hy_scheme *a = &sch->s[i];
+        if (i == 0 || a->maxlen > sch->s[k].maxlen ||
+            (a->maxlen == sch->s[k].maxlen && a->tp * a->pp < sch->s[k].tp * sch->s[k].pp))
+            k = (int)i;
+    }
+    return k;
+}
+
 static vl_status homogeneous(hy_run *r, vl_err *err)
 {
     const vl_config *cfg = r->job->cfg;
-    int tp = cfg->training.tp, pp = cfg->training.pp > 1 ? cfg->training.pp : 1;
-    int k = vl__hy_scheme_find(&r->sch, tp, pp), d;
+    int k = homo_scheme(&r->sch, cfg), d;
     uint32_t *pipes;
     bool added;
     vl_status st;
 
-    if (k < 0)
-        return vl_seterr(err, VL_ECONFIG, "hydraulis: the homogeneous scheme tp %d, pp %d "
-                         "(training.tp, training.pp) is not usable: tp a power of two <= 16 "
-                         "dividing the heads, pp dividing the layers, a cost.schemes row "
-                         "when rows are given, and 128 tokens fitting memory", tp, pp);
-    d = cfg->cluster.gpus / (tp * pp);
+    if (k != vl__hy_scheme_find(&r->sch, cfg->training.tp,
+                                cfg->training.pp > 1 ? cfg->training.pp : 1))
+        vl_job_log(r->job, "hydraulis: training.tp %d x training.pp %d is not a usable scheme "
+                   "(tp a power of two <= 16 dividing the heads, pp dividing the layers, a "
+                   "cost.schemes row when rows are given, 128 tokens fitting memory); the "
+                   "homogeneous candidate uses %d/%d\n", cfg->training.tp, cfg->training.pp,
+                   r->sch.s[k].tp, r->sch.s[k].pp);
+    d = cfg->cluster.gpus / (r->sch.s[k].tp * r->sch.s[k].pp);
     if ((pipes = malloc((size_t)d * sizeof *pipes)) == NULL)
         return vl_seterr(err, VL_ENOMEM, "hydraulis: out of memory");
     for (int i = 0; i < d; i++)
@@ -344,8 +361,8 @@ static vl_status hydraulis_plan(const void *opts, const vl_job *job, vl_plan *ou
 static uint32_t hydraulis_max_len(const void *opts, const vl_config *cfg)
 {
     const hy_opts *o = opts;
-    int pp = cfg->training.pp > 1 ? cfg->training.pp : 1, k;
     uint32_t best = 0;
+    int k;
     hy_schemes sch;
     hy_cands given = {0};
     vl_cost c;
@@ -353,7 +370,7 @@ static uint32_t hydraulis_max_len(const void *opts, const vl_config *cfg)
 
     if (vl_cost_init(&c, cfg, &err) != VL_OK || vl__hy_schemes(&sch, &c, &err) != VL_OK)
         return cfg->training.max_seq_len;
-    if ((k = vl__hy_scheme_find(&sch, cfg->training.tp, pp)) >= 0)
+    if ((k = homo_scheme(&sch, cfg)) >= 0)
         best = sch.s[k].maxlen;
     if (o->mode != HY_HOMO && strcmp(o->candidates, "auto") == 0) {
         for (size_t i = 0; i < sch.n; i++)
@@ -373,10 +390,7 @@ static uint32_t hydraulis_max_len(const void *opts, const vl_config *cfg)
 
 static vl_status hydraulis_validate(const void *opts, const vl_config *cfg, vl_err *err)
 {
-    (void)opts;
-    if (cfg->training.sp > 1)
-        return vl_seterr(err, VL_ECONFIG, "hydraulis: pipelines are <tp, pp> only; "
-                         "training.sp must be 1, got %d", cfg->training.sp);
+    (void)opts;   /* training.sp is not used: pipelines are <tp, pp> with sp = 1 */
     if (cfg->training.max_seq_len < HY_ALIGN)
         return vl_seterr(err, VL_ECONFIG, "hydraulis: training.max_seq_len must be at least "
                          "%d, got %u", HY_ALIGN, cfg->training.max_seq_len);
