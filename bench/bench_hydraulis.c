@@ -4,7 +4,7 @@
  * (the authors' measured 32B schemes as cost.schemes, 64 GPUs, ~200K tokens per
  * iteration), lengths lognormal(6.7, 1.1) truncated at 32K, the first ITERS iterations.
  * Rows: homogeneous DP 4 x TP 16 fixed-length packing (`pack`, the baseline), then the
- * ablation steps (a) homo + packing to MaxLen, (b) homo + balanced packing, (c) one
+ * ablation steps (a) homo + packing to the context length, (b) homo + balanced packing, (c) one
  * heterogeneous candidate for every iteration, (d) dynamic (the authors' six
  * candidates), and dynamic with the DP's own candidates.  Per row: mean and median
  * simulated iteration time, median slowest/fastest rank gap, the median and range of the
@@ -145,7 +145,7 @@ static vl_status part1(size_t iters, vl_err *err)
     static const char *const e[] = {"hydraulis.candidates=auto", NULL};
     struct { const char *label, *strategy; const char *const *sets; } rows[] = {
         {"pack, DP 4 x TP 16 (baseline)", "pack", NULL},
-        {"(a) homo DP 4 x TP 16, dispatch + pack to MaxLen", "hydraulis", a},
+        {"(a) homo DP 4 x TP 16, dispatch + pack to 32K", "hydraulis", a},
         {"(b) homo DP 4 x TP 16, two-stage assignment", "hydraulis", b},
         {"(c) static heterogeneous (best of the six)", "hydraulis", c},
         {"(d) dynamic, the authors' six candidates", "hydraulis", NULL},

@@ -35,7 +35,7 @@ static const vl_param hydraulis_params[] = {
      "every iteration; homo: the homogeneous training.tp x training.pp strategy"},
     {"packing", VL_P_ENUM, offsetof(hy_opts, packing), 0, 0, packings, "balanced",
      "balanced: micro-batch count and min-max packing per pipeline (Eq. 1); max: pack "
-     "to MaxLen (fewest micro-batches)"},
+     "to the context length, or MaxLen when shorter (fewest micro-batches)"},
     {"trials", VL_P_UINT, offsetof(hy_opts, trials), 1, 65535, NULL, "50",
      "randomised dispatch trials per candidate and iteration"},
     {"max_candidates", VL_P_UINT, offsetof(hy_opts, max_candidates), 1, 256, NULL, "8",
@@ -336,7 +336,8 @@ static vl_status hydraulis_plan(const void *opts, const vl_job *job, vl_plan *ou
         st = vl_seterr(err, VL_ENOMEM, "hydraulis: out of memory");
     r.fixed = r.o->mode == HY_HOMO ? 0 : -1;
     r.it = (hy_iter){.sch = &r.sch, .cands = &r.cands, .trials = r.o->trials,
-                     .packing = (hy_packing)r.o->packing, .seed = job->seed};
+                     .packing = (hy_packing)r.o->packing,
+                     .context = job->cfg->training.max_seq_len, .seed = job->seed};
     if (st == VL_OK) {
         log_setup(&r);
         st = record_params(&r, err);

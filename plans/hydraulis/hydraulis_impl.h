@@ -198,6 +198,7 @@ typedef struct hy_iter {
     const hy_cands *cands;
     uint32_t trials;
     hy_packing packing;
+    uint32_t context;             /* packing max fills micro-batches to min(MaxLen, this) */
     uint64_t seed;
     hy_work w;
     hy_pipe *pipes; size_t pipes_cap;

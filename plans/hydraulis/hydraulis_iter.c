@@ -62,6 +62,18 @@ static size_t load_pipes(hy_iter *it, size_t cand)
     return c->np;
 }
 
+/* The scheme pipeline j packs with: packing to the maximum length (the ablation) fills
+ * micro-batches to the context length, as fixed-length packing does, or to MaxLen when
+ * that is shorter. */
+static hy_scheme packing_scheme(const hy_iter *it, size_t j)
+{
+    hy_scheme s = *it->pipes[j].s;
+
+    if (it->packing == HY_MAXPACK && it->context >= HY_ALIGN && it->context < s.maxlen)
+        s.maxlen = it->context;
+    return s;
+}
+
 /* The sequences of pipeline j (manifest indices, in batch order) into it->sub. */
 static size_t gather(hy_iter *it, const uint32_t *seq, size_t n, size_t j)
 {
@@ -88,8 +100,9 @@ double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
     for (size_t j = 0; j < np && *st == VL_OK; j++) {
         size_t m = gather(it, seq, n, j);
         uint32_t v;
-        it->pipe_est[j] = vl__hy_pack(&it->w, it->pipes[j].s, it->sub, m, len, it->packing,
-                                      it->bin, &v, st, err);
+        hy_scheme s = packing_scheme(it, j);
+        it->pipe_est[j] = vl__hy_pack(&it->w, &s, it->sub, m, len, it->packing, it->bin, &v,
+                                      st, err);
         worst = it->pipe_est[j] > worst ? it->pipe_est[j] : worst;
     }
     return *st == VL_OK ? worst : -1;
@@ -173,10 +186,10 @@ vl_status vl__hy_emit(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
         uint32_t v;
         while (it->pipes[j].slot != slot)
             j++;
+        hy_scheme s = packing_scheme(it, j);
         if ((m = gather(it, seq, n, j)) == 0)
             continue;   /* an idle pipeline (allowed only without a better candidate) */
-        vl__hy_pack(&it->w, it->pipes[j].s, it->sub, m, len, it->packing, it->bin, &v, &st,
-                    err);
+        vl__hy_pack(&it->w, &s, it->sub, m, len, it->packing, it->bin, &v, &st, err);
         if (st == VL_OK)
             st = emit_rank(it, j, dp++, m, v, len, out, err);
     }
