@@ -4,8 +4,8 @@
  * (the authors' measured 32B schemes as cost.schemes, 64 GPUs, ~200K tokens per
  * iteration), lengths lognormal(6.7, 1.1) truncated at 32K, the first ITERS iterations.
  * Rows: homogeneous DP 4 x TP 16 fixed-length packing (`pack`, the baseline), then the
- * ablation steps (a) homo + packing to the context length, (b) homo + balanced packing, (c) one
- * heterogeneous candidate for every iteration, (d) dynamic (the authors' six
+ * ablation steps (a) homo + packing to the context length, (b) homo + balanced
+ * packing, (c) one heterogeneous candidate for every iteration, (d) dynamic (the authors' six
  * candidates), and dynamic with the DP's own candidates.  Per row: mean and median
  * simulated iteration time, median slowest/fastest rank gap, the median and range of the
  * per-iteration speedup over the baseline, distinct candidates chosen.

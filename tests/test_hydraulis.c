@@ -372,8 +372,10 @@ Test(hydraulis, utillen_table_and_curve)
     cr_assert_eq(vl__hy_utillen(&cfg, 1, true), 384);
     cr_assert_eq(vl__hy_utillen(&cfg, 4, true), 768);
     cr_assert_eq(vl__hy_utillen(&cfg, 16, true), 1280);
+    const vl_curve *g = &cfg.cluster.gemm_eff;
     uint32_t u = vl__hy_utillen(&cfg, 1, false);
     cr_assert_eq(u % HY_ALIGN, 0);
-    cr_assert_geq(vl_curve_eval(&cfg.cluster.gemm_eff, u), 0.85 * vl_curve_eval(&cfg.cluster.gemm_eff, 1 << 20) - 1e-9);
+    cr_assert_geq(vl_curve_eval(g, u), 0.85 * vl_curve_eval(g, 1 << 20) - 1e-9);
+    cr_assert_lt(vl_curve_eval(g, u - HY_ALIGN), 0.85 * vl_curve_eval(g, 1 << 20));
     vl_config_free(&cfg);
 }
