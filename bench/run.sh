@@ -41,3 +41,5 @@ if [ -x "$B/bench/bench_hbp" ]; then
     echo "## hbp (paper setting)"
     "$B/bench/bench_hbp"
 fi
+echo "## hydraulis (paper setting, planner speed)"
+"$B/bench/bench_hydraulis"
