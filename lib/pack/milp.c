@@ -113,7 +113,9 @@ static void callback(glp_tree *T, void *info)
     }
     glp_ios_tree_size(T, &a, &n, &t);
     c->nodes = t;
-    if (t >= c->cap)
+    /* the warm start can only be offered at a heuristic call (after the node's LP), so a
+     * cap reached before that waits for it within the same node */
+    if (t > c->cap || (t == c->cap && (c->offered || !c->warm1)))
         glp_ios_terminate(T);
 }
 
