@@ -12,7 +12,8 @@
  * multiples of sigma are already exact up to slice_align.  Run only when the greedy is
  * off by more than 1% (milp auto) and there are at most 2000 binaries, warm-started
  * from the greedy, stopped by slimpack.milp_nodes nodes; the refined packs replace the
- * greedy ones only when their deviation, after rounding the cuts to tokens, is lower. */
+ * greedy ones only when their deviation, after rounding the cuts to tokens, is lower,
+ * and (slimpack_search.c) the rank's simulated makespan is no worse and it still fits. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,7 +253,6 @@ static vl_status solve(const model *md, sp_work *w, const sp_setting *s, const u
                 st = vl__sp_packing_close(pk, err);
         }
         *improved = st == VL_OK;
-        w->stat_milp_better += *improved;
     }
     vl__sp_packing_free(&fresh);
     vl_milp_free(lp);

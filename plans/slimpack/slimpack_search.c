@@ -295,31 +295,78 @@ static void count_choice(sp_work *w, const sp_setting *s, const cand *c)
     w->stat_asym_ranks += c->asym;
 }
 
-/* The chosen candidate of every rank, refined and emitted as iteration `epoch`. */
-static vl_status emit_batch(sp_work *w, const sp_setting *s, const uint32_t *len,
-                            const cand *cs, uint32_t epoch, vl_plan *out, vl_err *err)
+/* Rank r's packs and schedule under candidate c into w->rp, its forward packs refined
+ * by the MILP when milp (*refined: the MILP changed them). */
+static vl_status build_rank(sp_work *w, const sp_setting *s, const uint32_t *len, int r,
+                            const cand *c, bool milp, bool *refined, vl_err *err)
 {
-    vl_status st = vl_plan_iter_begin(out, epoch, err);
+    vl_status st = vl__sp_rank_packs(w, s, len, r, c->M, c->asym, err);
 
+    *refined = false;
+    if (st == VL_OK && milp)
+        st = vl__sp_milp_refine(w, s, len, w->own + w->own0[r], w->own0[r + 1] - w->own0[r],
+                                w->rp.nshared_f, refined, err);
+    if (st == VL_OK && *refined && c->asym) {   /* the backward packs follow the new ones */
+        w->rp.bwd.npacks = w->rp.nshared_b;
+        w->rp.bwd.nsegs = w->rp.nshared_b ? w->rp.bwd.start[w->rp.nshared_b] : 0;
+        uint32_t Mown = (uint32_t)(w->rp.fwd.npacks - w->rp.nshared_f);
+        st = vl__sp_backward(w, s, len, &w->rp.fwd, w->rp.nshared_f, Mown, &w->rp.bwd, err);
+    }
+    return st == VL_OK ? vl__sp_schedule(w, err) : st;
+}
+
+/* Which ranks keep their MILP-refined packs: every rank is refined into the scratch
+ * iteration, which is simulated once; a rank keeps
+ * the refinement only when it fits and its makespan is no worse than the greedy's (a
+ * better balanced pack can hold more tokens, hence more activations). */
+static vl_status judge_milp(sp_work *w, const sp_setting *s, const vl_cost *cost,
+                            const uint32_t *len, const cand *cs, bool *keep, vl_err *err)
+{
+    vl_status st;
+    bool any = false;
+
+    vl_plan_clear_iters(&w->scratch, 0);
+    if ((st = vl_plan_iter_begin(&w->scratch, 0, err)) != VL_OK)
+        return st;
+    for (int r = 0; r < s->dp && st == VL_OK; r++) {
+        const sp_res *x = &w->res[(size_t)w->choice[r] * s->dp + r];
+        if ((st = build_rank(w, s, len, r, &cs[w->choice[r]], true, &keep[r], err)) == VL_OK)
+            st = vl__sp_emit_rank(w, s, r, x->ckpt, &w->scratch, err);
+        any = any || keep[r];
+    }
+    if (st != VL_OK || !any)
+        return st;
+    vl_sim_trace *t = w->trace;
+    vl_sim_iter_result res;
+    if ((st = vl_sim_iter(&w->scratch, 0, cost, NULL, &res, w->sim, t, err)) != VL_OK)
+        return st;
+    for (size_t i = 0; i < t->nlanes; i++) {
+        const vl_sim_lane *l = &t->lanes[i];
+        const sp_res *x = &w->res[(size_t)w->choice[l->rank] * s->dp + l->rank];
+        if (l->states + l->act_peak > t->capacity || l->makespan > x->ms)
+            keep[l->rank] = false;
+    }
+    for (int r = 0; r < s->dp; r++)
+        w->stat_milp_better += keep[r];
+    return VL_OK;
+}
+
+/* The chosen candidate of every rank, refined where that helps, as iteration `epoch`. */
+static vl_status emit_batch(sp_work *w, const sp_setting *s, const vl_cost *cost,
+                            const uint32_t *len, const cand *cs, uint32_t epoch, vl_plan *out,
+                            vl_err *err)
+{
+    bool *keep = calloc((size_t)s->dp, sizeof *keep), refined;
+    vl_status st = keep ? VL_OK : vl_seterr(err, VL_ENOMEM, "slimpack: out of memory");
+
+    if (st == VL_OK && s->o->milp != SP_MILP_OFF)
+        st = judge_milp(w, s, cost, len, cs, keep, err);
+    if (st == VL_OK)
+        st = vl_plan_iter_begin(out, epoch, err);
     for (int r = 0; r < s->dp && st == VL_OK; r++) {
         const cand *c = &cs[w->choice[r]];
         const sp_res *x = &w->res[(size_t)w->choice[r] * s->dp + r];
-        bool better_packs = false;
-        st = vl__sp_rank_packs(w, s, len, r, c->M, c->asym, err);
-        if (st == VL_OK && s->o->milp != SP_MILP_OFF)
-            st = vl__sp_milp_refine(w, s, len, w->own + w->own0[r],
-                                    w->own0[r + 1] - w->own0[r], w->rp.nshared_f,
-                                    &better_packs, err);
-        if (st == VL_OK && better_packs && c->asym) {
-            w->rp.bwd.npacks = w->rp.nshared_b;
-            w->rp.bwd.nsegs = w->rp.nshared_b ? w->rp.bwd.start[w->rp.nshared_b] : 0;
-            uint32_t Mown = (uint32_t)(w->rp.fwd.npacks - w->rp.nshared_f);
-            st = vl__sp_backward(w, s, len, &w->rp.fwd, w->rp.nshared_f, Mown, &w->rp.bwd,
-                                 err);
-        }
-        if (st == VL_OK)
-            st = vl__sp_schedule(w, err);
-        if (st == VL_OK)
+        if ((st = build_rank(w, s, len, r, c, keep[r], &refined, err)) == VL_OK)
             st = vl__sp_emit_rank(w, s, r, x->ckpt, out, err);
         count_choice(w, s, c);
         w->stat_packs += w->rp.fwd.npacks;
@@ -327,6 +374,7 @@ static vl_status emit_batch(sp_work *w, const sp_setting *s, const uint32_t *len
         for (size_t p = 0; p < w->rp.fwd.nsegs; p++)
             w->stat_slices += w->rp.fwd.segs[p].off > 0;
     }
+    free(keep);
     w->stat_merges += w->ngroups;
     w->stat_iters++;
     return st;
@@ -356,7 +404,7 @@ vl_status vl__sp_plan_batch(sp_work *w, const sp_setting *s, const vl_job *job,
     choose(w, s, len, cs, nc, Ms);
     if (w->stat_iters == 0)
         log_table(job, w, s, cs, nc);
-    return emit_batch(w, s, len, cs, epoch, out, err);
+    return emit_batch(w, s, job->cost, len, cs, epoch, out, err);
 }
 
 void vl__sp_work_free(sp_work *w)
