@@ -14,7 +14,9 @@
  *                                SlimPack asymmetric / symmetric, speedup, peak memory,
  *                                per-pack forward-work CV, worst backward pack against its
  *                                rank's mean, and DP-Merge on/off rank gap; N samples
- *                                (default 4096) per set, lengths capped at the context */
+ *                                (default 4096) per set, lengths capped at the context
+ *   bench_slimpack align [N]     backward-pack spread and throughput against slice_align
+ *                                (128, 16, 1) on the Common-Crawl-like set */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,6 +272,34 @@ static vl_status paper(size_t n, vl_err *err)
     return st;
 }
 
+/* The backward packs' spread against slice_align on the Common-Crawl-like set: a cut is
+ * rounded to an aligned token, and one 128-token block deep in a 256K sample is a few
+ * per cent of a small pack's work. */
+static vl_status align(size_t n, vl_err *err)
+{
+    static const uint32_t ctxs[3] = {65536, 131072, 262144};
+    static const char *const aligns[3][3] = {
+        {"slimpack.slice_align=128", NULL, NULL},
+        {"slimpack.slice_align=16", "slimpack.min_slice_tokens=16", NULL},
+        {"slimpack.slice_align=1", "slimpack.min_slice_tokens=1", NULL}};
+    static const char *const names[3] = {"128", "16", "1"};
+    vl_manifest *m = NULL;
+    vl_status st = make_manifest(&m, "lognormal:6.36:2.33", n, err);
+
+    printf("# slimpack backward packs vs slice_align, cc set, %zu samples\n%5s %6s %10s %8s "
+           "%7s\n", n, "ctx", "align", "tps", "bwd%", "fwd_cv");
+    for (int c = 0; c < 3 && st == VL_OK; c++)
+        for (int a = 0; a < 3 && st == VL_OK; a++) {
+            figures f = {0};
+            if ((st = run_one(m, ctxs[c], "slimpack", aligns[a], &f, err)) == VL_OK)
+                printf("%4uK %6s %10.0f %8.3f %7.4f%s\n", ctxs[c] / 1024, names[a], f.tps,
+                       f.bwd_dev * 100, f.cv, f.oom ? "  (oom)" : "");
+            fflush(stdout);
+        }
+    vl_manifest_free(m);
+    return st;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "speed";
@@ -281,8 +311,10 @@ int main(int argc, char **argv)
         st = speed(n, &err);
     else if (strcmp(mode, "paper") == 0)
         st = paper(n, &err);
+    else if (strcmp(mode, "align") == 0)
+        st = align(n, &err);
     else {
-        fprintf(stderr, "usage: bench_slimpack speed|paper [N]\n");
+        fprintf(stderr, "usage: bench_slimpack speed|paper|align [N]\n");
         return 64;
     }
     if (st != VL_OK) {
