@@ -215,3 +215,32 @@ Test(slimpack_plan, verbose_log_has_the_candidates)
     vl_config_free(&cfg);
     vl_manifest_free(m);
 }
+
+/* slimpack.mem_cap_gib: the plan stays within the cap (checkpointing more), and with a
+ * cap below what the uncapped plan peaks at. */
+Test(slimpack_plan, memory_cap_is_honoured)
+{
+    vl_manifest *m = lognormal_manifest(256, 4);
+    double peak[2];
+
+    for (int capped = 0; capped < 2; capped++) {
+        vl_config cfg;
+        vl_plan p;
+        vl_cost c;
+        vl_sim_summary s;
+        vl_err err;
+        char set[96];
+        snprintf(set, sizeof set, "training.epochs=1;slimpack.mem_cap_gib=%.3f",
+                 capped ? peak[0] - 4 : 0.0);
+        config(&cfg, small_sets, set);
+        cr_assert_eq(vl_cost_init(&c, &cfg, &err), VL_OK);
+        run(&p, m, &cfg, 0, NULL);
+        cr_assert_eq(vl_sim_plan(&p, &c, NULL, &s, &err), VL_OK, "%s", err.msg);
+        peak[capped] = s.peak_mem_gib.max;
+        vl_plan_free(&p);
+        vl_config_free(&cfg);
+    }
+    cr_assert_leq(peak[1], peak[0] - 4 + 1e-9, "capped peak %.2f GiB, uncapped %.2f GiB",
+                  peak[1], peak[0]);
+    vl_manifest_free(m);
+}

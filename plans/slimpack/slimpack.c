@@ -53,6 +53,8 @@ static const vl_param slimpack_params[] = {
      "MILP refinement of the forward packs: auto = when the greedy is off by > 1%"},
     {"milp_nodes", VL_P_UINT, offsetof(sp_opts, milp_nodes), 1, 1e9, NULL, "500",
      "branch-and-bound node cap of the MILP (a count, never wall time)"},
+    {"mem_cap_gib", VL_P_DOUBLE, offsetof(sp_opts, mem_cap_gib), 0, 1e6, NULL, "0",
+     "plan within this much memory per GPU (GiB); 0: the device's usable memory"},
     {NULL, VL_P_INT, 0, 0, 0, NULL, NULL, NULL},
 };
 

@@ -29,6 +29,7 @@ typedef struct sp_opts {
     bool dp_merge;
     int milp;                  /* SP_MILP_* */
     uint32_t milp_nodes;       /* branch-and-bound node cap (determinism) */
+    double mem_cap_gib;        /* plan within this much per GPU; 0 = the device's */
 } sp_opts;
 
 /* Work of a token slice [a, b): alpha * pairs + beta * tokens, forward and backward. */

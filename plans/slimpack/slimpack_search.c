@@ -95,6 +95,14 @@ static int more_ckpt(const vl_cost *cost, int layers, int c, double act, double 
     return want > most ? most : want;
 }
 
+/* Bytes a GPU may hold: the device's usable memory, or slimpack.mem_cap_gib below it. */
+static double room(const sp_setting *s, const vl_sim_trace *t)
+{
+    double cap = s->o->mem_cap_gib * 1073741824.0;
+
+    return cap > 0 && cap < t->capacity ? cap : t->capacity;
+}
+
 /* Simulate the scratch iteration, fill res[0..dp) and raise the checkpointing of ranks
  * that do not fit (recompute auto).  *again: some rank changed. */
 static vl_status simulate(sp_work *w, const sp_setting *s, const vl_cost *cost, sp_res *res,
@@ -115,7 +123,7 @@ static vl_status simulate(sp_work *w, const sp_setting *s, const vl_cost *cost, 
         const vl_sim_lane *l = &t->lanes[i];
         sp_res *x = &res[l->rank];
         x->ms = fmax(x->ms, l->makespan);
-        x->over = fmax(x->over, l->states + l->act_peak - t->capacity);
+        x->over = fmax(x->over, l->states + l->act_peak - room(s, t));
     }
     if (s->ckpt_mode != VL_RECOMPUTE_AUTO)
         return VL_OK;
@@ -123,9 +131,9 @@ static vl_status simulate(sp_work *w, const sp_setting *s, const vl_cost *cost, 
         const vl_sim_lane *l = &t->lanes[i];
         vl_rank *rk = &w->scratch.ranks[w->scratch.iters[0].rank0 + l->rank];
         int c = rk->par.ckpt_layers, want;
-        if (l->states + l->act_peak <= t->capacity || c >= s->stage_layers)
+        if (l->states + l->act_peak <= room(s, t) || c >= s->stage_layers)
             continue;
-        want = more_ckpt(cost, l->layers, c, l->act_peak, t->capacity - l->states,
+        want = more_ckpt(cost, l->layers, c, l->act_peak, room(s, t) - l->states,
                          s->stage_layers);
         if (want > c) {
             rk->par.ckpt_layers = want;
@@ -343,7 +351,7 @@ static vl_status judge_milp(sp_work *w, const sp_setting *s, const vl_cost *cost
     for (size_t i = 0; i < t->nlanes; i++) {
         const vl_sim_lane *l = &t->lanes[i];
         const sp_res *x = &w->res[(size_t)w->choice[l->rank] * s->dp + l->rank];
-        if (l->states + l->act_peak > t->capacity || l->makespan > x->ms)
+        if (l->states + l->act_peak > room(s, t) || l->makespan > x->ms)
             keep[l->rank] = false;
     }
     for (int r = 0; r < s->dp; r++)
