@@ -28,7 +28,7 @@ static void build(vl_cf_work *w, const uint32_t *len, size_t n, uint32_t chunk)
     cr_assert_leq(n, 64);
     for (size_t i = 0; i < n; i++)
         samples[i] = (uint32_t)i;
-    cr_assert_eq(vl__cf_build(w, samples, n, len, chunk, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl__cf_build(w, samples, n, len, chunk, 1, &err), VL_OK, "%s", err.msg);
 }
 
 static const vl_seg *chunk_seg(const vl_cf_work *w, size_t c, size_t j)
@@ -205,7 +205,7 @@ Test(chunkflow, build_global_batch)
     }
     vl_rng_seed(&r, 11, 2);
     vl_rng_shuffle_u32(&r, samples, N);
-    cr_assert_eq(vl__cf_build(&w, samples, N, len, chunk, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl__cf_build(&w, samples, N, len, chunk, 1, &err), VL_OK, "%s", err.msg);
     size_t nstand = 0;
     for (size_t g = 0; g < w.ngroups; g++) {
         const vl_cf_group *gr = &w.groups[g];
@@ -234,7 +234,7 @@ Test(chunkflow, build_global_batch)
     vl_bins_free(&b);
 
     vl_rng_shuffle_u32(&r, samples, N);
-    cr_assert_eq(vl__cf_build(&w2, samples, N, len, chunk, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl__cf_build(&w2, samples, N, len, chunk, 1, &err), VL_OK, "%s", err.msg);
     cr_assert_eq(w2.nchunks, w.nchunks);
     cr_assert_eq(w2.nsegs, w.nsegs);
     cr_assert_eq(memcmp(w2.segs, w.segs, w.nsegs * sizeof *w.segs), 0);

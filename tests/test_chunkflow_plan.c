@@ -208,7 +208,7 @@ Test(chunkflow, ranks_balanced_by_cost)
     }
     vl_cf_setting s = {.chunk = 8192, .k = 1, .dp = 2,
                        .par = {.tp = 4, .pp = 1, .sp = 1}, .stage_layers = 28};
-    cr_assert_eq(vl__cf_build(&w, samples, 1001, len, 8192, &err), VL_OK);
+    cr_assert_eq(vl__cf_build(&w, samples, 1001, len, 8192, s.dp, &err), VL_OK);
     cr_assert_eq(vl__cf_assign(&w, &s, &c, &err), VL_OK);
     double cost[2] = {0}, tok[2] = {0};
     for (size_t g = 0; g < w.ngroups; g++) {

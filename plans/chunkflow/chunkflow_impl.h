@@ -48,6 +48,8 @@ typedef struct vl_cf_work {
     uint64_t *load; size_t load_cap;       /* per-bin tokens */
     vl_op *ops; size_t ops_cap;            /* one group's schedule */
     uint32_t *pieces; size_t pieces_cap;   /* per chunk: micro-batches it is cut into */
+    uint64_t *keys; size_t keys_cap;       /* short samples by length, descending */
+    uint32_t *heap; size_t heap_cap;       /* LPT's bins, lightest on top */
     /* statistics over everything planned with this work */
     uint64_t stat_chunks, stat_dependent, stat_samples_split, stat_recompute;
     uint64_t stat_cuts, stat_empty;        /* equal counts: extra cuts, empty fillers */
@@ -68,11 +70,14 @@ void vl__cf_work_free(vl_cf_work *w);
 /* chunkflow_chunks.c */
 /** Algorithm 1 on samples[0..n-1] (manifest indices, effective lengths len[]): samples
  *  longer than chunk become consecutive chunk-sized dependent chunks (the tail its own
- *  chunk); the others are packed into the fewest balanced chunks found, trying bin
- *  counts from ceil(sum / chunk) upwards.  Fills w->segs, chunks and groups (dependent
- *  groups first, in sample order, then standalone chunks).  VL_ENOMEM. */
+ *  chunk); the others are packed into the fewest balanced chunks found from
+ *  ceil(sum / chunk) upwards, but at least one group per rank of `ranks` (dependent
+ *  groups count) and, when no sample is split, a multiple of `ranks`, so that no
+ *  data-parallel rank goes without work while there are samples to give it.  Fills
+ *  w->segs, chunks and groups (dependent groups first, in sample order, then standalone
+ *  chunks).  VL_ENOMEM. */
 vl_status vl__cf_build(vl_cf_work *w, const uint32_t *samples, size_t n,
-                       const uint32_t *len, uint32_t chunk, vl_err *err);
+                       const uint32_t *len, uint32_t chunk, int ranks, vl_err *err);
 
 /** Cost every group with the cost model and assign groups to ranks (Karmarkar-Karp on
  *  cost; a sample's chunks never leave their rank).  Fills group cost and rank and
