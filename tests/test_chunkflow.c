@@ -119,6 +119,31 @@ Test(chunkflow, build_bins_are_balanced)
     vl__cf_work_free(&w);
 }
 
+/* Ranks kept busy: 20 samples of 1000 tokens fit one 32K chunk, but 16 ranks get 16
+ * balanced chunks (a multiple of the ranks); with a split sample (one group already) 15
+ * standalone chunks suffice, one per other rank. */
+Test(chunkflow, build_bins_for_every_rank)
+{
+    uint32_t len[21], samples[21];
+    vl_cf_work w = {0};
+    vl_err err;
+
+    for (uint32_t i = 0; i < 21; i++) {
+        len[i] = i == 20 ? 40000 : 1000;
+        samples[i] = i;
+    }
+    cr_assert_eq(vl__cf_build(&w, samples, 20, len, 32768, 16, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(w.nchunks, 16);
+    for (size_t c = 0; c < 16; c++)
+        cr_assert(w.chunks[c].tokens == 1000 || w.chunks[c].tokens == 2000);
+    cr_assert_eq(vl__cf_build(&w, samples, 21, len, 32768, 16, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(w.ngroups, 16);
+    cr_assert(w.groups[0].dependent);
+    cr_assert_eq(vl__cf_build(&w, samples, 20, len, 32768, 1, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(w.nchunks, 1, "one rank: the fewest bins");
+    vl__cf_work_free(&w);
+}
+
 /* Random long-tailed batches: every token once, in order; chunks within capacity;
  * dependent chunks full except the tail; bin count between ceil(sum/C) and FFD's. */
 static void check_random_batch(vl_rng *r, uint32_t chunk)

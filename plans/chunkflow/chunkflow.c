@@ -79,16 +79,17 @@ static vl_cf_setting base_setting(const vl_cf_opts *o, const vl_config *cfg)
 }
 
 static void log_summary(const vl_job *job, const vl_cf_setting *s, const vl_cf_work *w,
-                        size_t iters)
+                        const vl_cf_fit *fit, size_t iters)
 {
     vl_job_log(job,
                "chunkflow: chunk_size=%u k=%u: %zu iterations, %llu micro-batches (%llu "
                "from %llu split samples), %llu recompute forwards; equal counts per rank "
-               "took %llu extra cuts and %llu empty micro-batches\n",
+               "took %llu extra cuts and %llu empty micro-batches; %llu batches needed a "
+               "smaller setting to fit memory\n",
                s->chunk, s->k, iters, (unsigned long long)w->stat_chunks,
                (unsigned long long)w->stat_dependent, (unsigned long long)w->stat_samples_split,
                (unsigned long long)w->stat_recompute, (unsigned long long)w->stat_cuts,
-               (unsigned long long)w->stat_empty);
+               (unsigned long long)w->stat_empty, (unsigned long long)fit->fallbacks);
 }
 
 /* The header's "params" show what "auto" resolved to, not "auto". */
@@ -106,8 +107,8 @@ static vl_status record_chosen(const vl_cf_opts *o, const vl_cf_setting *s, cons
  * settles the setting when a parameter is "auto", and records it before its first
  * iteration (the plan may be streamed: the header goes out first). */
 static vl_status plan_epoch(const vl_cf_opts *o, const vl_job *job, uint32_t epoch,
-                            uint32_t *order, vl_cf_setting *s, vl_cf_work *w, vl_plan *out,
-                            size_t *iters, vl_err *err)
+                            uint32_t *order, vl_cf_setting *s, vl_cf_work *w, vl_cf_fit *fit,
+                            vl_plan *out, size_t *iters, vl_err *err)
 {
     const vl_selection *sel = job->sel;
     vl_batches b = {0};
@@ -116,13 +117,13 @@ static vl_status plan_epoch(const vl_cf_opts *o, const vl_job *job, uint32_t epo
     vl_epoch_order(sel, job->seed, epoch, order);
     st = vl_make_batches(&b, order, sel->n, sel->len, &job->cfg->training, err);
     if (st == VL_OK && (s->chunk == 0 || s->k == 0))
-        st = vl__cf_search(o, job, s, order, &b, out->m, s, err);
+        st = vl__cf_search(o, job, s, order, &b, fit, s, err);
     if (st == VL_OK && epoch == 0)
         st = record_chosen(o, s, job, err);
     *iters += b.n;
     for (size_t i = 0; i < b.n && st == VL_OK; i++)
-        st = vl__cf_plan_batch(w, s, job->cost, order + b.start[i],
-                               b.start[i + 1] - b.start[i], sel->len, epoch, out, err);
+        st = vl__cf_plan_fit(fit, w, s, order + b.start[i], b.start[i + 1] - b.start[i],
+                             epoch, i, out, err);
     vl_batches_free(&b);
     return st;
 }
@@ -132,6 +133,7 @@ static vl_status chunkflow_plan(const void *opts, const vl_job *job, vl_plan *ou
     const vl_cf_opts *o = opts;
     vl_cf_setting s = base_setting(o, job->cfg);
     vl_cf_work w = {0};
+    vl_cf_fit fit;
     uint32_t *order = malloc((job->sel->n ? job->sel->n : 1) * sizeof *order);
     uint64_t count = 0;
     size_t iters = 0;
@@ -140,12 +142,15 @@ static vl_status chunkflow_plan(const void *opts, const vl_job *job, vl_plan *ou
     if (order == NULL)
         return vl_seterr(err, VL_ENOMEM, "chunkflow: out of memory for %zu samples",
                          job->sel->n);
-    st = vl_count_batches(job->sel, job->seed, &job->cfg->training, order, &count, err);
+    st = vl__cf_fit_init(&fit, job, out->m, err);
+    if (st == VL_OK)
+        st = vl_count_batches(job->sel, job->seed, &job->cfg->training, order, &count, err);
     vl_job_iterations(job, count);
     for (int e = 0; e < job->cfg->training.epochs && st == VL_OK; e++)
-        st = plan_epoch(o, job, (uint32_t)e, order, &s, &w, out, &iters, err);
+        st = plan_epoch(o, job, (uint32_t)e, order, &s, &w, &fit, out, &iters, err);
     if (st == VL_OK)
-        log_summary(job, &s, &w, iters);
+        log_summary(job, &s, &w, &fit, iters);
+    vl__cf_fit_free(&fit);
     vl__cf_work_free(&w);
     free(order);
     return st;
