@@ -1,16 +1,19 @@
 /* bench/bench_chunkflow.c -- ChunkFlow on the paper's evaluation setting: lengths from
  * `chunkflow-eval` (ChunkFlow Table 2), Qwen2.5-7B, 256K context, <TP4, SP4 (ring),
  * PP4>, global batch 256.  Prints the planning time per global batch (the strategy's
- * plan() alone, CPU time, best of 5 runs; target: at most 1 ms on average) and the simulated step time, bubble
- * and peak memory of ChunkFlow (the paper's best (8K, 4), the default (8K, 1), and the
- * grid search) against fixed-length packing (`pack`, capacity 256K) with selective
- * and with full recompute (the paper's Megatron-LM baseline at 256K uses full).
+ * plan() alone, CPU time, best of 5 runs; target: at most 1 ms on average) and the
+ * simulated step time, bubble and peak memory of ChunkFlow (the paper's best (8K, 4),
+ * the default (8K, 1), and the grid search) against fixed-length packing (`pack`,
+ * capacity 256K) with selective and with full recompute (the paper's Megatron-LM
+ * baseline at 256K uses full).
  *
  * Then planning speed at scale (issue 9: near-linear): N samples (default 1M) of three
- * length distributions, Llama-3.1-8B on 32 GPUs, 32K context (longer samples dropped),
- * the default chunk_size 8192 and K 1, global batches of 16M and 64M tokens: plan()
- * alone (construction, rank balance, the per-batch memory check by simulation, and
- * emission), in CPU seconds, best of 3.  Targets: <= 3 s at 16M, <= 10 s at 64M for 1M samples.
+ * length distributions, Llama-3.1-8B on 32 GPUs, 32K context (and 8K for the uniform
+ * lengths: nothing split, every sample bin-packed; longer samples dropped), the
+ * default chunk_size 8192 and K 1, global batches of 16M and 64M tokens: plan() alone
+ * (construction, rank balance, the per-batch memory check by simulation, and
+ * emission), in CPU seconds, best of 3.  Targets for 1M samples: <= 3 s at 16M-token
+ * batches, <= 10 s at 64M.
  *
  *   bench_chunkflow [BATCHES [DP [N]]]   defaults: 40 batches of 256 samples, dp 2, 1M
  *   bench_chunkflow speed [N]            only the speed rows

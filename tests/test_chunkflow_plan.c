@@ -422,7 +422,8 @@ Test(chunkflow, memory_guarantee_per_batch, .timeout = 120)
 
     long_manifest_m = long_manifest();
     /* the batch holding the long sample is planned with smaller chunks; the plan fits */
-    vl_status st = run_long(&p, 5, "cluster.mem_gib=80", "chunkflow.k=1", "chunkflow.k=1", &log, &err);
+    vl_status st =
+        run_long(&p, 5, "cluster.mem_gib=80", "chunkflow.k=1", "chunkflow.k=1", &log, &err);
     cr_assert_eq(st, VL_OK, "%d %s\n%s", st, err.msg, log ? log : "");
     cr_assert_not_null(strstr(log, "1 batches needed a smaller setting"), "%s", log);
     cr_assert_not_null(strstr(log, "planned with chunk_size="), "%s", log);
