@@ -395,14 +395,15 @@ static vl_status select_analytic(hbp_groups *out, const eval *e, const hbp_opts 
 
 /* ---- measured profile ------------------------------------------------------------- */
 
-/* Best measured row of length l (ties: smaller sp, then fewer checkpointed layers). */
-static const hbp_prof *prof_best(const hbp_sel_in *in, uint32_t l)
+/* Best measured row of length l at degree sp (0: any degree; ties: smaller sp, then
+ * fewer checkpointed layers). */
+static const hbp_prof *prof_best_sp(const hbp_sel_in *in, uint32_t l, int sp)
 {
     const hbp_prof *b = NULL;
 
     for (size_t i = 0; i < in->nprof; i++) {
         const hbp_prof *p = &in->prof[i];
-        if (p->len != l)
+        if (p->len != l || (sp > 0 && p->sp != sp))
             continue;
         bool tie = b != NULL && p->time_s == b->time_s;
         if (b == NULL || p->time_s < b->time_s ||
@@ -410,6 +411,11 @@ static const hbp_prof *prof_best(const hbp_sel_in *in, uint32_t l)
             b = p;
     }
     return b;
+}
+
+static const hbp_prof *prof_best(const hbp_sel_in *in, uint32_t l)
+{
+    return prof_best_sp(in, l, 0);
 }
 
 static void prof_row(const eval *e, row *r, const hbp_prof *p, uint32_t l, int sp, int ckpt)
@@ -423,7 +429,8 @@ static void prof_row(const eval *e, row *r, const hbp_prof *p, uint32_t l, int s
     r->spm = p ? p->time_s : 0;    /* seconds per iteration, comparable across rows */
 }
 
-static vl_status select_profile(hbp_groups *out, const eval *e, hbp_log *lg, vl_err *err)
+static vl_status select_profile(hbp_groups *out, const eval *e, bool free_sp, hbp_log *lg,
+                                vl_err *err)
 {
     const hbp_sel_in *in = e->in;
     uint32_t maxlen = in->cfg->training.max_seq_len, lp[4];
@@ -450,10 +457,13 @@ static vl_status select_profile(hbp_groups *out, const eval *e, hbp_log *lg, vl_
     out->n = 0;
     for (size_t i = 0; i < n; i++) {
         /* An unprofiled length is l1 or l2: a parent's per-GPU share, so SP 1 with the
-         * parent's checkpointing holds the same tokens per device. */
+         * parent's checkpointing holds the same tokens per device.  A derived length
+         * with rows takes its fastest SP 1 row (hbp.stage2_sp=one), or its fastest. */
         int ckpt = (uint64_t)lp[i] * (uint64_t)best.sp == best.len ? best.ckpt : max.ckpt;
+        bool derived = lp[i] != best.len && lp[i] != max.len;
         row r;
-        prof_row(e, &r, prof_best(in, lp[i]), lp[i], 1, ckpt);
+        prof_row(e, &r, prof_best_sp(in, lp[i], derived && !free_sp ? 1 : 0), lp[i], 1,
+                 ckpt);
         r.spm = 0;   /* measured seconds per iteration, not the model's s/Mtok */
         set_group(&out->g[out->n++], e, &r);
     }
@@ -577,7 +587,7 @@ vl_status vl__hbp_select(hbp_groups *out, const hbp_opts *o, const hbp_sel_in *i
     if (strcmp(o->groups, "auto") != 0)
         st = select_manual(out, &e, o, err);
     else if (in->nprof > 0)
-        st = select_profile(out, &e, lg, err);
+        st = select_profile(out, &e, o->stage2_sp == HBP_STAGE2_FREE, lg, err);
     else
         st = select_analytic(out, &e, o, lg, err);
     for (size_t i = 0; st == VL_OK && i < out->n; i++) {
