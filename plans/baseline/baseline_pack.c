@@ -1,0 +1,470 @@
+/* plans/baseline/baseline_pack.c -- the `pack` baseline: plain packing with pack.algo
+ * (lib/pack/pack.c) into micro-batches of training.max_seq_len tokens, dealt to the
+ * training.dp ranks.
+ *
+ * pack.scope: epoch (default).  The epoch's seeded order (vl_epoch_order) is cut into
+ *   windows of pack.window samples (0: one window, the whole epoch); each window is
+ *   packed on its own and its packs are shuffled with the seed, so a window keeps the
+ *   randomness of its place in the order.  The epoch's T packs then go, in that order,
+ *   to I iterations as whole packs, dp x m_i of them per iteration: I is the number of
+ *   global batches the sampler cuts the epoch into (training.global_batch or
+ *   global_tokens), at most R = ceil(T / dp) rounds of dp packs; the R rounds are spread
+ *   over the I iterations as evenly as they go (the first R mod I get one more).  No
+ *   pack is split: when T is not a multiple of dp the last iteration gets empty
+ *   micro-batches of capacity 0 (no token slots; the rank idles, which the balance
+ *   figures show).  So iterations hold about equal tokens, not exactly
+ *   training.global_batch samples.  O(n log n) per epoch plus the packer.
+ * pack.scope: batch (the behaviour before epoch packing).  Each global batch is packed
+ *   on its own.  Equal micro-batch counts: while the pack count is not a multiple of dp,
+ *   the fullest pack holding two or more samples (lowest index on ties; a max-heap, so
+ *   O(P log P) however many splits) is split in two (its samples, longest first, onto
+ *   the lighter half) -- whole samples only, never slices.  Only when every pack holds
+ *   a single sample and the count is still short (a batch smaller than dp) are empty
+ *   micro-batches added (0 tokens, their cap of max_seq_len counts as padding).
+ * Dealing (both scopes): the packs of an iteration go to ranks by equal-count
+ *   Karmarkar-Karp (lib/pack/partition.c, veRL's equal_size) on each pack's cost under
+ *   pack.balance: time (default: the cost model's forward + backward time of the pack
+ *   on the first pipeline stage, attention included; tokens when no cost model),
+ *   tokens (Σ len), or attention (causal query-key pairs Σ len(len+1)/2).  A rank runs
+ *   its packs in pack order.
+ * Seeds: every random step draws from (seed, tag ^ epoch<<32 ^ batch-or-window). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "baseline_impl.h"
+
+#define STREAM_PACK 0x5041434B00000000ull     /* "PACK": the packer's seed */
+#define STREAM_ORDER 0x504B4F5200000000ull    /* "PKOR": the packs' order in a window */
+
+/* Packs as ranges of one item array, so a split only reorders inside a range. */
+typedef struct packs {
+    uint32_t *items;      /* the packer's output, reordered by splits */
+    size_t *off, *cnt;
+    double *load;         /* tokens */
+    size_t n;
+} packs;
+
+/* Dealing scratch: what one iteration's packs cost, and who runs them. */
+typedef struct dealer {
+    double *w;
+    int *part;
+    size_t *by, *cur;
+    vl_seg *segs;
+    size_t nsegs_cap;
+} dealer;
+
+static void dealer_free(dealer *d)
+{
+    free(d->w);
+    free(d->part);
+    free(d->by);
+    free(d->cur);
+    free(d->segs);
+    memset(d, 0, sizeof *d);
+}
+
+static vl_status dealer_init(dealer *d, size_t packs_max, size_t dp, vl_err *err)
+{
+    memset(d, 0, sizeof *d);
+    d->w = malloc((packs_max ? packs_max : 1) * sizeof *d->w);
+    d->part = malloc((packs_max ? packs_max : 1) * sizeof *d->part);
+    d->by = malloc((packs_max ? packs_max : 1) * sizeof *d->by);
+    d->cur = malloc(dp * sizeof *d->cur);
+    if (!d->w || !d->part || !d->by || !d->cur) {
+        dealer_free(d);
+        return vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", packs_max);
+    }
+    return VL_OK;
+}
+
+/* ---- what a pack costs ------------------------------------------------------------ */
+
+static vl_status pack_time(bl *c, dealer *d, const uint32_t *it, size_t k, double *out,
+                           vl_err *err)
+{
+    const vl_par *par = &c->par;
+    int pp = par->pp < 1 ? 1 : par->pp;
+
+    if (k > d->nsegs_cap) {
+        vl_seg *s = realloc(d->segs, k * sizeof *s);
+        if (s == NULL)
+            return vl_seterr(err, VL_ENOMEM, "out of memory costing a pack of %zu", k);
+        d->segs = s;
+        d->nsegs_cap = k;
+    }
+    for (size_t i = 0; i < k; i++)
+        d->segs[i] = (vl_seg){it[i], 0, c->job->sel->len[it[i]]};
+    vl_mb_time t = vl_cost_mb_time(c->job->cost, d->segs, k, par,
+                                   vl_cost_stage_layers(c->job->cost, pp, 0), pp == 1);
+    *out = t.fwd + t.bwd;
+    return VL_OK;
+}
+
+/* The weight pack.balance deals by; an empty pack weighs nothing. */
+static vl_status pack_weight(bl *c, dealer *d, const uint32_t *it, size_t k, double *out,
+                             vl_err *err)
+{
+    const uint32_t *len = c->job->sel->len;
+    double sum = 0;
+
+    if (k == 0) {
+        *out = 0;
+        return VL_OK;
+    }
+    if (c->job->cfg->pack.balance == VL_BALANCE_TIME && c->job->cost != NULL)
+        return pack_time(c, d, it, k, out, err);
+    for (size_t i = 0; i < k; i++)   /* tokens, also time without a cost model */
+        sum += c->job->cfg->pack.balance == VL_BALANCE_ATTENTION ? vl_cost_pairs(0, len[it[i]])
+                                                                 : (double)len[it[i]];
+    *out = sum;
+    return VL_OK;
+}
+
+/* ---- dealing one iteration's packs ------------------------------------------------ */
+
+/* Packs pk[first .. first + dp*m) are this iteration's (empty ones have cnt 0 and get
+ * empty_cap slots): dealt by equal-count KK on their weights, rank r running the packs
+ * it got in pack order. */
+static vl_status deal(bl *c, dealer *d, const packs *pk, size_t first, size_t np,
+                      uint32_t empty_cap, vl_err *err)
+{
+    size_t per = np / c->dp;
+    vl_status st = VL_OK;
+
+    for (size_t p = 0; p < np && st == VL_OK; p++)
+        st = pack_weight(c, d, pk->items + pk->off[first + p], pk->cnt[first + p], &d->w[p],
+                         err);
+    if (st != VL_OK || (st = vl_partition_kk_equal(d->part, d->w, np, (int)c->dp, err)) != VL_OK)
+        return st;
+    for (size_t r = 0; r < c->dp; r++)
+        d->cur[r] = r * per;
+    for (size_t p = 0; p < np; p++)
+        d->by[d->cur[d->part[p]]++] = first + p;
+    for (size_t r = 0; r < c->dp && st == VL_OK; r++) {
+        st = vl_plan_rank_begin(c->out, (int)r, &c->par, err);
+        for (size_t j = r * per; j < (r + 1) * per && st == VL_OK; j++) {
+            size_t q = d->by[j];
+            uint32_t cap = pk->cnt[q] ? c->t->max_seq_len : empty_cap;
+            st = vl__bl_emit_mb(c, cap, pk->items + pk->off[q], pk->cnt[q], err);
+        }
+    }
+    return st;
+}
+
+/* ---- batch scope: pack each global batch, split packs to a multiple of dp ---------- */
+
+/* Split pack p: its samples, longest first (ties by index), each onto the lighter half;
+ * the first half stays p, the second becomes pack q. */
+static vl_status split_pack(packs *pk, size_t p, size_t q, const uint32_t *len, vl_err *err)
+{
+    uint32_t *it = pk->items + pk->off[p];
+    size_t k = pk->cnt[p], na = 0, nb = 0;
+    uint64_t *key = malloc(k * sizeof *key), la = 0, lb = 0;
+    uint32_t *tmp = malloc(k * sizeof *tmp);
+
+    if (key == NULL || tmp == NULL) {
+        free(key);
+        free(tmp);
+        return vl_seterr(err, VL_ENOMEM, "out of memory splitting a pack of %zu", k);
+    }
+    for (size_t i = 0; i < k; i++)
+        key[i] = ((uint64_t)(UINT32_MAX - len[it[i]]) << 32) | it[i];
+    vl_sort_u64(key, k);
+    for (size_t i = 0; i < k; i++) {
+        uint32_t s = (uint32_t)key[i];
+        if (la <= lb && !(i == k - 1 && nb == 0)) {   /* keep both halves non-empty */
+            it[na++] = s;
+            la += len[s];
+        } else {
+            tmp[nb++] = s;
+            lb += len[s];
+        }
+    }
+    memcpy(it + na, tmp, nb * sizeof *tmp);
+    pk->cnt[p] = na;
+    pk->load[p] = (double)la;
+    pk->off[q] = pk->off[p] + na;
+    pk->cnt[q] = nb;
+    pk->load[q] = (double)lb;
+    free(key);
+    free(tmp);
+    return VL_OK;
+}
+
+/* A max-heap of the packs holding two or more samples, fullest first, lower index on
+ * ties: the pack the split rule names is always on top (what a scan of every pack per
+ * split found, in O(log P) instead of O(P): 262,144 ranks took 24 s that way). */
+typedef struct splitq {
+    size_t *h, n;
+    const packs *pk;
+} splitq;
+
+static int sq_before(const splitq *q, size_t a, size_t b)
+{
+    double la = q->pk->load[a], lb = q->pk->load[b];
+    return la > lb || (la == lb && a < b);
+}
+
+static void sq_push(splitq *q, size_t p)
+{
+    size_t i = q->n++;
+
+    q->h[i] = p;
+    while (i > 0 && sq_before(q, q->h[i], q->h[(i - 1) / 2])) {
+        size_t up = (i - 1) / 2, t = q->h[i];
+        q->h[i] = q->h[up];
+        q->h[up] = t;
+        i = up;
+    }
+}
+
+static size_t sq_pop(splitq *q)
+{
+    size_t top = q->h[0], i = 0;
+
+    q->h[0] = q->h[--q->n];
+    for (;;) {
+        size_t l = 2 * i + 1, m = i, t;
+        if (l < q->n && sq_before(q, q->h[l], q->h[m]))
+            m = l;
+        if (l + 1 < q->n && sq_before(q, q->h[l + 1], q->h[m]))
+            m = l + 1;
+        if (m == i)
+            return top;
+        t = q->h[i];
+        q->h[i] = q->h[m];
+        q->h[m] = t;
+        i = m;
+    }
+}
+
+/* Grow the pack count to `target` by splits, then by empty packs. */
+static vl_status equalize(bl *c, packs *pk, size_t target, size_t nitems, vl_err *err)
+{
+    splitq q = {.h = malloc((target ? target : 1) * sizeof *q.h), .pk = pk};
+    vl_status st = VL_OK;
+
+    if (q.h == NULL)
+        return vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", target);
+    for (size_t p = 0; p < pk->n; p++)
+        if (pk->cnt[p] >= 2)
+            sq_push(&q, p);
+    while (pk->n < target && q.n > 0 && st == VL_OK) {
+        size_t p = sq_pop(&q), nq = pk->n++;
+        if ((st = split_pack(pk, p, nq, c->job->sel->len, err)) != VL_OK)
+            break;
+        c->splits++;
+        if (pk->cnt[p] >= 2)
+            sq_push(&q, p);
+        if (pk->cnt[nq] >= 2)
+            sq_push(&q, nq);
+    }
+    for (; pk->n < target && st == VL_OK; pk->n++) {
+        pk->off[pk->n] = nitems;
+        pk->cnt[pk->n] = 0;
+        pk->load[pk->n] = 0;
+        c->empty++;
+    }
+    free(q.h);
+    return st;
+}
+
+static vl_pack_opts pack_opts(const bl *c, uint64_t stream)
+{
+    const vl_pack_cfg *pc = &c->job->cfg->pack;
+    vl_pack_opts po = {.algo = pc->algo, .cap = c->t->max_seq_len, .isf_iters = pc->isf_iters,
+                       .isf_slack = pc->isf_slack, .max_items = pc->max_samples};
+    vl_rng r;
+
+    vl_rng_seed(&r, c->job->seed, stream);
+    po.seed = vl_rng_next(&r);
+    return po;
+}
+
+static vl_status packs_alloc(packs *pk, size_t n, vl_err *err)
+{
+    pk->off = malloc((n ? n : 1) * sizeof *pk->off);
+    pk->cnt = malloc((n ? n : 1) * sizeof *pk->cnt);
+    pk->load = malloc((n ? n : 1) * sizeof *pk->load);
+    if (!pk->off || !pk->cnt || !pk->load)
+        return vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", n);
+    return VL_OK;
+}
+
+static void packs_free(packs *pk)
+{
+    free(pk->off);
+    free(pk->cnt);
+    free(pk->load);
+}
+
+static vl_status pack_batch(bl *c, const uint32_t *items, size_t n, vl_err *err)
+{
+    vl_pack_opts po = pack_opts(c, vl__bl_stream(c, STREAM_PACK));
+    vl_bins bins;
+    packs pk = {0};
+    dealer d = {0};
+    size_t target;
+    vl_status st;
+
+    if ((st = vl_pack(&bins, items, n, c->job->sel->len, &po, err)) != VL_OK)
+        return st;
+    target = (bins.n + c->dp - 1) / c->dp * c->dp;
+    target = target ? target : c->dp;
+    pk.items = bins.items;
+    pk.n = bins.n;
+    if ((st = packs_alloc(&pk, target, err)) != VL_OK ||
+        (st = dealer_init(&d, target, c->dp, err)) != VL_OK)
+        goto done;
+    for (size_t p = 0; p < bins.n; p++) {
+        pk.off[p] = bins.start[p];
+        pk.cnt[p] = bins.start[p + 1] - bins.start[p];
+        pk.load[p] = (double)bins.load[p];
+    }
+    if ((st = equalize(c, &pk, target, n, err)) == VL_OK)
+        st = deal(c, &d, &pk, 0, pk.n, c->t->max_seq_len, err);
+done:
+    packs_free(&pk);
+    dealer_free(&d);
+    vl_bins_free(&bins);
+    return st;
+}
+
+/* ---- epoch scope: pack the epoch (or windows of it), whole packs into iterations ---- */
+
+/* Pack order[0..n) window by window into pk (items in all, off/cnt per pack, the packs
+ * of each window shuffled); pk->n packs. */
+static vl_status pack_windows(bl *c, const uint32_t *order, size_t n, packs *pk,
+                              size_t *cap_packs, vl_err *err)
+{
+    uint64_t w = c->job->cfg->pack.window;
+    size_t win = (w == 0 || w > n) ? n : (size_t)w, pos = 0;
+    vl_status st = VL_OK;
+
+    pk->n = 0;
+    for (size_t k = 0; pos < n && st == VL_OK; k++) {
+        size_t m = n - pos < win ? n - pos : win;
+        uint64_t tag = ((uint64_t)c->epoch << 32) ^ (uint64_t)k;
+        vl_pack_opts po = pack_opts(c, STREAM_PACK ^ tag);
+        vl_bins b;
+        if ((st = vl_pack(&b, order + pos, m, c->job->sel->len, &po, err)) != VL_OK)
+            break;
+        uint32_t *perm = malloc((b.n ? b.n : 1) * sizeof *perm);
+        if (pk->n + b.n + c->dp > *cap_packs) {   /* room for the padding as well */
+            size_t nc = 2 * (pk->n + b.n + c->dp);
+            size_t *o = realloc(pk->off, nc * sizeof *o), *q = o ? realloc(pk->cnt, nc * sizeof *q) : NULL;
+            if (o)
+                pk->off = o;
+            if (q)
+                pk->cnt = q;
+            if (!o || !q)
+                st = vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", nc);
+            else
+                *cap_packs = nc;
+        }
+        if (perm == NULL && st == VL_OK)
+            st = vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", b.n);
+        if (st == VL_OK) {
+            vl_rng r;
+            vl_rng_seed(&r, c->job->seed, STREAM_ORDER ^ tag);
+            for (size_t p = 0; p < b.n; p++)
+                perm[p] = (uint32_t)p;
+            vl_rng_shuffle_u32(&r, perm, b.n);
+            memcpy(pk->items + pos, b.items, m * sizeof *b.items);
+            for (size_t p = 0; p < b.n; p++) {
+                pk->off[pk->n + p] = pos + b.start[perm[p]];
+                pk->cnt[pk->n + p] = b.start[perm[p] + 1] - b.start[perm[p]];
+            }
+            pk->n += b.n;
+        }
+        free(perm);
+        vl_bins_free(&b);
+        pos += m;
+    }
+    return st;
+}
+
+/* The epoch's packs into iterations: I = the sampler's batch count, at most R rounds of
+ * dp packs, rounds spread evenly; the last round padded with empty packs. */
+static vl_status epoch_iterations(bl *c, packs *pk, size_t iters, size_t nitems, vl_err *err)
+{
+    size_t rounds = (pk->n + c->dp - 1) / c->dp, base, extra, first = 0;
+    dealer d;
+    vl_status st;
+
+    if (pk->n == 0)
+        return VL_OK;   /* no samples: no iterations, as in batch scope */
+    iters = iters < 1 ? 1 : iters > rounds ? rounds : iters;
+    base = rounds / iters;
+    extra = rounds % iters;
+    for (; pk->n < rounds * c->dp; pk->n++) {   /* pack_windows left room for these */
+        pk->off[pk->n] = nitems;
+        pk->cnt[pk->n] = 0;
+        c->empty++;
+    }
+    if ((st = dealer_init(&d, (base + 1) * c->dp, c->dp, err)) != VL_OK)
+        return st;
+    for (size_t i = 0; i < iters && st == VL_OK; i++) {
+        size_t np = (base + (i < extra)) * c->dp;
+        c->batch = i;
+        c->iters++;
+        if ((st = vl_plan_iter_begin(c->out, c->epoch, err)) == VL_OK)
+            st = deal(c, &d, pk, first, np, 0, err);
+        first += np;
+    }
+    dealer_free(&d);
+    return st;
+}
+
+static vl_status pack_epochs(bl *c, vl_err *err)
+{
+    const vl_selection *sel = c->job->sel;
+    uint32_t *order = malloc((sel->n ? sel->n : 1) * sizeof *order);
+    packs pk = {.items = malloc((sel->n ? sel->n : 1) * sizeof *pk.items)};
+    size_t cap_packs = 0;
+    vl_batches bt = {0};
+    vl_status st = VL_OK;
+
+    if (order == NULL || pk.items == NULL)
+        st = vl_seterr(err, VL_ENOMEM, "out of memory ordering %zu samples", sel->n);
+    for (int e = 0; e < c->t->epochs && st == VL_OK; e++) {
+        c->epoch = (uint32_t)e;
+        vl_epoch_order(sel, c->job->seed, c->epoch, order);
+        if ((st = vl_make_batches(&bt, order, sel->n, sel->len, c->t, err)) != VL_OK)
+            break;
+        if ((st = pack_windows(c, order, sel->n, &pk, &cap_packs, err)) == VL_OK)
+            st = epoch_iterations(c, &pk, bt.n, sel->n, err);
+        vl_batches_free(&bt);
+    }
+    free(order);
+    free(pk.items);
+    free(pk.off);
+    free(pk.cnt);
+    return st;
+}
+
+static vl_status pack_validate(const void *opts, const vl_config *cfg, vl_err *err)
+{
+    (void)opts;
+    return vl__bl_check_dp(cfg, "pack", err);
+}
+
+static vl_status pack_plan(const void *opts, const vl_job *job, vl_plan *out, vl_err *err)
+{
+    bool epoch = job->cfg->pack.scope == VL_PACK_SCOPE_EPOCH;
+
+    (void)opts;
+    return vl__bl_run(job, out, pack_batch, epoch ? pack_epochs : NULL, "pack", false, err);
+}
+
+const vl_strategy vl_strategy_pack = {
+    .name = "pack",
+    .summary = "packing with pack.algo into max_seq_len bins, dealt to ranks by cost",
+    .section = NULL,
+    .builtin = "pack",
+    .params = NULL,
+    .opts_size = 0,
+    .max_len = vl__bl_max_len,
+    .validate = pack_validate,
+    .plan = pack_plan,
+};
