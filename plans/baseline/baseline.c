@@ -190,10 +190,11 @@ static int ckpt_layers(const vl_job *job, const vl_par *par, uint64_t mb_tokens)
 }
 
 vl_status vl__bl_run(const vl_job *job, vl_plan *out, vl__bl_batch_fn batch,
-                     vl__bl_epochs_fn epochs, const char *name, bool padded, vl_err *err)
+                     vl__bl_epochs_fn epochs, const void *opts, const char *name, bool padded,
+                     vl_err *err)
 {
     const vl_config *cfg = job->cfg;
-    bl c = {.job = job, .t = &cfg->training, .out = out, .dp = (size_t)cfg->training.dp};
+    bl c = {.job = job, .opts = opts, .t = &cfg->training, .out = out, .dp = (size_t)cfg->training.dp};
     uint64_t mb_tokens = (uint64_t)cfg->training.max_seq_len *
                          (padded ? cfg->training.micro_batch : 1);
     vl_status st;
@@ -243,7 +244,7 @@ static vl_status random_batch(bl *c, const uint32_t *items, size_t n, vl_err *er
 static vl_status random_plan(const void *opts, const vl_job *job, vl_plan *out, vl_err *err)
 {
     (void)opts;
-    return vl__bl_run(job, out, random_batch, NULL, "random", true, err);
+    return vl__bl_run(job, out, random_batch, NULL, NULL, "random", true, err);
 }
 
 /* ---- sorted ----------------------------------------------------------------------- */
@@ -314,7 +315,7 @@ done:
 static vl_status sorted_plan(const void *opts, const vl_job *job, vl_plan *out, vl_err *err)
 {
     (void)opts;
-    return vl__bl_run(job, out, sorted_batch, NULL, "sorted", true, err);
+    return vl__bl_run(job, out, sorted_batch, NULL, NULL, "sorted", true, err);
 }
 
 /* ---- the strategies --------------------------------------------------------------- */

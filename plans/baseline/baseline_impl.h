@@ -15,6 +15,7 @@ typedef vl_status (*vl__bl_epochs_fn)(bl *c, vl_err *err);
 /* One planning run: what every batch needs, and counters for the -v log. */
 struct bl {
     const vl_job *job;
+    const void *opts;     /* the strategy's bound params (NULL: none) */
     const vl_training_cfg *t;
     vl_plan *out;
     vl_par par;
@@ -35,6 +36,7 @@ vl_status vl__bl_emit_mb(bl *c, uint32_t cap, const uint32_t *items, size_t n, v
 vl_status vl__bl_run_batches(bl *c, vl__bl_batch_fn fn, vl_err *err);
 /** A whole run: layout from training, then epochs (when set) or batch by batch. */
 vl_status vl__bl_run(const vl_job *job, vl_plan *out, vl__bl_batch_fn batch,
-                     vl__bl_epochs_fn epochs, const char *name, bool padded, vl_err *err);
+                     vl__bl_epochs_fn epochs, const void *opts, const char *name, bool padded,
+                     vl_err *err);
 
 #endif

@@ -454,7 +454,7 @@ static vl_status pack_plan(const void *opts, const vl_job *job, vl_plan *out, vl
     bool epoch = job->cfg->pack.scope == VL_PACK_SCOPE_EPOCH;
 
     (void)opts;
-    return vl__bl_run(job, out, pack_batch, epoch ? pack_epochs : NULL, "pack", false, err);
+    return vl__bl_run(job, out, pack_batch, epoch ? pack_epochs : NULL, NULL, "pack", false, err);
 }
 
 const vl_strategy vl_strategy_pack = {
