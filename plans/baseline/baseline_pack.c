@@ -46,6 +46,7 @@ typedef struct packs {
 
 /* Dealing scratch: what one iteration's packs cost, and who runs them. */
 typedef struct dealer {
+    size_t *ids;          /* the packs of the iteration, in order */
     double *w;
     int *part;
     size_t *by, *cur;
@@ -55,6 +56,7 @@ typedef struct dealer {
 
 static void dealer_free(dealer *d)
 {
+    free(d->ids);
     free(d->w);
     free(d->part);
     free(d->by);
@@ -66,11 +68,12 @@ static void dealer_free(dealer *d)
 static vl_status dealer_init(dealer *d, size_t packs_max, size_t dp, vl_err *err)
 {
     memset(d, 0, sizeof *d);
+    d->ids = malloc((packs_max ? packs_max : 1) * sizeof *d->ids);
     d->w = malloc((packs_max ? packs_max : 1) * sizeof *d->w);
     d->part = malloc((packs_max ? packs_max : 1) * sizeof *d->part);
     d->by = malloc((packs_max ? packs_max : 1) * sizeof *d->by);
     d->cur = malloc(dp * sizeof *d->cur);
-    if (!d->w || !d->part || !d->by || !d->cur) {
+    if (!d->ids || !d->w || !d->part || !d->by || !d->cur) {
         dealer_free(d);
         return vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", packs_max);
     }
@@ -122,24 +125,23 @@ static vl_status pack_weight(bl *c, dealer *d, const uint32_t *it, size_t k, dou
 
 /* ---- dealing one iteration's packs ------------------------------------------------ */
 
-/* Packs pk[first .. first + dp*m) are this iteration's (empty ones have cnt 0 and get
+/* Packs pk[ids[0 .. np)] (np = dp*m) are this iteration's (empty ones have cnt 0 and get
  * empty_cap slots): dealt by equal-count KK on their weights, rank r running the packs
- * it got in pack order. */
-static vl_status deal(bl *c, dealer *d, const packs *pk, size_t first, size_t np,
+ * it got in the order of ids. */
+static vl_status deal(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
                       uint32_t empty_cap, vl_err *err)
 {
     size_t per = np / c->dp;
     vl_status st = VL_OK;
 
     for (size_t p = 0; p < np && st == VL_OK; p++)
-        st = pack_weight(c, d, pk->items + pk->off[first + p], pk->cnt[first + p], &d->w[p],
-                         err);
+        st = pack_weight(c, d, pk->items + pk->off[ids[p]], pk->cnt[ids[p]], &d->w[p], err);
     if (st != VL_OK || (st = vl_partition_kk_equal(d->part, d->w, np, (int)c->dp, err)) != VL_OK)
         return st;
     for (size_t r = 0; r < c->dp; r++)
         d->cur[r] = r * per;
     for (size_t p = 0; p < np; p++)
-        d->by[d->cur[d->part[p]]++] = first + p;
+        d->by[d->cur[d->part[p]]++] = ids[p];
     for (size_t r = 0; r < c->dp && st == VL_OK; r++) {
         st = vl_plan_rank_begin(c->out, (int)r, &c->par, err);
         for (size_t j = r * per; j < (r + 1) * per && st == VL_OK; j++) {
@@ -321,8 +323,11 @@ static vl_status pack_batch(bl *c, const uint32_t *items, size_t n, vl_err *err)
         pk.cnt[p] = bins.start[p + 1] - bins.start[p];
         pk.load[p] = (double)bins.load[p];
     }
-    if ((st = equalize(c, &pk, target, n, err)) == VL_OK)
-        st = deal(c, &d, &pk, 0, pk.n, c->t->max_seq_len, err);
+    if ((st = equalize(c, &pk, target, n, err)) == VL_OK) {
+        for (size_t p = 0; p < pk.n; p++)
+            d.ids[p] = p;
+        st = deal(c, &d, &pk, d.ids, pk.n, c->t->max_seq_len, err);
+    }
 done:
     packs_free(&pk);
     dealer_free(&d);
@@ -384,35 +389,129 @@ static vl_status pack_windows(bl *c, const uint32_t *order, size_t n, packs *pk,
     return st;
 }
 
+/* A slot of the stratified layout: its place in its iteration, as a fraction. */
+typedef struct slot {
+    double at;
+    uint32_t iter;
+    uint32_t k;
+} slot;
+
+static int cmp_slot(const void *a, const void *b)
+{
+    const slot *x = a, *y = b;
+    if (x->at != y->at)
+        return x->at < y->at ? -1 : 1;
+    return (x->iter > y->iter) - (x->iter < y->iter);
+}
+
+typedef struct wpack {
+    double w;
+    size_t p;
+} wpack;
+
+static int cmp_wpack(const void *a, const void *b)
+{
+    const wpack *x = a, *y = b;
+    if (x->w != y->w)
+        return x->w > y->w ? -1 : 1;
+    return (x->p > y->p) - (x->p < y->p);
+}
+
+/* The epoch's layout: iteration i takes real[i] packs, written to ids from start[i].
+ * Stratified (whole-epoch packing, where the sampler's order is gone anyway): packs
+ * by cost, heaviest first, go to the iterations' slots in order of their fractional
+ * position, so every iteration gets the same mix of heavy and light packs and each
+ * rank one pack of every stratum.  Otherwise (windows): consecutive, keeping order. */
+static vl_status layout(bl *c, dealer *d, const packs *pk, size_t t, size_t iters,
+                        const size_t *real, const size_t *start, size_t *ids, vl_err *err)
+{
+    wpack *wp;
+    slot *sl;
+    vl_status st = VL_OK;
+
+    if (c->job->cfg->pack.window != 0 && c->job->cfg->pack.window < c->job->sel->n) {
+        for (size_t i = 0, p = 0; i < iters; i++)
+            for (size_t k = 0; k < real[i]; k++)
+                ids[start[i] + k] = p++;
+        return VL_OK;
+    }
+    wp = malloc((t ? t : 1) * sizeof *wp);
+    sl = malloc((t ? t : 1) * sizeof *sl);
+    if (wp == NULL || sl == NULL) {
+        st = vl_seterr(err, VL_ENOMEM, "out of memory laying out %zu packs", t);
+        goto done;
+    }
+    for (size_t p = 0; p < t && st == VL_OK; p++) {
+        wp[p].p = p;
+        st = pack_weight(c, d, pk->items + pk->off[p], pk->cnt[p], &wp[p].w, err);
+    }
+    if (st != VL_OK)
+        goto done;
+    qsort(wp, t, sizeof *wp, cmp_wpack);
+    for (size_t i = 0, j = 0; i < iters; i++)
+        for (size_t k = 0; k < real[i]; k++, j++)
+            sl[j] = (slot){((double)k + 0.5) / (double)real[i], (uint32_t)i, (uint32_t)k};
+    qsort(sl, t, sizeof *sl, cmp_slot);
+    for (size_t j = 0; j < t; j++)
+        ids[start[sl[j].iter] + sl[j].k] = wp[j].p;
+done:
+    free(wp);
+    free(sl);
+    return st;
+}
+
 /* The epoch's packs into iterations: I = the sampler's batch count, at most R rounds of
- * dp packs, rounds spread evenly; the last round padded with empty packs. */
+ * dp packs, rounds spread evenly; the R*dp - T empty packs spread evenly too, so no
+ * iteration carries all of them. */
 static vl_status epoch_iterations(bl *c, packs *pk, size_t iters, size_t nitems, vl_err *err)
 {
-    size_t rounds = (pk->n + c->dp - 1) / c->dp, base, extra, first = 0;
-    dealer d;
+    size_t t = pk->n, rounds = (t + c->dp - 1) / c->dp, base, extra, empties;
+    size_t *real = NULL, *start = NULL, *ids = NULL;
+    dealer d = {0};
     vl_status st;
 
-    if (pk->n == 0)
+    if (t == 0)
         return VL_OK;   /* no samples: no iterations, as in batch scope */
     iters = iters < 1 ? 1 : iters > rounds ? rounds : iters;
     base = rounds / iters;
     extra = rounds % iters;
+    empties = rounds * c->dp - t;
     for (; pk->n < rounds * c->dp; pk->n++) {   /* pack_windows left room for these */
         pk->off[pk->n] = nitems;
         pk->cnt[pk->n] = 0;
         c->empty++;
     }
-    if ((st = dealer_init(&d, (base + 1) * c->dp, c->dp, err)) != VL_OK)
-        return st;
+    real = malloc(iters * sizeof *real);
+    start = malloc((iters + 1) * sizeof *start);
+    ids = malloc(pk->n * sizeof *ids);
+    if (real == NULL || start == NULL || ids == NULL) {
+        st = vl_seterr(err, VL_ENOMEM, "out of memory for %zu iterations", iters);
+        goto done;
+    }
+    start[0] = 0;
+    for (size_t i = 0; i < iters; i++) {
+        size_t slots = (base + (i < extra)) * c->dp;
+        size_t e = empties / iters + (i < empties % iters);   /* < dp <= slots */
+        real[i] = slots - e;
+        start[i + 1] = start[i] + slots;
+        for (size_t k = 0; k < e; k++)
+            ids[start[i] + real[i] + k] = t + empties / iters * i +
+                                          (i < empties % iters ? i : empties % iters) + k;
+    }
+    if ((st = dealer_init(&d, (base + 1) * c->dp, c->dp, err)) != VL_OK ||
+        (st = layout(c, &d, pk, t, iters, real, start, ids, err)) != VL_OK)
+        goto done;
     for (size_t i = 0; i < iters && st == VL_OK; i++) {
-        size_t np = (base + (i < extra)) * c->dp;
         c->batch = i;
         c->iters++;
         if ((st = vl_plan_iter_begin(c->out, c->epoch, err)) == VL_OK)
-            st = deal(c, &d, pk, first, np, 0, err);
-        first += np;
+            st = deal(c, &d, pk, ids + start[i], start[i + 1] - start[i], 0, err);
     }
+done:
     dealer_free(&d);
+    free(real);
+    free(start);
+    free(ids);
     return st;
 }
 
