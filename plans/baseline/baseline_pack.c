@@ -337,8 +337,48 @@ done:
 
 /* ---- epoch scope: pack the epoch (or windows of it), whole packs into iterations ---- */
 
+/* Room for `need` packs in pk->off and pk->cnt (*cap_packs so far). */
+static vl_status packs_reserve(packs *pk, size_t need, size_t *cap_packs, vl_err *err)
+{
+    size_t nc = 2 * need, *o, *q;
+
+    if (need <= *cap_packs)
+        return VL_OK;
+    if ((o = realloc(pk->off, nc * sizeof *o)) != NULL)
+        pk->off = o;
+    if ((q = realloc(pk->cnt, nc * sizeof *q)) != NULL)
+        pk->cnt = q;
+    if (o == NULL || q == NULL)
+        return vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", nc);
+    *cap_packs = nc;
+    return VL_OK;
+}
+
+/* Append window b (items order[pos..pos+m) packed) to pk, its packs in seeded order. */
+static vl_status append_window(bl *c, packs *pk, const vl_bins *b, size_t pos, size_t m,
+                               uint64_t tag, vl_err *err)
+{
+    uint32_t *perm = malloc((b->n ? b->n : 1) * sizeof *perm);
+    vl_rng r;
+
+    if (perm == NULL)
+        return vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", b->n);
+    vl_rng_seed(&r, c->job->seed, STREAM_ORDER ^ tag);
+    for (size_t p = 0; p < b->n; p++)
+        perm[p] = (uint32_t)p;
+    vl_rng_shuffle_u32(&r, perm, b->n);
+    memcpy(pk->items + pos, b->items, m * sizeof *b->items);
+    for (size_t p = 0; p < b->n; p++) {
+        pk->off[pk->n + p] = pos + b->start[perm[p]];
+        pk->cnt[pk->n + p] = b->start[perm[p] + 1] - b->start[perm[p]];
+    }
+    pk->n += b->n;
+    free(perm);
+    return VL_OK;
+}
+
 /* Pack order[0..n) window by window into pk (items in all, off/cnt per pack, the packs
- * of each window shuffled); pk->n packs. */
+ * of each window shuffled), leaving room for dp padding packs; pk->n packs. */
 static vl_status pack_windows(bl *c, const uint32_t *order, size_t n, packs *pk,
                               size_t *cap_packs, vl_err *err)
 {
@@ -354,35 +394,8 @@ static vl_status pack_windows(bl *c, const uint32_t *order, size_t n, packs *pk,
         vl_bins b;
         if ((st = vl_pack(&b, order + pos, m, c->job->sel->len, &po, err)) != VL_OK)
             break;
-        uint32_t *perm = malloc((b.n ? b.n : 1) * sizeof *perm);
-        if (pk->n + b.n + c->dp > *cap_packs) {   /* room for the padding as well */
-            size_t nc = 2 * (pk->n + b.n + c->dp);
-            size_t *o = realloc(pk->off, nc * sizeof *o), *q = o ? realloc(pk->cnt, nc * sizeof *q) : NULL;
-            if (o)
-                pk->off = o;
-            if (q)
-                pk->cnt = q;
-            if (!o || !q)
-                st = vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", nc);
-            else
-                *cap_packs = nc;
-        }
-        if (perm == NULL && st == VL_OK)
-            st = vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", b.n);
-        if (st == VL_OK) {
-            vl_rng r;
-            vl_rng_seed(&r, c->job->seed, STREAM_ORDER ^ tag);
-            for (size_t p = 0; p < b.n; p++)
-                perm[p] = (uint32_t)p;
-            vl_rng_shuffle_u32(&r, perm, b.n);
-            memcpy(pk->items + pos, b.items, m * sizeof *b.items);
-            for (size_t p = 0; p < b.n; p++) {
-                pk->off[pk->n + p] = pos + b.start[perm[p]];
-                pk->cnt[pk->n + p] = b.start[perm[p] + 1] - b.start[perm[p]];
-            }
-            pk->n += b.n;
-        }
-        free(perm);
+        if ((st = packs_reserve(pk, pk->n + b.n + c->dp, cap_packs, err)) == VL_OK)
+            st = append_window(c, pk, &b, pos, m, tag, err);
         vl_bins_free(&b);
         pos += m;
     }
