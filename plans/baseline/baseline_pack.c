@@ -5,15 +5,17 @@
  * pack.scope: epoch (default).  The epoch's seeded order (vl_epoch_order) is cut into
  *   windows of pack.window samples (0: one window, the whole epoch); each window is
  *   packed on its own and its packs are shuffled with the seed, so a window keeps the
- *   randomness of its place in the order.  The epoch's T packs then go, in that order,
- *   to I iterations as whole packs, dp x m_i of them per iteration: I is the number of
- *   global batches the sampler cuts the epoch into (training.global_batch or
- *   global_tokens), at most R = ceil(T / dp) rounds of dp packs; the R rounds are spread
- *   over the I iterations as evenly as they go (the first R mod I get one more).  No
- *   pack is split: when T is not a multiple of dp the last iteration gets empty
+ *   randomness of its place in the order.  The epoch's T packs then go to I iterations
+ *   as whole packs, dp x m_i of them per iteration: I is the number of global batches
+ *   the sampler cuts the epoch into (training.global_batch or global_tokens), at most
+ *   R = ceil(T / dp) rounds of dp packs; the R rounds are spread over the I iterations
+ *   as evenly as they go (the first R mod I get one more).  With windows the packs fill
+ *   the iterations in order; packing the whole epoch leaves no order to keep, so there
+ *   they are stratified by cost (heaviest first, each iteration the same share of every
+ *   stratum: layout()).  No pack is split: the R*dp - T missing packs are empty
  *   micro-batches of capacity 0 (no token slots; the rank idles, which the balance
- *   figures show).  So iterations hold about equal tokens, not exactly
- *   training.global_batch samples.  O(n log n) per epoch plus the packer.
+ *   figures show), spread over the iterations.  So iterations hold about equal tokens,
+ *   not exactly training.global_batch samples.  O(n log n) per epoch plus the packer.
  * pack.scope: batch (the behaviour before epoch packing).  Each global batch is packed
  *   on its own.  Equal micro-batch counts: while the pack count is not a multiple of dp,
  *   the fullest pack holding two or more samples (lowest index on ties; a max-heap, so
