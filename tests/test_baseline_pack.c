@@ -252,3 +252,76 @@ Test(baseline_pack, iterations_follow_the_global_batches)
     run_free(&r, &cfg);
     free(len);
 }
+
+/* training.oversize=split: a sample of 2.5 capacities becomes pieces [0, C), [C, 2C),
+ * [2C, 2.5C), each packed on its own; every token planned once, no piece of one
+ * sample on a rank holding another of its pieces. */
+Test(baseline_pack, oversize_split_cuts_pieces)
+{
+    size_t n = 400;
+    uint32_t cap = 1000, *len = tail_lengths(n, cap, 17);
+    len[7] = 2500;
+    len[99] = 4000;
+    for (int scope = 0; scope < 2; scope++) {
+        vl_config cfg;
+        run r = {0};
+        config(&cfg, 4, 64, cap);
+        cfg.training.oversize = VL_OVERSIZE_SPLIT;
+        cfg.pack.scope = scope ? VL_PACK_SCOPE_BATCH : VL_PACK_SCOPE_EPOCH;
+        plan(&r, &cfg, len, n, 5);
+        uint32_t got7 = 0, got99 = 0, offs7 = 0;
+        for (size_t it = 0; it < r.p.niters; it++) {
+            const vl_iter *in = &r.p.iters[it];
+            for (uint32_t k = 0; k < in->nranks; k++) {
+                const vl_rank *rk = &r.p.ranks[in->rank0 + k];
+                int seen7 = 0, seen99 = 0;
+                for (uint32_t j = 0; j < rk->nmb; j++) {
+                    const vl_mb *mb = &r.p.mbs[rk->mb0 + j];
+                    const vl_seg *sg = vl_plan_mb_segs(&r.p, mb);
+                    cr_assert_leq(mb->tokens, cap);
+                    for (uint32_t q = 0; q < mb->nseg; q++) {
+                        if (sg[q].sample == 7) {
+                            got7 += sg[q].len;
+                            offs7 |= 1u << (sg[q].off / cap);
+                            cr_assert_eq(sg[q].len, sg[q].off < 2000 ? 1000u : 500u);
+                            seen7++;
+                        }
+                        if (sg[q].sample == 99) {
+                            got99 += sg[q].len;
+                            seen99++;
+                        }
+                    }
+                }
+                cr_assert_leq(seen7, 1, "two pieces of sample 7 on one rank");
+                cr_assert_leq(seen99, 1, "two pieces of sample 99 on one rank");
+            }
+        }
+        cr_assert_eq(got7, 2500);
+        cr_assert_eq(offs7, 7u);   /* offsets 0, 1000, 2000 */
+        cr_assert_eq(got99, 4000);
+        cr_assert_eq(r.p.ndrops, 0);
+        run_free(&r, &cfg);
+    }
+    free(len);
+}
+
+/* Only pack splits: another strategy refuses, saying so. */
+Test(baseline_pack, oversize_split_refused_elsewhere)
+{
+    uint32_t len[] = {10, 20, 3000};
+    vl_manifest *m = NULL;
+    vl_config cfg;
+    vl_plan p;
+    vl_err err = {0};
+    vl_run_result res = {0};
+    vl_run_opts o = {.seed = 1};
+    config(&cfg, 1, 3, 1000);
+    cfg.training.oversize = VL_OVERSIZE_SPLIT;
+    cr_assert_eq(vl_manifest_from_lengths(&m, len, 3, &err), VL_OK);
+    cr_assert_eq(vl_run_plan(&p, vl_strategy_find("random"), m, &cfg, &o, &res, &err),
+                 VL_ECONFIG);
+    cr_assert(strstr(err.msg, "only pack") != NULL, "%s", err.msg);
+    free(res.log);
+    vl_manifest_free(m);
+    vl_config_free(&cfg);
+}

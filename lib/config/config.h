@@ -60,7 +60,9 @@ typedef struct vl_cluster_cfg {
     vl_net_cfg net;
 } vl_cluster_cfg;
 
-typedef enum { VL_OVERSIZE_ERROR, VL_OVERSIZE_TRUNCATE, VL_OVERSIZE_DROP } vl_oversize;
+/* SPLIT: cut into independent pieces of at most the limit (strategies that can: pack). */
+typedef enum { VL_OVERSIZE_ERROR, VL_OVERSIZE_TRUNCATE, VL_OVERSIZE_DROP,
+               VL_OVERSIZE_SPLIT } vl_oversize;
 /* AUTO: the strategy checkpoints the fewest layers that fit memory (vl_cost_fewest_ckpt). */
 typedef enum { VL_RECOMPUTE_NONE, VL_RECOMPUTE_SELECTIVE, VL_RECOMPUTE_FULL,
                VL_RECOMPUTE_AUTO } vl_recompute;

@@ -16,7 +16,7 @@
 #define U32MAX 4294967295.0
 #define SAFEINT 9007199254740991.0 /* 2^53 - 1: exact in a double and in any JSON reader */
 
-static const char *const oversize_names[] = {"error", "truncate", "drop", NULL};
+static const char *const oversize_names[] = {"error", "truncate", "drop", "split", NULL};
 static const char *const recompute_names[] = {"none", "selective", "full", "auto", NULL};
 static const char *const zero_names[] = {"0", "1", "2", "3", "mdo", NULL};
 static const char *const sp_kind_names[] = {"ulysses", "ring", NULL};
@@ -138,8 +138,8 @@ const vl_key vl__keys[] = {
     K("training.micro_batch", VL_K_U32, training.micro_batch, 1, 1048576, "1", "samples",
       "Samples per micro-batch for padded (unpacked) batching."),
     KENUM("training.oversize", training.oversize, oversize_names, "error",
-          "A sample longer than a strategy can place: error, truncate or drop (counted "
-          "in the metrics)."),
+          "A sample longer than a strategy can place: error, truncate, drop (counted in "
+          "the metrics) or split (pack only)."),
     K("training.seed", VL_K_U64, training.seed, 0, SAFEINT, "0", "",
       "Seed of every random choice (epoch order, shuffles)."),
     K("training.epochs", VL_K_INT, training.epochs, 1, 1000000, "1", "", "Epochs to plan."),

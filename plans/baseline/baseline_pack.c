@@ -34,9 +34,22 @@
 #include <string.h>
 
 #include "baseline_impl.h"
+#include "baseline_pieces.h"
 
 #define STREAM_PACK 0x5041434B00000000ull     /* "PACK": the packer's seed */
 #define STREAM_ORDER 0x504B4F5200000000ull    /* "PKOR": the packs' order in a window */
+
+/* What every pack function reads besides bl: item lengths and, under
+ * training.oversize=split, the pieces (items >= pieces.base).  Passed as bl.opts. */
+typedef struct pack_ctx {
+    const uint32_t *len;
+    vl__bl_pieces pieces;
+} pack_ctx;
+
+static const pack_ctx *ctx_of(const bl *c)
+{
+    return c->opts;
+}
 
 /* Packs as ranges of one item array, so a split only reorders inside a range. */
 typedef struct packs {
@@ -97,8 +110,10 @@ static vl_status pack_time(bl *c, dealer *d, const uint32_t *it, size_t k, doubl
         d->segs = s;
         d->nsegs_cap = k;
     }
-    for (size_t i = 0; i < k; i++)
-        d->segs[i] = (vl_seg){it[i], 0, c->job->sel->len[it[i]]};
+    for (size_t i = 0; i < k; i++) {   /* a piece is independent: priced without prefix */
+        vl_seg g = vl__bl_item_seg(&ctx_of(c)->pieces, ctx_of(c)->len, it[i]);
+        d->segs[i] = (vl_seg){g.sample, 0, g.len};
+    }
     vl_mb_time t = vl_cost_mb_time(c->job->cost, d->segs, k, par,
                                    vl_cost_stage_layers(c->job->cost, pp, 0), pp == 1);
     *out = t.fwd + t.bwd;
@@ -109,7 +124,7 @@ static vl_status pack_time(bl *c, dealer *d, const uint32_t *it, size_t k, doubl
 static vl_status pack_weight(bl *c, dealer *d, const uint32_t *it, size_t k, double *out,
                              vl_err *err)
 {
-    const uint32_t *len = c->job->sel->len;
+    const uint32_t *len = ctx_of(c)->len;
     double sum = 0;
 
     if (k == 0) {
@@ -127,6 +142,101 @@ static vl_status pack_weight(bl *c, dealer *d, const uint32_t *it, size_t k, dou
 
 /* ---- dealing one iteration's packs ------------------------------------------------ */
 
+/* A micro-batch of cap slots holding items[0..k): whole samples and pieces. */
+static vl_status emit_pack(bl *c, uint32_t cap, const uint32_t *items, size_t k, vl_err *err)
+{
+    const pack_ctx *x = ctx_of(c);
+    vl_status st = vl_plan_mb_begin(c->out, cap, err);
+
+    for (size_t i = 0; i < k && st == VL_OK; i++) {
+        vl_seg g = vl__bl_item_seg(&x->pieces, x->len, items[i]);
+        st = vl_plan_seg(c->out, g.sample, g.off, g.len, err);
+        c->tokens += g.len;
+    }
+    c->mbs++;
+    c->slots += cap;
+    c->empty += k == 0;
+    return st;
+}
+
+/* The latest piece offset in a pack (0: none).  A split sample's full pieces fill a
+ * pack each and only its last piece shares one, so running a rank's packs in this
+ * order runs the pieces of every sample in token order, as a plan must. */
+static uint32_t last_piece_off(const bl *c, const packs *pk, size_t q)
+{
+    const vl__bl_pieces *pc = &ctx_of(c)->pieces;
+    uint32_t m = 0;
+
+    for (size_t i = 0; i < pk->cnt[q]; i++) {
+        uint32_t it = pk->items[pk->off[q] + i];
+        if (it >= pc->base && pc->off[it - pc->base] > m)
+            m = pc->off[it - pc->base];
+    }
+    return m;
+}
+
+/* Do packs a and b hold pieces of one sample? */
+static bool share_sample(const bl *c, const packs *pk, size_t a, size_t b)
+{
+    const vl__bl_pieces *pc = &ctx_of(c)->pieces;
+
+    for (size_t i = 0; i < pk->cnt[a]; i++) {
+        uint32_t x = pk->items[pk->off[a] + i];
+        if (x < pc->base)
+            continue;
+        for (size_t j = 0; j < pk->cnt[b]; j++) {
+            uint32_t y = pk->items[pk->off[b] + j];
+            if (y >= pc->base && pc->sample[y - pc->base] == pc->sample[x - pc->base])
+                return true;
+        }
+    }
+    return false;
+}
+
+/* Would pack ids[x] clash with a pack of rank r other than ids[skip]? */
+static bool clashes(const bl *c, const dealer *d, const packs *pk, const size_t *ids, size_t np,
+                    size_t x, int r, size_t skip)
+{
+    for (size_t y = 0; y < np; y++)
+        if (y != x && y != skip && d->part[y] == r && share_sample(c, pk, ids[x], ids[y]))
+            return true;
+    return false;
+}
+
+/* Two pieces of one sample on one rank would read, in a plan, as slices of one sequence
+ * (its state kept between them): move one away by swapping it with a pack of equal
+ * weight on another rank where neither clashes.  Balance is unchanged; a clash with no
+ * such partner stays (the model then prices the pieces as one sequence). */
+static void spread_pieces(const bl *c, dealer *d, const packs *pk, const size_t *ids,
+                          size_t np)
+{
+    for (size_t q = 0; q < np; q++) {
+        if (!clashes(c, d, pk, ids, np, q, d->part[q], q))
+            continue;
+        for (size_t t = 0; t < np; t++) {
+            int rq = d->part[q], rt = d->part[t];
+            if (rt == rq || d->w[t] != d->w[q] || clashes(c, d, pk, ids, np, q, rt, t) ||
+                clashes(c, d, pk, ids, np, t, rq, q))
+                continue;
+            d->part[q] = rt;
+            d->part[t] = rq;
+            break;
+        }
+    }
+}
+
+/* Stable insertion sort of one rank's packs by last_piece_off. */
+static void order_pieces(const bl *c, const packs *pk, size_t *by, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        size_t v = by[i], j = i;
+        uint32_t kv = last_piece_off(c, pk, v);
+        for (; j > 0 && last_piece_off(c, pk, by[j - 1]) > kv; j--)
+            by[j] = by[j - 1];
+        by[j] = v;
+    }
+}
+
 /* Packs pk[ids[0 .. np)] (np = dp*m) are this iteration's (empty ones have cnt 0 and get
  * empty_cap slots): dealt by equal-count KK on their weights, rank r running the packs
  * it got in the order of ids. */
@@ -140,16 +250,20 @@ static vl_status deal(bl *c, dealer *d, const packs *pk, const size_t *ids, size
         st = pack_weight(c, d, pk->items + pk->off[ids[p]], pk->cnt[ids[p]], &d->w[p], err);
     if (st != VL_OK || (st = vl_partition_kk_equal(d->part, d->w, np, (int)c->dp, err)) != VL_OK)
         return st;
+    if (ctx_of(c)->pieces.n > 0)
+        spread_pieces(c, d, pk, ids, np);
     for (size_t r = 0; r < c->dp; r++)
         d->cur[r] = r * per;
     for (size_t p = 0; p < np; p++)
         d->by[d->cur[d->part[p]]++] = ids[p];
     for (size_t r = 0; r < c->dp && st == VL_OK; r++) {
+        if (ctx_of(c)->pieces.n > 0)
+            order_pieces(c, pk, d->by + r * per, per);
         st = vl_plan_rank_begin(c->out, (int)r, &c->par, err);
         for (size_t j = r * per; j < (r + 1) * per && st == VL_OK; j++) {
             size_t q = d->by[j];
             uint32_t cap = pk->cnt[q] ? c->t->max_seq_len : empty_cap;
-            st = vl__bl_emit_mb(c, cap, pk->items + pk->off[q], pk->cnt[q], err);
+            st = emit_pack(c, cap, pk->items + pk->off[q], pk->cnt[q], err);
         }
     }
     return st;
@@ -255,7 +369,7 @@ static vl_status equalize(bl *c, packs *pk, size_t target, size_t nitems, vl_err
             sq_push(&q, p);
     while (pk->n < target && q.n > 0 && st == VL_OK) {
         size_t p = sq_pop(&q), nq = pk->n++;
-        if ((st = split_pack(pk, p, nq, c->job->sel->len, err)) != VL_OK)
+        if ((st = split_pack(pk, p, nq, ctx_of(c)->len, err)) != VL_OK)
             break;
         c->splits++;
         if (pk->cnt[p] >= 2)
@@ -267,7 +381,6 @@ static vl_status equalize(bl *c, packs *pk, size_t target, size_t nitems, vl_err
         pk->off[pk->n] = nitems;
         pk->cnt[pk->n] = 0;
         pk->load[pk->n] = 0;
-        c->empty++;
     }
     free(q.h);
     return st;
@@ -302,16 +415,23 @@ static void packs_free(packs *pk)
     free(pk->load);
 }
 
-static vl_status pack_batch(bl *c, const uint32_t *items, size_t n, vl_err *err)
+static vl_status pack_batch(bl *c, const uint32_t *samples, size_t ns, vl_err *err)
 {
     vl_pack_opts po = pack_opts(c, vl__bl_stream(c, STREAM_PACK));
+    const vl__bl_pieces *pc = &ctx_of(c)->pieces;
+    uint32_t *items = malloc((ns + pc->n + 1) * sizeof *items);
     vl_bins bins;
     packs pk = {0};
     dealer d = {0};
-    size_t target;
+    size_t target, n;
     vl_status st;
 
-    if ((st = vl_pack(&bins, items, n, c->job->sel->len, &po, err)) != VL_OK)
+    if (items == NULL)
+        return vl_seterr(err, VL_ENOMEM, "out of memory for a batch of %zu", ns);
+    vl__bl_pieces_expand(pc, samples, ns, items, &n);
+    st = vl_pack(&bins, items, n, ctx_of(c)->len, &po, err);
+    free(items);
+    if (st != VL_OK)
         return st;
     target = (bins.n + c->dp - 1) / c->dp * c->dp;
     target = target ? target : c->dp;
@@ -394,7 +514,7 @@ static vl_status pack_windows(bl *c, const uint32_t *order, size_t n, packs *pk,
         uint64_t tag = ((uint64_t)c->epoch << 32) ^ (uint64_t)k;
         vl_pack_opts po = pack_opts(c, STREAM_PACK ^ tag);
         vl_bins b;
-        if ((st = vl_pack(&b, order + pos, m, c->job->sel->len, &po, err)) != VL_OK)
+        if ((st = vl_pack(&b, order + pos, m, ctx_of(c)->len, &po, err)) != VL_OK)
             break;
         if ((st = packs_reserve(pk, pk->n + b.n + c->dp, cap_packs, err)) == VL_OK)
             st = append_window(c, pk, &b, pos, m, tag, err);
@@ -419,8 +539,14 @@ static int cmp_slot(const void *a, const void *b)
     return (x->iter > y->iter) - (x->iter < y->iter);
 }
 
+/* A pack in the stratified order: by cost, then by its first piece (sample, offset)
+ * so that the equal-cost pieces of one sample sit side by side -- consecutive slots,
+ * which lie in different iterations, or one KK group, whose members go to different
+ * ranks: pieces of a sample share no rank, where a plan would read them as one
+ * sequence's slices -- then by pack. */
 typedef struct wpack {
     double w;
+    uint64_t piece;       /* sample << 32 | offset of its first piece; UINT64_MAX: none */
     size_t p;
 } wpack;
 
@@ -429,7 +555,21 @@ static int cmp_wpack(const void *a, const void *b)
     const wpack *x = a, *y = b;
     if (x->w != y->w)
         return x->w > y->w ? -1 : 1;
+    if (x->piece != y->piece)
+        return x->piece < y->piece ? -1 : 1;
     return (x->p > y->p) - (x->p < y->p);
+}
+
+static uint64_t first_piece(const bl *c, const packs *pk, size_t q)
+{
+    const vl__bl_pieces *pc = &ctx_of(c)->pieces;
+
+    for (size_t i = 0; i < pk->cnt[q]; i++) {
+        uint32_t it = pk->items[pk->off[q] + i];
+        if (it >= pc->base)
+            return (uint64_t)pc->sample[it - pc->base] << 32 | pc->off[it - pc->base];
+    }
+    return UINT64_MAX;
 }
 
 /* The epoch's layout: iteration i takes real[i] packs, written to ids from start[i].
@@ -458,6 +598,7 @@ static vl_status layout(bl *c, dealer *d, const packs *pk, size_t t, size_t iter
     }
     for (size_t p = 0; p < t && st == VL_OK; p++) {
         wp[p].p = p;
+        wp[p].piece = first_piece(c, pk, p);
         st = pack_weight(c, d, pk->items + pk->off[p], pk->cnt[p], &wp[p].w, err);
     }
     if (st != VL_OK)
@@ -494,7 +635,6 @@ static vl_status epoch_iterations(bl *c, packs *pk, size_t iters, size_t nitems,
     for (; pk->n < rounds * c->dp; pk->n++) {   /* pack_windows left room for these */
         pk->off[pk->n] = nitems;
         pk->cnt[pk->n] = 0;
-        c->empty++;
     }
     real = malloc(iters * sizeof *real);
     start = malloc((iters + 1) * sizeof *start);
@@ -533,28 +673,43 @@ done:
 static vl_status pack_epochs(bl *c, vl_err *err)
 {
     const vl_selection *sel = c->job->sel;
+    size_t room = sel->n + ctx_of(c)->pieces.n + 1, cap_packs = 0, n;
     uint32_t *order = malloc((sel->n ? sel->n : 1) * sizeof *order);
-    packs pk = {.items = malloc((sel->n ? sel->n : 1) * sizeof *pk.items)};
-    size_t cap_packs = 0;
+    uint32_t *items = malloc(room * sizeof *items);
+    packs pk = {.items = malloc(room * sizeof *pk.items)};
     vl_batches bt = {0};
     vl_status st = VL_OK;
 
-    if (order == NULL || pk.items == NULL)
+    if (order == NULL || items == NULL || pk.items == NULL)
         st = vl_seterr(err, VL_ENOMEM, "out of memory ordering %zu samples", sel->n);
     for (int e = 0; e < c->t->epochs && st == VL_OK; e++) {
         c->epoch = (uint32_t)e;
         vl_epoch_order(sel, c->job->seed, c->epoch, order);
         if ((st = vl_make_batches(&bt, order, sel->n, sel->len, c->t, err)) != VL_OK)
             break;
-        if ((st = pack_windows(c, order, sel->n, &pk, &cap_packs, err)) == VL_OK)
-            st = epoch_iterations(c, &pk, bt.n, sel->n, err);
+        vl__bl_pieces_expand(&ctx_of(c)->pieces, order, sel->n, items, &n);
+        if ((st = pack_windows(c, items, n, &pk, &cap_packs, err)) == VL_OK)
+            st = epoch_iterations(c, &pk, bt.n, n, err);
         vl_batches_free(&bt);
     }
     free(order);
+    free(items);
     free(pk.items);
     free(pk.off);
     free(pk.cnt);
     return st;
+}
+
+static bool splits(const vl_config *cfg)
+{
+    return cfg->training.oversize == VL_OVERSIZE_SPLIT;
+}
+
+/* Under training.oversize=split nothing is too long: longer samples become pieces. */
+static uint32_t pack_max_len(const void *opts, const vl_config *cfg)
+{
+    (void)opts;
+    return splits(cfg) ? UINT32_MAX : cfg->training.max_seq_len;
 }
 
 static vl_status pack_validate(const void *opts, const vl_config *cfg, vl_err *err)
@@ -566,9 +721,22 @@ static vl_status pack_validate(const void *opts, const vl_config *cfg, vl_err *e
 static vl_status pack_plan(const void *opts, const vl_job *job, vl_plan *out, vl_err *err)
 {
     bool epoch = job->cfg->pack.scope == VL_PACK_SCOPE_EPOCH;
+    pack_ctx x = {.len = job->sel->len};
+    vl_status st;
 
     (void)opts;
-    return vl__bl_run(job, out, pack_batch, epoch ? pack_epochs : NULL, NULL, "pack", false, err);
+    if (splits(job->cfg)) {
+        st = vl__bl_pieces_build(&x.pieces, job->sel, (uint32_t)job->m->n,
+                                 job->cfg->training.max_seq_len, err);
+        if (st != VL_OK)
+            return st;
+        x.len = x.pieces.len;
+    } else {
+        x.pieces.base = UINT32_MAX;   /* every item a whole sample */
+    }
+    st = vl__bl_run(job, out, pack_batch, epoch ? pack_epochs : NULL, &x, "pack", false, err);
+    vl__bl_pieces_free(&x.pieces);
+    return st;
 }
 
 const vl_strategy vl_strategy_pack = {
@@ -578,7 +746,7 @@ const vl_strategy vl_strategy_pack = {
     .builtin = "pack",
     .params = NULL,
     .opts_size = 0,
-    .max_len = vl__bl_max_len,
+    .max_len = pack_max_len,
     .validate = pack_validate,
     .plan = pack_plan,
 };
