@@ -108,8 +108,10 @@ static void check_plan(const fixture *f, int padded)
                 if (padded) {
                     cr_assert_leq(mb->nseg, t->micro_batch);
                     cr_assert_eq(mb->cap, mb->nseg * longest);
-                } else {
+                } else if (mb->nseg > 0 || f->cfg.pack.scope == VL_PACK_SCOPE_BATCH) {
                     cr_assert_eq(mb->cap, t->max_seq_len);
+                } else {
+                    cr_assert_eq(mb->cap, 0);   /* epoch scope pads with no slots */
                 }
             }
         }
@@ -130,7 +132,8 @@ Test(baseline, invariants_on_long_tailed_data)
             uint32_t *len = tail_lengths(1000, 2048, (uint64_t)dp);
             config(&f.cfg, dp, 100, 3, 2048);
             f.cfg.training.epochs = 2;
-            f.cfg.pack.algo = (vl_pack_algo)(dp % 6);
+            f.cfg.pack.algo = (vl_pack_algo)(dp % 8);
+            f.cfg.pack.scope = dp % 4 ? VL_PACK_SCOPE_EPOCH : VL_PACK_SCOPE_BATCH;
             plan_with(&f, names[s], len, 1000, 11);
             cr_assert_eq(f.plan.niters, 20);
             check_plan(&f, s < 2);
@@ -248,6 +251,7 @@ Test(baseline, pack_splits_to_a_multiple_of_dp)
     fixture f = {0};
     uint32_t len[] = {40, 40, 40, 40, 40, 40};
     config(&f.cfg, 4, 6, 1, 100);
+    f.cfg.pack.scope = VL_PACK_SCOPE_BATCH;
     plan_with(&f, "pack", len, 6, 1);
     cr_assert_eq(f.plan.niters, 1);
     cr_assert_eq(f.plan.nmbs, 4);
@@ -268,6 +272,7 @@ Test(baseline, pack_adds_empty_micro_batches_only_when_needed)
     fixture f = {0};
     uint32_t len[] = {30, 50};
     config(&f.cfg, 4, 8, 1, 100);
+    f.cfg.pack.scope = VL_PACK_SCOPE_BATCH;
     plan_with(&f, "pack", len, 2, 1);
     cr_assert_eq(f.plan.nmbs, 4);
     int empty = 0;
@@ -285,6 +290,7 @@ Test(baseline, pack_balances_rank_tokens)
     fixture f = {0};
     uint32_t *len = tail_lengths(4000, 4096, 8);
     config(&f.cfg, 8, 512, 1, 4096);
+    f.cfg.pack.balance = VL_BALANCE_TOKENS;
     plan_with(&f, "pack", len, 4000, 2);
     for (size_t it = 0; it + 1 < f.plan.niters; it++) {   /* full batches */
         const vl_iter *in = &f.plan.iters[it];
@@ -349,7 +355,7 @@ Test(baseline, run_plan_verifies)
     vl_manifest *m = NULL;
     cr_assert_eq(vl_manifest_from_lengths(&m, len, 700, NULL), VL_OK);
     for (int s = 0; s < 3; s++) {
-        for (int algo = 0; algo < 6; algo++) {
+        for (int algo = 0; algo < 8; algo++) {
             vl_config cfg;
             vl_plan p;
             vl_err err = {0};
@@ -357,6 +363,7 @@ Test(baseline, run_plan_verifies)
             config(&cfg, 4, 128, 2, 8192);
             cfg.training.recompute = VL_RECOMPUTE_AUTO;   /* the run refuses what overflows */
             cfg.pack.algo = (vl_pack_algo)algo;
+            cfg.pack.scope = algo % 2 ? VL_PACK_SCOPE_BATCH : VL_PACK_SCOPE_EPOCH;
             vl_run_opts o = {.seed = 3, .verbose = 1};
             cr_assert_eq(vl_run_plan(&p, vl_strategy_find(names[s]), m, &cfg, &o, &res, &err),
                          VL_OK, "%s: %s", names[s], err.msg);

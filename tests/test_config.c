@@ -219,8 +219,8 @@ Test(config, unknown_preset_and_enum)
                "t.yaml:2:14: training.recompute: expected one of none, selective, full, auto, "
                "got 'partial'");
     load_fails("pack:\n  algo: worst\n", VL_ECONFIG,
-               "t.yaml:2:9: pack.algo: expected one of ffd, bfd, ffs, bfs, isf, spfhp, "
-               "got 'worst'");
+               "t.yaml:2:9: pack.algo: expected one of ffd, bfd, ffs, bfs, isf, spfhp, wfd, "
+               "nf, got 'worst'");
 }
 
 Test(config, missing_file)

@@ -13,8 +13,9 @@
 #include "pack_impl.h"
 #include "rng.h"
 
-static const vl_pack_algo all_algos[] = {VL_PACK_FFD, VL_PACK_BFD, VL_PACK_FFS,
-                                         VL_PACK_BFS, VL_PACK_ISF, VL_PACK_SPFHP};
+/* The packers whose result does not depend on the input order (all but NF). */
+static const vl_pack_algo all_algos[] = {VL_PACK_FFD, VL_PACK_BFD, VL_PACK_FFS, VL_PACK_BFS,
+                                         VL_PACK_ISF, VL_PACK_SPFHP, VL_PACK_WFD};
 #define NALGO (sizeof all_algos / sizeof all_algos[0])
 
 static vl_pack_opts opts(vl_pack_algo a, uint32_t cap, uint64_t seed)
@@ -165,8 +166,12 @@ Test(pack, names_round_trip)
     }
     vl_pack_algo got;
     cr_assert_eq(vl_pack_algo_parse("FFD", &got), -1);
-    cr_assert_eq(vl_pack_algo_parse("nf", &got), -1);
+    cr_assert_eq(vl_pack_algo_parse("nfd", &got), -1);
+    cr_assert_eq(vl_pack_algo_parse("nf", &got), 0);
+    cr_assert_eq(got, VL_PACK_NF);
     cr_assert_str_eq(vl_pack_algo_name(VL_PACK_SPFHP), "spfhp");
+    cr_assert_str_eq(vl_pack_algo_name(VL_PACK_WFD), "wfd");
+    cr_assert_str_eq(vl_pack_algo_name(VL_PACK_NF), "nf");
 }
 
 /* ---- exact behaviour on hand examples --------------------------------------------- */
@@ -200,11 +205,97 @@ Test(pack, ffd_bfd_spfhp_by_hand)
     cr_assert_eq(vl_pack(&b, items, 5, len, &o, NULL), VL_OK);
     expect_bins(&b, "[0 2][1 3 4]");
     vl_bins_free(&b);
-    /* SPFHP = worst fit: 4 goes to the emptier bin 1 (5 free), 3 to bin 0 (4 free),
-     * and 2 fits nowhere (1 and 1 free), so a third pack opens. */
+    /* WFD (and SPFHP, every length being distinct): 4 goes to the emptier bin 1 (5
+     * free), 3 to bin 0 (4 free), and 2 fits nowhere (1 and 1 free): a third pack. */
+    o.algo = VL_PACK_WFD;
+    cr_assert_eq(vl_pack(&b, items, 5, len, &o, NULL), VL_OK);
+    expect_bins(&b, "[0 3][1 2][4]");
+    vl_bins_free(&b);
     o.algo = VL_PACK_SPFHP;
     cr_assert_eq(vl_pack(&b, items, 5, len, &o, NULL), VL_OK);
     expect_bins(&b, "[0 3][1 2][4]");
+    vl_bins_free(&b);
+}
+
+/* Graphcore's spfhp.py: when no open pack fits a length, every sequence of that length
+ * still unplaced opens a pack of its own. */
+Test(pack, spfhp_one_length_per_new_pack)
+{
+    uint32_t len[] = {2, 2, 3, 3, 3, 3}, items[] = {0, 1, 2, 3, 4, 5};
+    vl_bins b;
+    vl_pack_opts o = opts(VL_PACK_SPFHP, 10, 0);
+    cr_assert_eq(vl_pack(&b, items, 2, len, &o, NULL), VL_OK);
+    expect_bins(&b, "[0][1]");   /* the example: 2 packs there, 1 in WFD */
+    vl_bins_free(&b);
+    o.algo = VL_PACK_WFD;
+    cr_assert_eq(vl_pack(&b, items, 2, len, &o, NULL), VL_OK);
+    expect_bins(&b, "[0 1]");
+    vl_bins_free(&b);
+    /* four 3s at capacity 10: four packs; then the 2s go to the roomiest (7 free each) */
+    o.algo = VL_PACK_SPFHP;
+    cr_assert_eq(vl_pack(&b, items, 6, len, &o, NULL), VL_OK);
+    expect_bins(&b, "[2][3][4 1][5 0]");
+    vl_bins_free(&b);
+}
+
+/* A trace of spfhp.py on the histogram {8: 1, 5: 2, 3: 2, 2: 1} at 10: [8] opens; the
+ * two 5s open a group of two packs; the 3s join them (group (2, [5, 3]), 2 left); the 2
+ * goes to key 2, whose list holds [8] then the group: pop() takes the group, so the
+ * result is [8], [5, 3, 2], [5, 3] -- not [8, 2], which a FIFO tie would give. */
+Test(pack, spfhp_trace_of_the_published_code)
+{
+    uint32_t len[] = {8, 5, 5, 3, 3, 2}, items[] = {5, 4, 3, 2, 1, 0};
+    vl_bins b;
+    vl_pack_opts o = opts(VL_PACK_SPFHP, 10, 0);
+    cr_assert_eq(vl_pack(&b, items, 6, len, &o, NULL), VL_OK);
+    expect_bins(&b, "[0][1 4 5][2 3]");
+    vl_bins_free(&b);
+    /* max_sequences_per_pack = 2: [5, 3] packs are final, the 2 opens its own */
+    o.max_items = 2;
+    cr_assert_eq(vl_pack(&b, items, 6, len, &o, NULL), VL_OK);
+    expect_bins(&b, "[0 5][1 4][2 3]");
+    vl_bins_free(&b);
+}
+
+Test(pack, max_items_caps_every_packer)
+{
+    size_t n = 2000;
+    uint32_t cap = 4096, *len = random_lengths(n, 300, 11);
+    uint32_t *items = malloc(n * sizeof *items);
+    for (size_t i = 0; i < n; i++)
+        items[i] = (uint32_t)i;
+    for (size_t a = 0; a <= NALGO; a++) {
+        for (uint32_t k = 1; k <= 9; k += 4) {
+            vl_pack_opts o = opts(a < NALGO ? all_algos[a] : VL_PACK_NF, cap, 5);
+            vl_bins b;
+            o.max_items = k;
+            cr_assert_eq(vl_pack(&b, items, n, len, &o, NULL), VL_OK);
+            check_bins(&b, items, n, len, cap, n);
+            for (size_t j = 0; j < b.n; j++)
+                cr_assert_leq(b.start[j + 1] - b.start[j], k, "%s: %zu items in a bin, limit %u",
+                              vl_pack_algo_name(o.algo), b.start[j + 1] - b.start[j], k);
+            if (k == 1)
+                cr_assert_eq(b.n, n);
+            vl_bins_free(&b);
+        }
+    }
+    free(len);
+    free(items);
+}
+
+/* Next fit keeps the caller's order: bins are consecutive runs of it. */
+Test(pack, next_fit_in_order)
+{
+    uint32_t len[] = {4, 4, 4, 9, 1, 1, 5}, items[] = {6, 5, 4, 3, 2, 1, 0};
+    vl_bins b;
+    vl_pack_opts o = opts(VL_PACK_NF, 10, 0);
+    /* 5 | +1 +1 = 7 | 9 opens | 4 opens | +4 = 8 | 4 opens */
+    cr_assert_eq(vl_pack(&b, items, 7, len, &o, NULL), VL_OK);
+    expect_bins(&b, "[6 5 4][3][2 1][0]");
+    vl_bins_free(&b);
+    o.max_items = 2;
+    cr_assert_eq(vl_pack(&b, items, 7, len, &o, NULL), VL_OK);
+    expect_bins(&b, "[6 5][4 3][2 1][0]");
     vl_bins_free(&b);
 }
 
@@ -224,10 +315,10 @@ Test(pack, first_fit_versus_best_fit_on_a_fixed_order)
      * with 7 (the tighter bin). */
     uint64_t p[] = {(uint64_t)5 << 32 | 0, (uint64_t)7 << 32 | 1, (uint64_t)3 << 32 | 2};
     vl_bins b;
-    cr_assert_eq(vl__pk_first_fit(&b, p, 3, 10, NULL), VL_OK);
+    cr_assert_eq(vl__pk_first_fit(&b, p, 3, 10, 0, NULL), VL_OK);
     expect_bins(&b, "[0 2][1]");
     vl_bins_free(&b);
-    cr_assert_eq(vl__pk_best_fit(&b, p, 3, 10, NULL), VL_OK);
+    cr_assert_eq(vl__pk_residual_fit(&b, p, 3, 10, 0, false, NULL), VL_OK);
     expect_bins(&b, "[0][1 2]");
     vl_bins_free(&b);
 }
@@ -327,7 +418,7 @@ Test(pack, matches_naive_references)
         uint32_t cap = caps[s];
         check_against_naive(VL_PACK_FFD, 0, 0, 2500, cap, s);
         check_against_naive(VL_PACK_BFD, 1, 0, 2500, cap, s);
-        check_against_naive(VL_PACK_SPFHP, 2, 0, 2500, cap, s);
+        check_against_naive(VL_PACK_WFD, 2, 0, 2500, cap, s);
         check_against_naive(VL_PACK_FFS, 0, VL_PK_STREAM_FFS, 2500, cap, s);
         check_against_naive(VL_PACK_BFS, 1, VL_PK_STREAM_BFS, 2500, cap, s);
     }
@@ -425,7 +516,9 @@ Test(pack, fill_is_high_on_long_tailed_lengths)
         vl_bins b;
         cr_assert_eq(vl_pack(&b, items, n, len, &o, NULL), VL_OK);
         double fill = (double)total / ((double)b.n * cap);
-        cr_assert_gt(fill, 0.97, "%s fill %.4f", vl_pack_algo_name(o.algo), fill);
+        /* SPFHP's one-length-per-new-pack rule costs it a point here (0.969) */
+        double want = all_algos[a] == VL_PACK_SPFHP ? 0.96 : 0.97;
+        cr_assert_gt(fill, want, "%s fill %.4f", vl_pack_algo_name(o.algo), fill);
         vl_bins_free(&b);
     }
     free(len);

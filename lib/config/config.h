@@ -60,7 +60,9 @@ typedef struct vl_cluster_cfg {
     vl_net_cfg net;
 } vl_cluster_cfg;
 
-typedef enum { VL_OVERSIZE_ERROR, VL_OVERSIZE_TRUNCATE, VL_OVERSIZE_DROP } vl_oversize;
+/* SPLIT: cut into independent pieces of at most the limit (strategies that can: pack). */
+typedef enum { VL_OVERSIZE_ERROR, VL_OVERSIZE_TRUNCATE, VL_OVERSIZE_DROP,
+               VL_OVERSIZE_SPLIT } vl_oversize;
 /* AUTO: the strategy checkpoints the fewest layers that fit memory (vl_cost_fewest_ckpt). */
 typedef enum { VL_RECOMPUTE_NONE, VL_RECOMPUTE_SELECTIVE, VL_RECOMPUTE_FULL,
                VL_RECOMPUTE_AUTO } vl_recompute;
@@ -108,13 +110,24 @@ typedef struct vl_cost_cfg {
     vl_scheme schemes[VL_SCHEMES_MAX];
 } vl_cost_cfg;
 
+/* SPFHP is Graphcore's algorithm as published; WFD is the worst-fit-decreasing variant
+ * vlplan called spfhp before; NF is next fit in the sampler's order (no reordering). */
 typedef enum { VL_PACK_FFD, VL_PACK_BFD, VL_PACK_FFS, VL_PACK_BFS, VL_PACK_ISF,
-               VL_PACK_SPFHP } vl_pack_algo;
+               VL_PACK_SPFHP, VL_PACK_WFD, VL_PACK_NF } vl_pack_algo;
+/* What `pack` packs at once: the whole epoch (or pack.window samples of it), or each
+ * global batch on its own (the behaviour before epoch packing). */
+typedef enum { VL_PACK_SCOPE_EPOCH, VL_PACK_SCOPE_BATCH } vl_pack_scope;
+/* What `pack` balances when it deals packs to ranks. */
+typedef enum { VL_BALANCE_TIME, VL_BALANCE_TOKENS, VL_BALANCE_ATTENTION } vl_pack_balance;
 
 typedef struct vl_pack_cfg {
     vl_pack_algo algo;
     int isf_iters;              /* ISF refinement passes C (default 50) */
     uint32_t isf_slack;         /* ISF accepts a pack with ≥ cap − slack tokens (128) */
+    uint32_t max_samples;       /* samples per pack at most (0: no limit) */
+    vl_pack_scope scope;        /* epoch (default) or batch */
+    uint64_t window;            /* epoch scope: samples packed together (0: the epoch) */
+    vl_pack_balance balance;    /* dealing objective (default time) */
 } vl_pack_cfg;
 
 typedef struct vl_config vl_config;   /* full struct below; opaque parts in config.c */

@@ -16,17 +16,21 @@
 #define U32MAX 4294967295.0
 #define SAFEINT 9007199254740991.0 /* 2^53 - 1: exact in a double and in any JSON reader */
 
-static const char *const oversize_names[] = {"error", "truncate", "drop", NULL};
+static const char *const oversize_names[] = {"error", "truncate", "drop", "split", NULL};
 static const char *const recompute_names[] = {"none", "selective", "full", "auto", NULL};
 static const char *const zero_names[] = {"0", "1", "2", "3", "mdo", NULL};
 static const char *const sp_kind_names[] = {"ulysses", "ring", NULL};
 static const char *const dp_sync_names[] = {"iteration", "micro_step", NULL};
-static const char *const pack_names[] = {"ffd", "bfd", "ffs", "bfs", "isf", "spfhp", NULL};
+static const char *const pack_names[] = {"ffd", "bfd",   "ffs", "bfs", "isf",
+                                         "spfhp", "wfd", "nf",  NULL};
+static const char *const scope_names[] = {"epoch", "batch", NULL};
+static const char *const balance_names[] = {"time", "tokens", "attention", NULL};
 
 /* The enum fields are written through an int. */
 _Static_assert(sizeof(vl_zero) == sizeof(int) && sizeof(vl_pack_algo) == sizeof(int) &&
                sizeof(vl_oversize) == sizeof(int) && sizeof(vl_sp_kind) == sizeof(int) &&
-               sizeof(vl_recompute) == sizeof(int) && sizeof(vl_dp_sync) == sizeof(int),
+               sizeof(vl_recompute) == sizeof(int) && sizeof(vl_dp_sync) == sizeof(int) &&
+               sizeof(vl_pack_scope) == sizeof(int) && sizeof(vl_pack_balance) == sizeof(int),
                "enums are int-sized");
 
 const vl_key vl__keys[] = {
@@ -134,8 +138,8 @@ const vl_key vl__keys[] = {
     K("training.micro_batch", VL_K_U32, training.micro_batch, 1, 1048576, "1", "samples",
       "Samples per micro-batch for padded (unpacked) batching."),
     KENUM("training.oversize", training.oversize, oversize_names, "error",
-          "A sample longer than a strategy can place: error, truncate or drop (counted "
-          "in the metrics)."),
+          "A sample longer than a strategy can place: error, truncate, drop (counted in "
+          "the metrics) or split (pack only)."),
     K("training.seed", VL_K_U64, training.seed, 0, SAFEINT, "0", "",
       "Seed of every random choice (epoch order, shuffles)."),
     K("training.epochs", VL_K_INT, training.epochs, 1, 1000000, "1", "", "Epochs to plan."),
@@ -187,6 +191,17 @@ const vl_key vl__keys[] = {
       "ISF refinement passes."),
     K("pack.isf_slack", VL_K_U32, pack.isf_slack, 0, U32MAX, "128", "tokens",
       "ISF accepts a bin holding at least capacity minus this many tokens."),
+    K("pack.max_samples", VL_K_U32, pack.max_samples, 0, U32MAX, "0", "samples",
+      "Most samples in one pack (axolotl's bin_size, Graphcore's max_sequences_per_pack); "
+      "0 = no limit."),
+    KENUM("pack.scope", pack.scope, scope_names, "epoch",
+          "What the pack strategy packs at once: the epoch (or pack.window of it), then "
+          "whole packs into iterations; or each global batch on its own."),
+    K("pack.window", VL_K_U64, pack.window, 0, SAFEINT, "0", "samples",
+      "Epoch scope: samples of the epoch order packed together; 0 = the whole epoch."),
+    KENUM("pack.balance", pack.balance, balance_names, "time",
+          "What the pack strategy balances when it deals packs to ranks: modelled time "
+          "(attention included), tokens, or attention pairs (sum of squared lengths)."),
     {NULL, VL_K_INT, 0, 0, 0, NULL, 0, NULL, NULL, NULL},
 };
 

@@ -86,6 +86,11 @@ vl_status vl_select(vl_selection *sel, const vl_manifest *m, uint32_t limit,
         }
     if (over > 0 && policy == VL_OVERSIZE_ERROR)
         return oversize_error(m, limit, over, first, err);
+    if (over > 0 && policy == VL_OVERSIZE_SPLIT)   /* a splitting strategy sets no limit */
+        return vl_seterr(err, VL_ECONFIG,
+                         "training.oversize=split: %zu samples exceed %u tokens and this "
+                         "strategy cannot split them (only pack does); use truncate or drop",
+                         over, limit);
 
     int truncating = over > 0 && policy == VL_OVERSIZE_TRUNCATE;
     size_t keep = policy == VL_OVERSIZE_DROP ? m->n - over : m->n;

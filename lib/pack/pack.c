@@ -13,7 +13,15 @@
  *               as NeMo's first_fit_shuffle (shuffle, then first fit) and its best-fit
  *               twin, the "shuffled order keeps randomness" alternative to sorting;
  *   isf         OmniBal's iterative sampling and filtering (pack_isf.c);
- *   spfhp       Graphcore's shortest-pack-first histogram packing (pack_spfhp.c). */
+ *   spfhp       Graphcore's shortest-pack-first histogram packing, as published
+ *               (pack_spfhp.c);
+ *   wfd         worst fit decreasing: longest first, each into the pack with the most
+ *               room that fits it -- SPFHP without its one-length-per-new-pack rule,
+ *               which is what vlplan called spfhp before;
+ *   nf          next fit in the order given (the one packer that keeps the caller's
+ *               order: axolotl's sequential mode, Megatron's dp_balanced first pass).
+ * pack.max_samples (o->max_items) closes a pack once it holds that many items, in
+ * every algorithm. */
 #include "pack_impl.h"
 
 #include <stdlib.h>
@@ -24,6 +32,7 @@
 static const char *const algo_names[] = {
     [VL_PACK_FFD] = "ffd", [VL_PACK_BFD] = "bfd",  [VL_PACK_FFS] = "ffs",
     [VL_PACK_BFS] = "bfs", [VL_PACK_ISF] = "isf", [VL_PACK_SPFHP] = "spfhp",
+    [VL_PACK_WFD] = "wfd", [VL_PACK_NF] = "nf",
 };
 #define NALGOS (sizeof algo_names / sizeof algo_names[0])
 
@@ -74,33 +83,46 @@ static vl_status shuffled(uint64_t *p, size_t n, uint64_t seed, uint64_t stream,
 static vl_status dispatch(vl_bins *out, uint64_t *p, size_t n, const vl_pack_opts *o,
                           vl_err *err)
 {
-    vl_status st;
+    uint32_t cap = o->cap, k = o->max_items;
+    vl_status st = VL_OK;
 
     switch (o->algo) {
     case VL_PACK_FFD:
-        if ((st = vl__pk_sort_len_desc(p, n, err)) != VL_OK)
-            return st;
-        return vl__pk_first_fit(out, p, n, o->cap, err);
     case VL_PACK_BFD:
-        if ((st = vl__pk_sort_len_desc(p, n, err)) != VL_OK)
-            return st;
-        return vl__pk_best_fit(out, p, n, o->cap, err);
-    case VL_PACK_FFS:
-        if ((st = shuffled(p, n, o->seed, VL_PK_STREAM_FFS, err)) != VL_OK)
-            return st;
-        return vl__pk_first_fit(out, p, n, o->cap, err);
-    case VL_PACK_BFS:
-        if ((st = shuffled(p, n, o->seed, VL_PK_STREAM_BFS, err)) != VL_OK)
-            return st;
-        return vl__pk_best_fit(out, p, n, o->cap, err);
-    case VL_PACK_ISF:
-        if ((st = vl__pk_sort_values(p, n, err)) != VL_OK)
-            return st;
-        return vl__pk_isf(out, p, n, o, err);
     case VL_PACK_SPFHP:
-        if ((st = vl__pk_sort_len_desc(p, n, err)) != VL_OK)
-            return st;
-        return vl__pk_spfhp(out, p, n, o->cap, err);
+    case VL_PACK_WFD:
+        st = vl__pk_sort_len_desc(p, n, err);
+        break;
+    case VL_PACK_FFS:
+    case VL_PACK_BFS:
+        st = shuffled(p, n, o->seed,
+                      o->algo == VL_PACK_FFS ? VL_PK_STREAM_FFS : VL_PK_STREAM_BFS, err);
+        break;
+    case VL_PACK_ISF:
+        st = vl__pk_sort_values(p, n, err);
+        break;
+    case VL_PACK_NF:
+        break;
+    default:
+        return vl_seterr(err, VL_EUSAGE, "pack: unknown algorithm %d", (int)o->algo);
+    }
+    if (st != VL_OK)
+        return st;
+    switch (o->algo) {
+    case VL_PACK_FFD:
+    case VL_PACK_FFS:
+        return vl__pk_first_fit(out, p, n, cap, k, err);
+    case VL_PACK_BFD:
+    case VL_PACK_BFS:
+        return vl__pk_residual_fit(out, p, n, cap, k, false, err);
+    case VL_PACK_WFD:
+        return vl__pk_residual_fit(out, p, n, cap, k, true, err);
+    case VL_PACK_SPFHP:
+        return vl__pk_spfhp(out, p, n, cap, k, err);
+    case VL_PACK_ISF:
+        return vl__pk_isf(out, p, n, o, err);
+    case VL_PACK_NF:
+        return vl__pk_next_fit(out, p, n, cap, k, err);
     }
     return vl_seterr(err, VL_EUSAGE, "pack: unknown algorithm %d", (int)o->algo);
 }

@@ -1,6 +1,7 @@
 /* lib/pack/pack.h -- bin-packing primitives shared by strategies: FFD, BFD, FFS, BFS, ISF
  * (OmniBal's iterative sampling and filtering), SPFHP (Graphcore's shortest-pack-first
- * histogram packing), and KK/LPT number partitioning. */
+ * histogram packing), WFD (worst fit decreasing), NF (next fit in the given order), and
+ * KK/LPT number partitioning. */
 #ifndef VLPLAN_PACK_H
 #define VLPLAN_PACK_H
 
@@ -24,11 +25,13 @@ typedef struct vl_pack_opts {
     uint64_t seed;        /* FFS, BFS, ISF shuffles */
     int isf_iters;        /* ISF refinement passes C */
     uint32_t isf_slack;   /* ISF accepts bins with load ≥ cap − slack */
+    uint32_t max_items;   /* items per bin at most; 0 = no limit */
 } vl_pack_opts;
 
 /** Pack items[0..n-1] (sample indices, lengths len[item] ≤ cap) into bins.  The result is
- *  deterministic for the same inputs (ties broken by item value).  Every item is placed
- *  exactly once.  VL_EUSAGE if an item exceeds cap, VL_ENOMEM. */
+ *  deterministic for the same inputs (ties broken by item value) and, except for NF,
+ *  independent of the order items come in; NF packs them in the order given.  Every
+ *  item is placed exactly once.  VL_EUSAGE if an item exceeds cap, VL_ENOMEM. */
 vl_status vl_pack(vl_bins *out, const uint32_t *items, size_t n, const uint32_t *len,
                   const vl_pack_opts *o, vl_err *err);
 void vl_bins_free(vl_bins *b);

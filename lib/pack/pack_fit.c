@@ -1,6 +1,7 @@
-/* lib/pack/pack_fit.c -- first fit and best fit in O(n log n), over whatever order pack.c
- * hands them (length-descending for FFD/BFD, seeded shuffle for FFS/BFS), and the
- * residual-bucket index that best fit and SPFHP share.
+/* lib/pack/pack_fit.c -- first fit, best fit and worst fit in O(n log n) and next fit in
+ * O(n), over whatever order pack.c hands them (length-descending for FFD/BFD/WFD, seeded
+ * shuffle for FFS/BFS, the caller's order for NF), and the residual-bucket index that
+ * best fit, worst fit and SPFHP share.
  *
  * First fit: a 16-ary max tree over the free space of bins 0..B-1, where B bounds the
  *   bins any any-fit packer opens; an untouched leaf is an empty bin.  The leftmost bin
@@ -209,16 +210,9 @@ static size_t first_ge(const uint32_t *g, uint32_t x)
     return j;
 }
 
-/* Put len into the leftmost bin with room (the caller checked one exists) and restore
- * the maxima above it, stopping where a maximum does not change. */
-static uint32_t ftree_place(ftree *t, uint32_t len)
+/* Leaf pos changed: restore the maxima above it, stopping where one does not change. */
+static void ftree_update(ftree *t, size_t pos)
 {
-    size_t pos = first_ge(t->lv[t->h - 1], len);
-
-    for (int l = t->h - 2; l >= 0; l--)
-        pos = pos * FAN + first_ge(t->lv[l] + pos * FAN, len);
-    size_t leaf = pos;
-    t->lv[0][pos] -= len;
     for (int l = 1; l < t->h; l++) {
         const uint32_t *g = t->lv[l - 1] + pos / FAN * FAN;
         uint32_t m = 0;
@@ -229,7 +223,25 @@ static uint32_t ftree_place(ftree *t, uint32_t len)
             break;
         t->lv[l][pos] = m;
     }
-    return (uint32_t)leaf;
+}
+
+/* Put len into the leftmost bin with room (the caller checked one exists). */
+static uint32_t ftree_place(ftree *t, uint32_t len)
+{
+    size_t pos = first_ge(t->lv[t->h - 1], len);
+
+    for (int l = t->h - 2; l >= 0; l--)
+        pos = pos * FAN + first_ge(t->lv[l] + pos * FAN, len);
+    t->lv[0][pos] -= len;
+    ftree_update(t, pos);
+    return (uint32_t)pos;
+}
+
+/* A bin that reached its item limit: no room left for anything (lengths are >= 1). */
+static void ftree_close(ftree *t, uint32_t leaf)
+{
+    t->lv[0][leaf] = 0;
+    ftree_update(t, leaf);
 }
 
 static uint32_t ftree_max(const ftree *t)
@@ -242,17 +254,22 @@ static uint32_t ftree_max(const ftree *t)
 }
 
 vl_status vl__pk_first_fit(vl_bins *out, const uint64_t *p, size_t n, uint32_t cap,
-                           vl_err *err)
+                           uint32_t max_items, vl_err *err)
 {
-    size_t bound = vl__pk_bin_bound(p, n, cap), nbins = 0;
+    size_t bound = vl__pk_bin_bound(p, n, cap, max_items), nbins = 0;
     uint32_t *bin = malloc((n ? n : 1) * sizeof *bin);
+    uint32_t *count = max_items ? calloc(bound ? bound : 1, sizeof *count) : NULL;
     ftree t;
     vl_status st;
 
-    if (bin == NULL)
+    if (bin == NULL || (max_items && count == NULL)) {
+        free(bin);
+        free(count);
         return vl_seterr(err, VL_ENOMEM, "out of memory packing %zu items", n);
+    }
     if ((st = ftree_init(&t, bound, cap, err)) != VL_OK) {
         free(bin);
+        free(count);
         return st;
     }
     for (size_t i = 0; i < n; i++) {
@@ -266,31 +283,39 @@ vl_status vl__pk_first_fit(vl_bins *out, const uint64_t *p, size_t n, uint32_t c
         bin[i] = b;
         if (b >= nbins)
             nbins = (size_t)b + 1;
+        if (max_items && ++count[b] == max_items)
+            ftree_close(&t, b);
     }
     if (st == VL_OK)
         st = vl__pk_assemble(out, p, bin, n, nbins, err);
     ftree_free(&t);
     free(bin);
+    free(count);
     return st;
 }
 
 /* ---- best fit and worst fit over the residual-bucket index ------------------------ */
 
 /* One pass placing each item into an open bin chosen by its space left: the tightest
- * that fits (best fit), or the roomiest when it fits (worst fit: SPFHP's "shortest pack
- * first"); a new bin when none does. */
+ * that fits (best fit), or the roomiest when it fits (worst fit); a new bin when none
+ * does.  A bin that reaches max_items leaves the index. */
 vl_status vl__pk_residual_fit(vl_bins *out, const uint64_t *p, size_t n, uint32_t cap,
-                              bool roomiest, vl_err *err)
+                              uint32_t max_items, bool roomiest, vl_err *err)
 {
-    size_t bound = vl__pk_bin_bound(p, n, cap), nbins = 0;
+    size_t bound = vl__pk_bin_bound(p, n, cap, max_items), nbins = 0;
     uint32_t *bin = malloc((n ? n : 1) * sizeof *bin);
+    uint32_t *count = calloc(bound ? bound : 1, sizeof *count);
     vl_pk_rbuck rb;
     vl_status st;
 
-    if (bin == NULL)
+    if (bin == NULL || count == NULL) {
+        free(bin);
+        free(count);
         return vl_seterr(err, VL_ENOMEM, "out of memory packing %zu items", n);
+    }
     if ((st = vl__pk_rbuck_init(&rb, cap, bound, err)) != VL_OK) {
         free(bin);
+        free(count);
         return st;
     }
     for (size_t i = 0; i < n; i++) {
@@ -307,18 +332,44 @@ vl_status vl__pk_residual_fit(vl_bins *out, const uint64_t *p, size_t n, uint32_
         } else {
             b = vl__pk_rbuck_pop(&rb, r);
         }
-        vl__pk_rbuck_push(&rb, b, r - l);
+        if (!max_items || ++count[b] < max_items)
+            vl__pk_rbuck_push(&rb, b, r - l);
         bin[i] = b;
     }
     if (st == VL_OK)
         st = vl__pk_assemble(out, p, bin, n, nbins, err);
     vl__pk_rbuck_free(&rb);
     free(bin);
+    free(count);
     return st;
 }
 
-vl_status vl__pk_best_fit(vl_bins *out, const uint64_t *p, size_t n, uint32_t cap,
-                          vl_err *err)
+/* ---- next fit --------------------------------------------------------------------- */
+
+/* Items in the order given: append to the open bin; open a new one when the item would
+ * pass cap or the open bin holds max_items (axolotl's sample_packing_sequentially,
+ * Megatron's dp_balanced first pass, LongAlign's packing). */
+vl_status vl__pk_next_fit(vl_bins *out, const uint64_t *p, size_t n, uint32_t cap,
+                          uint32_t max_items, vl_err *err)
 {
-    return vl__pk_residual_fit(out, p, n, cap, false, err);
+    uint32_t *bin = malloc((n ? n : 1) * sizeof *bin), b = 0, k = 0;
+    uint64_t load = 0;
+    vl_status st;
+
+    if (bin == NULL)
+        return vl_seterr(err, VL_ENOMEM, "out of memory packing %zu items", n);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t l = VL_PK_LEN(p[i]);
+        if (k > 0 && (load + l > cap || (max_items && k == max_items))) {
+            b++;
+            k = 0;
+            load = 0;
+        }
+        bin[i] = b;
+        load += l;
+        k++;
+    }
+    st = vl__pk_assemble(out, p, bin, n, n ? (size_t)b + 1 : 0, err);
+    free(bin);
+    return st;
 }

@@ -36,8 +36,9 @@ vl_status vl__pk_sort_len_desc(uint64_t *p, size_t n, vl_err *err);
 void vl__pk_shuffle(uint64_t *p, size_t n, uint64_t seed, uint64_t stream);
 
 /** An upper bound on the bins any any-fit packer (next/first/best/worst fit) opens:
- *  no two of its bins are both at most half full, so B <= 2*sum/cap + 1. */
-size_t vl__pk_bin_bound(const uint64_t *p, size_t n, uint32_t cap);
+ *  no two bins it never closed for their item count are both at most half full, so
+ *  B <= 2*sum/cap + 1 + n/max_items (max_items 0: no such closing). */
+size_t vl__pk_bin_bound(const uint64_t *p, size_t n, uint32_t cap, uint32_t max_items);
 
 /** Build out from a placement: p[i] went into bin bin[i] (bins numbered 0..nbins-1 in
  *  opening order).  Items keep their placement order within a bin.  VL_ENOMEM. */
@@ -63,21 +64,22 @@ void vl__pk_rbuck_push(vl_pk_rbuck *rb, uint32_t bin, uint32_t residual);
 uint32_t vl__pk_rbuck_pop(vl_pk_rbuck *rb, uint32_t residual);
 /** Smallest marked residual >= x, or VL_PK_NONE. */
 uint32_t vl__pk_rbuck_succ(const vl_pk_rbuck *rb, uint32_t x);
-/* Best fit (roomiest = false) or worst fit (true) of sorted items (pack_fit.c). */
+/* Best fit (roomiest = false) or worst fit (true) of sorted items (pack_fit.c); a bin
+ * holding max_items items (0: no limit) takes no more. */
 vl_status vl__pk_residual_fit(vl_bins *out, const uint64_t *p, size_t n, uint32_t cap,
-                              bool roomiest, vl_err *err);
+                              uint32_t max_items, bool roomiest, vl_err *err);
 /** Largest marked residual, or VL_PK_NONE. */
 uint32_t vl__pk_rbuck_max(const vl_pk_rbuck *rb);
 
 /* The packers, over pairs already checked against cap and put in the order the
  * algorithm wants (pack.c); they may reorder p. */
 vl_status vl__pk_first_fit(vl_bins *out, const uint64_t *p, size_t n, uint32_t cap,
-                           vl_err *err);
-vl_status vl__pk_best_fit(vl_bins *out, const uint64_t *p, size_t n, uint32_t cap,
-                          vl_err *err);
+                           uint32_t max_items, vl_err *err);
 vl_status vl__pk_isf(vl_bins *out, uint64_t *p, size_t n, const vl_pack_opts *o,
                      vl_err *err);
 vl_status vl__pk_spfhp(vl_bins *out, const uint64_t *p, size_t n, uint32_t cap,
-                       vl_err *err);
+                       uint32_t max_items, vl_err *err);
+vl_status vl__pk_next_fit(vl_bins *out, const uint64_t *p, size_t n, uint32_t cap,
+                          uint32_t max_items, vl_err *err);
 
 #endif

@@ -24,6 +24,7 @@
 
 typedef struct isf {
     uint32_t cap;
+    uint32_t max_items;   /* items per pack at most, 0: no limit */
     uint64_t thresh;      /* a pack with at least this load is accepted */
     vl_bins *out;         /* accepted packs so far; items filled to start[n] */
     size_t bins_cap;
@@ -78,7 +79,7 @@ static vl_status next_fit_pass(isf *s, const uint64_t *cur, size_t n, bool final
 
     for (size_t i = 0; i < n; i++) {
         uint32_t l = VL_PK_LEN(cur[i]);
-        if (i > first && load + l > s->cap) {
+        if (i > first && (load + l > s->cap || (s->max_items && i - first == s->max_items))) {
             if ((st = close_pack(s, cur + first, i - first, load, final, err)) != VL_OK)
                 return st;
             first = i;
@@ -95,7 +96,7 @@ vl_status vl__pk_isf(vl_bins *out, uint64_t *work, size_t n, const vl_pack_opts 
                      vl_err *err)
 {
     int passes = o->isf_iters < 1 ? 1 : o->isf_iters;
-    isf s = {.cap = o->cap, .out = out};
+    isf s = {.cap = o->cap, .max_items = o->max_items, .out = out};
     uint64_t *cur = work;
     vl_status st = VL_OK;
 

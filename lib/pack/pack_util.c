@@ -174,13 +174,15 @@ void vl__pk_shuffle(uint64_t *p, size_t n, uint64_t seed, uint64_t stream)
 
 /* ---- shared helpers --------------------------------------------------------------- */
 
-size_t vl__pk_bin_bound(const uint64_t *p, size_t n, uint32_t cap)
+size_t vl__pk_bin_bound(const uint64_t *p, size_t n, uint32_t cap, uint32_t max_items)
 {
     uint64_t sum = 0;
 
     for (size_t i = 0; i < n; i++)
         sum += VL_PK_LEN(p[i]);
     uint64_t b = 2 * (sum / cap) + 2;   /* 2*sum/cap + 1, rounded up, plus one */
+    if (max_items > 0)
+        b += n / max_items;             /* bins closed for their count */
     return b < n ? (size_t)b : n;
 }
 

@@ -24,47 +24,24 @@
  *   order and, within a step, which rank gets which micro-batch are shuffled with the
  *   seed, so no rank always gets the longest (LongAlign shuffles the group order only;
  *   it also drops the remainder, which we keep).  O(G log G) per batch.
- * pack    packs each batch with pack.algo (lib/pack/pack.c) into bins of max_seq_len tokens.
- *   Equal micro-batch counts: while the pack count is not a multiple of dp, the fullest
- *   pack holding two or more samples is split in two (its samples, longest first, onto
- *   the lighter half) -- whole samples only, never slices.  Only when every pack holds a
- *   single sample and the count is still short (a batch smaller than dp) are empty
- *   micro-batches added (0 tokens, their cap counts as padding).  Packs are then dealt
- *   to ranks by equal-count Karmarkar-Karp on token loads; a rank runs its packs in pack
- *   order.  O(G log G + P log P) per batch plus the packer.
+ * pack    plain packing: plans/baseline/baseline_pack.c.
  * Seeds: every random step draws from (seed, tag ^ epoch<<32 ^ batch), so epochs and
  * batches are independent and reproducible. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "vlplan_strategy.h"
+#include "baseline_impl.h"
 
 #define STREAM_SORTED 0x534F525400000000ull   /* "SORT" */
-#define STREAM_PACK 0x5041434B00000000ull     /* "PACK" */
 
-typedef struct bl bl;
-typedef vl_status (*batch_fn)(bl *c, const uint32_t *items, size_t n, vl_err *err);
-
-/* One planning run: what every batch needs, and counters for the -v log. */
-struct bl {
-    const vl_job *job;
-    const vl_training_cfg *t;
-    vl_plan *out;
-    vl_par par;
-    size_t dp;
-    uint32_t epoch;
-    size_t batch;
-    uint64_t iters, mbs, splits, empty, slots, tokens;
-};
-
-static uint32_t baseline_max_len(const void *opts, const vl_config *cfg)
+uint32_t vl__bl_max_len(const void *opts, const vl_config *cfg)
 {
     (void)opts;
     return cfg->training.max_seq_len;
 }
 
-static vl_status check_dp(const vl_config *cfg, const char *who, vl_err *err)
+vl_status vl__bl_check_dp(const vl_config *cfg, const char *who, vl_err *err)
 {
     if (cfg->training.dp < 1)
         return vl_seterr(err, VL_ECONFIG, "%s: training.dp must be at least 1, got %d", who,
@@ -82,23 +59,17 @@ static vl_status padded_validate(const void *opts, const vl_config *cfg, vl_err 
     if (cfg->training.micro_batch < 1)
         return vl_seterr(err, VL_ECONFIG,
                          "random/sorted: training.micro_batch must be at least 1");
-    return check_dp(cfg, "random/sorted", err);
+    return vl__bl_check_dp(cfg, "random/sorted", err);
 }
 
-static vl_status pack_validate(const void *opts, const vl_config *cfg, vl_err *err)
-{
-    (void)opts;
-    return check_dp(cfg, "pack", err);
-}
-
-static uint64_t stream_of(const bl *c, uint64_t tag)
+uint64_t vl__bl_stream(const bl *c, uint64_t tag)
 {
     return tag ^ ((uint64_t)c->epoch << 32) ^ (uint64_t)c->batch;
 }
 
 /* ---- shared driver ---------------------------------------------------------------- */
 
-static vl_status emit_mb(bl *c, uint32_t cap, const uint32_t *items, size_t n, vl_err *err)
+vl_status vl__bl_emit_mb(bl *c, uint32_t cap, const uint32_t *items, size_t n, vl_err *err)
 {
     const uint32_t *len = c->job->sel->len;
     vl_status st = vl_plan_mb_begin(c->out, cap, err);
@@ -126,10 +97,27 @@ static vl_status emit_padded(bl *c, const uint32_t *items, size_t n, vl_err *err
         return vl_seterr(err, VL_ECONFIG,
                          "%zu samples of %u tokens overflow a micro-batch's slot count", n,
                          longest);
-    return emit_mb(c, (uint32_t)(n * longest), items, n, err);
+    return vl__bl_emit_mb(c, (uint32_t)(n * longest), items, n, err);
 }
 
-static vl_status run_epochs(bl *c, batch_fn fn, vl_err *err)
+/* Every full global batch (all but an epoch's last) must give each rank a sample: one
+ * smaller than dp would plan dp micro-batches per iteration, nearly all empty -- at a
+ * million ranks, billions of them.  Refused up front, with the numbers. */
+static vl_status check_batches_cover_ranks(const bl *c, const vl_batches *bt, vl_err *err)
+{
+    for (size_t b = 0; b + 1 < bt->n; b++) {
+        size_t g = bt->start[b + 1] - bt->start[b];
+        if (g < c->dp)
+            return vl_seterr(err, VL_ECONFIG,
+                             "global batch %zu has %zu samples, fewer than the %zu "
+                             "data-parallel ranks: raise training.global_batch or "
+                             "training.global_tokens, or use fewer GPUs",
+                             b, g, c->dp);
+    }
+    return VL_OK;
+}
+
+vl_status vl__bl_run_batches(bl *c, vl__bl_batch_fn fn, vl_err *err)
 {
     const vl_selection *sel = c->job->sel;
     uint32_t *order = malloc((sel->n ? sel->n : 1) * sizeof *order);
@@ -150,6 +138,10 @@ static vl_status run_epochs(bl *c, batch_fn fn, vl_err *err)
         vl_epoch_order(sel, c->job->seed, c->epoch, order);
         if ((st = vl_make_batches(&bt, order, sel->n, sel->len, c->t, err)) != VL_OK)
             break;
+        if ((st = check_batches_cover_ranks(c, &bt, err)) != VL_OK) {
+            vl_batches_free(&bt);
+            break;
+        }
         for (size_t b = 0; b < bt.n && st == VL_OK; b++) {
             c->batch = b;
             c->iters++;
@@ -197,18 +189,19 @@ static int ckpt_layers(const vl_job *job, const vl_par *par, uint64_t mb_tokens)
     return k < 0 ? all : k;
 }
 
-static vl_status run(const vl_job *job, vl_plan *out, batch_fn fn, const char *name, bool padded,
+vl_status vl__bl_run(const vl_job *job, vl_plan *out, vl__bl_batch_fn batch,
+                     vl__bl_epochs_fn epochs, const void *opts, const char *name, bool padded,
                      vl_err *err)
 {
     const vl_config *cfg = job->cfg;
-    bl c = {.job = job, .t = &cfg->training, .out = out, .dp = (size_t)cfg->training.dp};
+    bl c = {.job = job, .opts = opts, .t = &cfg->training, .out = out, .dp = (size_t)cfg->training.dp};
     uint64_t mb_tokens = (uint64_t)cfg->training.max_seq_len *
                          (padded ? cfg->training.micro_batch : 1);
     vl_status st;
 
     c.par = (vl_par){.tp = cfg->training.tp, .pp = cfg->training.pp, .sp = cfg->training.sp};
     c.par.ckpt_layers = ckpt_layers(job, &c.par, mb_tokens);
-    st = run_epochs(&c, fn, err);
+    st = epochs ? epochs(&c, err) : vl__bl_run_batches(&c, batch, err);
     if (st == VL_OK)
         write_log(&c, name);
     return st;
@@ -251,7 +244,7 @@ static vl_status random_batch(bl *c, const uint32_t *items, size_t n, vl_err *er
 static vl_status random_plan(const void *opts, const vl_job *job, vl_plan *out, vl_err *err)
 {
     (void)opts;
-    return run(job, out, random_batch, "random", true, err);
+    return vl__bl_run(job, out, random_batch, NULL, NULL, "random", true, err);
 }
 
 /* ---- sorted ----------------------------------------------------------------------- */
@@ -278,7 +271,7 @@ static void sorted_deal(bl *c, uint32_t *steps, uint32_t *who, size_t m)
 {
     vl_rng r;
 
-    vl_rng_seed(&r, c->job->seed, stream_of(c, STREAM_SORTED));
+    vl_rng_seed(&r, c->job->seed, vl__bl_stream(c, STREAM_SORTED));
     for (size_t s = 0; s < m; s++)
         steps[s] = (uint32_t)s;
     vl_rng_shuffle_u32(&r, steps, m);
@@ -322,171 +315,7 @@ done:
 static vl_status sorted_plan(const void *opts, const vl_job *job, vl_plan *out, vl_err *err)
 {
     (void)opts;
-    return run(job, out, sorted_batch, "sorted", true, err);
-}
-
-/* ---- pack ------------------------------------------------------------------------- */
-
-/* Packs as ranges of one item array, so a split only reorders inside a range. */
-typedef struct packs {
-    uint32_t *items;      /* the packer's output, reordered by splits */
-    size_t *off, *cnt;
-    double *load;
-    size_t n;
-} packs;
-
-/* Split pack p: its samples, longest first (ties by index), each onto the lighter half;
- * the first half stays p, the second becomes pack q. */
-static vl_status split_pack(packs *pk, size_t p, size_t q, const uint32_t *len, vl_err *err)
-{
-    uint32_t *it = pk->items + pk->off[p];
-    size_t k = pk->cnt[p], na = 0, nb = 0;
-    uint64_t *key = malloc(k * sizeof *key), la = 0, lb = 0;
-    uint32_t *tmp = malloc(k * sizeof *tmp);
-
-    if (key == NULL || tmp == NULL) {
-        free(key);
-        free(tmp);
-        return vl_seterr(err, VL_ENOMEM, "out of memory splitting a pack of %zu", k);
-    }
-    for (size_t i = 0; i < k; i++)
-        key[i] = ((uint64_t)(UINT32_MAX - len[it[i]]) << 32) | it[i];
-    vl_sort_u64(key, k);
-    for (size_t i = 0; i < k; i++) {
-        uint32_t s = (uint32_t)key[i];
-        if (la <= lb && !(i == k - 1 && nb == 0)) {   /* keep both halves non-empty */
-            it[na++] = s;
-            la += len[s];
-        } else {
-            tmp[nb++] = s;
-            lb += len[s];
-        }
-    }
-    memcpy(it + na, tmp, nb * sizeof *tmp);
-    pk->cnt[p] = na;
-    pk->load[p] = (double)la;
-    pk->off[q] = pk->off[p] + na;
-    pk->cnt[q] = nb;
-    pk->load[q] = (double)lb;
-    free(key);
-    free(tmp);
-    return VL_OK;
-}
-
-/* The fullest pack with two or more samples (lowest index on ties), or SIZE_MAX. */
-static size_t fullest_multi(const packs *pk)
-{
-    size_t best = SIZE_MAX;
-
-    for (size_t p = 0; p < pk->n; p++)
-        if (pk->cnt[p] >= 2 && (best == SIZE_MAX || pk->load[p] > pk->load[best]))
-            best = p;
-    return best;
-}
-
-/* Grow the pack count to `target` by splits, then by empty packs. */
-static vl_status equalize(bl *c, packs *pk, size_t target, size_t nitems, vl_err *err)
-{
-    vl_status st;
-
-    while (pk->n < target) {
-        size_t p = fullest_multi(pk);
-        if (p == SIZE_MAX) {
-            pk->off[pk->n] = nitems;
-            pk->cnt[pk->n] = 0;
-            pk->load[pk->n++] = 0;
-            c->empty++;
-            continue;
-        }
-        if ((st = split_pack(pk, p, pk->n, c->job->sel->len, err)) != VL_OK)
-            return st;
-        pk->n++;
-        c->splits++;
-    }
-    return VL_OK;
-}
-
-/* Rank r runs the packs KK gave it, in pack order: a counting sort by rank, each rank
- * owning exactly n/dp slots of `by` (scratch of n); `cur` is scratch of dp. */
-static vl_status pack_emit(bl *c, const packs *pk, const int *part, size_t *by, size_t *cur,
-                           vl_err *err)
-{
-    size_t per = pk->n / c->dp;
-    uint32_t cap = c->t->max_seq_len;
-    vl_status st = VL_OK;
-
-    for (size_t r = 0; r < c->dp; r++)
-        cur[r] = r * per;
-    for (size_t p = 0; p < pk->n; p++)
-        by[cur[part[p]]++] = p;
-    for (size_t r = 0; r < c->dp && st == VL_OK; r++) {
-        st = vl_plan_rank_begin(c->out, (int)r, &c->par, err);
-        for (size_t j = r * per; j < (r + 1) * per && st == VL_OK; j++)
-            st = emit_mb(c, cap, pk->items + pk->off[by[j]], pk->cnt[by[j]], err);
-    }
-    return st;
-}
-
-static vl_status pack_deal(bl *c, vl_bins *bins, size_t n, vl_err *err)
-{
-    size_t target = (bins->n + c->dp - 1) / c->dp * c->dp;
-    packs pk = {.items = bins->items, .n = bins->n};
-    int *part;
-    size_t *by, *cur;
-    vl_status st;
-
-    if (target == 0)
-        target = c->dp;
-    part = malloc(target * sizeof *part);
-    by = malloc(target * sizeof *by);
-    cur = malloc(c->dp * sizeof *cur);
-    pk.off = malloc(target * sizeof *pk.off);
-    pk.cnt = malloc(target * sizeof *pk.cnt);
-    pk.load = malloc(target * sizeof *pk.load);
-    if (!part || !by || !cur || !pk.off || !pk.cnt || !pk.load) {
-        st = vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", target);
-        goto done;
-    }
-    for (size_t p = 0; p < bins->n; p++) {
-        pk.off[p] = bins->start[p];
-        pk.cnt[p] = bins->start[p + 1] - bins->start[p];
-        pk.load[p] = (double)bins->load[p];
-    }
-    if ((st = equalize(c, &pk, target, n, err)) == VL_OK &&
-        (st = vl_partition_kk_equal(part, pk.load, pk.n, (int)c->dp, err)) == VL_OK)
-        st = pack_emit(c, &pk, part, by, cur, err);
-done:
-    free(part);
-    free(by);
-    free(cur);
-    free(pk.off);
-    free(pk.cnt);
-    free(pk.load);
-    return st;
-}
-
-static vl_status pack_batch(bl *c, const uint32_t *items, size_t n, vl_err *err)
-{
-    const vl_pack_cfg *pc = &c->job->cfg->pack;
-    vl_pack_opts po = {.algo = pc->algo, .cap = c->t->max_seq_len,
-                       .isf_iters = pc->isf_iters, .isf_slack = pc->isf_slack};
-    vl_bins bins;
-    vl_rng r;
-    vl_status st;
-
-    vl_rng_seed(&r, c->job->seed, stream_of(c, STREAM_PACK));
-    po.seed = vl_rng_next(&r);
-    if ((st = vl_pack(&bins, items, n, c->job->sel->len, &po, err)) != VL_OK)
-        return st;
-    st = pack_deal(c, &bins, n, err);
-    vl_bins_free(&bins);
-    return st;
-}
-
-static vl_status pack_plan(const void *opts, const vl_job *job, vl_plan *out, vl_err *err)
-{
-    (void)opts;
-    return run(job, out, pack_batch, "pack", false, err);
+    return vl__bl_run(job, out, sorted_batch, NULL, NULL, "sorted", true, err);
 }
 
 /* ---- the strategies --------------------------------------------------------------- */
@@ -497,7 +326,7 @@ const vl_strategy vl_strategy_random = {
     .section = NULL,
     .params = NULL,
     .opts_size = 0,
-    .max_len = baseline_max_len,
+    .max_len = vl__bl_max_len,
     .validate = padded_validate,
     .plan = random_plan,
     .streams = true,
@@ -509,20 +338,8 @@ const vl_strategy vl_strategy_sorted = {
     .section = NULL,
     .params = NULL,
     .opts_size = 0,
-    .max_len = baseline_max_len,
+    .max_len = vl__bl_max_len,
     .validate = padded_validate,
     .plan = sorted_plan,
     .streams = true,
-};
-
-const vl_strategy vl_strategy_pack = {
-    .name = "pack",
-    .summary = "packing with pack.algo into max_seq_len bins, dealt evenly to ranks",
-    .section = NULL,
-    .builtin = "pack",
-    .params = NULL,
-    .opts_size = 0,
-    .max_len = baseline_max_len,
-    .validate = pack_validate,
-    .plan = pack_plan,
 };

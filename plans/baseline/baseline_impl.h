@@ -1,0 +1,42 @@
+/* plans/baseline/baseline_impl.h -- what the baseline strategies share (baseline.c: the
+ * driver, random and sorted; baseline_pack.c: pack; baseline_verl.c: verl): one planning
+ * run's state, the epoch/batch driver and the micro-batch emitter.  Not API. */
+#ifndef VLPLAN_BASELINE_IMPL_H
+#define VLPLAN_BASELINE_IMPL_H
+
+#include "vlplan_strategy.h"
+
+typedef struct bl bl;
+/* Plan one global batch (items in the epoch order) as the current iteration. */
+typedef vl_status (*vl__bl_batch_fn)(bl *c, const uint32_t *items, size_t n, vl_err *err);
+/* Plan every epoch (a strategy that does not work batch by batch). */
+typedef vl_status (*vl__bl_epochs_fn)(bl *c, vl_err *err);
+
+/* One planning run: what every batch needs, and counters for the -v log. */
+struct bl {
+    const vl_job *job;
+    const void *opts;     /* the strategy's bound params (NULL: none) */
+    const vl_training_cfg *t;
+    vl_plan *out;
+    vl_par par;
+    size_t dp;
+    uint32_t epoch;
+    size_t batch;
+    uint64_t iters, mbs, splits, empty, slots, tokens;
+};
+
+uint32_t vl__bl_max_len(const void *opts, const vl_config *cfg);
+/** training.dp and training.max_seq_len at least 1 (VL_ECONFIG naming `who`). */
+vl_status vl__bl_check_dp(const vl_config *cfg, const char *who, vl_err *err);
+/** The random stream of (tag, epoch, batch). */
+uint64_t vl__bl_stream(const bl *c, uint64_t tag);
+/** A micro-batch of cap slots holding whole samples items[0..n). */
+vl_status vl__bl_emit_mb(bl *c, uint32_t cap, const uint32_t *items, size_t n, vl_err *err);
+/** Every epoch's global batches, one iteration each, through fn. */
+vl_status vl__bl_run_batches(bl *c, vl__bl_batch_fn fn, vl_err *err);
+/** A whole run: layout from training, then epochs (when set) or batch by batch. */
+vl_status vl__bl_run(const vl_job *job, vl_plan *out, vl__bl_batch_fn batch,
+                     vl__bl_epochs_fn epochs, const void *opts, const char *name, bool padded,
+                     vl_err *err);
+
+#endif

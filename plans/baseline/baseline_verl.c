@@ -1,0 +1,221 @@
+/* plans/baseline/baseline_verl.c -- `verl`: what veRL users run today (volcengine/verl,
+ * verl/utils/seqlen_balancing.py and the trainer's _balance_batch, as
+ * research/peers.md §1.4 reads them), as a baseline.
+ *
+ * Per global batch (the sampler's, as every baseline):
+ *  1. the batch's samples go to the training.dp ranks by Karmarkar-Karp with equal
+ *     part sizes (veRL's karmarkar_karp(equal_size=True), lib/pack/partition.c) on the
+ *     workload  verl.linear · len + len²  (calculate_workload: 24576 = 12·h² / (2·h)
+ *     for h = 4096, a 7B model; the coefficient is a parameter);
+ *  2. dynamic batch size (rearrange_micro_batches): each rank needs
+ *     ceil(Σ tokens / training.max_seq_len) micro-batches; the count is the maximum over
+ *     ranks (veRL's all-reduce MAX), and every rank's samples are split into that many
+ *     by KK without the equal-size rule, on the same workload.
+ * Deviations, each because veRL's assert would stop a run where a plan must go on:
+ *  - a batch whose size is not a multiple of dp (veRL asserts) is padded with
+ *    zero-workload placeholders that are dropped after the partition, so ranks differ
+ *    by at most one sample;
+ *  - a micro-batch over training.max_seq_len tokens (veRL lets KK make one; the
+ *    packed-sequence capacity here is a hard limit) raises the count by one and the
+ *    split is redone, so every micro-batch fits;
+ *  - a rank with fewer samples than the count (veRL asserts no partition is empty)
+ *    gets empty micro-batches of capacity 0.
+ * A rank runs its micro-batches in KK's part order (veRL's small-at-both-ends order for
+ * pipeline bubbles is not modelled).  O(G log G) per batch. */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baseline_impl.h"
+
+typedef struct verl_opts {
+    double linear;
+} verl_opts;
+
+static const vl_param verl_params[] = {
+    {"linear", VL_P_DOUBLE, offsetof(verl_opts, linear), 0, 1e12, NULL, "24576",
+     "linear coefficient of the workload linear*len + len^2 (veRL: 24576, h = 4096)"},
+    {NULL, VL_P_INT, 0, 0, 0, NULL, NULL, NULL},
+};
+
+typedef struct verl_batch {
+    double *w;            /* [dp-padded G] workload; placeholders 0 */
+    int *part;
+    uint32_t *rank_items; /* samples grouped by rank */
+    size_t *rank_off;     /* [dp + 1] */
+    double *rw;           /* one rank's workloads */
+    int *mpart;           /* one rank's micro-batch of each sample */
+    uint32_t *mb_items;   /* one rank's samples grouped by micro-batch */
+    size_t *mb_off;
+    uint64_t *mb_tok;
+} verl_batch;
+
+static double verl_workload(double linear, uint32_t len)
+{
+    return linear * (double)len + (double)len * (double)len;
+}
+
+/* Step 1: rank r gets rank_items[rank_off[r] .. rank_off[r + 1]). */
+static vl_status deal_ranks(bl *c, verl_batch *v, const uint32_t *items, size_t n,
+                            double linear, vl_err *err)
+{
+    size_t np = (n + c->dp - 1) / c->dp * c->dp;
+    vl_status st;
+
+    for (size_t i = 0; i < np; i++)
+        v->w[i] = i < n ? verl_workload(linear, c->job->sel->len[items[i]]) : 0.0;
+    if ((st = vl_partition_kk_equal(v->part, v->w, np, (int)c->dp, err)) != VL_OK)
+        return st;
+    memset(v->rank_off, 0, (c->dp + 1) * sizeof *v->rank_off);
+    for (size_t i = 0; i < n; i++)
+        v->rank_off[v->part[i] + 1]++;
+    for (size_t r = 0; r < c->dp; r++)
+        v->rank_off[r + 1] += v->rank_off[r];
+    for (size_t i = 0; i < n; i++)   /* placeholders (i >= n) are dropped here */
+        v->rank_items[v->rank_off[v->part[i]]++] = items[i];
+    memmove(v->rank_off + 1, v->rank_off, c->dp * sizeof *v->rank_off);
+    v->rank_off[0] = 0;
+    return VL_OK;
+}
+
+/* Step 2 for one rank: its k samples into m micro-batches; *fits is false when one is
+ * over capacity. */
+static vl_status split_rank(bl *c, verl_batch *v, const uint32_t *it, size_t k, size_t m,
+                            double linear, bool *fits, vl_err *err)
+{
+    const uint32_t *len = c->job->sel->len;
+    vl_status st;
+
+    for (size_t i = 0; i < k; i++)
+        v->rw[i] = verl_workload(linear, len[it[i]]);
+    if ((st = vl_partition_kk(v->mpart, v->rw, k, (int)m, err)) != VL_OK)
+        return st;
+    memset(v->mb_off, 0, (m + 1) * sizeof *v->mb_off);
+    memset(v->mb_tok, 0, m * sizeof *v->mb_tok);
+    for (size_t i = 0; i < k; i++) {
+        v->mb_off[v->mpart[i] + 1]++;
+        v->mb_tok[v->mpart[i]] += len[it[i]];
+    }
+    *fits = true;
+    for (size_t j = 0; j < m; j++) {
+        v->mb_off[j + 1] += v->mb_off[j];
+        *fits = *fits && v->mb_tok[j] <= c->t->max_seq_len;
+    }
+    for (size_t i = 0; i < k; i++)
+        v->mb_items[v->mb_off[v->mpart[i]]++] = it[i];
+    memmove(v->mb_off + 1, v->mb_off, m * sizeof *v->mb_off);
+    v->mb_off[0] = 0;
+    return VL_OK;
+}
+
+/* The common micro-batch count: max over ranks of ceil(tokens / cap), raised until
+ * every rank's KK split fits. */
+static vl_status mb_count(bl *c, verl_batch *v, double linear, size_t *out, vl_err *err)
+{
+    const uint32_t *len = c->job->sel->len;
+    size_t m = 1;
+    vl_status st;
+
+    for (size_t r = 0; r < c->dp; r++) {
+        uint64_t tok = 0;
+        for (size_t i = v->rank_off[r]; i < v->rank_off[r + 1]; i++)
+            tok += len[v->rank_items[i]];
+        size_t need = (size_t)((tok + c->t->max_seq_len - 1) / c->t->max_seq_len);
+        m = need > m ? need : m;
+    }
+    for (size_t r = 0; r < c->dp;) {
+        size_t k = v->rank_off[r + 1] - v->rank_off[r];
+        bool fits;
+        if ((st = split_rank(c, v, v->rank_items + v->rank_off[r], k, m, linear, &fits,
+                             err)) != VL_OK)
+            return st;
+        if (fits) {
+            r++;
+        } else {
+            m++;     /* one sample per micro-batch always fits, so this ends */
+            r = 0;   /* a larger count: every rank again */
+        }
+    }
+    *out = m;
+    return VL_OK;
+}
+
+static vl_status emit_ranks(bl *c, verl_batch *v, size_t m, double linear, vl_err *err)
+{
+    vl_status st = VL_OK;
+
+    for (size_t r = 0; r < c->dp && st == VL_OK; r++) {
+        size_t k = v->rank_off[r + 1] - v->rank_off[r];
+        bool fits;
+        if ((st = split_rank(c, v, v->rank_items + v->rank_off[r], k, m, linear, &fits,
+                             err)) != VL_OK ||
+            (st = vl_plan_rank_begin(c->out, (int)r, &c->par, err)) != VL_OK)
+            break;
+        for (size_t j = 0; j < m && st == VL_OK; j++) {
+            size_t cnt = v->mb_off[j + 1] - v->mb_off[j];
+            c->empty += cnt == 0;
+            st = vl__bl_emit_mb(c, cnt ? c->t->max_seq_len : 0, v->mb_items + v->mb_off[j],
+                                cnt, err);
+        }
+    }
+    return st;
+}
+
+static void verl_batch_free(verl_batch *v)
+{
+    free(v->w);
+    free(v->part);
+    free(v->rank_items);
+    free(v->rank_off);
+    free(v->rw);
+    free(v->mpart);
+    free(v->mb_items);
+    free(v->mb_off);
+    free(v->mb_tok);
+}
+
+static vl_status verl_batch_fn(bl *c, const uint32_t *items, size_t n, vl_err *err)
+{
+    const verl_opts *o = c->opts;
+    size_t np = (n + c->dp - 1) / c->dp * c->dp, m = 0, a = np ? np : 1;
+    verl_batch v = {
+        .w = malloc(a * sizeof *v.w), .part = malloc(a * sizeof *v.part),
+        .rank_items = malloc(a * sizeof *v.rank_items),
+        .rank_off = malloc((c->dp + 1) * sizeof *v.rank_off), .rw = malloc(a * sizeof *v.rw),
+        .mpart = malloc(a * sizeof *v.mpart), .mb_items = malloc(a * sizeof *v.mb_items),
+        .mb_off = malloc((a + 1) * sizeof *v.mb_off), .mb_tok = malloc(a * sizeof *v.mb_tok)};
+    vl_status st;
+
+    if (!v.w || !v.part || !v.rank_items || !v.rank_off || !v.rw || !v.mpart ||
+        !v.mb_items || !v.mb_off || !v.mb_tok)
+        st = vl_seterr(err, VL_ENOMEM, "out of memory for a batch of %zu", n);
+    else if ((st = deal_ranks(c, &v, items, n, o->linear, err)) == VL_OK &&
+             (st = mb_count(c, &v, o->linear, &m, err)) == VL_OK)
+        st = emit_ranks(c, &v, m, o->linear, err);
+    verl_batch_free(&v);
+    return st;
+}
+
+static vl_status verl_validate(const void *opts, const vl_config *cfg, vl_err *err)
+{
+    (void)opts;
+    return vl__bl_check_dp(cfg, "verl", err);
+}
+
+static vl_status verl_plan(const void *opts, const vl_job *job, vl_plan *out, vl_err *err)
+{
+    return vl__bl_run(job, out, verl_batch_fn, NULL, opts, "verl", false, err);
+}
+
+const vl_strategy vl_strategy_verl = {
+    .name = "verl",
+    .summary = "veRL's balancing: equal-count KK on 24576*len+len^2 to ranks, dynamic bsz",
+    .section = "verl",
+    .params = verl_params,
+    .opts_size = sizeof(verl_opts),
+    .caps = 0,
+    .max_len = vl__bl_max_len,
+    .validate = verl_validate,
+    .plan = verl_plan,
+    .streams = true,
+};
