@@ -143,8 +143,10 @@ static vl_status part1(size_t iters, vl_err *err)
     static const char *const b[] = {"hydraulis.mode=homo", NULL};
     static const char *const c[] = {"hydraulis.mode=static", NULL};
     static const char *const e[] = {"hydraulis.candidates=auto", NULL};
+    /* per-batch packing: the same global batches as every Hydraulis row */
+    static const char *const pk[] = {"pack.scope=batch", NULL};
     struct { const char *label, *strategy; const char *const *sets; } rows[] = {
-        {"pack, DP 4 x TP 16 (baseline)", "pack", NULL},
+        {"pack, DP 4 x TP 16 (baseline)", "pack", pk},
         {"(a) homo DP 4 x TP 16, dispatch + pack to 32K", "hydraulis", a},
         {"(b) homo DP 4 x TP 16, two-stage assignment", "hydraulis", b},
         {"(c) static heterogeneous (best of the six)", "hydraulis", c},

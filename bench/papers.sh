@@ -16,7 +16,7 @@ echo "## HBP Table 11: llama3.1-8b, 32 x h100, 128K, 512K-token batches, 100K tu
 "$V" gen --dist tulu3-longcite -n 100000 --seed 1 -o "$tmp/tl.txt"
 "$V" compare -q --set pack.algo=isf --set training.max_seq_len=131072 \
     --set training.global_tokens=524288 --set training.sp=8 \
-    --row isf=pack --row 'g32=hbp:hbp.groups=32K:2,128K:8' \
+    --row isf=pack:pack.scope=batch --row 'g32=hbp:hbp.groups=32K:2,128K:8' \
     --row 'g16=hbp:hbp.groups=16K:1,128K:8' --row auto=hbp "$tmp/tl.txt" | show
 
 "$V" gen --dist chunkflow-eval -n 32768 --seed 1 -o "$tmp/cf.txt"
