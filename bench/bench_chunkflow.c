@@ -1,13 +1,24 @@
 /* bench/bench_chunkflow.c -- ChunkFlow on the paper's evaluation setting: lengths from
  * `chunkflow-eval` (ChunkFlow Table 2), Qwen2.5-7B, 256K context, <TP4, SP4 (ring),
  * PP4>, global batch 256.  Prints the planning time per global batch (the strategy's
- * plan() alone, best of 5 runs; target: at most 1 ms on average) and the simulated step time, bubble
- * and peak memory of ChunkFlow (the paper's best (8K, 4), the default (8K, 1), and the
- * grid search) against fixed-length packing (`pack`, capacity 256K) with selective
- * and with full recompute (the paper's Megatron-LM baseline at 256K uses full).
+ * plan() alone, CPU time, best of 5 runs; target: at most 1 ms on average) and the
+ * simulated step time, bubble and peak memory of ChunkFlow (the paper's best (8K, 4),
+ * the default (8K, 1), and the grid search) against fixed-length packing (`pack`,
+ * capacity 256K) with selective and with full recompute (the paper's Megatron-LM
+ * baseline at 256K uses full).
  *
- *   bench_chunkflow [BATCHES [DP]]       defaults: 40 batches of 256 samples, dp 2
+ * Then planning speed at scale (issue 9: near-linear): N samples (default 1M) of three
+ * length distributions, Llama-3.1-8B on 32 GPUs, 32K context (and 8K for the uniform
+ * lengths: nothing split, every sample bin-packed; longer samples dropped), the
+ * default chunk_size 8192 and K 1, global batches of 16M and 64M tokens: plan() alone
+ * (construction, rank balance, the per-batch memory check by simulation, and
+ * emission), in CPU seconds, best of 3.  Targets for 1M samples: <= 3 s at 16M-token
+ * batches, <= 10 s at 64M.
+ *
+ *   bench_chunkflow [BATCHES [DP [N]]]   defaults: 40 batches of 256 samples, dp 2, 1M
+ *   bench_chunkflow speed [N]            only the speed rows
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,10 +31,12 @@
 
 extern const vl_strategy vl_strategy_chunkflow;
 
+/* Seconds of this process's CPU time: plan() is single-threaded, and on a shared
+ * machine (the bench host runs other jobs) wall time measures the neighbours too. */
 static double now(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -51,7 +64,8 @@ static vl_status make_config(vl_config *cfg, int dp, const char *recompute,
 
 /* One timed call of the strategy's plan(), as vl_run_plan makes it; *ms per iteration. */
 static vl_status time_once(const vl_strategy *s, const void *opts, vl_manifest *m,
-                           const vl_config *cfg, const vl_cost *c, double *ms, vl_err *err)
+                           const vl_config *cfg, const vl_cost *c, double *ms, size_t *iters,
+                           vl_err *err)
 {
     vl_selection sel = {0};
     vl_plan p = {0};
@@ -64,16 +78,27 @@ static vl_status time_once(const vl_strategy *s, const void *opts, vl_manifest *
         double t0 = now();
         st = s->plan(opts, &job, &p, err);
         *ms = (now() - t0) * 1e3 / (double)(p.niters ? p.niters : 1);
+        *iters = p.niters;
     }
     vl_plan_free(&p);
     vl_selection_free(&sel);
     return st;
 }
 
-/* Planning time per global batch: the best of REPS runs, against machine noise. */
+/* Planning time per global batch: the best of reps runs, against machine noise. */
 #define REPS 5
+static vl_status time_plan_reps(const vl_strategy *s, vl_manifest *m, const vl_config *cfg,
+                                int reps, double *ms, size_t *iters, vl_err *err);
+
 static vl_status time_plan(const vl_strategy *s, vl_manifest *m, const vl_config *cfg,
                            double *ms, vl_err *err)
+{
+    size_t iters = 0;
+    return time_plan_reps(s, m, cfg, REPS, ms, &iters, err);
+}
+
+static vl_status time_plan_reps(const vl_strategy *s, vl_manifest *m, const vl_config *cfg,
+                                int reps, double *ms, size_t *iters, vl_err *err)
 {
     void *opts = calloc(1, s->opts_size ? s->opts_size : 1);
     vl_cost c;
@@ -83,9 +108,9 @@ static vl_status time_plan(const vl_strategy *s, vl_manifest *m, const vl_config
         st = vl_config_bind(cfg, s->section, s->params, opts, err);
     if (st == VL_OK)
         st = vl_cost_init(&c, cfg, err);
-    for (int r = 0; r < REPS && st == VL_OK; r++) {
+    for (int r = 0; r < reps && st == VL_OK; r++) {
         double t = 0.0;
-        st = time_once(s, opts, m, cfg, &c, &t, err);
+        st = time_once(s, opts, m, cfg, &c, &t, iters, err);
         *ms = r == 0 || t < *ms ? t : *ms;
     }
     free(opts);
@@ -133,10 +158,68 @@ static vl_status row(const char *name, const vl_strategy *s, vl_manifest *m, int
     return st;
 }
 
+/* ---- planning speed at scale ------------------------------------------------------ */
+
+static vl_status speed_config(vl_config *cfg, const char *ctx, const char *tokens,
+                              vl_err *err)
+{
+    const char *sets[] = {ctx, "training.oversize=drop", tokens, NULL};
+    vl_status st = vl_config_init_default(cfg, err);
+
+    for (size_t i = 0; sets[i] != NULL && st == VL_OK; i++)
+        st = vl_config_set(cfg, sets[i], err);
+    return st == VL_OK ? vl_config_finalize(cfg, err) : st;
+}
+
+static vl_status speed_rows(size_t n, vl_err *err)
+{
+    /* the last row has 8K context = the chunk size: nothing is split, every sample is
+     * bin-packed, which is where trying every bin count cost most */
+    static const char *const dists[] = {"chunkflow-eval", "lmsys", "uniform:1:16384",
+                                        "uniform:1:16384"};
+    static const char *const ctxs[] = {"training.max_seq_len=32768",
+                                       "training.max_seq_len=32768",
+                                       "training.max_seq_len=32768",
+                                       "training.max_seq_len=8192"};
+    static const char *const budgets[] = {"training.global_tokens=16777216",
+                                          "training.global_tokens=67108864"};
+    uint32_t *len = malloc((n ? n : 1) * sizeof *len);
+    vl_status st = len ? VL_OK : vl_seterr(err, VL_ENOMEM, "out of memory");
+
+    printf("\nplanning speed: %zu samples, llama3.1-8b, 32 GPUs (dp 32), longer than the "
+           "context dropped, chunk_size 8192, k 1; plan() alone, CPU seconds, best of 3\n", n);
+    printf("%-18s %-4s %-6s %6s %10s %10s\n", "lengths", "ctx", "batch", "iters", "plan_s",
+           "per_iter");
+    for (size_t d = 0; d < 4 && st == VL_OK; d++) {
+        vl_manifest *m = NULL;
+        if ((st = vl_gen_lengths(len, n, dists[d], 1, err)) != VL_OK ||
+            (st = vl_manifest_from_lengths(&m, len, n, err)) != VL_OK)
+            break;
+        for (size_t b = 0; b < 2 && st == VL_OK; b++) {
+            vl_config cfg = {0};
+            double ms = 0.0;
+            size_t iters = 0;
+            if ((st = speed_config(&cfg, ctxs[d], budgets[b], err)) == VL_OK)
+                st = time_plan_reps(&vl_strategy_chunkflow, m, &cfg, 3, &ms, &iters, err);
+            if (st == VL_OK)
+                printf("%-18s %-4s %-6s %6zu %10.3f %8.1f ms\n", dists[d],
+                       d == 3 ? "8K" : "32K", b ? "64M" : "16M", iters,
+                       ms * (double)iters / 1e3, ms);
+            vl_config_free(&cfg);
+        }
+        vl_manifest_free(m);
+    }
+    free(len);
+    return st;
+}
+
 int main(int argc, char **argv)
 {
-    size_t batches = argc > 1 ? strtoul(argv[1], NULL, 10) : 40;
-    int dp = argc > 2 ? atoi(argv[2]) : 2;
+    bool speed_only = argc > 1 && strcmp(argv[1], "speed") == 0;
+    size_t batches = argc > 1 && !speed_only ? strtoul(argv[1], NULL, 10) : 40;
+    int dp = argc > 2 && !speed_only ? atoi(argv[2]) : 2;
+    size_t nspeed = speed_only ? (argc > 2 ? strtoul(argv[2], NULL, 10) : 1000000)
+                               : (argc > 3 ? strtoul(argv[3], NULL, 10) : 1000000);
     size_t n = batches * 256;
     uint32_t *len = malloc((n ? n : 1) * sizeof *len);
     const vl_strategy *pack = vl_strategy_find("pack");
@@ -147,6 +230,10 @@ int main(int argc, char **argv)
     if (len == NULL || pack == NULL || dp < 1) {
         fprintf(stderr, "bench_chunkflow: bad setup\n");
         return 1;
+    }
+    if (speed_only) {
+        st = speed_rows(nspeed, &err);
+        goto done;
     }
     if ((st = vl_gen_lengths(len, n, "chunkflow-eval", 1, &err)) != VL_OK ||
         (st = vl_manifest_from_lengths(&m, len, n, &err)) != VL_OK)
@@ -164,6 +251,7 @@ int main(int argc, char **argv)
         (st = row("pack (256K)", pack, m, dp, "selective", "8192", "1", &err)) != VL_OK ||
         (st = row("pack (256K)", pack, m, dp, "full", "8192", "1", &err)) != VL_OK)
         goto done;
+    st = speed_rows(nspeed, &err);
 done:
     if (st != VL_OK)
         fprintf(stderr, "bench_chunkflow: %s\n", err.msg);

@@ -28,7 +28,7 @@ static void build(vl_cf_work *w, const uint32_t *len, size_t n, uint32_t chunk)
     cr_assert_leq(n, 64);
     for (size_t i = 0; i < n; i++)
         samples[i] = (uint32_t)i;
-    cr_assert_eq(vl__cf_build(w, samples, n, len, chunk, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl__cf_build(w, samples, n, len, chunk, 1, &err), VL_OK, "%s", err.msg);
 }
 
 static const vl_seg *chunk_seg(const vl_cf_work *w, size_t c, size_t j)
@@ -119,6 +119,31 @@ Test(chunkflow, build_bins_are_balanced)
     vl__cf_work_free(&w);
 }
 
+/* Ranks kept busy: 20 samples of 1000 tokens fit one 32K chunk, but 16 ranks get 16
+ * balanced chunks (a multiple of the ranks); with a split sample (one group already) 15
+ * standalone chunks suffice, one per other rank. */
+Test(chunkflow, build_bins_for_every_rank)
+{
+    uint32_t len[21], samples[21];
+    vl_cf_work w = {0};
+    vl_err err;
+
+    for (uint32_t i = 0; i < 21; i++) {
+        len[i] = i == 20 ? 40000 : 1000;
+        samples[i] = i;
+    }
+    cr_assert_eq(vl__cf_build(&w, samples, 20, len, 32768, 16, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(w.nchunks, 16);
+    for (size_t c = 0; c < 16; c++)
+        cr_assert(w.chunks[c].tokens == 1000 || w.chunks[c].tokens == 2000);
+    cr_assert_eq(vl__cf_build(&w, samples, 21, len, 32768, 16, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(w.ngroups, 16);
+    cr_assert(w.groups[0].dependent);
+    cr_assert_eq(vl__cf_build(&w, samples, 20, len, 32768, 1, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(w.nchunks, 1, "one rank: the fewest bins");
+    vl__cf_work_free(&w);
+}
+
 /* Random long-tailed batches: every token once, in order; chunks within capacity;
  * dependent chunks full except the tail; bin count between ceil(sum/C) and FFD's. */
 static void check_random_batch(vl_rng *r, uint32_t chunk)
@@ -205,7 +230,7 @@ Test(chunkflow, build_global_batch)
     }
     vl_rng_seed(&r, 11, 2);
     vl_rng_shuffle_u32(&r, samples, N);
-    cr_assert_eq(vl__cf_build(&w, samples, N, len, chunk, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl__cf_build(&w, samples, N, len, chunk, 1, &err), VL_OK, "%s", err.msg);
     size_t nstand = 0;
     for (size_t g = 0; g < w.ngroups; g++) {
         const vl_cf_group *gr = &w.groups[g];
@@ -234,7 +259,7 @@ Test(chunkflow, build_global_batch)
     vl_bins_free(&b);
 
     vl_rng_shuffle_u32(&r, samples, N);
-    cr_assert_eq(vl__cf_build(&w2, samples, N, len, chunk, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl__cf_build(&w2, samples, N, len, chunk, 1, &err), VL_OK, "%s", err.msg);
     cr_assert_eq(w2.nchunks, w.nchunks);
     cr_assert_eq(w2.nsegs, w.nsegs);
     cr_assert_eq(memcmp(w2.segs, w.segs, w.nsegs * sizeof *w.segs), 0);

@@ -208,7 +208,7 @@ Test(chunkflow, ranks_balanced_by_cost)
     }
     vl_cf_setting s = {.chunk = 8192, .k = 1, .dp = 2,
                        .par = {.tp = 4, .pp = 1, .sp = 1}, .stage_layers = 28};
-    cr_assert_eq(vl__cf_build(&w, samples, 1001, len, 8192, &err), VL_OK);
+    cr_assert_eq(vl__cf_build(&w, samples, 1001, len, 8192, s.dp, &err), VL_OK);
     cr_assert_eq(vl__cf_assign(&w, &s, &c, &err), VL_OK);
     double cost[2] = {0}, tok[2] = {0};
     for (size_t g = 0; g < w.ngroups; g++) {
@@ -330,7 +330,14 @@ Test(chunkflow, grid_search_logs_candidates, .timeout = 120)
         rows++;
     for (const char *s = log; (s = strstr(s, "  out of memory\n")) != NULL; s++)
         rows++;
-    cr_assert_eq(rows, 25, "log:\n%s", log);
+    /* chunk sizes 2K..32K x K in {1, 2, 3, 4, 6, 8, 12, 16}, less the K beyond the most
+     * chunks of the 150,000-token sample (10 at 16K: up to 12; 5 at 32K: up to 6) */
+    cr_assert_eq(rows, 8 + 8 + 8 + 7 + 5, "log:\n%s", log);
+    cr_assert_not_null(strstr(log, "        2048    3 "), "%s", log);
+    cr_assert_not_null(strstr(log, "        4096   12 "), "%s", log);
+    cr_assert_not_null(strstr(log, "        8192    6 "), "%s", log);
+    cr_assert_null(strstr(log, "       32768    8 "), "%s", log);
+    cr_assert_not_null(strstr(log, "holds the longest sample, 150000 tokens"), "%s", log);
     const char *ch = strstr(log, "chose chunk_size=");
     cr_assert_not_null(ch, "%s", log);
     cr_assert_eq(sscanf(ch, "chose chunk_size=%u k=%u", &chunk, &k), 2);
@@ -359,6 +366,136 @@ Test(chunkflow, grid_search_all_out_of_memory)
     cr_assert_eq(vl_run_plan(&p, &vl_strategy_chunkflow, m, &cfg, &o, NULL, &err),
                  VL_EINFEASIBLE);
     cr_assert_not_null(strstr(err.msg, "exceeds device memory"), "%s", err.msg);
+    vl_manifest_free(m);
+    vl_config_free(&cfg);
+}
+
+/* ---- memory guarantee, busy ranks, worst batches ------------------------------------ */
+
+static vl_manifest *long_manifest_m;
+
+/* 3000 short samples and one of 250,000 tokens (sample 1234): Llama-3.1-8B on 8 GPUs,
+ * 256K context, 8K chunks, K = 1.  Its state store (the keys and values of the chunks
+ * that wait for their recompute) does not fit 74 GiB with 8K chunks. */
+static vl_manifest *long_manifest(void)
+{
+    uint32_t len[3000];
+    vl_manifest *m = NULL;
+    vl_err err;
+
+    for (uint32_t i = 0; i < 3000; i++)
+        len[i] = 50 + (i * 7919u) % 2950u;
+    len[1234] = 250000;
+    cr_assert_eq(vl_manifest_from_lengths(&m, len, 3000, &err), VL_OK, "%s", err.msg);
+    return m;
+}
+
+static vl_status run_long(vl_plan *p, uint64_t seed, const char *mem, const char *extra,
+                          const char *more, char **log, vl_err *err)
+{
+    const char *sets[] = {"cluster.gpus=8", mem, "training.max_seq_len=262144", extra, more,
+                          NULL};
+    vl_config cfg;
+    vl_run_opts o = {.seed = seed, .verbose = 1};
+    vl_run_result res;
+
+    config(&cfg, sets);
+    vl_status st = vl_run_plan(p, &vl_strategy_chunkflow, long_manifest_m, &cfg, &o, &res, err);
+    *log = res.log;
+    if (st == VL_OK) {   /* what plan wrote passes verify, memory included */
+        vl_cost c;
+        vl_verify_report rep;
+        cr_assert_eq(vl_cost_init(&c, &cfg, err), VL_OK);
+        cr_assert_eq(vl_plan_verify(p, &c, &rep, err), VL_OK, "%s",
+                     rep.nmsgs ? rep.msgs[0] : err->msg);
+        cr_assert_eq(rep.oom_iters, 0);
+    }
+    vl_config_free(&cfg);
+    return st;
+}
+
+Test(chunkflow, memory_guarantee_per_batch, .timeout = 120)
+{
+    vl_plan p;
+    vl_err err;
+    char *log = NULL;
+
+    long_manifest_m = long_manifest();
+    /* the batch holding the long sample is planned with smaller chunks; the plan fits */
+    vl_status st =
+        run_long(&p, 5, "cluster.mem_gib=80", "chunkflow.k=1", "chunkflow.k=1", &log, &err);
+    cr_assert_eq(st, VL_OK, "%d %s\n%s", st, err.msg, log ? log : "");
+    cr_assert_not_null(strstr(log, "1 batches needed a smaller setting"), "%s", log);
+    cr_assert_not_null(strstr(log, "planned with chunk_size="), "%s", log);
+    bool small = false;
+    for (size_t i = 0; i < p.nmbs; i++)
+        small = small || p.mbs[i].cap < 8192;
+    cr_assert(small, "no batch went below 8K chunks");
+    vl_plan_free(&p);
+    free(log);
+    /* nothing fits 34 GiB at sp 1: the message names the batch, its longest sample,
+     * the least demanding try and the degree that fits */
+    st = run_long(&p, 5, "cluster.mem_gib=40", "chunkflow.k=1", "chunkflow.k=1", &log, &err);
+    cr_assert_eq(st, VL_EINFEASIBLE, "%d %s", st, err.msg);
+    cr_assert_not_null(strstr(err.msg, "longest 250000 tokens"), "%s", err.msg);
+    cr_assert_not_null(strstr(err.msg, "34.00 GiB usable"), "%s", err.msg);
+    cr_assert_not_null(strstr(err.msg, "training.sp=8 would fit"), "%s", err.msg);
+    free(log);
+    vl_manifest_free(long_manifest_m);
+}
+
+/* The grid search judges the batch that holds the longest sample even when it samples
+ * a single batch: the chosen setting fits every batch as it is. */
+Test(chunkflow, grid_judges_the_worst_batch, .timeout = 120)
+{
+    vl_plan p;
+    vl_err err;
+    char *log = NULL;
+
+    long_manifest_m = long_manifest();
+    /* seed 2: the long sample is in batch 1, not in batch 0, which the search used to
+     * take alone */
+    vl_status st = run_long(&p, 2, "cluster.mem_gib=80", "chunkflow.search_iters=1",
+                            "chunkflow.chunk_size=auto", &log, &err);
+    cr_assert_eq(st, VL_OK, "%d %s", st, err.msg);
+    cr_assert_not_null(strstr(log, "batch 1 holds the longest sample, 250000 tokens"),
+                       "%s", log);
+    cr_assert_not_null(strstr(log, "0 batches needed a smaller setting"), "%s", log);
+    vl_plan_free(&p);
+    free(log);
+    vl_manifest_free(long_manifest_m);
+}
+
+/* 16 data-parallel ranks (Qwen2.5-7B, TP 4), 32K chunks, 256 samples per batch (about
+ * 180K tokens, fewer than one 32K chunk per rank): every rank of every iteration gets
+ * tokens (the fewest bins used to leave most ranks idle). */
+Test(chunkflow, every_rank_busy)
+{
+    static const char *const sets[] = {"model.preset=qwen2.5-7b", "cluster.gpus=64",
+                                       "training.tp=4", "training.max_seq_len=32768",
+                                       "training.global_batch=256",
+                                       "training.global_tokens=0", "training.oversize=drop",
+                                       "chunkflow.chunk_size=32768", NULL};
+    vl_config cfg;
+    vl_manifest *m = eval_manifest(6000, 8);
+    vl_plan p;
+
+    config(&cfg, sets);
+    run(&p, &vl_strategy_chunkflow, m, &cfg, 0, NULL);
+    for (size_t it = 0; it < p.niters; it++) {
+        const vl_iter *in = &p.iters[it];
+        if (in->samples < in->nranks)
+            continue;
+        for (uint32_t r = 0; r < in->nranks; r++) {
+            const vl_rank *rk = &p.ranks[in->rank0 + r];
+            uint64_t t = 0;
+            for (uint32_t j = 0; j < rk->nmb; j++)
+                t += p.mbs[rk->mb0 + j].tokens;
+            cr_assert_gt(t, 0, "iteration %zu (%llu samples): rank %u has no tokens", it,
+                         (unsigned long long)in->samples, r);
+        }
+    }
+    vl_plan_free(&p);
     vl_manifest_free(m);
     vl_config_free(&cfg);
 }

@@ -225,10 +225,12 @@ static hbp_pack_in epoch_in(const hbp_groups *gs, const uint32_t *len, uint32_t 
                          .balance = true, .greedy_fill = true, .seed = 1};
 }
 
-Test(hbp, leftover_packs_join_the_last_iteration)
+Test(hbp, group_packs_spread_over_iterations)
 {
     /* group 1 (cap 100, 4 ranks x 1): four 100s and five lone 60s make 9 packs; the
-     * ninth joins the second iteration, which runs 2 rounds: 5 packs, 3 empty slots */
+     * fewest iterations of at most 4 packs are 3, of 3 packs each, one empty slot each
+     * (a single-sample pack cannot be split); none holds more than 4 packs, so none
+     * more than the budget (the ninth pack used to ride on the second iteration) */
     static const uint32_t len[] = {100, 100, 100, 100, 60, 60, 60, 60, 60};
     uint32_t order[9];
     hbp_groups gs = two_groups(50, 4, 100, 4);
@@ -237,9 +239,18 @@ Test(hbp, leftover_packs_join_the_last_iteration)
     vl_err err;
 
     cr_assert_eq(vl__hbp_pack_epoch(&ep, &in, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(ep.niters, 2);
-    cr_assert_eq(ep.iters[0].mbs + ep.iters[1].mbs, 3);
-    cr_assert_eq(ep.empty[1], 3);   /* a single-sample pack cannot be split */
+    cr_assert_eq(ep.niters, 3);
+    for (size_t i = 0; i < 3; i++) {
+        uint64_t tokens = 0;
+        cr_assert_eq(ep.iters[i].mbs, 1);
+        for (size_t k = 0; k < 4; k++) {
+            uint32_t sl = ep.slots[ep.iters[i].s0 + k];
+            tokens += sl == HBP_EMPTY ? 0 : ep.packs[sl].load;
+        }
+        cr_assert_leq(tokens, 400, "iteration %zu holds %llu tokens", i,
+                      (unsigned long long)tokens);
+    }
+    cr_assert_eq(ep.empty[1], 3);
     cr_assert_eq(ep.splits[1], 0);
     vl__hbp_epoch_free(&ep);
 
@@ -249,6 +260,7 @@ Test(hbp, leftover_packs_join_the_last_iteration)
     in = epoch_in(&gs, len2, order, 8);
     in.greedy_fill = false;
     gs.g[0].len = 10;
+    gs.g[1].mbs = 2;
     cr_assert_eq(vl__hbp_pack_epoch(&ep, &in, &err), VL_OK, "%s", err.msg);
     cr_assert_eq(ep.niters, 1);
     cr_assert_eq(ep.iters[0].mbs, 2);
@@ -291,10 +303,19 @@ Test(hbp, curriculum_then_even_mix)
     cr_assert_eq(seen, n1);
     vl__hbp_epoch_free(&ep);
 
-    in.curriculum = 5000;   /* longer than the short group: never the longest group */
+    /* more than the short group has: capped at half of its 900 iterations, so the
+     * long group is not left the last 200 iterations of the epoch to itself */
+    in.curriculum = 5000;
     cr_assert_eq(vl__hbp_pack_epoch(&ep, &in, &err), VL_OK);
-    for (size_t i = 0; i < n0; i++)
+    cr_assert_eq(ep.curriculum, n0 / 2);
+    cr_assert_eq(ep.short_iters, n0);
+    for (size_t i = 0; i < n0 / 2; i++)
         cr_assert_eq(ep.iters[i].group, 0);
+    size_t tail_long = 0;   /* long iterations among the last 200 */
+    for (size_t i = ep.niters - 200; i < ep.niters; i++)
+        tail_long += ep.iters[i].group == 1;
+    cr_assert_lt(tail_long, 100, "%zu of the last 200 iterations are long", tail_long);
+    cr_assert_gt(tail_long, 0);
     vl__hbp_epoch_free(&ep);
     free(len);
     free(order);
@@ -529,6 +550,7 @@ Test(hbp, params_binding_errors)
         {"hbp: {curriculum_iters: -1}\n", "curriculum_iters", VL_ECONFIG},
         {"hbp: {packer: xyz}\n", "packer", VL_ECONFIG},
         {"hbp: {balance: maybe}\n", "balance", VL_ECONFIG},
+        {"hbp: {stage2_sp: two}\n", "stage2_sp", VL_ECONFIG},
         {"hbp: {groups: '16K,8K'}\n", "must ascend", VL_ECONFIG},
         {"hbp: {groups: '16K,64K'}\n", "exceeds training.max_seq_len", VL_ECONFIG},
         {"hbp: {groups: '16K:3'}\n", "sp 3", VL_ECONFIG},
@@ -564,5 +586,23 @@ Test(hbp, infeasible_memory_is_reported)
         run_hbp(&f, len, 4, "cluster: {gpus: 8, mem_gib: 8}\n" SMALL_TRAINING "}\n", 1);
     cr_assert_eq(st, VL_EINFEASIBLE, "%d: %s", st, f.err.msg);
     cr_assert_not_null(strstr(f.err.msg, "hbp"));
+    /* the figures are those of the least demanding degree tried, sp 8 with every layer
+     * checkpointed on 8 GPUs (one rank, 4 micro-batches of 32K), not sp 1's */
+    vl_par par = {.tp = 1, .pp = 1, .sp = 8, .ckpt_layers = 32};
+    char want[160];
+    snprintf(want, sizeof want, "sp 8 with 32 of 32 layers checkpointed (1 ranks x 4 "
+             "micro-batches), needs %.1f GiB per GPU, 2.0 GiB usable",
+             vl_cost_rank_peak_bytes(&f.cost, 32768, &par, 1, 4) / 1073741824.0);
+    cr_assert_not_null(strstr(f.err.msg, want), "'%s' lacks '%s'", f.err.msg, want);
+    fx_free(&f);
+    /* a given degree is quoted with its own figures */
+    st = run_hbp(&f, len, 4, "cluster: {gpus: 8, mem_gib: 8}\n" SMALL_TRAINING "}\n"
+                 "hbp: {groups: '32K:2'}\n", 1);
+    cr_assert_eq(st, VL_EINFEASIBLE, "%d: %s", st, f.err.msg);
+    par.sp = 2;
+    snprintf(want, sizeof want, "sp 2 with 32 of 32 layers checkpointed (4 ranks x 1 "
+             "micro-batches), needs %.1f GiB per GPU",
+             vl_cost_rank_peak_bytes(&f.cost, 32768, &par, 4, 1) / 1073741824.0);
+    cr_assert_not_null(strstr(f.err.msg, want), "'%s' lacks '%s'", f.err.msg, want);
     fx_free(&f);
 }

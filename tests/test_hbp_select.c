@@ -218,6 +218,101 @@ Test(hbp, long_groups_list)
     free(len);
 }
 
+/* ---- stage 2, the curriculum and the token budget, through the runner ------------- */
+
+/* The group (index into the plan's groups) of length len, or -1. */
+static int group_sp(const vl_plan *p, uint32_t len)
+{
+    for (size_t k = 0; k < p->nranks; k++) {
+        const vl_rank *rk = &p->ranks[k];
+        if (rk->nmb > 0 && p->mbs[rk->mb0].cap == len)
+            return rk->par.sp;
+    }
+    return -1;
+}
+
+Test(hbp, stage2_groups_run_at_sp1)
+{
+    /* only SP 2 in stage 1: l_best and l_max (32K) run at 2, so l1 = l_best / 2 and
+     * l2 = 16K exist; the paper trains those at SP 1 ("no communication overhead") */
+    size_t n = 6000;
+    uint32_t *len = mixed_lengths(n, 32768, 31);
+    fx f;
+
+    cr_assert_eq(run_strategy(&f, &vl_strategy_hbp, len, n, SMALL_CFG
+                              "hbp: {sp_degrees: '2', candidates: '8K'}\n", 1, 1),
+                 VL_OK, "%s", f.err.msg);
+    cr_assert_eq(group_sp(&f.p, 4096), 1, "%s", f.log);
+    cr_assert_eq(group_sp(&f.p, 16384), 1, "%s", f.log);
+    cr_assert_eq(group_sp(&f.p, 32768), 2, "%s", f.log);
+    cr_assert_not_null(strstr(f.log, "l1 and l2 at sp 1"), "%s", f.log);
+    cr_assert_not_null(strstr(f.p.params_json, "4K:1:"), "%s", f.p.params_json);
+    fx_free(&f);
+    /* the free re-optimisation stays available: every group at a degree of the list */
+    cr_assert_eq(run_strategy(&f, &vl_strategy_hbp, len, n, SMALL_CFG
+                              "hbp: {sp_degrees: '2', candidates: '8K', stage2_sp: free}\n",
+                              1, 0), VL_OK, "%s", f.err.msg);
+    cr_assert_eq(group_sp(&f.p, 4096), 2);
+    cr_assert_eq(group_sp(&f.p, 16384), 2);
+    fx_free(&f);
+    free(len);
+}
+
+Test(hbp, no_iteration_above_the_token_budget)
+{
+    /* 1M tokens per iteration holds every group's ranks x length, so no iteration may
+     * exceed it: a group's leftover packs used to ride on its last full iteration */
+    size_t n = 40000;
+    uint32_t *len = malloc(n * sizeof *len);
+    vl_err err;
+    fx f;
+
+    cr_assert_eq(vl_gen_lengths(len, n, "tulu3-longcite", 2, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(run_strategy(&f, &vl_strategy_hbp, len, n, "cluster: {gpus: 8}\n"
+                              "training: {max_seq_len: 32768, global_tokens: 1048576, "
+                              "oversize: drop}\n", 3, 1), VL_OK, "%s", f.err.msg);
+    for (size_t it = 0; it < f.p.niters; it++) {
+        uint64_t t, l, smp;
+        vl_plan_iter_totals(&f.p, it, &t, &l, &smp);
+        cr_assert_leq(t, 1048576, "iteration %zu holds %llu tokens\n%s", it,
+                      (unsigned long long)t, f.log);
+    }
+    fx_free(&f);
+    free(len);
+}
+
+Test(hbp, curriculum_capped_and_logged)
+{
+    size_t n = 20000;
+    uint32_t *len = mixed_lengths(n, 32768, 11);
+    size_t shorts = 0, first = 0;
+    fx f;
+
+    cr_assert_eq(run_strategy(&f, &vl_strategy_hbp, len, n, SMALL_CFG, 3, 1), VL_OK, "%s",
+                 f.err.msg);
+    uint32_t longest = f.p.mbs[f.p.ranks[0].mb0].cap;
+    for (size_t k = 0; k < f.p.nranks; k++)
+        if (f.p.mbs[f.p.ranks[k].mb0].cap > longest)
+            longest = f.p.mbs[f.p.ranks[k].mb0].cap;
+    for (size_t it = 0; it < f.p.niters; it++) {
+        const vl_rank *rk = &f.p.ranks[f.p.iters[it].rank0];
+        bool is_short = f.p.mbs[rk->mb0].cap < longest;
+        shorts += is_short;
+        if (is_short && first == it)
+            first++;
+    }
+    /* 500 asked, fewer than 1000 short iterations: at most half of them lead */
+    cr_assert_lt(shorts, 1000);
+    cr_assert_geq(first, shorts / 2);
+    cr_assert_leq(first, shorts / 2 + 1, "%zu of %zu short iterations lead", first, shorts);
+    char want[96];
+    snprintf(want, sizeof want, "curriculum: %zu short-only iterations first (500 asked",
+             shorts / 2);
+    cr_assert_not_null(strstr(f.log, want), "%s", f.log);
+    fx_free(&f);
+    free(len);
+}
+
 /* ---- the paper's setting: Llama-3.1-8B, 32 x H100, 128K, Tulu3 + LongCite --------- */
 
 #define PAPER_CFG                                                                     \

@@ -21,6 +21,8 @@ void vl__cf_work_free(vl_cf_work *w)
     free(w->load);
     free(w->ops);
     free(w->pieces);
+    free(w->keys);
+    free(w->heap);
     memset(w, 0, sizeof *w);
 }
 
@@ -43,7 +45,9 @@ static vl_status reserve_batch(vl_cf_work *w, const uint32_t *samples, size_t n,
         (st = vl_grow(&w->w, &w->w_cap, n, sizeof *w->w, err)) ||
         (st = vl_grow(&w->part, &w->part_cap, n, sizeof *w->part, err)) ||
         (st = vl_grow(&w->order, &w->order_cap, nseg, sizeof *w->order, err)) ||
-        (st = vl_grow(&w->load, &w->load_cap, n + 1, sizeof *w->load, err)))
+        (st = vl_grow(&w->load, &w->load_cap, n + 1, sizeof *w->load, err)) ||
+        (st = vl_grow(&w->keys, &w->keys_cap, n, sizeof *w->keys, err)) ||
+        (st = vl_grow(&w->heap, &w->heap_cap, n, sizeof *w->heap, err)))
         return st;
     w->nsegs = w->nchunks = w->ngroups = 0;
     return VL_OK;
@@ -78,25 +82,68 @@ static void split_long(vl_cf_work *w, uint32_t sample, uint32_t len, uint32_t ch
     }
 }
 
-/* Loads of a partition into nb parts; true when every part fits chunk. */
-static bool fits(vl_cf_work *w, size_t n, size_t nb, uint32_t chunk)
+/* ---- the fewest balanced bins ------------------------------------------------------- */
+
+/* The short samples' items sorted once, heaviest first (ties: lower position, which is
+ * the lower sample index), so every bin-count trial is a single O(n log b) pass. */
+static void sort_desc(vl_cf_work *w, size_t n)
 {
-    memset(w->load, 0, nb * sizeof *w->load);
+    uint64_t *key = w->keys;
+
     for (size_t i = 0; i < n; i++)
-        w->load[w->part[i]] += w->slen[i];
-    for (size_t b = 0; b < nb; b++)
-        if (w->load[b] > chunk)
+        key[i] = (uint64_t)(UINT32_MAX - w->slen[i]) << 32 | (uint32_t)i;
+    vl_sort_u64(key, n);
+}
+
+/* Bin heap entry order: lighter first, then lower bin index (a total order). */
+static bool bin_less(uint64_t la, uint32_t a, uint64_t lb, uint32_t b)
+{
+    return la != lb ? la < lb : a < b;
+}
+
+static void heap_down(uint32_t *h, const uint64_t *load, size_t nb, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < nb && bin_less(load[h[l]], h[l], load[h[m]], h[m]))
+            m = l;
+        if (l + 1 < nb && bin_less(load[h[l + 1]], h[l + 1], load[h[m]], h[m]))
+            m = l + 1;
+        if (m == i)
+            return;
+        uint32_t t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+/* LPT into exactly nb bins: each item, heaviest first, onto the lightest bin.  False as
+ * soon as one overflows chunk (part[] is then partial).  O(n log nb). */
+static bool lpt_fits(vl_cf_work *w, size_t n, size_t nb, uint32_t chunk)
+{
+    uint32_t *h = w->heap;
+    uint64_t *load = w->load;
+
+    for (size_t b = 0; b < nb; b++) {
+        h[b] = (uint32_t)b;
+        load[b] = 0;
+    }
+    for (size_t j = 0; j < n; j++) {
+        uint32_t i = (uint32_t)w->keys[j], b = h[0];
+        if (load[b] + w->slen[i] > chunk)
             return false;
+        load[b] += w->slen[i];
+        w->part[i] = (int)b;
+        heap_down(h, load, nb, 0);
+    }
     return true;
 }
 
-/* First-fit decreasing as the last resort for a bin count where the balanced
- * partitioners overflow: its bin count is an upper bound the search never exceeds.
- * *nffd receives FFD's count; part[] is filled only when it is at most nb.  The items
- * are positions in shorts[] (slen[n..2n) holds 0..n-1), whose order is the samples'
- * order, so FFD's ties break as they would on the samples. */
-static vl_status try_ffd(vl_cf_work *w, size_t n, uint32_t chunk, size_t nb, size_t *nffd,
-                         vl_err *err)
+/* First-fit decreasing: its bins into part[], its count into *nffd.  The items are
+ * positions in shorts[] (slen[n..2n) holds 0..n-1), in the samples' order, so FFD's
+ * ties break as they would on the samples. */
+static vl_status ffd(vl_cf_work *w, size_t n, uint32_t chunk, size_t *nffd, vl_err *err)
 {
     vl_pack_opts po = {.algo = VL_PACK_FFD, .cap = chunk};
     vl_bins bins = {0};
@@ -105,52 +152,65 @@ static vl_status try_ffd(vl_cf_work *w, size_t n, uint32_t chunk, size_t nb, siz
     if (st != VL_OK)
         return st;
     *nffd = bins.n;
-    if (bins.n <= nb)
-        for (size_t b = 0; b < bins.n; b++)
-            for (size_t j = bins.start[b]; j < bins.start[b + 1]; j++)
-                w->part[bins.items[j]] = (int)b;
+    for (size_t b = 0; b < bins.n; b++)
+        for (size_t j = bins.start[b]; j < bins.start[b + 1]; j++)
+            w->part[bins.items[j]] = (int)b;
     vl_bins_free(&bins);
     return VL_OK;
 }
 
-/* Fewest bins of capacity chunk, tried from ceil(sum / chunk) upwards: LPT first (it
- * balances), then Karmarkar-Karp (balances better, and fits some counts LPT does not),
- * then FFD, whose own count bounds the search.  *nb receives the count, part[] the
- * bins.  Each trial is O(n log n); the count rarely grows more than once. */
+/* The fewest balanced bins of capacity chunk, at least `least` and a multiple of `step`
+ * (the ranks, when no sample is split: every rank then gets as many chunks).  LPT at
+ * the lower bound usually fits; otherwise FFD's count bounds a bisection over LPT
+ * counts (LPT fits more easily with more bins), and FFD's own bins are taken when LPT
+ * needs more.  *nb receives the count, part[] the bins.  O(n log n) for the sort and
+ * FFD, plus O(n log b) per trial, O(log n) trials. */
 static vl_status partition_shorts(vl_cf_work *w, size_t n, const uint32_t *len,
-                                  uint32_t chunk, size_t *nb, vl_err *err)
+                                  uint32_t chunk, size_t least, size_t step, size_t *nb,
+                                  vl_err *err)
 {
     uint64_t sum = 0;
-    size_t nffd = SIZE_MAX;
+    size_t nffd = 0, lo, hi, found = 0;
     vl_status st;
 
     for (size_t i = 0; i < n; i++) {
         w->slen[i] = len[w->shorts[i]];
         w->slen[n + i] = (uint32_t)i;
-        w->w[i] = (double)w->slen[i];
         sum += w->slen[i];
     }
-    for (size_t b = (size_t)((sum + chunk - 1) / chunk); b < n; b++) {
-        *nb = b;
-        if (b >= nffd)         /* FFD's count reached: take its bins */
-            return try_ffd(w, n, chunk, b, &nffd, err);
-        if ((st = vl_partition_lpt(w->part, w->w, n, (int)b, err)) != VL_OK ||
-            fits(w, n, b, chunk))
-            return st;
-        if ((st = vl_partition_kk(w->part, w->w, n, (int)b, err)) != VL_OK ||
-            fits(w, n, b, chunk))
-            return st;
-        if (nffd == SIZE_MAX) {
-            if ((st = try_ffd(w, n, chunk, b, &nffd, err)) != VL_OK || nffd <= b) {
-                *nb = nffd;
-                return st;
-            }
+    lo = (size_t)((sum + chunk - 1) / chunk);
+    lo = lo > least ? lo : least;
+    lo = (lo + step - 1) / step * step;
+    lo = lo < n ? lo : n;        /* never more bins than samples */
+    lo = lo > 0 ? lo : 1;
+    sort_desc(w, n);
+    if (lpt_fits(w, n, lo, chunk)) {
+        *nb = lo;
+        return VL_OK;
+    }
+    if ((st = ffd(w, n, chunk, &nffd, err)) != VL_OK)
+        return st;
+    /* Bisection over multiples of step in (lo, hi]: lo fails; LPT always fits n bins
+     * (no item exceeds chunk).  Up to FFD's count when that is not below the floor. */
+    hi = nffd >= lo ? nffd : n;
+    for (size_t a = lo / step, b = (hi + step - 1) / step; b > a + 1;) {
+        size_t mid = a + (b - a) / 2, cnt = mid * step < n ? mid * step : n;
+        if (lpt_fits(w, n, cnt, chunk)) {
+            b = mid;
+            found = cnt;
+        } else {
+            a = mid;
         }
     }
-    for (size_t i = 0; i < n; i++)   /* one sample per bin always fits */
-        w->part[i] = (int)i;
-    *nb = n;
-    return VL_OK;
+    if (found == 0 && nffd < lo)
+        found = n;
+    if (found == 0 || (nffd >= lo && found >= nffd))   /* FFD's bins are no more */
+        return ffd(w, n, chunk, nb, err);
+    hi = found;
+    *nb = hi;
+    return lpt_fits(w, n, hi, chunk) ? VL_OK
+                                     : vl_seterr(err, VL_EINTERNAL,
+                                                 "chunkflow: LPT into %zu bins changed", hi);
 }
 
 /* One standalone chunk per non-empty bin, its samples in index order (shorts[] is
@@ -184,7 +244,7 @@ static void emit_bins(vl_cf_work *w, size_t n, const uint32_t *len, size_t nb)
 }
 
 vl_status vl__cf_build(vl_cf_work *w, const uint32_t *samples, size_t n,
-                       const uint32_t *len, uint32_t chunk, vl_err *err)
+                       const uint32_t *len, uint32_t chunk, int ranks, vl_err *err)
 {
     size_t nshort = 0, nb = 0;
     vl_status st;
@@ -205,7 +265,11 @@ vl_status vl__cf_build(vl_cf_work *w, const uint32_t *samples, size_t n,
     if (nshort == 0)
         return VL_OK;
     vl_sort_u32_radix(w->shorts, w->slen, nshort);   /* slen is free until partition_shorts */
-    if ((st = partition_shorts(w, nshort, len, chunk, &nb, err)) != VL_OK)
+    /* Keep every rank busy: at least one group per rank, and with no split sample as
+     * many standalone chunks on every rank (a multiple of the ranks). */
+    size_t ndep = w->ngroups, step = ndep == 0 && ranks > 1 ? (size_t)ranks : 1;
+    size_t least = (size_t)ranks > ndep ? (size_t)ranks - ndep : 1;
+    if ((st = partition_shorts(w, nshort, len, chunk, least, step, &nb, err)) != VL_OK)
         return st;
     emit_bins(w, nshort, len, nb);
     return VL_OK;

@@ -224,7 +224,7 @@ vl_status vl__cf_plan_batch(vl_cf_work *w, const vl_cf_setting *s, const vl_cost
 {
     vl_status st;
 
-    if ((st = vl__cf_build(w, samples, n, len, s->chunk, err)) != VL_OK ||
+    if ((st = vl__cf_build(w, samples, n, len, s->chunk, s->dp, err)) != VL_OK ||
         (st = vl__cf_assign(w, s, c, err)) != VL_OK)
         return st;
     return vl__cf_emit(w, s, epoch, out, err);

@@ -13,16 +13,21 @@
  *     hbp.packer, longest group first, each pack topped up from shorter groups
  *     (GreedyFill); packs sorted by Σ len² and cut consecutively into iterations of
  *     budget/l_i packs over gpus/(sp·tp·pp) ranks (several per rank: equal-count KK).
- *  3. Order: hbp.curriculum_iters short-group iterations first (epoch 0), then every
- *     group's iterations shuffled and spread evenly (stratified proportional mix).
+ *  3. Order: hbp.curriculum_iters short-group iterations first (epoch 0), at most half
+ *     of the shorter groups' iterations, then every group's iterations shuffled and
+ *     spread evenly (stratified proportional mix).
  * Units: lengths in tokens ("K" = 1024), budget = training.global_tokens, or
  * training.global_batch x mean sample length.  Complexity per epoch: O(n) grouping,
  * the packer (ISF: C·O(n)), GreedyFill O((packs + fillers)·64·log64 n), O(P log P)
  * sorting of P packs.
  * Deviations (the paper is silent or vague; man page, HBP): the time comparison of
- * stage 1 is per token on a common content; each final group takes the best sp for its
- * own content; a group's leftover packs join its last iteration (halving the heaviest
- * splittable packs so ranks keep equal micro-batch counts; else empty micro-batches);
+ * stage 1 is per token on a common content; l1 and l2 run at SP 1 and l_best, l_max at
+ * stage 1's degrees, as the paper (hbp.stage2_sp=free instead gives each final group
+ * the degree fastest for its own content); checkpointing is the fewest that fits; a
+ * group's packs are spread evenly over its fewest iterations of at most one budget
+ * (halving the heaviest splittable packs of a short iteration so ranks keep equal
+ * micro-batch counts; else empty micro-batches); the curriculum takes at most half of
+ * the shorter groups' iterations;
  * Ave-Token loss needs nothing here: each iteration is exactly one global batch, whose
  * loss_tokens the plan writer sums.  hbp.profile (measured iteration times, a table
  * parameter) replaces the cost model in the selection when given. */
@@ -37,6 +42,7 @@
 
 const char *const vl__hbp_packers[] = {"isf", "ffd", "bfd", "ffs", "bfs", "spfhp", NULL};
 const char *const vl__hbp_profile_cols[] = {"len", "sp", "ckpt_layers", "time_s", NULL};
+const char *const vl__hbp_stage2_sp[] = {"one", "free", NULL};
 
 static const vl_param hbp_params[] = {
     {"groups", VL_P_TEXT, offsetof(hbp_opts, groups), 0, 0, NULL, "auto",
@@ -53,6 +59,8 @@ static const vl_param hbp_params[] = {
      "Attention Balance Sort of the packs (off: packer order)"},
     {"greedy_fill", VL_P_BOOL, offsetof(hbp_opts, greedy_fill), 0, 0, NULL, "true",
      "top up packs with samples of shorter groups"},
+    {"stage2_sp", VL_P_ENUM, offsetof(hbp_opts, stage2_sp), 0, 0, vl__hbp_stage2_sp, "one",
+     "SP of the groups stage 2 derives (l1, l2): one = 1 as the paper; free = fastest"},
     /* every cell non-negative here; vl__hbp_profile_rows checks each column's range */
     {"profile", VL_P_TABLE, 0, 0, 1e12, vl__hbp_profile_cols, NULL,
      "measured rows {len, sp, ckpt_layers, time_s} replacing the cost model in auto"},
@@ -177,8 +185,17 @@ static vl_status emit_iter(vl_plan *out, const hbp_groups *gs, const hbp_epoch *
     return st;
 }
 
-static void log_epoch(hbp_log *lg, const hbp_groups *gs, const hbp_epoch *ep, uint32_t e)
+static void log_epoch(hbp_log *lg, const hbp_groups *gs, const hbp_epoch *ep, uint32_t e,
+                      uint32_t asked)
 {
+    if (asked > 0 && gs->n < 2)
+        vl__hbp_logf(lg, "hbp: epoch %u curriculum: none (one group, nothing shorter)\n", e);
+    else if (asked > 0)
+        vl__hbp_logf(lg, "hbp: epoch %u curriculum: %zu short-only iterations first (%u "
+                         "asked, at most half of the shorter groups' %zu), then all %zu "
+                         "groups interleave over the remaining %zu iterations\n",
+                     e, ep->curriculum, asked, ep->short_iters, gs->n,
+                     ep->niters - ep->curriculum);
     for (size_t g = 0; g < gs->n; g++)
         vl__hbp_logf(lg, "hbp: epoch %u group %zu (%u): %zu samples + %zu filled in, "
                          "%zu iterations, %zu pack splits, %zu empty micro-batches\n",
@@ -220,7 +237,7 @@ static vl_status run_epochs(const hbp_opts *o, const vl_job *job, const hbp_grou
             break;
         for (size_t i = 0; i < ep.niters && st == VL_OK; i++)
             st = emit_iter(out, gs, &ep, &ep.iters[i], sel->len, e, err);
-        log_epoch(lg, gs, &ep, e);
+        log_epoch(lg, gs, &ep, e, pin.curriculum);
         vl__hbp_epoch_free(&ep);
     }
     free(order);

@@ -34,6 +34,7 @@ typedef struct eval {
 typedef struct row {
     uint32_t len;
     int sp, ckpt;            /* ckpt < 0: does not fit even with every layer recomputed */
+    int mem_ckpt;            /* checkpointed layers `mem` was modelled with */
     int ranks;
     uint32_t mbs;
     double mem;              /* bytes on the fullest device at that ckpt */
@@ -61,6 +62,7 @@ static int fewest_ckpt(const eval *e, row *r, vl_par *par)
     int k = vl_cost_fewest_ckpt(c, r->len, par, r->ranks, r->mbs);
 
     par->ckpt_layers = k < 0 ? e->layers0 : k;
+    r->mem_ckpt = par->ckpt_layers;
     r->mem = vl_cost_rank_peak_bytes(c, r->len, par, r->ranks, r->mbs);
     return k;
 }
@@ -125,7 +127,7 @@ static void eval_row(const eval *e, row *r, uint32_t l, int sp, int ckpt, double
     if (ckpt == HBP_AUTO) {
         r->ckpt = fewest_ckpt(e, r, &par);
     } else {
-        par.ckpt_layers = ckpt;
+        par.ckpt_layers = r->mem_ckpt = ckpt;
         r->mem = vl_cost_rank_peak_bytes(e->in->cost, l, &par, r->ranks, r->mbs);
         r->ckpt = r->mem <= vl_cost_mem_capacity(e->in->cost) ? ckpt : -1;
     }
@@ -156,12 +158,14 @@ typedef struct table {
     size_t n;
 } table;
 
-/* Best sp for length l over opts' degrees (ties: smaller sp); rows go to tb when non-NULL.
- * Returns false when no degree fits. */
+/* Best sp for length l over the degrees sps (ties: smaller sp); rows go to tb when
+ * non-NULL.  Returns false when no degree fits; then *best is the least demanding row
+ * tried (smallest memory; len 0 when no degree was usable), for the message. */
 static bool best_row(const eval *e, const hbp_spec *sps, size_t nsp, uint32_t l, int ckpt,
                      double s, row *best, table *tb)
 {
     bool found = false;
+    row least = {.len = 0};
 
     for (size_t i = 0; i < nsp; i++) {
         row r;
@@ -174,24 +178,30 @@ static bool best_row(const eval *e, const hbp_spec *sps, size_t nsp, uint32_t l,
             *best = r;
             found = true;
         }
+        if (least.len == 0 || r.mem < least.mem)
+            least = r;
     }
+    if (!found)
+        *best = least;
     return found;
 }
 
-static vl_status no_fit(const eval *e, uint32_t l, vl_err *err)
+/* Why length l fits with none of the degrees: the figures of the least demanding one
+ * tried (r from best_row), as `what` names the set of degrees. */
+static vl_status no_fit(const eval *e, uint32_t l, const row *r, const char *what,
+                        vl_err *err)
 {
-    row r;
-    vl_par par;
-
-    row_init(e, &r, l, 1, &par);
-    par.ckpt_layers = e->layers0;
+    if (r->len == 0)
+        return vl_seterr(err, VL_EINFEASIBLE,
+                         "hbp: %s has no degree usable for a %u-token pack with %d GPUs, tp "
+                         "%d, pp %d", what, l, e->in->cfg->cluster.gpus,
+                         e->in->cfg->training.tp, e->in->cfg->training.pp);
     return vl_seterr(err, VL_EINFEASIBLE,
-                     "hbp: no SP degree of hbp.sp_degrees fits a %u-token pack in memory "
-                     "(sp 1 with all %d layers checkpointed needs %.1f GiB, "
-                     "usable %.1f GiB)",
-                     l, e->layers0,
-                     vl_cost_rank_peak_bytes(e->in->cost, l, &par, r.ranks, r.mbs) / GIB,
-                     vl_cost_mem_capacity(e->in->cost) / GIB);
+                     "hbp: no SP degree of %s fits a %u-token pack in memory: the least "
+                     "demanding, sp %d with %d of %d layers checkpointed (%d ranks x %u "
+                     "micro-batches), needs %.1f GiB per GPU, %.1f GiB usable",
+                     what, l, r->sp, r->mem_ckpt, e->layers0, r->ranks, r->mbs,
+                     r->mem / GIB, vl_cost_mem_capacity(e->in->cost) / GIB);
 }
 
 static void set_group(hbp_group *g, const eval *e, const row *r)
@@ -303,9 +313,11 @@ static vl_status stage1(const eval *e, const lists *ls, row *best, row *max, hbp
         s = lens[0];
     vl__hbp_logf(lg, "hbp: stage 1: content = samples of at most %u tokens, "
                      "attention-weighted length %.0f\n", lo_len, s);
+    bool fits_max = false;
+    row r;
     for (size_t i = 0; i < nl; i++) {
-        row r;
-        if (!best_row(e, ls->sps, ls->nsp, lens[i], HBP_AUTO, s, &r, &tb))
+        fits_max = best_row(e, ls->sps, ls->nsp, lens[i], HBP_AUTO, s, &r, &tb);
+        if (!fits_max)
             continue;
         if (!any || r.spm < best->spm)
             *best = r;
@@ -314,21 +326,44 @@ static vl_status stage1(const eval *e, const lists *ls, row *best, row *max, hbp
             *max = r;
     }
     log_table(lg, &tb, any ? best->len : 0, any ? best->sp : 0);
-    if (!any || max->len != lens[nl - 1])
-        return no_fit(e, lens[nl - 1], err);
+    if (!fits_max)   /* r: the least demanding degree tried for l_max */
+        return no_fit(e, lens[nl - 1], &r, "hbp.sp_degrees", err);
     return VL_OK;
 }
 
-/* The final groups: each length's own content, (l_{i-1}, l_i], and its best config. */
+/* The degree a final group of length l runs at: stage 1's for l_best and l_max; SP 1
+ * for the lengths stage 2 derives (l1 = l_best/sp_best, l2 = l_max/sp_max), which is
+ * why they exist: the paper's "ensuring no communication overhead".  0: none fixed. */
+static int paper_sp(uint32_t l, const row *best, const row *max)
+{
+    if (l == max->len)
+        return max->sp;
+    if (l == best->len)
+        return best->sp;
+    return 1;
+}
+
+/* The final groups, each on its own content (l_{i-1}, l_i], at the paper's degree
+ * (hbp.stage2_sp=one) or at the degree fastest for that content (free); the fewest
+ * checkpointed layers that fit either way.  A paper degree that does not fit (model
+ * states shard over fewer ranks at SP 1) falls back to the fastest that does, logged. */
 static vl_status finish(hbp_groups *out, const eval *e, const lists *ls, const uint32_t *lp,
-                        size_t n, vl_err *err)
+                        size_t n, const row *best, const row *max, bool free_sp,
+                        hbp_log *lg, vl_err *err)
 {
     out->n = 0;
     for (size_t i = 0; i < n; i++) {
         double s = content_len(e->in, i ? lp[i - 1] : 0, lp[i]);
+        hbp_spec one = {.len = 0, .sp = paper_sp(lp[i], best, max), .ckpt = 0};
         row r;
-        if (!best_row(e, ls->sps, ls->nsp, lp[i], HBP_AUTO, s > 0 ? s : lp[i], &r, NULL))
-            return no_fit(e, lp[i], err);
+        if (s <= 0)
+            s = lp[i];
+        bool ok = !free_sp && best_row(e, &one, 1, lp[i], HBP_AUTO, s, &r, NULL);
+        if (!ok && !free_sp)
+            vl__hbp_logf(lg, "hbp: group %u: sp %d does not fit, taking the fastest degree "
+                             "that does\n", lp[i], one.sp);
+        if (!ok && !best_row(e, ls->sps, ls->nsp, lp[i], HBP_AUTO, s, &r, NULL))
+            return no_fit(e, lp[i], &r, "hbp.sp_degrees", err);
         set_group(&out->g[out->n++], e, &r);
     }
     return VL_OK;
@@ -347,22 +382,28 @@ static vl_status select_analytic(hbp_groups *out, const eval *e, const hbp_opts 
         return st;
     size_t n = stage2(lp, &best, &max);
     vl__hbp_logf(lg,
-                 "hbp: stage 2: l_best %u (sp %d), l_max %u (sp %d): l1 = %u, l2 = %u\n",
+                 "hbp: stage 2: l_best %u (sp %d), l_max %u (sp %d): l1 = %u, l2 = %u; "
+                 "%s\n",
                  best.len, best.sp, max.len, max.sp, best.len / (uint32_t)best.sp,
-                 max.len / (uint32_t)max.sp);
-    return finish(out, e, &ls, lp, n, err);
+                 max.len / (uint32_t)max.sp,
+                 o->stage2_sp == HBP_STAGE2_FREE
+                     ? "every group at its fastest degree (hbp.stage2_sp=free)"
+                     : "l1 and l2 at sp 1, l_best and l_max at their stage-1 degrees");
+    return finish(out, e, &ls, lp, n, &best, &max, o->stage2_sp == HBP_STAGE2_FREE, lg,
+                  err);
 }
 
 /* ---- measured profile ------------------------------------------------------------- */
 
-/* Best measured row of length l (ties: smaller sp, then fewer checkpointed layers). */
-static const hbp_prof *prof_best(const hbp_sel_in *in, uint32_t l)
+/* Best measured row of length l at degree sp (0: any degree; ties: smaller sp, then
+ * fewer checkpointed layers). */
+static const hbp_prof *prof_best_sp(const hbp_sel_in *in, uint32_t l, int sp)
 {
     const hbp_prof *b = NULL;
 
     for (size_t i = 0; i < in->nprof; i++) {
         const hbp_prof *p = &in->prof[i];
-        if (p->len != l)
+        if (p->len != l || (sp > 0 && p->sp != sp))
             continue;
         bool tie = b != NULL && p->time_s == b->time_s;
         if (b == NULL || p->time_s < b->time_s ||
@@ -370,6 +411,11 @@ static const hbp_prof *prof_best(const hbp_sel_in *in, uint32_t l)
             b = p;
     }
     return b;
+}
+
+static const hbp_prof *prof_best(const hbp_sel_in *in, uint32_t l)
+{
+    return prof_best_sp(in, l, 0);
 }
 
 static void prof_row(const eval *e, row *r, const hbp_prof *p, uint32_t l, int sp, int ckpt)
@@ -383,7 +429,8 @@ static void prof_row(const eval *e, row *r, const hbp_prof *p, uint32_t l, int s
     r->spm = p ? p->time_s : 0;    /* seconds per iteration, comparable across rows */
 }
 
-static vl_status select_profile(hbp_groups *out, const eval *e, hbp_log *lg, vl_err *err)
+static vl_status select_profile(hbp_groups *out, const eval *e, bool free_sp, hbp_log *lg,
+                                vl_err *err)
 {
     const hbp_sel_in *in = e->in;
     uint32_t maxlen = in->cfg->training.max_seq_len, lp[4];
@@ -410,10 +457,13 @@ static vl_status select_profile(hbp_groups *out, const eval *e, hbp_log *lg, vl_
     out->n = 0;
     for (size_t i = 0; i < n; i++) {
         /* An unprofiled length is l1 or l2: a parent's per-GPU share, so SP 1 with the
-         * parent's checkpointing holds the same tokens per device. */
+         * parent's checkpointing holds the same tokens per device.  A derived length
+         * with rows takes its fastest SP 1 row (hbp.stage2_sp=one), or its fastest. */
         int ckpt = (uint64_t)lp[i] * (uint64_t)best.sp == best.len ? best.ckpt : max.ckpt;
+        bool derived = lp[i] != best.len && lp[i] != max.len;
         row r;
-        prof_row(e, &r, prof_best(in, lp[i]), lp[i], 1, ckpt);
+        prof_row(e, &r, prof_best_sp(in, lp[i], derived && !free_sp ? 1 : 0), lp[i], 1,
+                 ckpt);
         r.spm = 0;   /* measured seconds per iteration, not the model's s/Mtok */
         set_group(&out->g[out->n++], e, &r);
     }
@@ -505,12 +555,20 @@ static vl_status select_manual(hbp_groups *out, const eval *e, const hbp_opts *o
         bool ok = gs[i].sp == HBP_AUTO
                       ? best_row(e, ls.sps, ls.nsp, gs[i].len, gs[i].ckpt, s, &r, NULL)
                       : best_row(e, &one, 1, gs[i].len, gs[i].ckpt, s, &r, NULL);
+        if (!ok && r.len == 0)
+            return no_fit(e, gs[i].len, &r, gs[i].sp == HBP_AUTO ? "hbp.sp_degrees"
+                                                               : "the hbp.groups entry", err);
         if (!ok)
             return vl_seterr(err, VL_EINFEASIBLE,
-                             "hbp.groups: %u tokens do not fit in memory with %s%s",
+                             "hbp.groups: %u tokens do not fit in memory with %s: sp %d "
+                             "with %d of %d layers checkpointed (%d ranks x %u "
+                             "micro-batches), needs %.1f GiB per GPU, %.1f GiB usable",
                              gs[i].len,
-                             gs[i].sp == HBP_AUTO ? "any SP degree" : "the given SP degree",
-                             gs[i].ckpt == HBP_AUTO ? "" : " and checkpointed layers");
+                             gs[i].sp == HBP_AUTO ? "any SP degree of hbp.sp_degrees, the "
+                                                    "least demanding being"
+                                                  : "the given SP degree",
+                             r.sp, r.mem_ckpt, e->layers0, r.ranks, r.mbs, r.mem / GIB,
+                             vl_cost_mem_capacity(e->in->cost) / GIB);
         set_group(&out->g[out->n++], e, &r);
     }
     return VL_OK;
@@ -529,7 +587,7 @@ vl_status vl__hbp_select(hbp_groups *out, const hbp_opts *o, const hbp_sel_in *i
     if (strcmp(o->groups, "auto") != 0)
         st = select_manual(out, &e, o, err);
     else if (in->nprof > 0)
-        st = select_profile(out, &e, lg, err);
+        st = select_profile(out, &e, o->stage2_sp == HBP_STAGE2_FREE, lg, err);
     else
         st = select_analytic(out, &e, o, lg, err);
     for (size_t i = 0; st == VL_OK && i < out->n; i++) {

@@ -22,9 +22,14 @@ typedef struct hbp_opts {
     uint32_t curriculum_iters;    /* short-only iterations at the start; 0 = off */
     bool balance;                 /* Attention Balance Sort (off: packer order) */
     bool greedy_fill;             /* GreedyFill from shorter groups */
+    int stage2_sp;                /* index into vl__hbp_stage2_sp: HBP_STAGE2_* */
 } hbp_opts;
 
 extern const char *const vl__hbp_packers[];
+
+/* hbp.stage2_sp: the degree of the groups stage 2 derives (l1, l2). */
+enum { HBP_STAGE2_ONE = 0, HBP_STAGE2_FREE = 1 };
+extern const char *const vl__hbp_stage2_sp[];
 
 /* One entry of hbp.groups, or a length to configure. */
 typedef struct hbp_spec {
@@ -141,6 +146,8 @@ typedef struct hbp_epoch {
     /* counters for the log, per group */
     size_t samples[HBP_MAX_GROUPS], fillers[HBP_MAX_GROUPS], splits[HBP_MAX_GROUPS];
     size_t giters[HBP_MAX_GROUPS], empty[HBP_MAX_GROUPS];
+    size_t short_iters;   /* iterations of every group but the longest */
+    size_t curriculum;    /* short-only iterations at the start: min(asked, short/2) */
 } hbp_epoch;
 
 typedef struct hbp_pack_in {
@@ -153,7 +160,8 @@ typedef struct hbp_pack_in {
     uint32_t isf_slack;
     bool balance, greedy_fill;
     double attn_weight;           /* token-equivalents per unit of Σ len² (cost model) */
-    uint32_t curriculum;          /* short-only iterations at the start of this epoch */
+    uint32_t curriculum;          /* short-only iterations asked for at the start of this
+                                   * epoch; at most half the shorter groups' are used */
     uint64_t seed, epoch;
 } hbp_pack_in;
 

@@ -284,33 +284,37 @@ static vl_status add_iter(work *w, uint32_t g, const hbp_pack *fin, size_t p0, s
     return VL_OK;
 }
 
-/* Group g's packs (sorted) into fin[*nf ..], cut into iterations of ranks·mbs packs.
- * The r < ranks·mbs left over join the last full iteration as extra rounds (its global
- * batch grows by under one iteration's worth): a stand-alone tail iteration would be
- * mostly padding and, being one of few, would dominate the group's mean PR and DBR. */
+/* Group g's packs (sorted) into fin[*nf ..], cut into the fewest iterations of at most
+ * ranks·mbs packs each, the packs spread evenly over them (consecutive runs of the
+ * sorted order), so no iteration holds more than the global token budget: a leftover
+ * tail neither rides on a full iteration (up to twice the budget) nor stands alone
+ * mostly empty.  An iteration short of ranks·mbs packs runs ceil(packs / ranks)
+ * micro-batches per rank, splitting packs (even_out) so that every rank has as many. */
 static vl_status cut_group(work *w, uint32_t g, hbp_pack *fin, size_t *nf, hbp_iter *its,
                            size_t *nit, vl_err *err)
 {
     const hbp_group *gr = &w->in->gs->g[g];
     size_t cnt = w->gp1[g] - w->gp0[g], per = (size_t)gr->ranks * gr->mbs;
-    size_t full = cnt / per, r = cnt % per, base = *nf;
+    size_t niter = (cnt + per - 1) / per, base = *nf, grown = 0;
     hbp_pack *src = w->ep->packs + w->gp0[g];
     vl_status st = VL_OK;
 
     if (w->in->balance)
         vl__hbp_sort_packs(src, cnt);
-    memcpy(fin + base, src, cnt * sizeof *src);
-    size_t plain = r > 0 && full > 0 ? full - 1 : full;
-    for (size_t k = 0; k < plain && st == VL_OK; k++)
-        st = add_iter(w, g, fin, base + k * per, per, gr->mbs, its, nit, err);
-    if (st == VL_OK && plain < full + (r > 0)) {
-        size_t p0 = base + plain * per, have = cnt - plain * per, np = have;
+    for (size_t k = 0; k < niter && st == VL_OK; k++) {
+        size_t a = k * cnt / niter, have = (k + 1) * cnt / niter - a, np = have;
+        size_t p0 = base + a + grown;
+        memcpy(fin + p0, src + a, have * sizeof *src);
+        if (have == per) {
+            st = add_iter(w, g, fin, p0, per, gr->mbs, its, nit, err);
+            continue;
+        }
         uint32_t m = (uint32_t)((have + (size_t)gr->ranks - 1) / (size_t)gr->ranks);
         if ((st = even_out(w, fin + p0, have, (size_t)gr->ranks * m, g, &np, err)) == VL_OK)
             st = add_iter(w, g, fin, p0, np, m, its, nit, err);
-        cnt += np - have;
+        grown += np - have;
     }
-    *nf += cnt;
+    *nf += cnt + grown;
     return st;
 }
 
@@ -334,9 +338,12 @@ static int cmp_mix(const void *a, const void *b)
 }
 
 /* Each group's iterations in a seeded random order (the paper's Shuffle(B)); then the
- * curriculum: the first `curriculum` iterations from the shortest groups only (never the
- * longest one), shortest first; then the rest interleaved so that every group is spread
- * evenly over the epoch: its j-th remaining iteration sits at (j + u)/n_g, u uniform. */
+ * curriculum: the first `curriculum` iterations from the shorter groups only (never the
+ * longest one), shortest first, but at most half of those groups' iterations, so that
+ * the long group never has the end of the epoch to itself (Table 8's 500 short-only
+ * steps are a few per cent of the paper's 3000+, and "then alternates"); then the rest
+ * interleaved so that every group is spread evenly over the rest of the epoch: its j-th
+ * remaining iteration sits at (j + u)/n_g, u uniform. */
 static vl_status order_iters(work *w, hbp_iter *its, size_t nit, vl_err *err)
 {
     const hbp_pack_in *in = w->in;
@@ -361,8 +368,12 @@ static vl_status order_iters(work *w, hbp_iter *its, size_t nit, vl_err *err)
         vl_rng_seed(&r, in->seed, STREAM_ORDER ^ (in->epoch << 32) ^ g);
         vl_rng_shuffle_u32(&r, perm + off[g], off[g + 1] - off[g]);
     }
-    for (size_t g = 0; g + 1 < ng && out < in->curriculum; g++)
-        for (; off[g] + head[g] < off[g + 1] && out < in->curriculum; head[g]++)
+    size_t first = ng > 1 ? off[ng - 1] / 2 : 0;   /* half the shorter groups' */
+    first = in->curriculum < first ? in->curriculum : first;
+    w->ep->short_iters = ng > 1 ? off[ng - 1] : 0;
+    w->ep->curriculum = first;
+    for (size_t g = 0; g + 1 < ng && out < first; g++)
+        for (; off[g] + head[g] < off[g + 1] && out < first; head[g]++)
             w->ep->iters[out++] = its[perm[off[g] + head[g]]];
     vl_rng_seed(&r, in->seed, STREAM_MIX ^ (in->epoch << 32));
     for (size_t g = 0; g < ng; g++) {
@@ -406,7 +417,7 @@ static vl_status make_pools(work *w, vl_err *err)
 }
 
 /* Every group's packs cut into iterations, ascending group order; ep->packs becomes
- * the final pack table (tails may have gained split packs). */
+ * the final pack table (short iterations may have gained split packs). */
 static vl_status cut_all(work *w, vl_err *err)
 {
     const hbp_groups *gs = w->in->gs;
@@ -417,13 +428,15 @@ static vl_status cut_all(work *w, vl_err *err)
 
     for (size_t g = 0; g < gs->n; g++) {
         size_t per = (size_t)gs->g[g].ranks * gs->g[g].mbs;
-        extra += (size_t)gs->g[g].ranks;   /* a tail grows by fewer than `ranks` packs */
-        maxit += (w->gp1[g] - w->gp0[g]) / per + 1;
+        size_t niter = (w->gp1[g] - w->gp0[g] + per - 1) / per;
+        /* an iteration short of ranks·mbs packs grows by fewer than `ranks` */
+        extra += niter * (size_t)gs->g[g].ranks;
+        maxit += niter;
     }
-    /* Slots: every pack once plus fewer than `ranks` empties per group. */
-    w->ep->slots = malloc((w->ep->npacks + 2 * extra) * sizeof *w->ep->slots);
-    fin = malloc((w->ep->npacks + extra) * sizeof *fin);
-    its = malloc(maxit * sizeof *its);
+    /* Slots: every pack once plus fewer than `ranks` empties per iteration. */
+    w->ep->slots = malloc((w->ep->npacks + 2 * extra + 1) * sizeof *w->ep->slots);
+    fin = malloc((w->ep->npacks + extra + 1) * sizeof *fin);
+    its = malloc((maxit + 1) * sizeof *its);
     if (fin == NULL || its == NULL || w->ep->slots == NULL) {
         st = vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs",
                        w->ep->npacks + extra);
