@@ -43,7 +43,7 @@ Test(milp, small_integer_program)
 
 Test(milp, infeasible_and_bad_rows)
 {
-    vl_milp *m = NULL;
+    vl_milp *m = NULL, *none = NULL;
     vl_milp_result r;
     double x[2], one[2] = {1, 1};
     int idx[2] = {0, 1}, bad[2] = {0, 7};
@@ -58,7 +58,8 @@ Test(milp, infeasible_and_bad_rows)
     cr_assert_eq(vl_milp_row(m, 2, bad, one, 0, 1, &err), VL_EUSAGE);
     cr_assert_eq(vl_milp_row(m, 0, idx, one, 0, 1, &err), VL_EUSAGE);
     cr_assert_eq(vl_milp_row(m, 2, idx, one, 2, 1, &err), VL_EUSAGE);
-    cr_assert_eq(vl_milp_new(&m, 0, &err), VL_EUSAGE);
+    cr_assert_eq(vl_milp_new(&none, 0, &err), VL_EUSAGE);
+    cr_assert_null(none);
     vl_milp_free(NULL);
     vl_milp_free(m);
 }
