@@ -26,7 +26,7 @@ done
 BUILD=$B sh bench/io.sh
 echo "## plan files written and read back in one process, every strategy"
 for n in $sizes; do
-    "$B/bench/bench_read" -n "$n" -d lmsys -s random,sorted,pack,hbp,chunkflow \
+    "$B/bench/bench_read" -n "$n" -d lmsys -s random,sorted,pack,hbp,chunkflow,skrull,hydraulis,slimpack,verl \
         --set training.oversize=drop
 done
 echo "## simulator"
@@ -43,3 +43,16 @@ if [ -x "$B/bench/bench_hbp" ]; then
 fi
 echo "## hydraulis (paper setting, planner speed)"
 "$B/bench/bench_hydraulis"
+echo "## slimpack (planning speed; paper setting against best-fit packing)"
+"$B/bench/bench_slimpack" speed
+"$B/bench/bench_slimpack" paper 4096
+R=${VLPLAN_REAL_DATA:-../shared/data/real}
+if [ -d "$R" ]; then
+    echo "## baselines on the real traces in $R (bins, fill, balance)"
+    "$B/bench/bench_baselines" "$R/azure_llm_inference_2023_conv.csv" 32768 32
+    "$B/bench/bench_baselines" "$R/azure_llm_inference_2023_conv.csv" 8192 32
+    "$B/bench/bench_baselines" "$R/azure_llm_inference_2023_code.csv" 32768 32
+    "$B/bench/bench_baselines" "$R/azure_llm_inference_2023_code.csv" 8192 32
+    "$B/bench/bench_baselines" "$R/mooncake_fast25_conversation_lengths.csv" 131072 8
+    "$B/bench/bench_baselines" "$R/mooncake_fast25_synthetic_lengths.csv" 131072 8
+fi
