@@ -49,11 +49,18 @@ static void check_limits(const vl_vctx *v, const vl_rank *rk, const char *where)
     else if (rk->par.ckpt_layers > L / pp + (L % pp != 0))
         vl__violation(v->rep, 3, "%s: ckpt_layers %d exceeds the %d layers of a pipeline "
                       "stage", where, rk->par.ckpt_layers, L / pp + (L % pp != 0));
-    if (sp > 1 && cfg->training.sp_kind == VL_SP_ULYSSES &&
-        (cfg->model.heads % tp != 0 || (cfg->model.heads / tp) % sp != 0))
+    if (cfg->model.heads % tp != 0)
+        vl__violation(v->rep, 3, "%s: tp %d does not divide the %d attention heads", where, tp,
+                      cfg->model.heads);
+    else if (sp > 1 && cfg->training.sp_kind == VL_SP_ULYSSES &&
+             (cfg->model.heads / tp) % sp != 0)
         vl__violation(v->rep, 3, "%s: Ulysses sp %d does not divide the %d heads per TP shard "
                       "(%d heads, tp %d)", where, sp, cfg->model.heads / tp, cfg->model.heads,
                       tp);
+    /* Ulysses scatters the KV heads over the sp group too (as training.sp requires) */
+    if (sp > 1 && cfg->training.sp_kind == VL_SP_ULYSSES && cfg->model.kv_heads % sp != 0)
+        vl__violation(v->rep, 3, "%s: Ulysses sp %d does not divide the %d KV heads", where,
+                      sp, cfg->model.kv_heads);
 }
 
 /* ---- per iteration: dp indices and GPUs ---- */

@@ -64,6 +64,13 @@ static uint32_t baseline_max_len(const void *opts, const vl_config *cfg)
     return cfg->training.max_seq_len;
 }
 
+/* A padded micro-batch holds up to training.micro_batch samples of up to max_seq_len. */
+static uint64_t padded_max_cap(const void *opts, const vl_config *cfg)
+{
+    (void)opts;
+    return (uint64_t)cfg->training.max_seq_len * cfg->training.micro_batch;
+}
+
 static vl_status check_dp(const vl_config *cfg, const char *who, vl_err *err)
 {
     if (cfg->training.dp < 1)
@@ -498,6 +505,7 @@ const vl_strategy vl_strategy_random = {
     .params = NULL,
     .opts_size = 0,
     .max_len = baseline_max_len,
+    .max_cap = padded_max_cap,
     .validate = padded_validate,
     .plan = random_plan,
     .streams = true,
@@ -510,6 +518,7 @@ const vl_strategy vl_strategy_sorted = {
     .params = NULL,
     .opts_size = 0,
     .max_len = baseline_max_len,
+    .max_cap = padded_max_cap,
     .validate = padded_validate,
     .plan = sorted_plan,
     .streams = true,

@@ -10,7 +10,7 @@
 #include "sim.h"
 
 /* The paper's grid (§5, Table 6): chunk sizes 2K..32K tokens, K 1..16. */
-static const uint32_t grid_chunk[] = {2048, 4096, 8192, 16384, 32768};
+static const uint32_t grid_chunk[] = {2048, 4096, 8192, 16384, VL_CF_GRID_CHUNK_MAX};
 static const uint32_t grid_k[] = {1, 2, 4, 8, 16};
 #define NGRID 5
 
