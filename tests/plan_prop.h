@@ -95,14 +95,19 @@ static vl_status pp_config(pp_case *c, vl_err *err)
 static void pp_layout(pp_case *c, vl_rng *r, bool degrees)
 {
     pp_add(c, "model.preset=%s", PP_ONE(r, "qwen2.5-0.5b", "qwen2.5-0.5b", "qwen2.5-0.5b",
-                                        "llama3.1-8b", "qwen2.5-7b", "llama2-7b"));
+                                        "llama3.1-8b", "qwen2.5-7b", "llama2-7b",
+                                        "qwen2.5-14b", "llama3.1-70b"));
     pp_add(c, "cluster.gpu=%s", PP_ONE(r, "h100-80gb", "a100-80gb"));
-    pp_add(c, "cluster.gpus=%d", 1 << pp_pick(r, 6));
+    pp_add(c, "cluster.gpus=%d", 1 << pp_pick(r, 8));
+    if (pp_pick(r, 4) == 0)
+        pp_add(c, "cost.comm=false");
+    if (pp_pick(r, 4) == 0)
+        pp_add(c, "training.dp_sync=micro_step");
     if (!degrees)
         return;
-    pp_add(c, "training.tp=%d", 1 << pp_pick(r, 3));
-    pp_add(c, "training.pp=%d", 1 << pp_pick(r, 3));
-    pp_add(c, "training.sp=%d", 1 << pp_pick(r, 4));
+    pp_add(c, "training.tp=%d", 1 << pp_pick(r, 4));
+    pp_add(c, "training.pp=%d", 1 << pp_pick(r, 4));
+    pp_add(c, "training.sp=%d", 1 << pp_pick(r, 5));
     pp_add(c, "training.sp_kind=%s", PP_ONE(r, "ulysses", "ring"));
 }
 
@@ -127,7 +132,7 @@ static void pp_training(pp_case *c, vl_rng *r, uint32_t *max_seq)
 }
 
 /* The strategy's own knobs, by name: a new strategy runs with its defaults. */
-static void pp_knobs(pp_case *c, vl_rng *r)
+static void pp_knobs(pp_case *c, vl_rng *r, uint32_t max_seq)
 {
     if (strcmp(c->s->name, "chunkflow") == 0) {
         pp_add(c, "chunkflow.chunk_size=%s", PP_ONE(r, "auto", "512", "1024", "2048", "4096",
@@ -139,13 +144,18 @@ static void pp_knobs(pp_case *c, vl_rng *r)
         pp_add(c, "hbp.packer=%s", PP_ONE(r, "isf", "ffd", "bfd", "ffs", "bfs", "spfhp"));
         pp_add(c, "hbp.balance=%s", PP_ONE(r, "true", "false"));
         pp_add(c, "hbp.greedy_fill=%s", PP_ONE(r, "true", "false"));
+        pp_add(c, "hbp.sp_degrees=%s", PP_ONE(r, "1,2,4,8,16", "1,2", "2,4", "1,3,6"));
+        if (pp_pick(r, 3) == 0)   /* explicit groups, up to the context length */
+            pp_add(c, "hbp.groups=%s", max_seq <= 1024 ? PP_ONE(r, "512", "256:1,1K:2")
+                                       : PP_ONE(r, "1K,2K:2", "1K:1:0,2K:2:4", "2K:1:1"));
     }
 }
 
 /* Sample lengths around the context length: short ones, ones near and above it. */
 static vl_status pp_manifest(pp_case *c, vl_rng *r, uint32_t max_seq, vl_err *err)
 {
-    size_t n = pp_pick(r, 8) == 0 ? pp_pick(r, 4) : 1 + pp_pick(r, 160);
+    size_t n = pp_pick(r, 8) == 0 ? pp_pick(r, 4)
+               : pp_pick(r, 10) == 0 ? 1 + pp_pick(r, 3000) : 1 + pp_pick(r, 160);
     uint32_t *len = malloc((n ? n : 1) * sizeof *len);
     int shape = (int)pp_pick(r, 4);
     vl_status st;
@@ -184,7 +194,7 @@ static vl_status pp_make(pp_case *c, uint64_t seed, int strategy, vl_err *err)
     pp_layout(c, &r, true);
     snprintf(head, sizeof head, "%s", c->sets);
     pp_training(c, &r, &max_seq);
-    pp_knobs(c, &r);
+    pp_knobs(c, &r, max_seq);
     c->allow_oom = pp_pick(&r, 4) == 0;
     if (pp_config(c, err) != VL_OK) {   /* degrees the config refuses: all 1 instead */
         char rest[sizeof c->sets];
@@ -324,6 +334,39 @@ static vl_status pp_plan_file(pp_case *c, const char *path, vl_run_result *rs, v
     return st;
 }
 
+/* Whether files a and b hold the same bytes. */
+static bool pp_same_file(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    bool same = fa && fb;
+    int ca, cb;
+
+    while (same && (ca = getc(fa)) == (cb = getc(fb)))
+        if (ca == EOF)
+            break;
+    same = same && ca == cb;
+    if (fa)
+        fclose(fa);
+    if (fb)
+        fclose(fb);
+    return same;
+}
+
+/* Plan c again into path + ".again": the same bytes (determinism). */
+static bool pp_deterministic(pp_case *c, const char *path)
+{
+    char again[600];
+    vl_run_result rs = {0};
+    vl_err err = {0};
+    bool same;
+
+    snprintf(again, sizeof again, "%s.again", path);
+    same = pp_plan_file(c, again, &rs, &err) == VL_OK && pp_same_file(path, again);
+    free(rs.log);
+    remove(again);
+    return same;
+}
+
 /* What a verify report says, for a finding. */
 static void pp_report_msgs(const vl_verify_report *rep, char *out, size_t n)
 {
@@ -370,6 +413,10 @@ static pp_outcome pp_check(pp_case *c, const char *path, char *why, size_t n)
         pp_report_msgs(rep, why, n);
     } else {
         snprintf(why, n, "verify failed (%s): %s", vl_status_name(st), err.msg);
+    }
+    if (out == PP_PLANNED && !pp_deterministic(c, path)) {
+        snprintf(why, n, "planned twice, the plan files differ");
+        out = PP_FINDING;
     }
     free(rep);
     return out;
