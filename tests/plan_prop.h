@@ -47,12 +47,12 @@ typedef struct pp_case {
 
 typedef enum { PP_PLANNED, PP_REFUSED, PP_FINDING } pp_outcome;
 
-static uint64_t pp_pick(vl_rng *r, uint64_t n)
+static inline uint64_t pp_pick(vl_rng *r, uint64_t n)
 {
     return vl_rng_below(r, n);
 }
 
-static const char *pp_one(vl_rng *r, const char *const *v, size_t n)
+static inline const char *pp_one(vl_rng *r, const char *const *v, size_t n)
 {
     return v[pp_pick(r, n)];
 }
@@ -60,7 +60,7 @@ static const char *pp_one(vl_rng *r, const char *const *v, size_t n)
                               sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *))
 
 /* Append "--set KEY=VALUE" to the case's list (applied in order by pp_config). */
-static void pp_add(pp_case *c, const char *fmt, ...)
+static inline void pp_add(pp_case *c, const char *fmt, ...)
 {
     size_t n = strlen(c->sets);
     va_list ap;
@@ -75,7 +75,7 @@ static void pp_add(pp_case *c, const char *fmt, ...)
 }
 
 /* cfg from the default with every assignment of c->sets applied, finalized. */
-static vl_status pp_config(pp_case *c, vl_err *err)
+static inline vl_status pp_config(pp_case *c, vl_err *err)
 {
     char buf[sizeof c->sets], *save = NULL, *tok;
     vl_status st = vl_config_init_default(&c->cfg, err);
@@ -92,7 +92,7 @@ static vl_status pp_config(pp_case *c, vl_err *err)
 
 /* Degrees, model and cluster: a random combination, often one the config refuses
  * (then the case keeps degrees 1). */
-static void pp_layout(pp_case *c, vl_rng *r, bool degrees)
+static inline void pp_layout(pp_case *c, vl_rng *r, bool degrees)
 {
     pp_add(c, "model.preset=%s", PP_ONE(r, "qwen2.5-0.5b", "qwen2.5-0.5b", "qwen2.5-0.5b",
                                         "llama3.1-8b", "qwen2.5-7b", "llama2-7b",
@@ -111,7 +111,7 @@ static void pp_layout(pp_case *c, vl_rng *r, bool degrees)
     pp_add(c, "training.sp_kind=%s", PP_ONE(r, "ulysses", "ring"));
 }
 
-static void pp_training(pp_case *c, vl_rng *r, uint32_t *max_seq)
+static inline void pp_training(pp_case *c, vl_rng *r, uint32_t *max_seq)
 {
     static const uint32_t seqs[] = {512, 1024, 2048, 4096, 8192, 16384};
 
@@ -132,7 +132,7 @@ static void pp_training(pp_case *c, vl_rng *r, uint32_t *max_seq)
 }
 
 /* The strategy's own knobs, by name: a new strategy runs with its defaults. */
-static void pp_knobs(pp_case *c, vl_rng *r, uint32_t max_seq)
+static inline void pp_knobs(pp_case *c, vl_rng *r, uint32_t max_seq)
 {
     if (strcmp(c->s->name, "chunkflow") == 0) {
         pp_add(c, "chunkflow.chunk_size=%s", PP_ONE(r, "auto", "512", "1024", "2048", "4096",
@@ -152,7 +152,7 @@ static void pp_knobs(pp_case *c, vl_rng *r, uint32_t max_seq)
 }
 
 /* Sample lengths around the context length: short ones, ones near and above it. */
-static vl_status pp_manifest(pp_case *c, vl_rng *r, uint32_t max_seq, vl_err *err)
+static inline vl_status pp_manifest(pp_case *c, vl_rng *r, uint32_t max_seq, vl_err *err)
 {
     size_t n = pp_pick(r, 8) == 0 ? pp_pick(r, 4)
                : pp_pick(r, 10) == 0 ? 1 + pp_pick(r, 3000) : 1 + pp_pick(r, 160);
@@ -179,7 +179,7 @@ static vl_status pp_manifest(pp_case *c, vl_rng *r, uint32_t max_seq, vl_err *er
 }
 
 /* Case `seed`; strategy: a registry index, or -1 for one drawn from the seed. */
-static vl_status pp_make(pp_case *c, uint64_t seed, int strategy, vl_err *err)
+static inline vl_status pp_make(pp_case *c, uint64_t seed, int strategy, vl_err *err)
 {
     vl_rng r;
     uint32_t max_seq;
@@ -218,7 +218,7 @@ static vl_status pp_make(pp_case *c, uint64_t seed, int strategy, vl_err *err)
     return VL_OK;
 }
 
-static void pp_free(pp_case *c)
+static inline void pp_free(pp_case *c)
 {
     vl_manifest_free(c->m);
     vl_config_free(&c->cfg);
@@ -233,13 +233,13 @@ typedef struct pp_sink {
     const char *path;
 } pp_sink;
 
-static vl_status pp_sink_begin(void *ud, const vl_plan *p, int64_t iterations, vl_err *err)
+static inline vl_status pp_sink_begin(void *ud, const vl_plan *p, int64_t iterations, vl_err *err)
 {
     pp_sink *k = ud;
     return vl_plan_writer_open(&k->w, p, iterations, k->fd, false, k->path, err);
 }
 
-static vl_status pp_sink_iters(void *ud, const vl_plan *p, vl_err *err)
+static inline vl_status pp_sink_iters(void *ud, const vl_plan *p, vl_err *err)
 {
     pp_sink *k = ud;
     return vl_plan_writer_iters(k->w, p, err);
@@ -257,7 +257,7 @@ typedef struct pp_walk {
 } pp_walk;
 
 /* The verifier with the cost model of the plan's own header config. */
-static vl_status pp_walk_start(pp_walk *w, const vl_plan *p, vl_err *err)
+static inline vl_status pp_walk_start(pp_walk *w, const vl_plan *p, vl_err *err)
 {
     vl_status st;
 
@@ -274,7 +274,7 @@ static vl_status pp_walk_start(pp_walk *w, const vl_plan *p, vl_err *err)
     return vl_verifier_new(&w->v, w->m, &w->cost, w->rep, err);
 }
 
-static vl_status pp_visit(void *ud, vl_plan *p, vl_err *err)
+static inline vl_status pp_visit(void *ud, vl_plan *p, vl_err *err)
 {
     pp_walk *w = ud;
     vl_status st = pp_walk_start(w, p, err);
@@ -284,7 +284,7 @@ static vl_status pp_visit(void *ud, vl_plan *p, vl_err *err)
 
 /* Verify the plan file at path against c's manifest: VL_OK, VL_EVERIFY (rep filled), or
  * the read's failure. */
-static vl_status pp_verify_file(const pp_case *c, const char *path, vl_verify_report *rep,
+static inline vl_status pp_verify_file(const pp_case *c, const char *path, vl_verify_report *rep,
                                 vl_err *err)
 {
     pp_walk w = {.m = c->m, .rep = rep};
@@ -313,7 +313,7 @@ static vl_status pp_verify_file(const pp_case *c, const char *path, vl_verify_re
 
 /* Plan c into path; *rs gets the run's result (free rs->log).  VL_OK with the file
  * complete, else the run's status (the file then incomplete). */
-static vl_status pp_plan_file(pp_case *c, const char *path, vl_run_result *rs, vl_err *err)
+static inline vl_status pp_plan_file(pp_case *c, const char *path, vl_run_result *rs, vl_err *err)
 {
     pp_sink k = {.path = path, .fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644)};
     vl_run_sink sink = {pp_sink_begin, pp_sink_iters, &k};
@@ -335,7 +335,7 @@ static vl_status pp_plan_file(pp_case *c, const char *path, vl_run_result *rs, v
 }
 
 /* Whether files a and b hold the same bytes. */
-static bool pp_same_file(const char *a, const char *b)
+static inline bool pp_same_file(const char *a, const char *b)
 {
     FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
     bool same = fa && fb;
@@ -353,7 +353,7 @@ static bool pp_same_file(const char *a, const char *b)
 }
 
 /* Plan c again into path + ".again": the same bytes (determinism). */
-static bool pp_deterministic(pp_case *c, const char *path)
+static inline bool pp_deterministic(pp_case *c, const char *path)
 {
     char again[600];
     vl_run_result rs = {0};
@@ -368,7 +368,7 @@ static bool pp_deterministic(pp_case *c, const char *path)
 }
 
 /* What a verify report says, for a finding. */
-static void pp_report_msgs(const vl_verify_report *rep, char *out, size_t n)
+static inline void pp_report_msgs(const vl_verify_report *rep, char *out, size_t n)
 {
     size_t used = 0;
 
@@ -379,7 +379,7 @@ static void pp_report_msgs(const vl_verify_report *rep, char *out, size_t n)
 
 /* Plan case c into path and verify the file; why (n bytes) gets a finding's or a
  * refusal's reason. */
-static pp_outcome pp_check(pp_case *c, const char *path, char *why, size_t n)
+static inline pp_outcome pp_check(pp_case *c, const char *path, char *why, size_t n)
 {
     vl_run_result rs = {0};
     vl_verify_report *rep = malloc(sizeof *rep);
