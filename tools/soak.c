@@ -4,8 +4,8 @@
  * `vlplan verify` does; the two must agree (or plan must refuse).  Prints the seed and
  * the reproducing command of every failing case, then a summary; exit 1 if any failed.
  *
- *   soak [-n CASES] [-s FIRST_SEED] [-d DIR] [-v]
- */
+ *   soak [-n CASES] [-s FIRST_SEED] [-S STRATEGY] [-d DIR] [-v]
+ * -S plans every case with one strategy (by name) instead of one drawn per case. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +41,7 @@ int main(int argc, char **argv)
     uint64_t first = 1000000;
     const char *dir = "/tmp";
     bool verbose = false;
+    int only = -1;
     tally by[64] = {{0}};
     char path[512], why[1024];
     double t0 = now_s();
@@ -52,10 +53,18 @@ int main(int argc, char **argv)
             first = strtoull(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "-d") == 0 && i + 1 < argc)
             dir = argv[++i];
-        else if (strcmp(argv[i], "-v") == 0)
+        else if (strcmp(argv[i], "-S") == 0 && i + 1 < argc) {
+            const vl_strategy *s = vl_strategy_find(argv[++i]);
+            for (only = 0; s && vl_strategy_at((size_t)only) != s; only++)
+                ;
+            if (!s) {
+                fprintf(stderr, "soak: no strategy %s\n", argv[i]);
+                return 64;
+            }
+        } else if (strcmp(argv[i], "-v") == 0)
             verbose = true;
         else {
-            fprintf(stderr, "usage: soak [-n CASES] [-s FIRST_SEED] [-d DIR] [-v]\n");
+            fprintf(stderr, "usage: soak [-n CASES] [-s FIRST_SEED] [-S STRATEGY] [-d DIR] [-v]\n");
             return 64;
         }
     }
@@ -64,7 +73,8 @@ int main(int argc, char **argv)
         pp_case c;
         vl_err err = {0};
         size_t si;
-        if (pp_make(&c, first + i, -1, &err) != VL_OK) {
+        double t1 = now_s();
+        if (pp_make(&c, first + i, only, &err) != VL_OK) {
             printf("FAIL seed %llu: the case could not be made: %s\n",
                    (unsigned long long)(first + i), err.msg);
             by[63].findings++;
@@ -87,6 +97,8 @@ int main(int argc, char **argv)
         } else {
             by[si].planned++;
         }
+        if (verbose)
+            printf("  %.2f s\n", now_s() - t1);
         pp_free(&c);
         fflush(stdout);
     }

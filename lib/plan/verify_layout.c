@@ -96,11 +96,18 @@ static vl_status check_placement(vl_vctx *v, size_t it, vl_err *err)
     int64_t dup;
     vl_status st;
 
-    for (uint32_t r = 0; r < in->nranks; r++)
+    for (uint32_t r = 0; r < in->nranks; r++) {
+        const vl_par *par = &p->ranks[in->rank0 + r].par;
+        if (par->tp < 1 || par->sp < 1 || par->pp < 1)
+            return VL_OK;   /* no placement: the degree is reported by check_fields */
         total += vl_plan_rank_size(&p->ranks[in->rank0 + r]);
-    if (total > UINT32_MAX)
-        return vl_seterr(err, VL_EDATA, "iteration %zu places %llu GPUs", v->num,
-                         (unsigned long long)total);
+    }
+    /* GPUs beyond the cluster (or any count too large to list) are not placed one by one */
+    if (total > (v->cost ? (uint64_t)v->cost->cfg->cluster.gpus : UINT32_MAX)) {
+        vl__violation(v->rep, 5, "iteration %zu places %llu GPUs%s", v->num,
+                      (unsigned long long)total, v->cost ? ", more than the cluster has" : "");
+        return VL_OK;
+    }
     if ((st = grow_u32(&v->gpus, &v->gpus_cap, total + 1, err)) != VL_OK ||
         (st = grow_u32(&v->dps, &v->dps_cap, (size_t)in->nranks + 1, err)) != VL_OK)
         return st;
