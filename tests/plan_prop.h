@@ -339,12 +339,14 @@ static inline bool pp_same_file(const char *a, const char *b)
 {
     FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
     bool same = fa && fb;
-    int ca, cb;
 
-    while (same && (ca = getc(fa)) == (cb = getc(fb)))
-        if (ca == EOF)
+    while (same) {
+        int ca = getc(fa), cb = getc(fb);
+        if (ca != cb)
+            same = false;
+        else if (ca == EOF)
             break;
-    same = same && ca == cb;
+    }
     if (fa)
         fclose(fa);
     if (fb)
