@@ -19,9 +19,9 @@
  *     permit (tp not dividing the heads, tp·sp·pp above the GPUs, pp above the layers,
  *     ckpt_layers above a stage's layers, a value below 1 or 0); a change within them is
  *     another valid layout and is not generated;
- *   - capacity: above the strategy's limit under the config (vl_strategy.max_cap, else
- *     max_len), or below the pack's tokens; a change within [tokens, limit] is not
- *     generated;
+ *   - capacity: above the strategy's limit under the config (vl_strategy.max_cap, for a
+ *     strategy that states one), or below the pack's tokens; a change within
+ *     [tokens, limit] is not generated;
  *   - epochs: the header's count changed (it must equal training.epochs), or an
  *     iteration moved to another epoch (its tokens then miss in one epoch and repeat in
  *     another; skipped for an iteration holding no tokens);
@@ -436,7 +436,7 @@ static void strategy_limits(const pp_case *c, uint64_t *cap, uint32_t *len)
     if (s->section && s->params)
         cr_assert_eq(vl_config_bind(&c->cfg, s->section, s->params, opts, &err), VL_OK);
     *len = s->max_len(opts, &c->cfg);
-    *cap = s->max_cap ? s->max_cap(opts, &c->cfg) : *len;
+    *cap = s->max_cap ? s->max_cap(opts, &c->cfg) : 0;   /* 0: none stated */
     free(opts);
 }
 

@@ -40,7 +40,7 @@ vl_status vl__limits_init(vl_vctx *v, const vl_plan *p, vl_err *err)
         st = s->validate(opts, cfg, &why);
     if (st == VL_OK) {
         v->len_limit = s->max_len(opts, cfg);
-        v->cap_limit = s->max_cap ? s->max_cap(opts, cfg) : v->len_limit;
+        v->cap_limit = s->max_cap ? s->max_cap(opts, cfg) : 0;
     } else if (st != VL_ENOMEM) {   /* `plan` would have refused to make it */
         vl__violation(v->rep, 5, "strategy %s refuses the config: %s", s->name, why.msg);
         st = VL_OK;

@@ -71,6 +71,13 @@ static uint64_t padded_max_cap(const void *opts, const vl_config *cfg)
     return (uint64_t)cfg->training.max_seq_len * cfg->training.micro_batch;
 }
 
+/* A pack holds up to max_seq_len tokens. */
+static uint64_t pack_max_cap(const void *opts, const vl_config *cfg)
+{
+    (void)opts;
+    return cfg->training.max_seq_len;
+}
+
 static vl_status check_dp(const vl_config *cfg, const char *who, vl_err *err)
 {
     if (cfg->training.dp < 1)
@@ -532,6 +539,7 @@ const vl_strategy vl_strategy_pack = {
     .params = NULL,
     .opts_size = 0,
     .max_len = baseline_max_len,
+    .max_cap = pack_max_cap,
     .validate = pack_validate,
     .plan = pack_plan,
 };
