@@ -60,6 +60,9 @@ static inline const char *pp_one(vl_rng *r, const char *const *v, size_t n)
                               sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *))
 
 /* Append "--set KEY=VALUE" to the case's list (applied in order by pp_config). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
 static inline void pp_add(pp_case *c, const char *fmt, ...)
 {
     size_t n = strlen(c->sets);
