@@ -56,6 +56,7 @@ help:
 	@echo "make golden     rewrite testdata/golden/*.jsonl after an intended plan change"
 	@echo "make fuzz       run every fuzz/fuzz_*.c harness FUZZ_TIME seconds (default 60)"
 	@echo "make fuzz-smoke replay every corpus, then FUZZ_TIME=10 seconds each (CI)"
+	@echo "make soak       SOAK_CASES (10000) random plan-then-verify cases; failing seeds printed"
 
 deps:
 	@sh tools/deps.sh
@@ -167,3 +168,18 @@ clean:
 	rm -rf build
 
 -include $(DEPFILES)
+
+# The property loop (tests/plan_prop.h): SOAK_CASES random cases, plan and verify must
+# agree; failing seeds are printed.  `make soak SOAK_CASES=200 SOAK_SEED=1` for a quick one.
+SOAK_CASES ?= 10000
+SOAK_SEED  ?= 1000000
+.PHONY: soak
+$(BUILD)/tools/soak: $(BUILD)/obj/tools/soak.o $(BUILD)/libvlplan.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/obj/tools/soak.o: CPPFLAGS += -Itests
+-include $(BUILD)/obj/tools/soak.d
+
+soak: $(BUILD)/tools/soak
+	nice -n 10 $(BUILD)/tools/soak -n $(SOAK_CASES) -s $(SOAK_SEED)

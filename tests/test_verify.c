@@ -142,6 +142,7 @@ Test(verify, missing_tail_of_sliced_sample)
     valid_plan(&p, m);
     p.segs[p.nsegs - 1].len = 200;
     p.mbs[p.nmbs - 2].tokens = 200;
+    p.iters[1].tokens = p.iters[1].loss = 200;
     expect_violation(&p, 1, 1, "I1: sample 3 (id 3): tokens [350, 400) missing in epoch 0");
     vl_plan_free(&p);
     vl_manifest_free(m);
@@ -214,8 +215,8 @@ Test(verify, drops_cover_what_is_not_planned)
     p.mbs[p.nmbs - 1].cap = 500;
     expect_ok(&p);
     /* a drop of planned tokens is a duplicate */
-    vl_plan_drop(&p, 0, 0, 10, VL_DROP_TRUNCATED, NULL);
-    expect_violation(&p, 1, 1, "sample 0 (id 0): tokens [0, 10) planned more than once");
+    vl_plan_drop(&p, 0, 90, 10, VL_DROP_TRUNCATED, NULL);
+    expect_violation(&p, 1, 1, "sample 0 (id 0): tokens [90, 100) planned more than once");
     vl_plan_free(&p);
     vl_manifest_free(m);
 }
@@ -237,7 +238,13 @@ Test(verify, every_epoch_is_covered)
     vl_plan_mb_begin(&p, 1000, NULL);
     vl_plan_seg(&p, 1, 0, 200, NULL);
     vl_plan_seg(&p, 0, 0, 100, NULL);
-    expect_violation(&p, 1, 4, "sample 2 (id 2): tokens [0, 300) missing in epoch 2");
+    vl_verify_report rep;
+    cr_assert_eq(vl_plan_verify(&p, NULL, &rep, NULL), VL_EVERIFY);
+    cr_assert_eq(rep.by_inv[0], 4);
+    cr_assert(has_msg(&rep, "sample 2 (id 2): tokens [0, 300) missing in epoch 2"));
+    /* and the header claims an epoch the iterations do not show */
+    cr_assert_eq(rep.by_inv[4], 1);
+    cr_assert(has_msg(&rep, "I5: the header says 3 epochs, the iterations show 2"));
     vl_plan_free(&p);
     vl_manifest_free(m);
 }
@@ -301,6 +308,7 @@ Test(verify, tokens_mismatch_and_empty_segment)
     vl_plan_seg(&p, 1, 0, 0, NULL);
     expect_violation(&p, 2, 1, "I2: iteration 1, rank 1, micro-batch 0: segment 0 is empty");
     p.mbs[p.nmbs - 1].nseg = 0;
+    p.iters[1].samples--;
     vl_plan_drop(&p, 3, 400, 0, VL_DROP_TRUNCATED, NULL);
     expect_violation(&p, 2, 1, "I2: dropped range 0 (sample 3, offset 400) is empty");
     vl_plan_free(&p);
@@ -544,6 +552,7 @@ Test(verify, modelled_memory)
     /* a small model, so that one unsharded replica's states fit on the device */
     cr_assert_eq(vl_config_set(&cfg, "model.preset=qwen2.5-0.5b", &err), VL_OK, "%s",
                  err.msg);
+    cr_assert_eq(vl_config_set(&cfg, "training.oversize=drop", &err), VL_OK, "%s", err.msg);
     cr_assert_eq(vl_config_finalize(&cfg, &err), VL_OK, "%s", err.msg);
     cr_assert_eq(vl_cost_init(&cost, &cfg, &err), VL_OK, "%s", err.msg);
     vl_plan_init(&p, m, "t", 1, NULL);

@@ -305,8 +305,13 @@ static vl_status read_header(vl_reader *r, json_t *o, vl_err *err)
         (st = dump_meta(r, o, "config", &r->p->config_json, err)) != VL_OK)
         return st;
     check_manifest(r, o);
-    if (vl__rd_uint(r, o, "epochs", UINT32_MAX, &v, &bad))
+    /* verify checks each iteration as it is read: the header's epochs, or 0 (unknown
+     * until the iterations have shown them) */
+    r->p->epochs = 0;
+    if (vl__rd_uint(r, o, "epochs", UINT32_MAX, &v, &bad)) {
         r->file->header_epochs = (int64_t)v;
+        r->p->epochs = (uint32_t)v;
+    }
     if (vl__rd_uint(r, o, "iterations", UINT64_MAX / 2, &v, &bad))
         r->file->header_iterations = (int64_t)v;
     read_caps(r, o);

@@ -194,7 +194,7 @@ static vl_status finish(run_ctx *c, vl_plan *p, bool streamed, vl_err *err)
         if ((st = vl_plan_flush(p, err)) != VL_OK)
             return st;
         vl_plan_set_flush(p, NULL, NULL);
-        if (c->rep.params_json)
+        if (c->begun && c->rep.params_json)   /* none written: the header takes them */
             return vl_seterr(err, VL_EINTERNAL, "strategy %s recorded its parameters after "
                              "its first iteration was written", c->s->name);
     }

@@ -1,7 +1,8 @@
 /* lib/plan/verify.c -- the plan checker's driver (verify.h; design §7, reliability notes
- * §2.3): the report, I2 sums, I3 capacities and memory, I4 lockstep, I5 epochs and what a
- * file claimed.  Coverage (verify_cover.c), slice and schedule order (verify_order.c) and
- * placement (verify_layout.c) are checked apart.  Every violation is counted; the first
+ * §2.3): the report, I2 sums, I3 capacities and memory, I4 lockstep, I5 epochs, what a
+ * file claimed and what simulate refuses.  Coverage (verify_cover.c), slice and schedule
+ * order (verify_order.c), placement (verify_layout.c) and what the config and strategy
+ * permit (verify_config.c) are checked apart.  Every violation is counted; the first
  * VL_VERIFY_MAX_MSGS are kept, each naming its invariant and its place. */
 #include "verify_impl.h"
 
@@ -87,6 +88,7 @@ static void check_pack(vl_vctx *v, uint32_t r, bool bwd, uint32_t j, const vl_mb
     if (mb->tokens > mb->cap)
         vl__violation(rep, 3, "iteration %zu, rank %u, %s %u: %llu tokens exceed its capacity "
                       "%u", v->num, r, what, j, (unsigned long long)mb->tokens, mb->cap);
+    vl__check_cap(v, r, what, j, mb);
 }
 
 static void check_rank(vl_vctx *v, uint32_t r, const vl_rank *rk, uint32_t nmb0)
@@ -105,11 +107,40 @@ static void check_rank(vl_vctx *v, uint32_t r, const vl_rank *rk, uint32_t nmb0)
         check_pack(v, r, true, j, vl_plan_bwd(p, rk, j), false);
 }
 
-/* Epochs never go back, each iteration has ranks, and the packs add up. */
+/* The iteration's tokens, loss tokens and samples started are its primary forward
+ * copies' (the builder keeps them; a plan edited in memory may not). */
+static void check_totals(vl_vctx *v, size_t it)
+{
+    const vl_plan *p = v->p;
+    const vl_iter *in = &p->iters[it];
+    uint64_t tokens = 0, loss = 0, samples = 0;
+
+    for (uint64_t r = in->rank0; r < in->rank0 + in->nranks; r++)
+        for (uint32_t j = 0; j < p->ranks[r].nmb; j++) {
+            const vl_mb *mb = &p->mbs[p->ranks[r].mb0 + j];
+            const vl_seg *sg = vl_plan_mb_segs(p, mb);
+            if (!vl_plan_mb_primary(p, &p->ranks[r], mb))
+                continue;
+            for (uint32_t k = 0; k < mb->nseg; k++) {
+                tokens += sg[k].len;
+                loss += vl_plan_seg_loss(p, &sg[k]);
+                samples += sg[k].off == 0;
+            }
+        }
+    if (tokens != in->tokens || loss != in->loss || samples != in->samples)
+        vl__violation(v->rep, 2, "iteration %zu: totals of %llu tokens, %llu loss tokens, %llu "
+                      "samples, but its micro-batches hold %llu, %llu, %llu", v->num,
+                      (unsigned long long)in->tokens, (unsigned long long)in->loss,
+                      (unsigned long long)in->samples, (unsigned long long)tokens,
+                      (unsigned long long)loss, (unsigned long long)samples);
+}
+
+/* Epochs never go back nor skip one, each iteration has ranks, and the packs add up. */
 static void check_iter(vl_vctx *v, size_t it)
 {
     const vl_plan *p = v->p;
     const vl_iter *in = &p->iters[it];
+    uint32_t next = v->any ? v->last_epoch + 1 : 0;   /* the latest epoch it may be in */
 
     if (p->epochs > 0 && in->epoch >= p->epochs)
         vl__violation(v->rep, 5, "iteration %zu: epoch %u, but the plan has %u epochs", v->num,
@@ -117,6 +148,10 @@ static void check_iter(vl_vctx *v, size_t it)
     if (v->any && in->epoch < v->last_epoch)
         vl__violation(v->rep, 5, "iteration %zu: epoch %u follows epoch %u", v->num,
                       in->epoch, v->last_epoch);
+    else if (in->epoch > next && (p->epochs == 0 || in->epoch < p->epochs))
+        vl__violation(v->rep, 5, "iteration %zu: epoch %u, but epoch %u has no iterations",
+                      v->num, in->epoch, next);
+    check_totals(v, it);
     if (in->nranks == 0)
         vl__violation(v->rep, 5, "iteration %zu has no ranks", v->num);
     for (uint32_t r = 0; r < in->nranks; r++)
@@ -190,8 +225,14 @@ static vl_status check_memory(vl_vctx *v, size_t it, vl_err *err)
     vl_err simerr = {0};
     vl_status st = vl_sim_iter(v->p, it, v->cost, NULL, &r, v->sim, NULL, &simerr);
 
-    if (st == VL_EDATA)  /* a malformed schedule or degree, reported by the other passes */
+    /* what simulate refuses -- a malformed schedule or degree, a deadlock between
+     * ranks -- is a violation, unless the other passes already reported this iteration */
+    if (st == VL_EDATA) {
+        if (v->rep->violations == v->iter_violations)
+            vl__violation(v->rep, 5, "iteration %zu: simulate refuses it: %s", v->num,
+                          simerr.msg);
         return VL_OK;
+    }
     if (st != VL_OK)
         return vl_seterr(err, st, "%s", simerr.msg);
     if (!r.oom)
@@ -257,6 +298,9 @@ vl_status vl_verifier_iter(vl_verifier *v, const vl_plan *p, size_t it, vl_err *
     v->p = p;
     v->num = (size_t)(p->iter_base + it);
     v->iterations++;
+    v->iter_violations = v->rep->violations;
+    if ((st = vl__limits_init(v, p, err)) != VL_OK)
+        return st;
     check_iter(v, it);
     if ((st = vl__layout_iter(v, it, err)) != VL_OK || (st = vl__order_iter(v, it, err)) != VL_OK)
         return st;
@@ -273,11 +317,11 @@ vl_status vl_verifier_finish(vl_verifier *v, const vl_plan *p, const vl_plan_fil
 
     v->p = p;
     v->declared = !file || file->by_vlplan;
-    if (p->epochs == 0)
-        vl__violation(rep, 5, "the plan declares 0 epochs");
     if (file)
         check_file(v, file);
     check_drops(v);
+    if ((st = vl__config_finish(v, err)) != VL_OK)
+        return st;
     vl__layout_finish(v);
     if (v->cover && p->m && (st = vl__cover_finish(v->cover, p, rep, err)) != VL_OK)
         return st;

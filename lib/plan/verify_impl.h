@@ -2,7 +2,8 @@
  * capacities, counts, file claims, memory), verify_cover.c (I1: every token once per
  * epoch), verify_order.c (slices and backward packs: coverage per rank, forward in token
  * order, backward in reverse, schedules), verify_layout.c (GPU placement, CP placement,
- * shared packs, ranges from the field table, capabilities).  Not API. */
+ * shared packs, ranges from the field table, capabilities), verify_config.c (epochs,
+ * dropped ranges and capacities against the config and the strategy).  Not API. */
 #ifndef VLPLAN_VERIFY_IMPL_H
 #define VLPLAN_VERIFY_IMPL_H
 
@@ -31,6 +32,11 @@ typedef struct vl_verifier {
     uint64_t iterations;
     bool any;
     uint32_t last_epoch, epochs_seen;
+    size_t iter_violations;     /* violations before the current iteration's checks */
+    /* what the config and the strategy permit (verify_config.c), with a cost model */
+    bool limits_set;            /* looked up (once, from the first plan seen) */
+    uint32_t len_limit;         /* longest sample the strategy places, 0: unknown */
+    uint64_t cap_limit;         /* largest pack capacity it writes, 0: unknown */
     vl__cover *cover;           /* verify_cover.c, when there is a manifest */
     vl_sim_scratch *sim;        /* memory, when there is a cost model */
     /* scratch */
@@ -47,6 +53,13 @@ void vl__violation(vl_verify_report *rep, int inv, const char *fmt, ...) VL_VPRI
 void vl__note(vl_verify_report *rep, const char *fmt, ...) VL_VPRINTF(2, 3);
 /** "sample 42 (id "abc")", the id shortened if long; "sample 42" without a manifest. */
 void vl__sample_name(const vl_plan *p, uint32_t s, char *buf, size_t cap);
+
+/* verify_config.c: what the config and the plan's strategy permit -- the limits (looked
+ * up once; a config the strategy refuses is a violation), each pack's capacity, and at
+ * the end the epochs and the dropped ranges */
+vl_status vl__limits_init(vl_vctx *v, const vl_plan *p, vl_err *err);
+void vl__check_cap(vl_vctx *v, uint32_t r, const char *what, uint32_t j, const vl_mb *mb);
+vl_status vl__config_finish(vl_vctx *v, vl_err *err);
 
 /* verify_cover.c: each epoch's coverage, closed at the end with the dropped ranges */
 vl_status vl__cover_new(vl__cover **out, const vl_manifest *m, vl_err *err);

@@ -49,11 +49,18 @@ static void check_limits(const vl_vctx *v, const vl_rank *rk, const char *where)
     else if (rk->par.ckpt_layers > L / pp + (L % pp != 0))
         vl__violation(v->rep, 3, "%s: ckpt_layers %d exceeds the %d layers of a pipeline "
                       "stage", where, rk->par.ckpt_layers, L / pp + (L % pp != 0));
-    if (sp > 1 && cfg->training.sp_kind == VL_SP_ULYSSES &&
-        (cfg->model.heads % tp != 0 || (cfg->model.heads / tp) % sp != 0))
+    if (cfg->model.heads % tp != 0)
+        vl__violation(v->rep, 3, "%s: tp %d does not divide the %d attention heads", where, tp,
+                      cfg->model.heads);
+    else if (sp > 1 && cfg->training.sp_kind == VL_SP_ULYSSES &&
+             (cfg->model.heads / tp) % sp != 0)
         vl__violation(v->rep, 3, "%s: Ulysses sp %d does not divide the %d heads per TP shard "
                       "(%d heads, tp %d)", where, sp, cfg->model.heads / tp, cfg->model.heads,
                       tp);
+    /* Ulysses scatters the KV heads over the sp group too (as training.sp requires) */
+    if (sp > 1 && cfg->training.sp_kind == VL_SP_ULYSSES && cfg->model.kv_heads % sp != 0)
+        vl__violation(v->rep, 3, "%s: Ulysses sp %d does not divide the %d KV heads", where,
+                      sp, cfg->model.kv_heads);
 }
 
 /* ---- per iteration: dp indices and GPUs ---- */
@@ -89,11 +96,18 @@ static vl_status check_placement(vl_vctx *v, size_t it, vl_err *err)
     int64_t dup;
     vl_status st;
 
-    for (uint32_t r = 0; r < in->nranks; r++)
+    for (uint32_t r = 0; r < in->nranks; r++) {
+        const vl_par *par = &p->ranks[in->rank0 + r].par;
+        if (par->tp < 1 || par->sp < 1 || par->pp < 1)
+            return VL_OK;   /* no placement: the degree is reported by check_fields */
         total += vl_plan_rank_size(&p->ranks[in->rank0 + r]);
-    if (total > UINT32_MAX)
-        return vl_seterr(err, VL_EDATA, "iteration %zu places %llu GPUs", v->num,
-                         (unsigned long long)total);
+    }
+    /* GPUs beyond the cluster (or any count too large to list) are not placed one by one */
+    if (total > (v->cost ? (uint64_t)v->cost->cfg->cluster.gpus : UINT32_MAX)) {
+        vl__violation(v->rep, 5, "iteration %zu places %llu GPUs%s", v->num,
+                      (unsigned long long)total, v->cost ? ", more than the cluster has" : "");
+        return VL_OK;
+    }
     if ((st = grow_u32(&v->gpus, &v->gpus_cap, total + 1, err)) != VL_OK ||
         (st = grow_u32(&v->dps, &v->dps_cap, (size_t)in->nranks + 1, err)) != VL_OK)
         return st;

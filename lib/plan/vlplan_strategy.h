@@ -79,6 +79,10 @@ typedef struct vl_strategy {
     /** Longest sample (tokens) it can place under cfg; the runner applies
      *  training.oversize to longer ones before plan() sees them. */
     uint32_t (*max_len)(const void *opts, const vl_config *cfg);
+    /** Optional: the largest micro-batch capacity (token slots) it writes under cfg, which
+     *  verify holds every pack to; NULL: the strategy states none (verify then checks
+     *  only that a pack's tokens fit its capacity). */
+    uint64_t (*max_cap)(const void *opts, const vl_config *cfg);
     /** Optional cross-field checks of the bound opts (VL_ECONFIG with a message). */
     vl_status (*validate)(const void *opts, const vl_config *cfg, vl_err *err);
     /** Plan every epoch of job->sel into out (iterations in order). */

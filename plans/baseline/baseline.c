@@ -41,6 +41,13 @@ uint32_t vl__bl_max_len(const void *opts, const vl_config *cfg)
     return cfg->training.max_seq_len;
 }
 
+/* A padded micro-batch holds up to training.micro_batch samples of up to max_seq_len. */
+static uint64_t padded_max_cap(const void *opts, const vl_config *cfg)
+{
+    (void)opts;
+    return (uint64_t)cfg->training.max_seq_len * cfg->training.micro_batch;
+}
+
 vl_status vl__bl_check_dp(const vl_config *cfg, const char *who, vl_err *err)
 {
     if (cfg->training.dp < 1)
@@ -327,6 +334,7 @@ const vl_strategy vl_strategy_random = {
     .params = NULL,
     .opts_size = 0,
     .max_len = vl__bl_max_len,
+    .max_cap = padded_max_cap,
     .validate = padded_validate,
     .plan = random_plan,
     .streams = true,
@@ -339,6 +347,7 @@ const vl_strategy vl_strategy_sorted = {
     .params = NULL,
     .opts_size = 0,
     .max_len = vl__bl_max_len,
+    .max_cap = padded_max_cap,
     .validate = padded_validate,
     .plan = sorted_plan,
     .streams = true,

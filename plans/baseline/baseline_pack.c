@@ -712,6 +712,13 @@ static uint32_t pack_max_len(const void *opts, const vl_config *cfg)
     return splits(cfg) ? UINT32_MAX : cfg->training.max_seq_len;
 }
 
+/* A pack holds up to max_seq_len tokens (a split sample's pieces too). */
+static uint64_t pack_max_cap(const void *opts, const vl_config *cfg)
+{
+    (void)opts;
+    return cfg->training.max_seq_len;
+}
+
 static vl_status pack_validate(const void *opts, const vl_config *cfg, vl_err *err)
 {
     (void)opts;
@@ -747,6 +754,7 @@ const vl_strategy vl_strategy_pack = {
     .params = NULL,
     .opts_size = 0,
     .max_len = pack_max_len,
+    .max_cap = pack_max_cap,
     .validate = pack_validate,
     .plan = pack_plan,
 };

@@ -59,6 +59,15 @@ static uint32_t chunkflow_max_len(const void *opts, const vl_config *cfg)
     return cfg->training.max_seq_len;
 }
 
+/* A micro-batch is one chunk (or a piece of one): chunk_size, or the grid's largest. */
+static uint64_t chunkflow_max_cap(const void *opts, const vl_config *cfg)
+{
+    const vl_cf_opts *o = opts;
+
+    (void)cfg;
+    return o->chunk_size ? o->chunk_size : VL_CF_GRID_CHUNK_MAX;
+}
+
 static vl_status chunkflow_validate(const void *opts, const vl_config *cfg, vl_err *err)
 {
     (void)opts;
@@ -174,6 +183,7 @@ const vl_strategy vl_strategy_chunkflow = {
     .opts_size = sizeof(vl_cf_opts),
     .caps = VL_CAP_SCHEDULE,
     .max_len = chunkflow_max_len,
+    .max_cap = chunkflow_max_cap,
     .validate = chunkflow_validate,
     .plan = chunkflow_plan,
     .streams = true,

@@ -5,6 +5,10 @@
 #ifndef VLPLAN_CHUNKFLOW_INT_H
 #define VLPLAN_CHUNKFLOW_INT_H
 
+/* The largest chunk size of the grid search (chunkflow_search.c): the capacity limit of
+ * a plan searched with chunk_size auto. */
+#define VL_CF_GRID_CHUNK_MAX 32768u
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

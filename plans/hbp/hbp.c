@@ -147,6 +147,12 @@ static uint32_t hbp_max_len(const void *opts, const vl_config *cfg)
     return g[n - 1].len;   /* validated: ascending */
 }
 
+/* A pack is one group's length: the longest group at most. */
+static uint64_t hbp_max_cap(const void *opts, const vl_config *cfg)
+{
+    return hbp_max_len(opts, cfg);
+}
+
 /* ---- the plan ------------------------------------------------------------------------ */
 
 /* Global tokens per iteration: training.global_tokens, or global_batch samples of the
@@ -323,6 +329,7 @@ const vl_strategy vl_strategy_hbp = {
     .params = hbp_params,
     .opts_size = sizeof(hbp_opts),
     .max_len = hbp_max_len,
+    .max_cap = hbp_max_cap,
     .validate = hbp_validate,
     .plan = hbp_plan,
 };

@@ -48,9 +48,10 @@ bool vl__hbp_sp_ok(const vl_config *cfg, int sp)
 
     if (sp < 1 || per > cfg->cluster.gpus || cfg->cluster.gpus % per != 0)
         return false;
-    /* Ulysses scatters heads over the SP ranks; ring passes KV blocks and does not. */
+    /* Ulysses scatters each TP shard's heads over the SP ranks (as training.sp requires:
+     * tp·sp divides the heads); ring passes KV blocks and does not. */
     return t->sp_kind != VL_SP_ULYSSES ||
-           (cfg->model.kv_heads % sp == 0 && cfg->model.heads % sp == 0);
+           (cfg->model.kv_heads % sp == 0 && cfg->model.heads % ((long)t->tp * sp) == 0);
 }
 
 /* Fewest checkpointed layers that fit (Alg. 4 measures two points and extrapolates the

@@ -150,7 +150,8 @@ static int cmp_pack(const void *a, const void *b)
 
 void vl__hbp_sort_packs(hbp_pack *packs, size_t n)
 {
-    qsort(packs, n, sizeof *packs, cmp_pack);
+    if (n > 1)   /* qsort(NULL, 0, ...) is undefined */
+        qsort(packs, n, sizeof *packs, cmp_pack);
 }
 
 vl_status vl__hbp_deal(uint32_t *slot, const hbp_pack *packs, size_t np, uint32_t base,

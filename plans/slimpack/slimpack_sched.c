@@ -161,18 +161,21 @@ vl_status vl__sp_emit_rank(sp_work *w, const sp_setting *s, int dp, int ckpt, vl
 {
     const sp_rankplan *rp = &w->rp;
     vl_par par = s->par;
-    int32_t members[64];
-    int k = 0, gi = w->group_of[dp];
+    int gi = w->group_of[dp], k = gi >= 0 ? w->groups[gi].k : 0;
+    /* every member of the merged group (a group of more than 64 ranks once lost the
+     * rest, so ranks 64.. held packs shared by a list without them) */
+    int32_t *members = malloc((size_t)(k > 0 ? k : 1) * sizeof *members);
     vl_status st;
 
+    if (!members)
+        return vl_seterr(err, VL_ENOMEM, "slimpack: out of memory for %d group members", k);
     par.ckpt_layers = ckpt;
-    if (gi >= 0)
-        for (k = 0; k < w->groups[gi].k && k < 64; k++)
-            members[k] = w->groups[gi].dp0 + k;
-    if ((st = vl_plan_rank_begin(out, dp, &par, err)) != VL_OK ||
-        (st = emit_packs(&rp->fwd, false, rp->nshared_f, members, k, out, err)) != VL_OK ||
-        (st = emit_packs(&rp->bwd, true, rp->nshared_b, members, k, out, err)) != VL_OK)
-        return st;
+    for (int i = 0; i < k; i++)
+        members[i] = w->groups[gi].dp0 + i;
+    if ((st = vl_plan_rank_begin(out, dp, &par, err)) == VL_OK &&
+        (st = emit_packs(&rp->fwd, false, rp->nshared_f, members, k, out, err)) == VL_OK)
+        st = emit_packs(&rp->bwd, true, rp->nshared_b, members, k, out, err);
+    free(members);
     for (size_t i = 0; i < rp->nops && st == VL_OK; i++)
         st = vl_plan_op(out, rp->ops[i].mb, (vl_op_kind)rp->ops[i].kind, err);
     return st;
