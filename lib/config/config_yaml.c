@@ -345,7 +345,10 @@ static int emit_node(yaml_emitter_t *e, const vl_ynode *n)
     if (n->kind == VL_YSCALAR) {
         yaml_scalar_style_t style =
             n->quoted ? YAML_DOUBLE_QUOTED_SCALAR_STYLE : YAML_PLAIN_SCALAR_STYLE;
-        return yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)n->text, -1, 1,
+        /* An empty plain scalar is a null, but libyaml emits it as '' inside a flow
+         * collection, which reads back as an empty string: say null in words. */
+        const char *text = !n->quoted && n->text[0] == '\0' ? "null" : n->text;
+        return yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)text, -1, 1,
                                             1, style) &&
                yaml_emitter_emit(e, &ev);
     }

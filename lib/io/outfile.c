@@ -143,6 +143,8 @@ vl_status vl_outfile_open(vl_outfile **out, const char *path, vl_err *err)
     vl_status st;
 
     *out = NULL;
+    if (path[0] == '\0')
+        return vl_seterr(err, VL_EUSAGE, "the output file name is empty");
     if (!(o = calloc(1, sizeof *o)) || !(o->path = strdup(path))) {
         free(o);
         return vl_seterr(err, VL_ENOMEM, "out of memory");

@@ -235,11 +235,20 @@ static vl_status read_plain(vl_zreader *z, void *buf, size_t cap, size_t *got, v
 
 static vl_status zstd_err(const vl_zreader *z, size_t r, vl_err *err)
 {
+    ZSTD_bounds b = ZSTD_dParam_getBounds(ZSTD_d_windowLogMax);
+
+    if (ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge &&
+        z->wlog_max >= b.upperBound)   /* nothing left to raise: say what to do instead */
+        return vl_seterr(err, VL_EDATA,
+                         "%s: zstd frame needs a window larger than %llu MiB, the most "
+                         "vlplan accepts (--zstd-window-log-max %d); recompress it with a "
+                         "smaller window (zstd --long=%d or less)",
+                         z->name, (1ull << z->wlog_max) >> 20, z->wlog_max, b.upperBound);
     if (ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge)
         return vl_seterr(err, VL_EDATA,
                          "%s: zstd frame needs a window larger than %llu MiB (window log "
-                         "max %d; raise it with --zstd-window-log-max, up to 31)",
-                         z->name, (1ull << z->wlog_max) >> 20, z->wlog_max);
+                         "max %d; raise it with --zstd-window-log-max, up to %d)",
+                         z->name, (1ull << z->wlog_max) >> 20, z->wlog_max, b.upperBound);
     return vl_seterr(err, VL_EDATA, "%s: zstd: %s", z->name, ZSTD_getErrorName(r));
 }
 
