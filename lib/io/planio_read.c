@@ -460,12 +460,13 @@ vl_status vl__rd_iter_line(vl_reader *r, const char *line, size_t len, vl_err *e
         return VL_OK;
     }
     type = json_string_value(json_object_get(rec, "type"));
-    if (type && strcmp(type, "iter") == 0)
+    bool is_iter = type && strcmp(type, "iter") == 0;   /* type dies with rec */
+    if (is_iter)
         st = vl__rd_iter(r, rec, err);
     else
         vl__rd_error(r, "unknown record type \"%s\"", type ? type : "?");
     json_decref(rec);
-    return type && strcmp(type, "iter") == 0 ? st : VL_OK;
+    return is_iter ? st : VL_OK;
 }
 
 /* Any line, in order: *stop when reading ends here (data after the footer, a cut-off

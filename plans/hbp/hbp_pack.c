@@ -150,7 +150,8 @@ static int cmp_pack(const void *a, const void *b)
 
 void vl__hbp_sort_packs(hbp_pack *packs, size_t n)
 {
-    qsort(packs, n, sizeof *packs, cmp_pack);
+    if (n > 1)   /* packs may be NULL when there are none: qsort's base must not be */
+        qsort(packs, n, sizeof *packs, cmp_pack);
 }
 
 vl_status vl__hbp_deal(uint32_t *slot, const hbp_pack *packs, size_t np, uint32_t base,
@@ -294,12 +295,14 @@ static vl_status cut_group(work *w, uint32_t g, hbp_pack *fin, size_t *nf, hbp_i
     const hbp_group *gr = &w->in->gs->g[g];
     size_t cnt = w->gp1[g] - w->gp0[g], per = (size_t)gr->ranks * gr->mbs;
     size_t full = cnt / per, r = cnt % per, base = *nf;
-    hbp_pack *src = w->ep->packs + w->gp0[g];
     vl_status st = VL_OK;
 
-    if (w->in->balance)
-        vl__hbp_sort_packs(src, cnt);
-    memcpy(fin + base, src, cnt * sizeof *src);
+    if (cnt > 0) {   /* a group left empty (every sample dropped) has no pack array */
+        hbp_pack *src = w->ep->packs + w->gp0[g];
+        if (w->in->balance)
+            vl__hbp_sort_packs(src, cnt);
+        memcpy(fin + base, src, cnt * sizeof *src);
+    }
     size_t plain = r > 0 && full > 0 ? full - 1 : full;
     for (size_t k = 0; k < plain && st == VL_OK; k++)
         st = add_iter(w, g, fin, base + k * per, per, gr->mbs, its, nit, err);
@@ -371,7 +374,8 @@ static vl_status order_iters(work *w, hbp_iter *its, size_t nit, vl_err *err)
             mx[nm++] = (mix){((double)j + vl_rng_unit(&r)) / (double)left, (uint32_t)g,
                              (uint32_t)j, perm[off[g] + head[g] + j]};
     }
-    qsort(mx, nm, sizeof *mx, cmp_mix);
+    if (nm > 1)
+        qsort(mx, nm, sizeof *mx, cmp_mix);
     for (size_t i = 0; i < nm; i++)
         w->ep->iters[out++] = its[mx[i].it];
     w->ep->niters = out;
