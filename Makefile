@@ -69,8 +69,16 @@ $(BUILD)/libvlplan.a: $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/vlplan: $(CMD_OBJ) $(BUILD)/libvlplan.a
-	$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) $(BUILD)/libvlplan.a $(LDLIBS)
+# The sanitizer builds are the test builds: their vlplan also takes faults to inject
+# (tests/fault_inject.c: VLPLAN_FAULT=malloc:N, write:N, fsync:N or rename:N).
+ifeq ($(SAN),1)
+FAULT_OBJ := $(BUILD)/obj/tests/fault_inject.o
+FAULT_LD  := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup \
+             -Wl,--wrap=write,--wrap=fsync,--wrap=rename
+endif
+
+$(BUILD)/vlplan: $(CMD_OBJ) $(FAULT_OBJ) $(BUILD)/libvlplan.a
+	$(CC) $(LDFLAGS) $(FAULT_LD) -o $@ $(CMD_OBJ) $(FAULT_OBJ) $(BUILD)/libvlplan.a $(LDLIBS)
 
 # All test files in one Criterion binary, so the suite ends with one Synthesis line.
 $(BUILD)/tests/vlplan_tests: $(TEST_OBJ) $(BUILD)/libvlplan.a

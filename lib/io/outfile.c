@@ -208,40 +208,9 @@ static vl_status sync_dir(const vl_outfile *o, vl_err *err)
     return VL_OK;
 }
 
-static vl_status commit_temp(vl_outfile *o, vl_err *err)
-{
-    int fd = o->fd;
-
-    o->fd = -1;
-    if (fsync(fd) != 0) {
-        int e = errno;
-        close(fd);
-        return vl_seterr(err, VL_EIO, "cannot write '%s': %s (nothing was written)", o->path,
-                         strerror(e));
-    }
-    /* NFS and quota errors may surface only at close. */
-    if (close(fd) != 0 || rename(o->tmp, o->target) != 0)
-        return vl_seterr(err, VL_EIO, "cannot write '%s': %s (nothing was written)", o->path,
-                         strerror(errno));
-    free(o->tmp);
-    o->tmp = NULL; /* renamed: nothing left to remove */
-    return sync_dir(o, err);
-}
-
 vl_status vl_outfile_commit(vl_outfile *o, vl_err *err)
 {
-    vl_status st = VL_OK;
-
-    if (o->in_place) {
-        /* a FIFO or a device cannot be fsync'd; close still reports late errors */
-        if (close(o->fd) != 0)
-            st = vl_seterr(err, VL_EIO, "cannot write '%s': %s", o->path, strerror(errno));
-        o->fd = -1;
-    } else {
-        st = commit_temp(o, err);
-    }
-    vl_outfile_abort(o); /* removes the temporary if it is still there */
-    return st;
+    return vl_outfile_commit_all(&o, 1, err);
 }
 
 void vl_outfile_abort(vl_outfile *o)
@@ -338,12 +307,14 @@ vl_status vl_outfile_commit_all(vl_outfile **o, size_t n, vl_err *err)
         free(o[done]->tmp);
         o[done]->tmp = NULL;
     }
-    for (size_t i = 0; st != VL_OK && i < done; i++)
-        if (!o[i]->in_place)
-            put_back(o[i]);
+    /* the renames made durable; a failure here undoes them all, like a failed rename,
+     * so that exit 74 always means the earlier files are still there */
     for (size_t i = 0; st == VL_OK && i < n; i++)
         if (!o[i]->in_place)
             st = sync_dir(o[i], err);
+    for (size_t i = 0; st != VL_OK && i < done; i++)
+        if (!o[i]->in_place)
+            put_back(o[i]);
     for (size_t i = 0; i < n; i++)
         vl_outfile_abort(o[i]);   /* removes temporaries and old links still there */
     return st;

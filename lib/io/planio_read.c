@@ -9,6 +9,7 @@
  * checksum) is a property of a readable plan: it is recorded for verify, which reports it
  * beside the invariants it checks itself. */
 #include "planio_impl.h"
+#include "jsonw.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -220,7 +221,7 @@ static vl_status dump_meta(vl_reader *r, json_t *o, const char *key, char **out,
     if (!v)
         return VL_OK;
     free(*out);
-    if (!(*out = json_dumps(v, DUMP_FLAGS)))
+    if (!(*out = vl_json_dumps(v, DUMP_FLAGS)))
         return vl_seterr(err, VL_ENOMEM, "out of memory");
     return VL_OK;
 }
