@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonw.h"
 #include "manifest_impl.h"
 
 /* A JSON value for a message: strings as `string "12"`, others as written. */
@@ -201,14 +202,20 @@ vl_status vl__jsonl_line(vl__mb *b, const char *p, size_t n)
 {
     json_error_t je;
     json_t *o;
+    unsigned long failed;
     vl__rec r = {0};
     char sh[64];
     vl_status st;
 
     if (!b->no_fast && vl__jsonl_fast(b, p, n, &st))
         return st;
-    if ((o = json_loadb(p, n, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je)) == NULL)
+    vl_json_watch();
+    failed = vl_json_failures();
+    if ((o = json_loadb(p, n, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je)) == NULL) {
+        if (vl_json_failures() != failed)   /* jansson words it as a syntax error */
+            return vl_seterr(b->err, VL_ENOMEM, "out of memory (reading a JSONL record)");
         return vl__mb_err(b, je.column > 0 ? je.column : 1, "invalid JSON: %s", je.text);
+    }
     if (!json_is_object(o))
         st = vl__mb_err(b, 0, "expected a JSON object, got %s", show_json(sh, o));
     else if ((st = json_id(b, &r, o, p, n)) == VL_OK && (st = json_len(b, &r, o)) == VL_OK &&

@@ -21,8 +21,9 @@ struct vl_outfile {
                            * symlink at path points to (the link itself survives) */
     char *tmp;            /* temporary name, NULL when in place */
     char *dir;            /* directory of target, fsync'd after the rename */
-    char *old;            /* vl_outfile_commit_all: a link to the file the rename replaced,
-                           * kept until every output is renamed, NULL when none */
+    char *old;            /* name for a link to the file the rename replaces, made when
+                           * the temporary is (no allocation is left for the commit) */
+    bool have_old;        /* the link exists: kept until every output is renamed */
     int mode;             /* permissions of the file replaced, -1: from the umask */
     bool replaces;        /* a regular file was at target when the renames began */
 };
@@ -98,6 +99,10 @@ static vl_status open_temp(vl_outfile *o, vl_err *err)
         goto done;
     }
     snprintf(o->tmp, n, "%s/.%s.tmp.XXXXXX", o->dir, base);
+    if (!(o->old = malloc(n))) {
+        st = vl_seterr(err, VL_ENOMEM, "out of memory");
+        goto done;
+    }
     o->fd = mkstemp(o->tmp);
     if (o->fd < 0) {
         st = vl_seterr(err, VL_ECANTCREAT, "cannot create '%s': %s", o->path,
@@ -107,6 +112,9 @@ static vl_status open_temp(vl_outfile *o, vl_err *err)
         goto done;
     }
     apply_mode(o->fd, o->mode);
+    /* ".<base>.old.XXXXXX", the same random part: the name ends in ".tmp.XXXXXX" */
+    memcpy(o->old, o->tmp, n);
+    memcpy(o->old + strlen(o->old) - strlen(".tmp.XXXXXX"), ".old.", 5);
 done:
     free(base);
     return st;
@@ -221,7 +229,7 @@ void vl_outfile_abort(vl_outfile *o)
         close(o->fd);
     if (o->tmp)
         unlink(o->tmp);
-    if (o->old)
+    if (o->have_old)
         unlink(o->old);
     outfile_free(o);
 }
@@ -255,22 +263,15 @@ static vl_status finish_one(vl_outfile *o, vl_err *err)
 /* A second name for the file the rename will replace, so that a later failure can put
  * it back: ".<base>.old.XXXXXX" beside the temporary ".<base>.tmp.XXXXXX".  None when
  * there is no such file or the filesystem has no hard links (then a failure after this
- * rename leaves the new file in place of the old one, and says so). */
+ * rename leaves the new file in place of the old one). */
 static void keep_old(vl_outfile *o)
 {
-    char *t = strstr(o->tmp, ".tmp.");
     struct stat sb;
 
     if (lstat(o->target, &sb) != 0 || !S_ISREG(sb.st_mode))
         return;
     o->replaces = true;
-    if (!t || !(o->old = strdup(o->tmp)))
-        return;
-    memcpy(o->old + (t - o->tmp), ".old.", 5);
-    if (link(o->target, o->old) != 0) {
-        free(o->old);
-        o->old = NULL;
-    }
+    o->have_old = link(o->target, o->old) == 0;
 }
 
 /* Undo a rename: the old file back under its name, or the new one removed where there
@@ -278,9 +279,8 @@ static void keep_old(vl_outfile *o)
  * neither). */
 static void put_back(vl_outfile *o)
 {
-    if (o->old && rename(o->old, o->target) == 0) {
-        free(o->old);
-        o->old = NULL;
+    if (o->have_old && rename(o->old, o->target) == 0) {
+        o->have_old = false;
     } else if (!o->replaces) {
         unlink(o->target);
     }

@@ -442,13 +442,27 @@ bool vl__rd_is_iter(const vl_reader *r, const char *line, size_t len)
     return r->have_header && len > 14 && memcmp(line, "{\"type\":\"iter\"", 14) == 0;
 }
 
+/* json_loadb of one record; NULL and *oom when jansson ran out of memory (it words
+ * that as a syntax error). */
+static json_t *rd_parse(const char *line, size_t len, json_error_t *je, bool *oom)
+{
+    unsigned long failed;
+    json_t *rec;
+
+    vl_json_watch();
+    failed = vl_json_failures();
+    rec = json_loadb(line, len, JSON_REJECT_DUPLICATES, je);
+    *oom = !rec && vl_json_failures() != failed;
+    return rec;
+}
+
 vl_status vl__rd_iter_line(vl_reader *r, const char *line, size_t len, vl_err *err)
 {
     const char *type;
     json_error_t je;
     json_t *rec;
     vl_status st;
-    bool taken = false;
+    bool taken = false, oom;
 
     if (r->ids)   /* ids are numbered within each record (planio_ids.c) */
         vl__ids_reset(r->ids);
@@ -456,7 +470,9 @@ vl_status vl__rd_iter_line(vl_reader *r, const char *line, size_t len, vl_err *e
         return st;
     if (taken)
         return VL_OK;
-    if (!(rec = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je))) {
+    if (!(rec = rd_parse(line, len, &je, &oom))) {
+        if (oom)
+            return vl_seterr(err, VL_ENOMEM, "out of memory (reading a plan record)");
         vl__rd_error(r, "invalid JSON at column %d: %s", je.column, je.text);
         return VL_OK;
     }
@@ -476,6 +492,7 @@ vl_status vl__rd_line(vl_reader *r, const char *line, size_t len, bool nl, bool 
                       vl_err *err)
 {
     json_error_t je;
+    bool oom;
     json_t *rec;
     vl_status st;
 
@@ -496,7 +513,9 @@ vl_status vl__rd_line(vl_reader *r, const char *line, size_t len, bool nl, bool 
             return vl__rd_iteration_done(r, err);
         }
     }
-    if (!(rec = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je))) {
+    if (!(rec = rd_parse(line, len, &je, &oom))) {
+        if (oom)
+            return vl_seterr(err, VL_ENOMEM, "out of memory (reading a plan record)");
         if (!nl && r->have_header) { /* cut short: verify reports the missing footer */
             vl__rd_problem(r, 5, "incomplete last line (file truncated?)");
             *stop = true;
