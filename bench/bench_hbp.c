@@ -175,7 +175,7 @@ static int speed(size_t n)
     if (vl_config_bind(&cfg, "hbp", vl_strategy_hbp.params, opts, &err) != VL_OK ||
         vl_cost_init(&cost, &cfg, &err) != VL_OK ||
         vl_plan_init(&p, m, "hbp", 1, &err) != VL_OK ||
-        vl_select(&sel, m, cfg.training.max_seq_len, cfg.training.oversize, &p,
+        vl_select(&sel, m, cfg.training.max_seq_len, cfg.training.oversize,
                   &err) != VL_OK)
         return fail("setup", &err);
     vl_job job = {.m = m, .cfg = &cfg, .cost = &cost, .sel = &sel, .seed = 1};

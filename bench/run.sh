@@ -33,6 +33,8 @@ echo "## simulator"
 "$B/bench/bench_sim"
 echo "## chunkflow (paper setting)"
 "$B/bench/bench_chunkflow"
+echo "## each paper's own comparison through vlplan compare"
+BUILD=$B sh bench/papers.sh
 if [ -x "$B/bench/bench_hbp" ]; then
     echo "## hbp (paper setting)"
     "$B/bench/bench_hbp"

@@ -267,3 +267,18 @@ Test(cli_sim, compare_check_takes_every_json_number)
     tu_result r = run_ok(t);
     tu_result_free(&r);
 }
+
+/* A piece without '=' continues the value before it: list values need no quoting. */
+Test(cli_sim, compare_row_with_a_list_value)
+{
+    const char *t[] = {"compare", "--row", "g=hbp:hbp.groups=4K:1,8K:2,training.seed=3",
+                       "--set", "training.oversize=drop", "--format", "json", manifest,
+                       NULL};
+    tu_result r = run_ok(t);
+    cr_expect(strstr(r.out, "\"label\":\"g\"") != NULL, "%s", r.out);
+    tu_result_free(&r);
+    const char *bad[] = {"compare", "--row", "g=hbp:8K:1,hbp.groups=8K:1", manifest, NULL};
+    cr_assert_eq(tu_run(&r, NULL, bad), 0);
+    cr_expect_eq(r.status, 64, "a list piece before any KEY=VALUE: %s", r.err);
+    tu_result_free(&r);
+}

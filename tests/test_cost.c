@@ -442,3 +442,48 @@ Test(cost, fewest_ckpt_is_the_first_count_that_fits)
     cr_assert_eq(vl_cost_stage_layers(&cost, 3, 0), 11);
     cr_assert_eq(vl_cost_stage_layers(&cost, 3, 2), 10);
 }
+
+/* Ulysses per layer and way: four all-to-alls (Q, K, V, O) of T/sp tokens' rows, each
+ * with a latency, (n-1)/n of its bytes over NVLink and 4 S bytes of rearranging
+ * through device memory.  Llama3-8B: 32 heads x 128, 8 KV heads x 128. */
+Test(cost, ulysses_all_to_all_and_rearranging)
+{
+    const char *sets[] = {"training.sp=2", "training.sp_kind=ulysses", NULL};
+    vl_seg s[] = {{0, 0, 32768}};
+    vl_par p = {1, 1, 2, 0};
+    double rows = 16384, want = 0;
+    const double w[4] = {4096, 1024, 1024, 4096};
+
+    reset(sets);
+    for (int i = 0; i < 4; i++) {
+        double S = rows * w[i] * 2;
+        want += 15e-6 + 0.5 * S / 370e9 + 4 * S / 3350e9;
+    }
+    vl_mb_time t = vl_cost_mb_time(&cost, s, 1, &p, 32, 0);
+    cr_assert_float_eq(t.comm_fwd, 32 * want, 1e-9, "%g vs %g", t.comm_fwd, 32 * want);
+    cr_assert_float_eq(t.comm_bwd, t.comm_fwd, 1e-12);
+}
+
+/* A TP shard's GEMMs are as efficient as a full-width GEMM of the same work: 2048 tokens
+ * under TP 4 x SP 4 are looked up at 128 tokens, not at 512 (the T/sp of the past).  Two
+ * GEMM curves that agree at 512 and differ at 128 tell the lookups apart. */
+static double fwd_under(const char *curve, const vl_par *p)
+{
+    const char *sets[] = {curve, "training.sp_kind=ring", NULL};
+    vl_seg s[] = {{0, 0, 2048}};
+
+    reset(sets);
+    return vl_cost_mb_time(&cost, s, 1, p, 32, 0).fwd;
+}
+
+Test(cost, gemm_efficiency_per_tensor_parallel_shard)
+{
+    const char *flat = "cluster.gemm_eff=[[128,0.5],[512,0.5]]";
+    const char *steep = "cluster.gemm_eff=[[128,0.25],[512,0.5]]";
+    vl_par shard = {4, 1, 4, 0}, sp_only = {1, 1, 4, 0};
+
+    cr_assert_float_eq(fwd_under(steep, &sp_only), fwd_under(flat, &sp_only), 1e-15,
+                       "no TP: 512 tokens per GPU either way");
+    cr_assert_gt(fwd_under(steep, &shard), 1.05 * fwd_under(flat, &shard),
+                 "TP 4: 128 tokens' worth of GEMM per GPU, at half the efficiency");
+}

@@ -155,7 +155,8 @@ static int split_strategies(compare_args *a)
 }
 
 /* [LABEL=]STRATEGY[:KEY=VALUE,...]: a label is what comes before an '=' that precedes
- * any ':'. */
+ * any ':'.  A piece without '=' continues the value before it, so list values such as
+ * hbp.groups=16K:1,128K:8 need no quoting. */
 static int parse_spec(compare_args *a, char *spec)
 {
     char *colon = strchr(spec, ':'), *eq = strchr(spec, '=');
@@ -170,7 +171,16 @@ static int parse_spec(compare_args *a, char *spec)
     } else {
         r.label = r.strategy = spec;
     }
-    for (char *kv = colon ? strtok(colon + 1, ",") : NULL; kv; kv = strtok(NULL, ",")) {
+    for (char *kv = colon ? colon + 1 : NULL, *next; kv; kv = next) {
+        next = strchr(kv, ',');
+        if (next)
+            *next++ = '\0';
+        if (*kv == '\0')
+            continue;
+        if (!strchr(kv, '=') && r.nsets > 0) {
+            kv[-1] = ',';   /* a list value: "hbp.groups=16K:1,128K:8" */
+            continue;
+        }
         if (!strchr(kv, '=') || r.nsets == 16) {
             cli_error(CMD, "--row '%s': '%s' is not KEY=VALUE (at most 16 per row)", r.label,
                       kv);

@@ -236,6 +236,26 @@ double vl_cost_comm_time(const vl_cost *c, vl_comm_op op, double bytes, int n)
     return comm_on(c) ? coll_time(c, op, bytes, n, 1) : 0;
 }
 
+/* Ulysses, one layer one way, for `rows` local tokens of one TP shard: an all-to-all
+ * each for Q, K, V before attention and O after it (DeepSpeed's _SeqAllToAll, one call
+ * per tensor, so one latency each), none hidden behind compute.  Each call also
+ * rearranges its tensor on both sides (a transpose made contiguous before sending, its
+ * inverse after receiving): two memory-bound passes that read and write the buffer,
+ * 4 S bytes of device-memory traffic -- at SP 2 as long as the transfer itself, and
+ * what the bare collective misses against measured Ulysses overheads (HBP Table 11). */
+static double ulysses_layer_time(const vl_cost *c, double rows, double hq, double hkv,
+                                 int sp, int tp)
+{
+    const double width[4] = {hq, hkv, hkv, hq};
+    double hbm = c->cfg->cluster.hbm_gbs * 1e9, t = 0;
+
+    for (int i = 0; i < 4; i++) {
+        double S = rows * width[i] * BF16;
+        t += coll_time(c, VL_COMM_A2A, S, sp, tp) + (hbm > 0 ? 4 * S / hbm : 0);
+    }
+    return t;
+}
+
 /* Exposed communication of one layer for one micro-batch of T tokens. */
 typedef struct layer_comm {
     double fwd, bwd;
@@ -253,9 +273,7 @@ static layer_comm comm_per_layer(const vl_cost *c, double T, int tp, int sp, dou
     if (!comm_on(c))
         return lc;
     if (sp > 1 && tr->sp_kind == VL_SP_ULYSSES) {
-        /* QKV before and O after attention, the same on gradients; nothing hides it */
-        double t = coll_time(c, VL_COMM_A2A, local * (hq + 2 * hkv) * BF16 / tp, sp, tp) +
-                   coll_time(c, VL_COMM_A2A, local * hq * BF16 / tp, sp, tp);
+        double t = ulysses_layer_time(c, local / tp, hq, hkv, sp, tp);
         lc.fwd += t;
         lc.bwd += t;
     } else if (sp > 1) {
@@ -337,7 +355,9 @@ vl_mb_time vl_cost_mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const
         return t;
     if (cfg->cost.fit_set)
         return fitted_time(c, T, P, g, layers, ckpt);
-    eff = curve_eval_lx(&cl->gemm_eff, c->lx_gemm, T / sp, &lgT);
+    /* each GPU's GEMMs are (T/sp) x (width/tp): as efficient as a full-width GEMM of the
+     * same work, T/(sp tp) tokens, so small chunks under TP are not flattered */
+    eff = curve_eval_lx(&cl->gemm_eff, c->lx_gemm, T / g, &lgT);
     lin = c->lin * T / g / (c->peak * eff) * (1 + cl->elementwise_overhead);
     head = last_stage ? c->head * T / g / (c->peak * eff) : 0;
     lc = comm_per_layer(c, T, tp, sp, att_f, att_b);
