@@ -35,7 +35,11 @@ echo "## chunkflow (paper setting)"
 "$B/bench/bench_chunkflow"
 echo "## each paper's own comparison through vlplan compare"
 BUILD=$B sh bench/papers.sh
+echo "## skrull (paper setting, planning speed)"
+"$B/bench/bench_skrull"
 if [ -x "$B/bench/bench_hbp" ]; then
     echo "## hbp (paper setting)"
     "$B/bench/bench_hbp"
 fi
+echo "## hydraulis (paper setting, planner speed)"
+"$B/bench/bench_hydraulis"

@@ -214,7 +214,7 @@ Test(config, unknown_preset_and_enum)
                "llama2-13b, deepseek-v2, custom, got 'gpt-5'");
     load_fails("cluster:\n  gpu: h200\n", VL_ECONFIG,
                "t.yaml:2:8: cluster.gpu: expected one of h100-80gb, a100-80gb, a800-80gb, "
-               "custom, got 'h200'");
+               "h800-80gb, custom, got 'h200'");
     load_fails("training:\n  recompute: partial\n", VL_ECONFIG,
                "t.yaml:2:14: training.recompute: expected one of none, selective, full, auto, "
                "got 'partial'");

@@ -3,7 +3,7 @@
 # Used by `make deps` (every build target depends on it) and by .ci/run.
 set -eu
 pkgs="gcc make pkg-config libyaml-dev libjansson-dev libglpk-dev libzstd-dev zstd
-libcriterion-dev clang libclang-rt-14-dev mandoc valgrind"
+libcriterion-dev clang libclang-rt-14-dev mandoc valgrind python3 python3-pytest python3-torch"
 missing=""
 for p in $pkgs; do
     s=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)

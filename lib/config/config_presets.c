@@ -11,7 +11,8 @@ const char *const vl_model_presets[] = {
     "qwen2.5-32b", "qwen2.5-72b",  "llama2-7b",    "llama2-13b", "deepseek-v2", NULL,
 };
 
-const char *const vl_gpu_presets[] = {"h100-80gb", "a100-80gb", "a800-80gb", NULL};
+const char *const vl_gpu_presets[] = {"h100-80gb", "a100-80gb", "a800-80gb", "h800-80gb",
+                                      NULL};
 
 /* Dense Llama/Qwen shape: SwiGLU (3 FFN matrices), no MoE, no MLA. */
 #define DENSE(nm, l, h, f, a, kv, d, v, tied)                                              \
@@ -135,6 +136,10 @@ static const gpu_preset gpus[] = {
      * (ASSUMPTION, costmodel §8 P3) */
     {"a800-80gb", 312, 80, 6, 2039, "a100_gemm", "a100_fa2_causal", 0.7, 20, 40,
      {160, 160, 160, 15, 8, 24, 4, 30, 15}},
+    /* H800 SXM (SlimPack's testbed): an H100's compute and HBM with NVLink cut to
+     * 400 GB/s (~160 GB/s busbw, as the A800), one 400 Gb/s NIC per GPU (ASSUMPTION) */
+    {"h800-80gb", 989, 80, 6, 3350, "h100_gemm", "h100_fa3_causal", 0.7, 20, 40,
+     {160, 160, 160, 15, 8, 46, 8, 30, 15}},
 };
 
 int vl__gpu_preset_apply(vl_cluster_cfg *c, const char *name)

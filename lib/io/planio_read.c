@@ -462,7 +462,7 @@ vl_status vl__rd_iter_line(vl_reader *r, const char *line, size_t len, vl_err *e
     json_error_t je;
     json_t *rec;
     vl_status st;
-    bool taken = false, oom;
+    bool taken = false, is_iter, oom;
 
     if (r->ids)   /* ids are numbered within each record (planio_ids.c) */
         vl__ids_reset(r->ids);
@@ -477,7 +477,7 @@ vl_status vl__rd_iter_line(vl_reader *r, const char *line, size_t len, vl_err *e
         return VL_OK;
     }
     type = json_string_value(json_object_get(rec, "type"));
-    bool is_iter = type && strcmp(type, "iter") == 0;   /* type dies with rec */
+    is_iter = type && strcmp(type, "iter") == 0;   /* type dies with rec */
     if (is_iter)
         st = vl__rd_iter(r, rec, err);
     else

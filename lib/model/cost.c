@@ -385,8 +385,12 @@ double vl_cost_act_bytes(const vl_cost *c, uint64_t tokens, const vl_par *par, i
      * backward recomputes it */
     bytes = (layers - ckpt) * A + ckpt * 2 * h + (ckpt > 0 ? A : 0);
     bytes *= per_tok * cfg->training.act_mem_factor;
+    /* the loss: cost.logits_bytes per vocabulary entry (4, also for 0 as a config built
+     * in code leaves it: the fp32 logits the cross-entropy keeps for its backward) and
+     * the head's input */
+    double lb = cfg->cost.logits_bytes > 0 ? cfg->cost.logits_bytes : 4;
     if (last_stage)
-        bytes += (4 * V + 4 * h) * per_tok; /* fp32 logits for the loss + its input */
+        bytes += (lb * V + 4 * h) * per_tok;
     return bytes;
 }
 

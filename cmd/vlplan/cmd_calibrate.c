@@ -1,0 +1,203 @@
+/* cmd/vlplan/cmd_calibrate.c -- `vlplan calibrate`: fit the cost model to measured step
+ * times (lib/model/calibrate.h), print how well the configured model and the fit predict
+ * them, and write a config fragment that -c accepts (cost.schemes, or cost.fit). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calibrate.h"
+#include "cli.h"
+#include "strbuf.h"
+
+static const char *const CMD = "calibrate";
+static const char *const USAGE =
+    "[-c CONFIG] [--set KEY=VALUE]... [--fit schemes|layer] [--eval FILE] [-o FILE] TIMINGS";
+
+enum { OPT_FIT_ = 700, OPT_EVAL_ };   /* this command's own long options */
+
+static const cli_opt options[] = {
+    {"config", 'c', "FILE", "cluster/model YAML the timings were measured for"},
+    {"set", OPT_SET, "KEY=VALUE", "override a config key (repeatable)"},
+    {"fit", OPT_FIT_, "KIND", "schemes: a*len^2+b*len+c per (tp, pp, sp), as cost.schemes "
+                              "(default); layer: one per-layer cost.fit"},
+    {"eval", OPT_EVAL_, "FILE", "held-out timings: report the errors on them too"},
+    {"output", 'o', "FILE", "write the config fragment here (default: standard output)"},
+    {"help", 'h', NULL, "show this help"},
+    {NULL, 0, NULL, NULL},
+};
+
+typedef struct calib_args {
+    cli_config_args cfg;
+    vl_calib_kind kind;
+    const char *eval, *out;
+} calib_args;
+
+static int on_option(int key, const char *arg, void *ud)
+{
+    calib_args *a = ud;
+    int rc = cli_config_option(CMD, &a->cfg, key, arg);
+
+    if (rc != 1)
+        return rc;
+    switch (key) {
+    case 'o': a->out = arg; return 0;
+    case OPT_EVAL_: a->eval = arg; return 0;
+    case OPT_FIT_:
+        if (strcmp(arg, "schemes") == 0 || strcmp(arg, "layer") == 0) {
+            a->kind = arg[0] == 's' ? VL_CALIB_SCHEMES : VL_CALIB_LAYER;
+            return 0;
+        }
+        cli_error(CMD, "--fit '%s': expected schemes or layer", arg);
+        return EX_USAGE_;
+    }
+    return EX_USAGE_;
+}
+
+static void put_err(FILE *f, const char *what, vl_calib_err e, const char *name)
+{
+    if (e.n == 0) {
+        fprintf(f, "%s: no rows it covers\n", what);
+        return;
+    }
+    fprintf(f, "%s: %zu rows, MAPE %.2f%%, worst %.2f%% (%s:%u)\n", what, e.n, 100 * e.mape,
+            100 * e.worst, name, e.worst_line);
+}
+
+static void put_fits(FILE *f, const vl_calib_fit *fits, size_t n, const char *name)
+{
+    fprintf(f, "%-16s %6s %13s %13s %13s %8s %8s\n", "scheme", "rows", "a", "b", "c", "MAPE",
+            "worst");
+    for (size_t i = 0; i < n; i++) {
+        const vl_calib_fit *x = &fits[i];
+        char label[48];
+        if (x->kind == VL_CALIB_SCHEMES)
+            snprintf(label, sizeof label, "tp%d pp%d sp%d", x->scheme.tp, x->scheme.pp,
+                     x->scheme.sp);
+        else
+            snprintf(label, sizeof label, "per layer");
+        fprintf(f, "%-16s %6zu %13.6g %13.6g %13.6g %7.2f%% %7.2f%%  %s:%u%s\n", label,
+                x->err.n, x->scheme.a, x->scheme.b, x->scheme.c, 100 * x->err.mape,
+                100 * x->err.worst, name, x->err.worst_line,
+                x->zeroed ? "  (some held at 0)" : "");
+    }
+    if (fits[0].kind == VL_CALIB_SCHEMES)
+        fputs("units: ms of a stage of model.layers/pp layers, forward+backward: a per "
+              "token^2, b per token, c per micro-batch\n", f);
+    else
+        fputs("units: s per layer, forward: a per causal query-key pair, b per token, c per "
+              "micro-batch\n", f);
+}
+
+/* The fragment: comments saying what it was fitted to, then cost.schemes or cost.fit,
+ * every number with 17 significant digits so it reads back exactly. */
+static char *fragment(const vl_calib_fit *fits, size_t n, const vl_config *cfg,
+                      const char *name, size_t rows)
+{
+    vl_strbuf b = {0};
+
+    vl_strbuf_printf(&b, "# vlplan calibrate: fitted to %zu rows of %s\n", rows, name);
+    vl_strbuf_printf(&b, "# for model %s (%d layers), cost.bwd_attn %g, cost.bwd_linear %g: "
+                     "use it with the same\n# model and ratios, e.g. vlplan plan -c CONFIG "
+                     "-c THIS_FILE ...\n", cfg->model.preset, cfg->model.layers,
+                     cfg->cost.bwd_attn, cfg->cost.bwd_linear);
+    if (fits[0].kind == VL_CALIB_LAYER) {
+        const vl_scheme *s = &fits[0].scheme;
+        vl_strbuf_printf(&b, "# MAPE %.2f%%, worst %.2f%%\ncost:\n  fit:\n    a: %.17g\n"
+                         "    b: %.17g\n    c: %.17g\n", 100 * fits[0].err.mape,
+                         100 * fits[0].err.worst, s->a, s->b, s->c);
+        return vl_strbuf_take(&b);
+    }
+    vl_strbuf_printf(&b, "cost:\n  schemes:\n");
+    for (size_t i = 0; i < n; i++) {
+        const vl_scheme *s = &fits[i].scheme;
+        vl_strbuf_printf(&b, "    # %zu rows, MAPE %.2f%%, worst %.2f%%\n", fits[i].err.n,
+                         100 * fits[i].err.mape, 100 * fits[i].err.worst);
+        vl_strbuf_printf(&b, "    - {tp: %d, pp: %d, sp: %d, a: %.17g, b: %.17g, c: %.17g}\n",
+                         s->tp, s->pp, s->sp, s->a, s->b, s->c);
+    }
+    return vl_strbuf_take(&b);
+}
+
+/* Errors of the configured model and of the fit on the held-out rows. */
+static int evaluate(const calib_args *a, const vl_calib_fit *fits, size_t n,
+                    const vl_cost *cost, const vl_config *cfg, FILE *rep)
+{
+    vl_calib_rows held = {0};
+    vl_err err = {0};
+    vl_status st = vl_calib_read(&held, a->eval, cfg, &err);
+
+    if (st != VL_OK) {
+        vl_calib_rows_free(&held);
+        return cli_fail(CMD, &err);
+    }
+    put_err(rep, "held out, cost model before calibration",
+            vl_calib_score(NULL, 0, cost, cfg, &held), held.name);
+    put_err(rep, "held out, after calibration", vl_calib_score(fits, n, NULL, cfg, &held),
+            held.name);
+    vl_calib_rows_free(&held);
+    return 0;
+}
+
+static int run(const calib_args *a, const char *path, const vl_config *cfg)
+{
+    vl_calib_rows set = {0};
+    vl_calib_fit *fits = NULL;
+    size_t n = 0;
+    vl_cost cost;
+    vl_err err = {0};
+    vl_status st = vl_cost_init(&cost, cfg, &err);
+    FILE *rep = cli_is_stdout(a->out) ? stderr : stdout;   /* the fragment owns stdout */
+    int rc = 0;
+
+    if (st == VL_OK)
+        st = vl_calib_read(&set, path, cfg, &err);
+    if (st == VL_OK)
+        st = vl_calib_fit_rows(&set, cfg, a->kind, &fits, &n, &err);
+    if (st != VL_OK) {
+        vl_calib_rows_free(&set);
+        return cli_fail(CMD, &err);
+    }
+    put_fits(rep, fits, n, set.name);
+    put_err(rep, "cost model before calibration", vl_calib_score(NULL, 0, &cost, cfg, &set),
+            set.name);
+    put_err(rep, "after calibration", vl_calib_score(fits, n, NULL, cfg, &set), set.name);
+    if (a->eval)
+        rc = evaluate(a, fits, n, &cost, cfg, rep);
+    if (rc == 0) {
+        char *text = fragment(fits, n, cfg, set.name, set.n);
+        if (!text) {
+            cli_error(CMD, "out of memory");
+            rc = EX_OSERR_;
+        } else {
+            rc = cli_write_text(CMD, a->out, text);
+        }
+        free(text);
+    }
+    free(fits);
+    vl_calib_rows_free(&set);
+    return rc;
+}
+
+int cmd_calibrate(int argc, char **argv)
+{
+    calib_args a;
+    vl_config cfg;
+    int first = 0, rc;
+
+    memset(&a, 0, sizeof a);
+    rc = cli_parse(argc, argv, CMD, USAGE, options, on_option, &a, &first);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    if (argc - first != 1) {
+        cli_error(CMD, argc == first ? "missing TIMINGS (a CSV or JSON Lines file of measured "
+                                       "step times)" : "one TIMINGS file expected");
+        return EX_USAGE_;
+    }
+    if ((rc = cli_check_not_input(CMD, "-o", a.out, (const char *const *)&argv[first], 1)) != 0)
+        return rc;
+    if ((rc = cli_config_load(CMD, &a.cfg, &cfg)) != 0)
+        return rc;
+    rc = run(&a, argv[first], &cfg);
+    vl_config_free(&cfg);
+    return rc;
+}

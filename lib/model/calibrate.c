@@ -1,0 +1,278 @@
+/* lib/model/calibrate.c -- least-squares fits of the cost model to timing rows
+ * (calibrate.h).  Each row gives three features, one per coefficient, whose dot product
+ * with (a, b, c) is the predicted time; the fit minimises the squared relative error
+ * (each row divided by its measured time, so a 10 ms step weighs as much as a 10 s one)
+ * with a, b, c >= 0, as cost.schemes and the config's ranges require.  With three
+ * unknowns the non-negative solution is found exactly by trying every subset of them
+ * (Lawson-Hanson would find the same), each solved by a QR factorisation of the
+ * column-scaled matrix (modified Gram-Schmidt, twice, for stability). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calibrate.h"
+
+#define NCOEF 3
+/* a column whose norm after orthogonalisation falls below this share of its own norm
+ * is (numerically) a combination of the others: that subset is not identifiable */
+#define RANK_TOL 1e-9
+
+static double clampd(double x, double lo, double hi)
+{
+    return x < lo ? lo : x > hi ? hi : x;
+}
+
+/* Features of r for a model of kind k: predicted seconds = Σ x[j]·coef[j]. */
+static void features(const vl_config *cfg, vl_calib_kind k, const vl_calib_row *r, double *x)
+{
+    const vl_cost_cfg *cc = &cfg->cost;
+    double L = r->layers, ck = clampd(r->ckpt_layers, 0, L), Q = r->sum_len2, T = r->tokens;
+
+    if (k == VL_CALIB_SCHEMES) {
+        double even = (double)cfg->model.layers / r->pp, s = L / even * 1e-3, rr = ck / L;
+        double fa = 1 / (1 + cc->bwd_attn), fl = 1 / (1 + cc->bwd_linear);
+        x[0] = s * Q * (1 + fa * rr);
+        x[1] = s * T * (1 + fl * rr);
+        x[2] = s * r->mbs * (1 + fl * rr);
+    } else {
+        double g = (double)r->tp * r->sp, P = (Q + T) / 2;
+        double wl = L * (1 + cc->bwd_linear) + ck;
+        x[0] = (L * (1 + cc->bwd_attn) + ck) * P / g;
+        x[1] = wl * T / g;
+        x[2] = wl * r->mbs;
+    }
+}
+
+static bool same_scheme(const vl_calib_row *r, const vl_scheme *s)
+{
+    return r->tp == s->tp && r->pp == s->pp && r->sp == s->sp;
+}
+
+/* The rows a fit covers: all for LAYER, its scheme's for SCHEMES. */
+static bool covers(const vl_calib_fit *f, const vl_calib_row *r)
+{
+    return f->kind == VL_CALIB_LAYER || same_scheme(r, &f->scheme);
+}
+
+/* Least squares on the columns in mask of A (n×NCOEF, row-major, already divided by the
+ * measured times) against a target of ones.  coef gets the solution (0 outside mask);
+ * returns the residual sum of squares, or INFINITY when the subset is not identifiable. */
+static double solve_subset(const double *A, size_t n, unsigned mask, double *coef, double *work)
+{
+    double *q[NCOEF], R[NCOEF][NCOEF] = {{0}}, scale[NCOEF], qtb[NCOEF], rss = 0;
+    int cols[NCOEF], m = 0;
+
+    for (int j = 0; j < NCOEF; j++) {
+        coef[j] = 0;
+        if (mask & (1u << j))
+            cols[m++] = j;
+    }
+    for (int i = 0; i < m; i++) {
+        double norm = 0;
+        q[i] = work + (size_t)i * n;
+        for (size_t r = 0; r < n; r++)
+            norm += A[r * NCOEF + cols[i]] * A[r * NCOEF + cols[i]];
+        scale[i] = sqrt(norm);
+        if (!(scale[i] > 0))
+            return INFINITY;
+        for (size_t r = 0; r < n; r++)
+            q[i][r] = A[r * NCOEF + cols[i]] / scale[i];
+        for (int pass = 0; pass < 2; pass++)
+            for (int k = 0; k < i; k++) {
+                double d = 0;
+                for (size_t r = 0; r < n; r++)
+                    d += q[k][r] * q[i][r];
+                R[k][i] += d;
+                for (size_t r = 0; r < n; r++)
+                    q[i][r] -= d * q[k][r];
+            }
+        norm = 0;
+        for (size_t r = 0; r < n; r++)
+            norm += q[i][r] * q[i][r];
+        R[i][i] = sqrt(norm);
+        if (R[i][i] < RANK_TOL)
+            return INFINITY;
+        for (size_t r = 0; r < n; r++)
+            q[i][r] /= R[i][i];
+    }
+    for (int i = 0; i < m; i++) {
+        qtb[i] = 0;
+        for (size_t r = 0; r < n; r++)
+            qtb[i] += q[i][r];
+    }
+    for (int i = m - 1; i >= 0; i--) {   /* R z = Qᵀb, then coef = z / scale */
+        double z = qtb[i];
+        for (int k = i + 1; k < m; k++)
+            z -= R[i][k] * coef[cols[k]] * scale[k];
+        coef[cols[i]] = z / R[i][i] / scale[i];
+    }
+    for (size_t r = 0; r < n; r++) {
+        double pred = 0;
+        for (int j = 0; j < NCOEF; j++)
+            pred += A[r * NCOEF + j] * coef[j];
+        rss += (pred - 1) * (pred - 1);
+    }
+    return rss;
+}
+
+/* The non-negative least-squares fit over every subset: the fullest subset wins ties. */
+static vl_status fit_group(const double *A, size_t n, double *coef, unsigned *zeroed,
+                           double *work)
+{
+    double best = INFINITY, c[NCOEF];
+    unsigned best_mask = 0;
+
+    for (unsigned mask = 7; mask >= 1; mask--) {
+        double rss = solve_subset(A, n, mask, c, work);
+        bool ok = isfinite(rss);
+        for (int j = 0; ok && j < NCOEF; j++)
+            ok = c[j] >= 0;
+        if (ok && rss < best * (1 - 1e-12)) {
+            best = rss;
+            best_mask = mask;
+            memcpy(coef, c, sizeof c);
+        }
+    }
+    *zeroed = ~best_mask & 7u;
+    return best_mask ? VL_OK : VL_EDATA;
+}
+
+double vl_calib_predict(const vl_calib_fit *fits, size_t nfits, const vl_config *cfg,
+                        const vl_calib_row *r)
+{
+    for (size_t i = 0; i < nfits; i++) {
+        const vl_calib_fit *f = &fits[i];
+        double x[NCOEF];
+        if (!covers(f, r))
+            continue;
+        features(cfg, f->kind, r, x);
+        return x[0] * f->scheme.a + x[1] * f->scheme.b + x[2] * f->scheme.c;
+    }
+    return NAN;
+}
+
+vl_calib_err vl_calib_score(const vl_calib_fit *fits, size_t nfits, const vl_cost *c,
+                            const vl_config *cfg, const vl_calib_rows *set)
+{
+    vl_calib_err e = {0, 0, 0, 0};
+    double sum = 0;
+
+    for (size_t i = 0; i < set->n; i++) {
+        const vl_calib_row *r = &set->rows[i];
+        double p = fits ? vl_calib_predict(fits, nfits, cfg, r) : vl_calib_predict_model(c, r);
+        double rel = fabs(p - r->seconds) / r->seconds;
+        if (isnan(p))
+            continue;
+        sum += rel;
+        e.n++;
+        if (rel > e.worst || e.n == 1) {
+            e.worst = rel;
+            e.worst_line = r->line;
+        }
+    }
+    e.mape = e.n ? sum / (double)e.n : NAN;
+    return e;
+}
+
+/* Fit the rows f covers into f; A and work hold n×NCOEF doubles each. */
+static vl_status fit_one(const vl_calib_rows *set, const vl_config *cfg, vl_calib_fit *f,
+                         double *A, double *work, vl_err *err)
+{
+    size_t n = 0;
+    double coef[NCOEF] = {0, 0, 0};
+
+    for (size_t i = 0; i < set->n; i++) {
+        const vl_calib_row *r = &set->rows[i];
+        if (!covers(f, r))
+            continue;
+        features(cfg, f->kind, r, A + n * NCOEF);
+        for (int j = 0; j < NCOEF; j++)
+            A[n * NCOEF + j] /= r->seconds;
+        n++;
+    }
+    if (fit_group(A, n, coef, &f->zeroed, work) != VL_OK)
+        return vl_seterr(err, VL_EDATA, "%s: the %zu rows of tp %d, pp %d, sp %d determine "
+                         "no coefficient", set->name, n, f->scheme.tp, f->scheme.pp,
+                         f->scheme.sp);
+    f->scheme.a = coef[0];
+    f->scheme.b = coef[1];
+    f->scheme.c = coef[2];
+    return VL_OK;
+}
+
+/* The distinct (tp, pp, sp) of the rows in order of first appearance, or one LAYER fit. */
+static vl_status make_fits(const vl_calib_rows *set, vl_calib_kind kind, vl_calib_fit **fits,
+                           size_t *nfits, vl_err *err)
+{
+    vl_calib_fit *f = calloc(kind == VL_CALIB_LAYER ? 1 : set->n, sizeof *f);
+    size_t n = 0;
+
+    if (!f)
+        return vl_seterr(err, VL_ENOMEM, "out of memory");
+    for (size_t i = 0; i < set->n; i++) {
+        const vl_calib_row *r = &set->rows[i];
+        bool seen = false;
+        for (size_t j = 0; j < n && !seen; j++)
+            seen = kind == VL_CALIB_LAYER || same_scheme(r, &f[j].scheme);
+        if (seen)
+            continue;
+        f[n].kind = kind;
+        f[n].scheme = (vl_scheme){.tp = r->tp, .pp = r->pp, .sp = r->sp};
+        n++;
+    }
+    *fits = f;
+    *nfits = n;
+    return VL_OK;
+}
+
+vl_status vl_calib_fit_rows(const vl_calib_rows *set, const vl_config *cfg, vl_calib_kind kind,
+                            vl_calib_fit **fits, size_t *nfits, vl_err *err)
+{
+    size_t cells = (set->n ? set->n : 1) * NCOEF;
+    double *A = malloc(cells * sizeof *A), *work = malloc(cells * sizeof *work);
+    vl_status st;
+
+    *fits = NULL;
+    *nfits = 0;
+    st = A && work ? make_fits(set, kind, fits, nfits, err)
+                   : vl_seterr(err, VL_ENOMEM, "out of memory");
+    if (st == VL_OK && kind == VL_CALIB_SCHEMES && *nfits > VL_SCHEMES_MAX)
+        st = vl_seterr(err, VL_EDATA, "%s: %zu schemes, cost.schemes holds at most %d",
+                       set->name, *nfits, VL_SCHEMES_MAX);
+    for (size_t i = 0; st == VL_OK && i < *nfits; i++)
+        st = fit_one(set, cfg, &(*fits)[i], A, work, err);
+    for (size_t i = 0; st == VL_OK && i < *nfits; i++)   /* each on its own rows */
+        (*fits)[i].err = vl_calib_score(&(*fits)[i], 1, NULL, cfg, set);
+    if (st != VL_OK) {
+        free(*fits);
+        *fits = NULL;
+        *nfits = 0;
+    }
+    free(A);
+    free(work);
+    return st;
+}
+
+/* ---- the configured cost model on a row ---- */
+
+double vl_calib_predict_model(const vl_cost *c, const vl_calib_row *r)
+{
+    /* The row gives only Σ len and Σ len²: its micro-batches are taken as equal, each of
+     * n sequences of length l with n·l = T/M and n·l² = Q/M (the composition with those
+     * sums whose sequences are all alike), n rounded */
+    double per_mb = r->tokens / r->mbs, l = r->sum_len2 / r->tokens;
+    double nseq = fmax(1, round(per_mb / l));
+    uint32_t n = nseq > 65536 ? 65536 : (uint32_t)nseq;
+    uint32_t len = (uint32_t)fmax(1, round(per_mb / n));
+    vl_par par = {r->tp, r->pp, r->sp, r->ckpt_layers};
+    vl_seg *segs = malloc(n * sizeof *segs);
+    vl_mb_time t;
+
+    if (!segs)
+        return NAN;
+    for (uint32_t i = 0; i < n; i++)
+        segs[i] = (vl_seg){.sample = i, .off = 0, .len = len};
+    t = vl_cost_mb_time(c, segs, n, &par, (int)lround(r->layers), r->pp == 1);
+    free(segs);
+    return (t.fwd + t.bwd) * r->mbs;
+}

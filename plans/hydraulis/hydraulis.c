@@ -1,0 +1,413 @@
+/* plans/hydraulis/hydraulis.c -- the Hydraulis strategy: options, the scheme space and
+ * the candidates, the epoch/batch driver and its vl_strategy entry.  Helpers:
+ * hydraulis_scheme.c, _propose.c, _dispatch.c, _pack.c, _iter.c.
+ *
+ * Design.  Hydraulis (Li et al., papers/hydraulis.txt; research/hydraulis.md), objective:
+ * the slowest pipeline of each iteration.  The GPUs are split into pipelines of
+ * different <tp, pp>, chosen per iteration from candidates the proposal DP derives once
+ * from the dataset's length histogram (§7); each batch is dispatched to the pipelines
+ * (Alg. 1) and packed within each (Eq. 1); the candidate with the smallest estimate runs
+ * it.  The fp32 optimizer states are sharded over every GPU (VL_CAP_WORLD_OPTIM), which
+ * is what lets the layout change between iterations; pipelines differ in micro-batch
+ * counts (VL_CAP_UNEVEN_MBS).
+ * Params: mode (dynamic | static | homo, the Fig. 13 ablations), packing (balanced | max),
+ * trials, max_candidates, s_step, n_step, candidates.
+ * Complexity: proposal O(N/n_step · (L/s_step)² · K · d) once, pruned; per iteration
+ * O(candidates · trials · B · D) dispatch plus per pipeline up to 20 min-max packings of
+ * its U sequences (O(U²) per improving step).
+ * Deviations (man page, HYDRAULIS): the integer DP of the authors' code, not the paper's
+ * continuous relaxation; a min-max heuristic instead of the code's CBC MILP per v; the
+ * histogram scaled to one iteration's expected sequence count; code quirks fixed as
+ * research/hydraulis.md §2 lists. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hydraulis_impl.h"
+
+static const char *const modes[] = {"dynamic", "static", "homo", NULL};
+static const char *const packings[] = {"balanced", "max", NULL};
+
+static const vl_param hydraulis_params[] = {
+    {"mode", VL_P_ENUM, offsetof(hy_opts, mode), 0, 0, modes, "dynamic",
+     "dynamic: best candidate per iteration; static: one heterogeneous candidate for "
+     "every iteration; homo: the homogeneous training.tp x training.pp strategy"},
+    {"packing", VL_P_ENUM, offsetof(hy_opts, packing), 0, 0, packings, "balanced",
+     "balanced: micro-batch count and min-max packing per pipeline (Eq. 1); max: pack "
+     "to the context length, or MaxLen when shorter (fewest micro-batches)"},
+    {"trials", VL_P_UINT, offsetof(hy_opts, trials), 1, 65535, NULL, "50",
+     "randomised dispatch trials per candidate and iteration"},
+    {"max_candidates", VL_P_UINT, offsetof(hy_opts, max_candidates), 1, 256, NULL, "8",
+     "proposed candidates kept, the homogeneous one included"},
+    {"s_step", VL_P_AUTO_UINT, offsetof(hy_opts, s_step), 1, 1048576, NULL, "auto",
+     "proposal DP length step in tokens; auto: 128, 1024 from 1024 GPUs"},
+    {"n_step", VL_P_AUTO_UINT, offsetof(hy_opts, n_step), 1, 1024, NULL, "auto",
+     "proposal DP GPU step; auto: 1, 4 from 1024 GPUs"},
+    {"candidates", VL_P_TEXT, offsetof(hy_opts, candidates), 0, 0, NULL, "auto",
+     "auto: proposed by the DP; else \"4x16/1; 16/1+6x8/1; ...\" (DxTP/PP terms)"},
+    {.key = NULL},
+};
+
+/* Everything the run keeps. */
+typedef struct hy_run {
+    const hy_opts *o;
+    const vl_job *job;
+    hy_schemes sch;
+    hy_cands cands;
+    hy_iter it;
+    int fixed;                    /* the candidate of every iteration, -1 = per iteration */
+    uint64_t *chosen;             /* iterations per candidate */
+    uint64_t iters, relaxed;      /* iterations, those run with an idle pipeline */
+    double est_sum;
+} hy_run;
+
+static void run_free(hy_run *r)
+{
+    vl__hy_schemes_free(&r->sch);
+    vl__hy_cands_free(&r->cands);
+    vl__hy_iter_free(&r->it);
+    free(r->chosen);
+}
+
+static uint32_t auto_step(uint32_t v, int gpus, uint32_t small, uint32_t large)
+{
+    return v ? v : gpus >= 1024 ? large : small;
+}
+
+/* ---- schemes and candidates ---- */
+
+/* The homogeneous scheme: <training.tp, training.pp> when usable, else the one holding
+ * the longest micro-batch (ties: fewer GPUs, then table order). */
+static int homo_scheme(const hy_schemes *sch, const vl_config *cfg)
+{
+    int pp = cfg->training.pp > 1 ? cfg->training.pp : 1;
+    int k = vl__hy_scheme_find(sch, cfg->training.tp, pp);
+
+    for (size_t i = 0; k < 0 && i < sch->n; i++) {
+        const hy_scheme *a = &sch->s[i];
+        if (i == 0 || a->maxlen > sch->s[k].maxlen ||
+            (a->maxlen == sch->s[k].maxlen && a->tp * a->pp < sch->s[k].tp * sch->s[k].pp))
+            k = (int)i;
+    }
+    return k;
+}
+
+static vl_status homogeneous(hy_run *r, vl_err *err)
+{
+    const vl_config *cfg = r->job->cfg;
+    int k = homo_scheme(&r->sch, cfg), d;
+    uint32_t *pipes;
+    bool added;
+    vl_status st;
+
+    if (k != vl__hy_scheme_find(&r->sch, cfg->training.tp,
+                                cfg->training.pp > 1 ? cfg->training.pp : 1))
+        vl_job_log(r->job, "hydraulis: training.tp %d x training.pp %d is not a usable scheme "
+                   "(tp a power of two <= 16 dividing the heads, pp dividing the layers, a "
+                   "cost.schemes row when rows are given, 128 tokens fitting memory); the "
+                   "homogeneous candidate uses %d/%d\n", cfg->training.tp, cfg->training.pp,
+                   r->sch.s[k].tp, r->sch.s[k].pp);
+    d = cfg->cluster.gpus / (r->sch.s[k].tp * r->sch.s[k].pp);
+    if ((pipes = malloc((size_t)d * sizeof *pipes)) == NULL)
+        return vl_seterr(err, VL_ENOMEM, "hydraulis: out of memory");
+    for (int i = 0; i < d; i++)
+        pipes[i] = (uint32_t)k;
+    st = vl__hy_cand_add(&r->cands, &r->sch, pipes, (size_t)d, -1, 0, &added, err);
+    free(pipes);
+    return st;
+}
+
+static uint64_t budget_of(const vl_training_cfg *t, const vl_selection *sel)
+{
+    if (t->global_tokens > 0)
+        return t->global_tokens;
+    return sel->n ? (uint64_t)t->global_batch * ((sel->tokens + sel->n - 1) / sel->n) : 0;
+}
+
+/* The DP's candidates after the homogeneous one, trimmed to max_candidates. */
+static vl_status propose(hy_run *r, vl_err *err)
+{
+    const vl_job *job = r->job;
+    const vl_config *cfg = job->cfg;
+    int gpus = cfg->cluster.gpus;
+    uint32_t step = auto_step(r->o->s_step, gpus, 128, 1024);
+    double w = job->sel->tokens ? (double)budget_of(&cfg->training, job->sel) /
+                                      (double)job->sel->tokens : 1.0;
+    hy_hist h;
+    vl_status st;
+
+    /* one iteration's expected counts: the bubble term (pp - 1)·T(longest) keeps its
+     * weight against Σ T, as in a batch */
+    if ((st = vl__hy_hist(&h, job->sel->idx, job->sel->n, job->sel->len, step, w, err)))
+        return st;
+    st = vl__hy_propose(&r->cands, &h, &r->sch, gpus,
+                        (int)auto_step(r->o->n_step, gpus, 1, 4), err);
+    vl__hy_hist_free(&h);
+    if (st == VL_OK)
+        vl__hy_cands_trim(&r->cands, r->o->max_candidates);
+    return st;
+}
+
+static vl_status build_candidates(hy_run *r, vl_err *err)
+{
+    vl_status st = homogeneous(r, err);
+
+    if (st != VL_OK || r->o->mode == HY_HOMO)
+        return st;
+    if (strcmp(r->o->candidates, "auto") == 0)
+        return propose(r, err);
+    return vl__hy_parse_cands(&r->cands, r->o->candidates, &r->sch, r->job->cfg->cluster.gpus,
+                              err);
+}
+
+static void log_setup(const hy_run *r)
+{
+    const vl_job *job = r->job;
+    char buf[512];
+
+    vl_job_log(job, "hydraulis: %zu schemes (%s), MaxLen from the memory model with the "
+               "optimizer over %d GPUs\n", r->sch.n,
+               r->sch.n && r->sch.s[0].measured ? "cost.schemes" : "fitted to the cost model",
+               job->cfg->cluster.gpus);
+    vl_job_log(job, "  %4s %4s %14s %12s %9s %8s %8s\n", "tp", "pp", "a ms/tok^2", "b ms/tok",
+               "c ms", "MaxLen", "UtilLen");
+    for (size_t i = 0; i < r->sch.n; i++) {
+        const hy_scheme *s = &r->sch.s[i];
+        vl_job_log(job, "  %4d %4d %14.6g %12.6g %9.3f %8u %8u\n", s->tp, s->pp, s->a, s->b,
+                   s->c, s->maxlen, s->utillen);
+    }
+    vl_job_log(job, "hydraulis: %zu candidates (mode %s, packing %s)\n", r->cands.n,
+               modes[r->o->mode], packings[r->o->packing]);
+    for (size_t c = 0; c < r->cands.n; c++) {
+        const hy_cand *k = &r->cands.c[c];
+        vl__hy_cand_text(&r->cands, &r->sch, c, buf, sizeof buf);
+        if (k->s)
+            vl_job_log(job, "  [%zu] %s: MaxLen %u, %u GPUs, DP estimate %.1f ms at %u "
+                       "tokens\n", c, buf, k->maxlen, k->gpus, k->est, k->s);
+        else
+            vl_job_log(job, "  [%zu] %s: MaxLen %u, %u GPUs%s\n", c, buf, k->maxlen, k->gpus,
+                       c == 0 ? " (homogeneous)" : "");
+    }
+}
+
+/* ---- per iteration ---- */
+
+static uint64_t stream_of(uint64_t iter)
+{
+    return UINT64_C(0x68796400000000) ^ (iter << 16);   /* "hyd", trials below */
+}
+
+/* The candidate for batch seq[0..n): the smallest estimate among those able to run it
+ * (ties: lowest index); with none, the same allowing an idle pipeline. */
+static vl_status choose(hy_run *r, const uint32_t *seq, size_t n, uint64_t iter, int *cand,
+                        bool *relax, double *est, vl_err *err)
+{
+    const uint32_t *len = r->job->sel->len;
+    vl_status st = VL_OK;
+
+    *cand = -1;
+    for (int pass = 0; pass < 2 && *cand < 0; pass++) {
+        *relax = pass == 1 || r->fixed >= 0;
+        for (size_t c = 0; c < r->cands.n && st == VL_OK; c++) {
+            double e;
+            if (r->fixed >= 0 && (int)c != r->fixed)
+                continue;
+            e = vl__hy_eval(&r->it, c, seq, n, len, stream_of(iter), *relax, &st, err);
+            if (e >= 0 && (*cand < 0 || e < *est)) {
+                *cand = (int)c;
+                *est = e;
+            }
+        }
+    }
+    if (st == VL_OK && *cand < 0)
+        st = vl_seterr(err, VL_EINFEASIBLE, "hydraulis: iteration %llu: no candidate holds "
+                       "its longest sequence", (unsigned long long)iter);
+    return st;
+}
+
+static vl_status plan_batch(hy_run *r, const uint32_t *seq, size_t n, uint32_t epoch,
+                            vl_plan *out, vl_err *err)
+{
+    int cand;
+    bool relax;
+    double est = 0;
+    vl_status st = choose(r, seq, n, r->iters, &cand, &relax, &est, err);
+
+    if (st != VL_OK)
+        return st;
+    if (r->job->verbose > 1)
+        vl_job_log(r->job, "hydraulis: iteration %llu: candidate %d, estimate %.1f ms\n",
+                   (unsigned long long)r->iters, cand, est);
+    st = vl__hy_emit(&r->it, (size_t)cand, seq, n, r->job->sel->len, stream_of(r->iters),
+                     relax, epoch, out, err);
+    r->chosen[cand]++;
+    r->relaxed += relax && r->fixed < 0;
+    r->est_sum += est;
+    r->iters++;
+    return st;
+}
+
+/* static: the candidate able to hold the longest sequence with the smallest summed
+ * estimate over the first epoch (ties: lowest index; the homogeneous one only when no
+ * heterogeneous candidate qualifies). */
+static vl_status pick_static(hy_run *r, const uint32_t *order, const vl_batches *b,
+                             vl_err *err)
+{
+    const vl_selection *sel = r->job->sel;
+    uint32_t longest = 0;
+    double best = -1;
+    vl_status st = VL_OK;
+
+    for (size_t i = 0; i < sel->n; i++)
+        longest = sel->len[sel->idx[i]] > longest ? sel->len[sel->idx[i]] : longest;
+    r->fixed = 0;
+    for (size_t c = 1; c < r->cands.n && st == VL_OK; c++) {
+        double sum = 0;
+        if (r->cands.c[c].maxlen < longest)
+            continue;
+        for (size_t k = 0; k < b->n && st == VL_OK && sum >= 0; k++) {
+            double e = vl__hy_eval(&r->it, c, order + b->start[k], b->start[k + 1] - b->start[k],
+                                   sel->len, stream_of(k), true, &st, err);
+            sum = e < 0 ? -1 : sum + e;
+        }
+        if (sum >= 0 && (best < 0 || sum < best)) {
+            best = sum;
+            r->fixed = (int)c;
+        }
+    }
+    return st;
+}
+
+static vl_status plan_epoch(hy_run *r, uint32_t epoch, uint32_t *order, vl_plan *out,
+                            vl_err *err)
+{
+    const vl_selection *sel = r->job->sel;
+    vl_batches b = {0};
+    vl_status st;
+
+    vl_epoch_order(sel, r->job->seed, epoch, order);
+    st = vl_make_batches(&b, order, sel->n, sel->len, &r->job->cfg->training, err);
+    if (st == VL_OK && epoch == 0 && r->o->mode == HY_STATIC)
+        st = pick_static(r, order, &b, err);
+    for (size_t i = 0; i < b.n && st == VL_OK; i++)
+        st = plan_batch(r, order + b.start[i], b.start[i + 1] - b.start[i], epoch, out, err);
+    vl_batches_free(&b);
+    return st;
+}
+
+static void log_summary(const hy_run *r)
+{
+    vl_job_log(r->job, "hydraulis: %llu iterations, mean estimate %.1f ms; %llu with an idle "
+               "pipeline; chosen:", (unsigned long long)r->iters,
+               r->iters ? r->est_sum / (double)r->iters : 0.0,
+               (unsigned long long)r->relaxed);
+    for (size_t c = 0; c < r->cands.n; c++)
+        vl_job_log(r->job, " [%zu] %llu", c, (unsigned long long)r->chosen[c]);
+    vl_job_log(r->job, "\n");
+}
+
+static vl_status record_params(const hy_run *r, vl_err *err)
+{
+    hy_opts used = *r->o;
+    int gpus = r->job->cfg->cluster.gpus;
+
+    used.s_step = auto_step(used.s_step, gpus, 128, 1024);
+    used.n_step = auto_step(used.n_step, gpus, 1, 4);
+    return vl_job_params(r->job, hydraulis_params, &used, err);
+}
+
+static vl_status hydraulis_plan(const void *opts, const vl_job *job, vl_plan *out,
+                                vl_err *err)
+{
+    hy_run r = {.o = opts, .job = job, .fixed = -1};
+    uint32_t *order = malloc((job->sel->n ? job->sel->n : 1) * sizeof *order);
+    uint64_t count = 0;
+    vl_status st = order ? VL_OK : vl_seterr(err, VL_ENOMEM, "hydraulis: out of memory");
+
+    if (st == VL_OK)
+        st = vl__hy_schemes(&r.sch, job->cost, err);
+    if (st == VL_OK && r.sch.n == 0)
+        st = vl_seterr(err, VL_EINFEASIBLE, "hydraulis: no <tp, pp> scheme fits 128 tokens "
+                       "in device memory");
+    if (st == VL_OK)
+        st = build_candidates(&r, err);
+    if (st == VL_OK && (r.chosen = calloc(r.cands.n, sizeof *r.chosen)) == NULL)
+        st = vl_seterr(err, VL_ENOMEM, "hydraulis: out of memory");
+    r.fixed = r.o->mode == HY_HOMO ? 0 : -1;
+    r.it = (hy_iter){.sch = &r.sch, .cands = &r.cands, .trials = r.o->trials,
+                     .packing = (hy_packing)r.o->packing,
+                     .context = job->cfg->training.max_seq_len, .seed = job->seed};
+    if (st == VL_OK) {
+        log_setup(&r);
+        st = record_params(&r, err);
+    }
+    if (st == VL_OK)
+        st = vl_count_batches(job->sel, job->seed, &job->cfg->training, order, &count, err);
+    if (st == VL_OK)
+        vl_job_iterations(job, count);
+    for (int e = 0; st == VL_OK && e < job->cfg->training.epochs; e++)
+        st = plan_epoch(&r, (uint32_t)e, order, out, err);
+    if (st == VL_OK)
+        log_summary(&r);
+    run_free(&r);
+    free(order);
+    return st;
+}
+
+/* ---- limits ---- */
+
+/* Longest sample: the largest MaxLen among the pipelines it may use, within the context
+ * length (the runner applies training.oversize beyond it). */
+static uint32_t hydraulis_max_len(const void *opts, const vl_config *cfg)
+{
+    const hy_opts *o = opts;
+    uint32_t best = 0;
+    int k;
+    hy_schemes sch;
+    hy_cands given = {0};
+    vl_cost c;
+    vl_err err;
+
+    if (vl_cost_init(&c, cfg, &err) != VL_OK || vl__hy_schemes(&sch, &c, &err) != VL_OK)
+        return cfg->training.max_seq_len;
+    if ((k = homo_scheme(&sch, cfg)) >= 0)
+        best = sch.s[k].maxlen;
+    if (o->mode != HY_HOMO && strcmp(o->candidates, "auto") == 0) {
+        for (size_t i = 0; i < sch.n; i++)
+            best = sch.s[i].maxlen > best ? sch.s[i].maxlen : best;
+    } else if (o->mode != HY_HOMO &&
+               vl__hy_parse_cands(&given, o->candidates, &sch, cfg->cluster.gpus, &err) ==
+                   VL_OK) {
+        for (size_t i = 0; i < given.n; i++)
+            best = given.c[i].maxlen > best ? given.c[i].maxlen : best;
+    }
+    vl__hy_cands_free(&given);
+    vl__hy_schemes_free(&sch);
+    if (best == 0)   /* nothing usable: plan() says why */
+        return cfg->training.max_seq_len;
+    return best < cfg->training.max_seq_len ? best : cfg->training.max_seq_len;
+}
+
+static vl_status hydraulis_validate(const void *opts, const vl_config *cfg, vl_err *err)
+{
+    (void)opts;   /* training.sp is not used: pipelines are <tp, pp> with sp = 1 */
+    if (cfg->training.max_seq_len < HY_ALIGN)
+        return vl_seterr(err, VL_ECONFIG, "hydraulis: training.max_seq_len must be at least "
+                         "%d, got %u", HY_ALIGN, cfg->training.max_seq_len);
+    return VL_OK;
+}
+
+const vl_strategy vl_strategy_hydraulis = {
+    .name = "hydraulis",
+    .summary = "Hydraulis: heterogeneous <tp, pp> pipelines chosen per iteration, "
+               "dispatch then balanced packing",
+    .section = "hydraulis",
+    .params = hydraulis_params,
+    .opts_size = sizeof(hy_opts),
+    .caps = VL_CAP_UNEVEN_MBS | VL_CAP_WORLD_OPTIM,
+    .max_len = hydraulis_max_len,
+    .validate = hydraulis_validate,
+    .plan = hydraulis_plan,
+    .streams = true,
+};

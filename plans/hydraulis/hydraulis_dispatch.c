@@ -1,0 +1,144 @@
+/* plans/hydraulis/hydraulis_dispatch.c -- stage one of the two-stage assignment (§6.2,
+ * Alg. 1 as the authors' dispatch code runs it, research/hydraulis.md §2 DISPATCH): a
+ * randomised greedy that sends each sequence to the pipeline that least worsens the
+ * slowest pipeline's lower bound (Eq. 2), over `trials` shuffles, keeping the best.
+ *
+ * As the code does: sequences only the first pipeline can hold go there first; each
+ * pipeline's accumulated C_j (Σ t) and extra E_j ((pp − 1) · the longest t) give the
+ * estimate C_j + E_j; an empty pipeline wins a tie.  Fixed here: a trial that leaves a
+ * pipeline empty is infeasible (the code rejected the candidate when the best trial so
+ * far did, which depends on the trial order). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hydraulis_impl.h"
+
+void vl__hy_work_free(hy_work *w)
+{
+    free(w->perm);
+    free(w->owner);
+    free(w->best_owner);
+    free(w->C);
+    free(w->E);
+    free(w->cnt);
+    free(w->pipes);
+    free(w->items);
+    free(w->bin);
+    free(w->best_bin);
+    free(w->t);
+    free(w->load);
+    free(w->tok);
+    *w = (hy_work){0};
+}
+
+static vl_status reserve(hy_work *w, size_t n, size_t np, vl_err *err)
+{
+    size_t c = w->seq_cap, pc = w->pipe_cap;
+    vl_status st;
+
+    if ((st = vl_grow(&w->perm, &c, n + 1, sizeof *w->perm, err)) != VL_OK)
+        return st;
+    c = w->seq_cap;
+    if ((st = vl_grow(&w->owner, &c, n + 1, sizeof *w->owner, err)) != VL_OK)
+        return st;
+    c = w->seq_cap;
+    if ((st = vl_grow(&w->best_owner, &c, n + 1, sizeof *w->best_owner, err)) != VL_OK)
+        return st;
+    w->seq_cap = c;
+    if ((st = vl_grow(&w->C, &pc, np + 1, sizeof *w->C, err)) != VL_OK)
+        return st;
+    pc = w->pipe_cap;
+    if ((st = vl_grow(&w->E, &pc, np + 1, sizeof *w->E, err)) != VL_OK)
+        return st;
+    pc = w->pipe_cap;
+    if ((st = vl_grow(&w->cnt, &pc, np + 1, sizeof *w->cnt, err)) != VL_OK)
+        return st;
+    w->pipe_cap = pc;
+    return VL_OK;
+}
+
+static void add(hy_work *w, const hy_pipe *pipes, size_t j, uint32_t l)
+{
+    const hy_scheme *s = pipes[j].s;
+    double t = hy_t(s, l);
+
+    w->C[j] += t;
+    w->E[j] = fmax(w->E[j], (s->pp - 1) * t);
+    w->cnt[j]++;
+}
+
+/* One trial over the order w->perm; owner[i] = pipeline.  Returns its objective. */
+static double trial(hy_work *w, const hy_pipe *pipes, size_t np, const uint32_t *seq,
+                    size_t n, const uint32_t *len, uint32_t *owner)
+{
+    double mx = 0;
+    uint32_t second = np > 1 ? pipes[1].s->maxlen : 0;
+
+    memset(w->C, 0, np * sizeof *w->C);
+    memset(w->E, 0, np * sizeof *w->E);
+    memset(w->cnt, 0, np * sizeof *w->cnt);
+    for (size_t i = 0; i < n; i++)
+        owner[i] = UINT32_MAX;
+    for (size_t k = 0; k < n && np > 1; k++) {   /* what only pipeline 0 can hold */
+        uint32_t i = w->perm[k];
+        if (len[seq[i]] > second) {
+            owner[i] = 0;
+            add(w, pipes, 0, len[seq[i]]);
+        }
+    }
+    for (size_t j = 0; j < np; j++)
+        mx = fmax(mx, w->C[j] + w->E[j]);
+    for (size_t k = 0; k < n; k++) {
+        uint32_t i = w->perm[k], l = len[seq[i]];
+        double best = INFINITY;
+        size_t at = 0;
+        if (owner[i] != UINT32_MAX)
+            continue;
+        for (size_t j = 0; j < np && pipes[j].s->maxlen >= l; j++) {
+            double t = hy_t(pipes[j].s, l);
+            double x = fmax(mx, w->C[j] + t + fmax(w->E[j], (pipes[j].s->pp - 1) * t));
+            if (x < best || (x == best && w->cnt[j] == 0)) {
+                best = x;
+                at = j;
+            }
+        }
+        owner[i] = (uint32_t)at;
+        add(w, pipes, at, l);
+        mx = fmax(mx, w->C[at] + w->E[at]);
+    }
+    return mx;
+}
+
+double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32_t *seq,
+                       size_t n, const uint32_t *len, uint32_t trials, uint64_t seed,
+                       uint64_t stream, bool allow_empty, uint32_t *owner, vl_status *st,
+                       vl_err *err)
+{
+    double best = -1;
+
+    if ((*st = reserve(w, n, np, err)) != VL_OK || np == 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (len[seq[i]] > pipes[0].s->maxlen)
+            return -1;   /* no pipeline holds it */
+    for (uint32_t tr = 0; tr < (trials ? trials : 1); tr++) {
+        vl_rng r;
+        bool empty = false;
+        double obj;
+        for (size_t i = 0; i < n; i++)
+            w->perm[i] = (uint32_t)i;
+        if (trials > 0) {
+            vl_rng_seed(&r, seed, stream + tr);
+            vl_rng_shuffle_u32(&r, w->perm, n);
+        }
+        obj = trial(w, pipes, np, seq, n, len, w->owner);
+        for (size_t j = 0; j < np; j++)
+            empty = empty || w->cnt[j] == 0;
+        if ((empty && !allow_empty) || (best >= 0 && obj >= best))
+            continue;
+        best = obj;
+        memcpy(owner, w->owner, n * sizeof *owner);
+    }
+    return best;
+}

@@ -1,0 +1,232 @@
+/* plans/hydraulis/hydraulis_impl.h -- internals of the Hydraulis strategy shared by its
+ * units: the parallel schemes (hydraulis_scheme.c), the strategy proposal DP and the
+ * candidate list (hydraulis_propose.c), the per-iteration dispatch (hydraulis_dispatch.c)
+ * and packing (hydraulis_pack.c), and the driver (hydraulis.c).  Not API; the tests
+ * include it to check each step on hand examples. */
+#ifndef VLPLAN_HYDRAULIS_IMPL_H
+#define VLPLAN_HYDRAULIS_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vlplan_strategy.h"
+
+#define HY_ALIGN 128          /* MaxLen and micro-batches are multiples of this */
+#define HY_MAX_V 20           /* micro-batch counts tried per pipeline */
+
+typedef enum { HY_DYNAMIC = 0, HY_STATIC = 1, HY_HOMO = 2 } hy_mode;
+typedef enum { HY_BALANCED = 0, HY_MAXPACK = 1 } hy_packing;
+
+/* The bound `hydraulis:` section (vl_param table in hydraulis.c). */
+typedef struct hy_opts {
+    int mode;                     /* hy_mode */
+    int packing;                  /* hy_packing */
+    uint32_t trials;              /* randomised dispatch trials per candidate */
+    uint32_t max_candidates;      /* proposed candidates kept, the homogeneous one included */
+    uint32_t s_step, n_step;      /* DP steps (tokens, GPUs); 0 = auto */
+    char candidates[VL_TEXT_MAX]; /* "auto" or "4x16/1; 16/1+6x8/1; ..." */
+} hy_opts;
+
+/* One parallel scheme <tp, pp> of a pipeline (sp = 1). */
+typedef struct hy_scheme {
+    int tp, pp;
+    double a, b, c;               /* T(l) = a·l² + b·l + c, ms per stage, fwd + bwd */
+    uint32_t maxlen;              /* longest micro-batch that fits, multiple of 128 */
+    uint32_t utillen;             /* tokens per micro-batch where efficiency saturates */
+    bool measured;                /* a, b, c from cost.schemes (else fitted) */
+} hy_scheme;
+
+/* The scheme space. */
+typedef struct hy_schemes {
+    hy_scheme *s;
+    size_t n, cap;
+} hy_schemes;
+
+/* A heterogeneous strategy: np pipelines, pipes[p0 .. p0 + np) of the list are scheme
+ * indices, by tp then pp descending (the order the plan lists its ranks). */
+typedef struct hy_cand {
+    uint32_t p0, np;
+    uint32_t maxlen;              /* the largest pipeline MaxLen */
+    uint32_t gpus;                /* GPUs used (the rest idle) */
+    double est;                   /* the DP's value for it, < 0 when not proposed */
+    uint32_t s;                   /* the DP length it was proposed for (0: none) */
+} hy_cand;
+
+typedef struct hy_cands {
+    hy_cand *c;
+    size_t n, cap;
+    uint32_t *pipes;
+    size_t npipes, pipes_cap;
+} hy_cands;
+
+/* ---- hydraulis_scheme.c ---- */
+
+static inline double hy_T(const hy_scheme *s, double l)
+{
+    return (s->a * l + s->b) * l + s->c;
+}
+/** The dispatch time of one sequence: T without the per-micro-batch constant. */
+static inline double hy_t(const hy_scheme *s, double l)
+{
+    return (s->a * l + s->b) * l;
+}
+
+/** MaxLen of <tp, pp> under cost model c with the optimizer sharded over `world` GPUs:
+ *  the largest multiple of 128 such that pp - s micro-batches of that many tokens in
+ *  flight on every stage s (1F1B) plus the stage's model states fit the usable memory;
+ *  0 when not even 128 tokens fit. */
+uint32_t vl__hy_maxlen(const vl_cost *c, int tp, int pp, int world);
+
+/** Peak modelled bytes of the fullest stage of <tp, pp> at `tokens` per micro-batch
+ *  (the quantity vl__hy_maxlen bounds). */
+double vl__hy_peak_bytes(const vl_cost *c, int tp, int pp, int world, uint64_t tokens);
+
+/** Least-squares T(l) = a·l² + b·l + c (ms, relative error, coefficients kept >= 0) to
+ *  the analytic cost of one sequence of l tokens on the last stage of <tp, pp>, over
+ *  lengths from 128 to `upto`. */
+void vl__hy_fit(const vl_cost *c, int tp, int pp, uint32_t upto, double *a, double *b,
+                double *cc);
+
+/** UtilLen of a scheme: the authors' per-TP table when `table`, else the smallest
+ *  multiple of 128 at which cluster.gemm_eff reaches 0.85 of its maximum. */
+uint32_t vl__hy_utillen(const vl_config *cfg, int tp, bool table);
+
+/** The scheme space: tp a power of two <= 16 dividing the heads, pp dividing the layers,
+ *  tp·pp <= gpus, MaxLen >= 128; with cost.schemes rows (sp = 1) only those, timed by
+ *  them, else every such scheme timed by the fit.  VL_ENOMEM. */
+vl_status vl__hy_schemes(hy_schemes *out, const vl_cost *c, vl_err *err);
+void vl__hy_schemes_free(hy_schemes *s);
+/** Index of <tp, pp> in s, or -1. */
+int vl__hy_scheme_find(const hy_schemes *s, int tp, int pp);
+
+/* ---- hydraulis_propose.c ---- */
+
+/* A length histogram in bins of `step` tokens: bin b (1..nb) holds lengths in
+ * ((b-1)·step, b·step]: a (weighted) count, Σ l, Σ l², and the longest length. */
+typedef struct hy_hist {
+    uint32_t step, nb;
+    double *cnt, *s1, *s2;        /* [nb + 1], bin 0 unused */
+    uint32_t *longest;            /* [nb + 1] */
+} hy_hist;
+
+/** The histogram of lengths len[idx[i]] (i < n) in bins of step, each weighted w. */
+vl_status vl__hy_hist(hy_hist *h, const uint32_t *idx, size_t n, const uint32_t *len,
+                      uint32_t step, double w, vl_err *err);
+void vl__hy_hist_free(hy_hist *h);
+
+/** The proposal DP (research/hydraulis.md §2 PROPOSE) over h with schemes sch, N GPUs in
+ *  steps of nstep: append to out, for every maximum length s = step..nb·step held by
+ *  some scheme, the best strategy S[N][s] not already in out (est = t[N][s], s).
+ *  VL_ENOMEM. */
+vl_status vl__hy_propose(hy_cands *out, const hy_hist *h, const hy_schemes *sch, int N,
+                         int nstep, vl_err *err);
+
+/** The DP's t[N][s] and S[N][s] (pipelines, canonical order, room for N) for one length s
+ *  (a multiple of h->step): what vl__hy_propose lists, for tests.  VL_ENOMEM. */
+vl_status vl__hy_dp_at(const hy_hist *h, const hy_schemes *sch, int N, int nstep, uint32_t s,
+                       uint32_t *pipes, size_t *np, double *t, vl_err *err);
+
+/** Append a candidate of the given pipelines (scheme indices, any order; sorted here) if
+ *  no candidate of out has the same multiset.  *added says whether it was new. */
+vl_status vl__hy_cand_add(hy_cands *out, const hy_schemes *sch, const uint32_t *pipes,
+                          size_t np, double est, uint32_t s, bool *added, vl_err *err);
+void vl__hy_cands_free(hy_cands *c);
+
+/** Parse "4x16/1; 16/1+6x8/1" (';' between candidates, '+' between terms, "DxTP/PP" or
+ *  "TP/PP") into out, each scheme looked up in sch.  VL_ECONFIG naming the term. */
+vl_status vl__hy_parse_cands(hy_cands *out, const char *text, const hy_schemes *sch,
+                             int gpus, vl_err *err);
+
+/** Keep the first candidate and max - 1 of the others spread evenly over the list (the
+ *  last always kept), in their order. */
+void vl__hy_cands_trim(hy_cands *c, size_t max);
+
+/* ---- hydraulis_dispatch.c ---- */
+
+/* One pipeline as dispatch and packing see it. */
+typedef struct hy_pipe {
+    const hy_scheme *s;
+    uint32_t slot;                /* position in the candidate (rank order) */
+} hy_pipe;
+
+/* Scratch for dispatching one batch (grown, never shrunk). */
+typedef struct hy_work {
+    uint32_t *perm, *owner, *best_owner; size_t seq_cap;
+    double *C, *E; uint32_t *cnt; size_t pipe_cap;
+    hy_pipe *pipes; size_t pipes_cap;
+    /* packing */
+    uint32_t *items, *bin, *best_bin; double *t; size_t item_cap;
+    double *load; uint64_t *tok; size_t bin_cap;
+} hy_work;
+
+void vl__hy_work_free(hy_work *w);
+
+/** Alg. 1 with the code's rules (research/hydraulis.md §2 DISPATCH): pipes[0..np) sorted
+ *  by MaxLen descending, lengths len[seq[i]] (i < n).  `trials` shuffles from rng seeded
+ *  (seed, stream + trial) (trials 0: one trial in the given order); owner[i] receives
+ *  the pipeline of sequence i in the best trial.  Returns the best objective, or -1 when every trial leaves a pipeline empty
+ *  (allow_empty: such trials count too) or some sequence fits no pipeline.  VL_ENOMEM
+ *  through *st. */
+double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32_t *seq,
+                       size_t n, const uint32_t *len, uint32_t trials, uint64_t seed,
+                       uint64_t stream, bool allow_empty, uint32_t *owner, vl_status *st,
+                       vl_err *err);
+
+/* ---- hydraulis_pack.c ---- */
+
+/** Pack sequences seq[0..n) of one pipeline (research/hydraulis.md §2 PACK): bin[i]
+ *  receives the micro-batch of sequence i, *v the count.  packing HY_MAXPACK: first fit
+ *  decreasing to MaxLen (the fewest micro-batches).  Returns the estimate
+ *  (max micro-batch Σt + c)·(pp − 1 + v) in ms (0 for n = 0).  VL_ENOMEM through *st. */
+double vl__hy_pack(hy_work *w, const hy_scheme *s, const uint32_t *seq, size_t n,
+                   const uint32_t *len, hy_packing packing, uint32_t *bin, uint32_t *v,
+                   vl_status *st, vl_err *err);
+
+/** MINMAX: sequences of times t[0..n) and tokens tok[0..n) into v micro-batches of at most
+ *  cap tokens, minimising the heaviest: LPT onto the lightest one with room (first fit
+ *  decreasing by tokens when LPT finds no room), then moves and swaps off the heaviest.
+ *  bin[i] receives the micro-batch; returns the heaviest load, or -1 when infeasible. */
+double vl__hy_minmax(hy_work *w, const double *t, const uint32_t *tok, size_t n, uint32_t v,
+                     uint32_t cap, uint32_t *bin, vl_status *st, vl_err *err);
+
+/* ---- hydraulis_iter.c ---- */
+
+/* What one iteration's evaluation needs and keeps (grown, never shrunk). */
+typedef struct hy_iter {
+    const hy_schemes *sch;
+    const hy_cands *cands;
+    uint32_t trials;
+    hy_packing packing;
+    uint32_t context;             /* packing max fills micro-batches to min(MaxLen, this) */
+    uint64_t seed;
+    hy_work w;
+    hy_pipe *pipes; size_t pipes_cap;
+    uint32_t *owner, *sub, *bin; size_t seq_cap;
+    double *pipe_est; size_t est_cap;     /* per pipeline (dispatch order) of the last eval */
+} hy_iter;
+
+void vl__hy_iter_free(hy_iter *it);
+
+/** Two-stage assignment of the batch seq[0..n) (manifest indices, lengths len) on
+ *  candidate `cand`: dispatch (stream `stream`), then every pipeline packed; returns the
+ *  slowest pipeline's estimate (ms), or -1 when the candidate cannot run the batch (a
+ *  sequence no pipeline holds, or every trial leaves a pipeline empty unless
+ *  allow_empty).  VL_ENOMEM through *st. */
+double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
+                   const uint32_t *len, uint64_t stream, bool allow_empty, vl_status *st,
+                   vl_err *err);
+
+/** Evaluate as vl__hy_eval, then append the iteration to out: one rank per non-empty
+ *  pipeline in candidate order, micro-batches by tokens descending with capacity
+ *  rounded up to 128, sequences by length descending; the candidate recorded.
+ *  VL_EINTERNAL when the candidate cannot run the batch. */
+vl_status vl__hy_emit(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
+                      const uint32_t *len, uint64_t stream, bool allow_empty, uint32_t epoch,
+                      vl_plan *out, vl_err *err);
+
+/** "16/1+6x8/1" for candidate c into buf (n bytes). */
+void vl__hy_cand_text(const hy_cands *cs, const hy_schemes *sch, size_t c, char *buf,
+                      size_t n);
+
+#endif

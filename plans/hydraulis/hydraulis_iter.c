@@ -1,0 +1,219 @@
+/* plans/hydraulis/hydraulis_iter.c -- one iteration of Hydraulis on one candidate: the
+ * two-stage assignment (dispatch across pipelines, then packing within each) as an
+ * estimate, and the plan's iteration for the candidate chosen.  Ranks of the iteration
+ * are the candidate's pipelines, each with its own <tp, pp> and micro-batch count; GPUs
+ * follow the default placement, consecutive blocks in rank order (tp descending, so a
+ * TP group never straddles a node when tp <= gpus_per_node). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hydraulis_impl.h"
+
+void vl__hy_iter_free(hy_iter *it)
+{
+    vl__hy_work_free(&it->w);
+    free(it->pipes);
+    free(it->owner);
+    free(it->sub);
+    free(it->bin);
+    free(it->pipe_est);
+    it->pipes = NULL;
+    it->owner = it->sub = it->bin = NULL;
+    it->pipe_est = NULL;
+    it->pipes_cap = it->seq_cap = it->est_cap = 0;
+}
+
+static vl_status reserve(hy_iter *it, size_t n, size_t np, vl_err *err)
+{
+    size_t c = it->seq_cap, e = it->est_cap;
+    vl_status st;
+
+    if ((st = vl_grow(&it->pipes, &it->pipes_cap, np + 1, sizeof *it->pipes, err)) ||
+        (st = vl_grow(&it->pipe_est, &e, np + 1, sizeof *it->pipe_est, err)))
+        return st;
+    it->est_cap = e;
+    if ((st = vl_grow(&it->owner, &c, n + 1, sizeof *it->owner, err)) != VL_OK)
+        return st;
+    c = it->seq_cap;
+    if ((st = vl_grow(&it->sub, &c, n + 1, sizeof *it->sub, err)) != VL_OK)
+        return st;
+    c = it->seq_cap;
+    if ((st = vl_grow(&it->bin, &c, n + 1, sizeof *it->bin, err)) != VL_OK)
+        return st;
+    it->seq_cap = c;
+    return VL_OK;
+}
+
+/* The candidate's pipelines by MaxLen descending (stable: rank order among equals). */
+static size_t load_pipes(hy_iter *it, size_t cand)
+{
+    const hy_cand *c = &it->cands->c[cand];
+
+    for (uint32_t k = 0; k < c->np; k++) {
+        hy_pipe p = {.s = &it->sch->s[it->cands->pipes[c->p0 + k]], .slot = k};
+        size_t j = k;
+        while (j > 0 && it->pipes[j - 1].s->maxlen < p.s->maxlen) {
+            it->pipes[j] = it->pipes[j - 1];
+            j--;
+        }
+        it->pipes[j] = p;
+    }
+    return c->np;
+}
+
+/* The scheme pipeline j packs with: packing to the maximum length (the ablation) fills
+ * micro-batches to the context length, as fixed-length packing does, or to MaxLen when
+ * that is shorter. */
+static hy_scheme packing_scheme(const hy_iter *it, size_t j)
+{
+    hy_scheme s = *it->pipes[j].s;
+
+    if (it->packing == HY_MAXPACK && it->context >= HY_ALIGN && it->context < s.maxlen)
+        s.maxlen = it->context;
+    return s;
+}
+
+/* The sequences of pipeline j (manifest indices, in batch order) into it->sub. */
+static size_t gather(hy_iter *it, const uint32_t *seq, size_t n, size_t j)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (it->owner[i] == j)
+            it->sub[m++] = seq[i];
+    return m;
+}
+
+double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
+                   const uint32_t *len, uint64_t stream, bool allow_empty, vl_status *st,
+                   vl_err *err)
+{
+    size_t np = it->cands->c[cand].np;
+    double worst = 0;
+
+    if ((*st = reserve(it, n, np, err)) != VL_OK)
+        return -1;
+    load_pipes(it, cand);
+    if (vl__hy_dispatch(&it->w, it->pipes, np, seq, n, len, it->trials, it->seed, stream,
+                        allow_empty, it->owner, st, err) < 0)
+        return -1;
+    for (size_t j = 0; j < np && *st == VL_OK; j++) {
+        size_t m = gather(it, seq, n, j);
+        uint32_t v;
+        hy_scheme s = packing_scheme(it, j);
+        it->pipe_est[j] = vl__hy_pack(&it->w, &s, it->sub, m, len, it->packing, it->bin, &v,
+                                      st, err);
+        worst = it->pipe_est[j] > worst ? it->pipe_est[j] : worst;
+    }
+    return *st == VL_OK ? worst : -1;
+}
+
+/* ---- emission ---- */
+
+/* Sequence a before b in a micro-batch: longer first, then sample index. */
+static bool seq_before(const uint32_t *len, uint32_t a, uint32_t b)
+{
+    return len[a] != len[b] ? len[a] > len[b] : a < b;
+}
+
+static vl_status emit_mb(hy_iter *it, size_t m, uint32_t b, uint64_t tokens,
+                         const uint32_t *len, vl_plan *out, vl_err *err)
+{
+    uint32_t cap = (uint32_t)((tokens + HY_ALIGN - 1) / HY_ALIGN * HY_ALIGN);
+    vl_status st = vl_plan_mb_begin(out, cap, err);
+    uint32_t last = UINT32_MAX;
+
+    /* selection by (length desc, sample asc) without sorting: a pack holds few */
+    for (size_t done = 0; st == VL_OK; done++) {
+        uint32_t pick = UINT32_MAX;
+        for (size_t i = 0; i < m; i++) {
+            uint32_t s = it->sub[i];
+            if (it->bin[i] != b || (last != UINT32_MAX && !seq_before(len, last, s)))
+                continue;
+            if (pick == UINT32_MAX || seq_before(len, s, pick))
+                pick = s;
+        }
+        if (pick == UINT32_MAX)
+            break;
+        st = vl_plan_seg(out, pick, 0, len[pick], err);
+        last = pick;
+    }
+    return st;
+}
+
+/* Pipeline j's rank: its micro-batches by tokens descending (then index). */
+static vl_status emit_rank(hy_iter *it, size_t j, int dp, size_t m, uint32_t v,
+                           const uint32_t *len, vl_plan *out, vl_err *err)
+{
+    vl_par par = {.tp = it->pipes[j].s->tp, .pp = it->pipes[j].s->pp, .sp = 1,
+                  .ckpt_layers = 0};
+    uint64_t *tok = calloc(v + 1, sizeof *tok);
+    bool *done = calloc(v + 1, sizeof *done);
+    vl_status st = tok && done ? vl_plan_rank_begin(out, dp, &par, err)
+                               : vl_seterr(err, VL_ENOMEM, "hydraulis: out of memory");
+
+    for (size_t i = 0; i < m && st == VL_OK; i++)
+        tok[it->bin[i]] += len[it->sub[i]];
+    for (uint32_t k = 0; k < v && st == VL_OK; k++) {
+        uint32_t b = UINT32_MAX;
+        for (uint32_t q = 0; q < v; q++)
+            if (!done[q] && (b == UINT32_MAX || tok[q] > tok[b]))
+                b = q;
+        done[b] = true;
+        st = emit_mb(it, m, b, tok[b], len, out, err);
+    }
+    free(tok);
+    free(done);
+    return st;
+}
+
+vl_status vl__hy_emit(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
+                      const uint32_t *len, uint64_t stream, bool allow_empty, uint32_t epoch,
+                      vl_plan *out, vl_err *err)
+{
+    vl_status st;
+    size_t np = it->cands->c[cand].np;
+    int dp = 0;
+
+    if (vl__hy_eval(it, cand, seq, n, len, stream, allow_empty, &st, err) < 0)
+        return st != VL_OK ? st : vl_seterr(err, VL_EINTERNAL, "hydraulis: candidate %zu "
+                                            "cannot run the batch it was chosen for", cand);
+    if ((st = vl_plan_iter_begin(out, epoch, err)) != VL_OK)
+        return st;
+    vl_plan_iter_candidate(out, (int32_t)cand);
+    for (uint32_t slot = 0; slot < np && st == VL_OK; slot++) {
+        size_t j = 0, m;
+        uint32_t v;
+        while (it->pipes[j].slot != slot)
+            j++;
+        hy_scheme s = packing_scheme(it, j);
+        if ((m = gather(it, seq, n, j)) == 0)
+            continue;   /* an idle pipeline (allowed only without a better candidate) */
+        vl__hy_pack(&it->w, &s, it->sub, m, len, it->packing, it->bin, &v, &st, err);
+        if (st == VL_OK)
+            st = emit_rank(it, j, dp++, m, v, len, out, err);
+    }
+    return st;
+}
+
+void vl__hy_cand_text(const hy_cands *cs, const hy_schemes *sch, size_t c, char *buf,
+                      size_t n)
+{
+    const hy_cand *k = &cs->c[c];
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < k->np && used < n;) {
+        uint32_t s = cs->pipes[k->p0 + i], d = 1;
+        while (i + d < k->np && cs->pipes[k->p0 + i + d] == s)
+            d++;
+        int w = d > 1 ? snprintf(buf + used, n - used, "%s%ux%d/%d", i ? "+" : "", d,
+                                 sch->s[s].tp, sch->s[s].pp)
+                      : snprintf(buf + used, n - used, "%s%d/%d", i ? "+" : "",
+                                 sch->s[s].tp, sch->s[s].pp);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+        i += d;
+    }
+}

@@ -1,0 +1,179 @@
+/* plans/slimpack/slimpack_sched.c -- the PackFlow schedule (paper §4.2, research/slimpack.md
+ * §2.6) and a rank's emission into the plan.
+ * The list is the last stage's order: after each forward pack, every backward pack
+ * that is ready runs, oldest first; a backward pack is ready when every sample it
+ * touches is fully forwarded and the backward packs holding those samples' later tokens
+ * are done; when none is, the next forward runs (the paper's "extra forward").  The
+ * simulator derives the other stages by the 1F1B warm-up rule (sim.h), deadlock-free
+ * because a backward pack only waits on forwards earlier in the list.  The same rule
+ * orders the symmetric variant, whose backward units are the forward packs. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "slimpack_impl.h"
+
+typedef struct entry {
+    uint32_t sample, off, unit, seg;  /* seg: index in its packing's segs */
+} entry;
+
+static int by_sample_off(const void *a, const void *b)
+{
+    const entry *x = a, *y = b;
+
+    if (x->sample != y->sample)
+        return x->sample < y->sample ? -1 : 1;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static entry *entries_of(const sp_packing *pk)
+{
+    entry *e = malloc((pk->nsegs ? pk->nsegs : 1) * sizeof *e);
+
+    if (e == NULL)
+        return NULL;
+    for (size_t p = 0; p < pk->npacks; p++)
+        for (uint32_t j = pk->start[p]; j < pk->start[p + 1]; j++)
+            e[j] = (entry){pk->segs[j].sample, pk->segs[j].off, (uint32_t)p, j};
+    qsort(e, pk->nsegs, sizeof *e, by_sample_off);
+    return e;
+}
+
+/* What each backward unit waits for: need_f[u] = the last forward pack holding the end
+ * of one of its samples; next[seg] = the unit holding the next-later tokens of the
+ * segment's sample (UINT32_MAX: none, or the unit itself). */
+typedef struct deps {
+    uint32_t *need_f, *next;
+} deps;
+
+static void find_deps(const sp_packing *fw, const sp_packing *bu, const entry *ef,
+                      const entry *eb, deps *d)
+{
+    size_t i = 0;
+
+    for (size_t u = 0; u < bu->npacks; u++)
+        d->need_f[u] = 0;
+    for (size_t j = 0; j < bu->nsegs; j++) {
+        const entry *e = &eb[j];
+        while (i < fw->nsegs && ef[i].sample < e->sample)
+            i++;
+        size_t last = i;   /* the sample's last forward slice */
+        while (last + 1 < fw->nsegs && ef[last + 1].sample == e->sample)
+            last++;
+        if (i < fw->nsegs && ef[i].sample == e->sample && ef[last].unit > d->need_f[e->unit])
+            d->need_f[e->unit] = ef[last].unit;
+        bool later = j + 1 < bu->nsegs && eb[j + 1].sample == e->sample &&
+                     eb[j + 1].unit != e->unit;
+        d->next[e->seg] = later ? eb[j + 1].unit : UINT32_MAX;
+    }
+}
+
+static bool ready(const sp_packing *bu, const deps *d, const bool *done, uint32_t u,
+                  uint32_t fdone)
+{
+    if (d->need_f[u] >= fdone)
+        return false;
+    for (uint32_t j = bu->start[u]; j < bu->start[u + 1]; j++)
+        if (d->next[j] != UINT32_MAX && !done[d->next[j]])
+            return false;
+    return true;
+}
+
+static vl_status push_op(sp_rankplan *rp, uint32_t mb, vl_op_kind kind, vl_err *err)
+{
+    vl_status st = vl_grow(&rp->ops, &rp->ops_cap, rp->nops + 1, sizeof *rp->ops, err);
+
+    if (st == VL_OK)
+        rp->ops[rp->nops++] = (vl_op){.mb = mb, .kind = (uint8_t)kind};
+    return st;
+}
+
+/* Run every ready unit, oldest first, after fdone forwards. */
+static vl_status drain(sp_rankplan *rp, const sp_packing *bu, const deps *d, bool *done,
+                       uint32_t *lo, uint32_t fdone, vl_err *err)
+{
+    vl_status st = VL_OK;
+
+    for (uint32_t u = *lo; u < bu->npacks && st == VL_OK; u++) {
+        if (done[u] || !ready(bu, d, done, u, fdone))
+            continue;
+        done[u] = true;
+        st = push_op(rp, u, VL_OP_B, err);
+        while (*lo < bu->npacks && done[*lo])
+            (*lo)++;
+        u = *lo - 1;   /* a finished unit may free an older one: rescan from the oldest */
+    }
+    return st;
+}
+
+vl_status vl__sp_schedule(sp_work *w, vl_err *err)
+{
+    sp_rankplan *rp = &w->rp;
+    const sp_packing *fw = &rp->fwd, *bu = rp->bwd.npacks ? &rp->bwd : &rp->fwd;
+    entry *ef = entries_of(fw), *eb = entries_of(bu);
+    deps d = {malloc((bu->npacks ? bu->npacks : 1) * sizeof *d.need_f),
+              malloc((bu->nsegs ? bu->nsegs : 1) * sizeof *d.next)};
+    bool *done = calloc(bu->npacks ? bu->npacks : 1, sizeof *done);
+    uint32_t lo = 0;
+    vl_status st = VL_OK;
+
+    rp->nops = 0;
+    if (!ef || !eb || !d.need_f || !d.next || !done)
+        st = vl_seterr(err, VL_ENOMEM, "slimpack: out of memory for a schedule");
+    if (st == VL_OK)
+        find_deps(fw, bu, ef, eb, &d);
+    for (uint32_t f = 0; f < fw->npacks && st == VL_OK; f++)
+        if ((st = push_op(rp, f, VL_OP_F, err)) == VL_OK)
+            st = drain(rp, bu, &d, done, &lo, f + 1, err);
+    if (st == VL_OK && lo < bu->npacks)
+        st = vl_seterr(err, VL_EINTERNAL, "slimpack: backward pack %u never became ready",
+                       lo);
+    free(ef);
+    free(eb);
+    free(d.need_f);
+    free(d.next);
+    free(done);
+    return st;
+}
+
+/* ---- emission ---- */
+
+static vl_status emit_packs(const sp_packing *pk, bool bwd, uint32_t nshared,
+                            const int32_t *members, int k, vl_plan *out, vl_err *err)
+{
+    vl_status st = VL_OK;
+
+    for (size_t p = 0; p < pk->npacks && st == VL_OK; p++) {
+        uint64_t tokens = 0;
+        for (uint32_t j = pk->start[p]; j < pk->start[p + 1]; j++)
+            tokens += pk->segs[j].len;
+        uint32_t cap = tokens < UINT32_MAX ? (uint32_t)tokens : UINT32_MAX;
+        st = bwd ? vl_plan_bwd_begin(out, cap, err) : vl_plan_mb_begin(out, cap, err);
+        for (uint32_t j = pk->start[p]; j < pk->start[p + 1] && st == VL_OK; j++)
+            st = vl_plan_seg(out, pk->segs[j].sample, pk->segs[j].off, pk->segs[j].len, err);
+        if (st == VL_OK && p < nshared)
+            st = vl_plan_mb_share(out, members, (size_t)k, err);
+    }
+    return st;
+}
+
+vl_status vl__sp_emit_rank(sp_work *w, const sp_setting *s, int dp, int ckpt, vl_plan *out,
+                           vl_err *err)
+{
+    const sp_rankplan *rp = &w->rp;
+    vl_par par = s->par;
+    int32_t members[64];
+    int k = 0, gi = w->group_of[dp];
+    vl_status st;
+
+    par.ckpt_layers = ckpt;
+    if (gi >= 0)
+        for (k = 0; k < w->groups[gi].k && k < 64; k++)
+            members[k] = w->groups[gi].dp0 + k;
+    if ((st = vl_plan_rank_begin(out, dp, &par, err)) != VL_OK ||
+        (st = emit_packs(&rp->fwd, false, rp->nshared_f, members, k, out, err)) != VL_OK ||
+        (st = emit_packs(&rp->bwd, true, rp->nshared_b, members, k, out, err)) != VL_OK)
+        return st;
+    for (size_t i = 0; i < rp->nops && st == VL_OK; i++)
+        st = vl_plan_op(out, rp->ops[i].mb, (vl_op_kind)rp->ops[i].kind, err);
+    return st;
+}

@@ -1,0 +1,444 @@
+/* plans/slimpack/slimpack_search.c -- candidate selection (paper §4.1.2, §5.1;
+ * research/slimpack.md §2.8) and the batch driver.
+ * Candidates are M = round(pp·f) over the factors list (duplicates dropped), each with
+ * the asymmetric partition, the symmetric one, or both (slimpack.asymmetric auto).
+ * Every candidate is planned for all ranks at once into a scratch iteration and run
+ * through the shared simulator; a rank that does not fit device memory checkpoints
+ * more layers (estimated from its simulated activation peak, then simulated again), so
+ * each candidate carries the fewest checkpointed layers that fit.  Each rank (a merge
+ * group jointly) then keeps its fastest feasible candidate, ties to the smaller M and to
+ * the asymmetric partition; a candidate whose packs average fewer than min_pack_tokens
+ * is not eligible unless it is the rank's smallest.  Under ZeRO-3 every rank takes the
+ * same M (parameters are gathered per micro-batch on all ranks together). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+#include "slimpack_impl.h"
+
+size_t vl__sp_candidates(const sp_setting *s, uint64_t tokens, uint32_t *out, size_t cap)
+{
+    size_t n = 0;
+    int pp = s->par.pp > 1 ? s->par.pp : 1;
+
+    if (s->o->micropacks > 0) {
+        out[0] = s->o->micropacks;
+        return 1;
+    }
+    for (uint32_t i = 0; i < s->factors_n && n < cap; i++) {
+        long M = lround(pp * s->factors[i]);
+        uint32_t m = M < 1 ? 1 : M > 65536 ? 65536 : (uint32_t)M;
+        size_t j = 0;
+        while (j < n && out[j] < m)
+            j++;
+        if (j < n && out[j] == m)
+            continue;
+        memmove(out + j + 1, out + j, (n - j) * sizeof *out);
+        out[j] = m;
+        n++;
+    }
+    /* packs of fewer than min_pack_tokens on average: kept only as the smallest M */
+    size_t keep = 1;
+    while (keep < n && tokens / out[keep] >= s->o->min_pack_tokens)
+        keep++;
+    return n ? keep : 0;
+}
+
+/* ---- one candidate ---- */
+
+typedef struct cand {
+    uint32_t M;
+    bool asym;
+} cand;
+
+static vl_status build(sp_work *w, const sp_setting *s, const uint32_t *len, const cand *c,
+                       vl_err *err)
+{
+    vl_status st;
+
+    vl_plan_clear_iters(&w->scratch, 0);
+    if ((st = vl_plan_iter_begin(&w->scratch, 0, err)) != VL_OK)
+        return st;
+    for (int r = 0; r < s->dp && st == VL_OK; r++) {
+        if ((st = vl__sp_rank_packs(w, s, len, r, c->M, c->asym, err)) == VL_OK &&
+            (st = vl__sp_schedule(w, err)) == VL_OK)
+            st = vl__sp_emit_rank(w, s, r, s->ckpt_mode == VL_RECOMPUTE_FULL ?
+                                  s->stage_layers : 0, &w->scratch, err);
+    }
+    return st;
+}
+
+/* Per-token-per-layer activation factor with c checkpointed layers of `layers`. */
+static double act_factor(const vl_cost *cost, int layers, int c)
+{
+    double A = cost->act_bytes, h2 = 2.0 * cost->cfg->model.hidden;
+    return (layers - c) * A + c * h2 + (c > 0 ? A : 0);
+}
+
+/* The fewest checkpointed layers that bring a lane's activation peak from act (at c)
+ * within room, by the linear activation model; at least c + 1. */
+static int more_ckpt(const vl_cost *cost, int layers, int c, double act, double room,
+                     int most)
+{
+    double q = act > 0 ? room / act : 0, A = cost->act_bytes;
+    double step = A - 2.0 * cost->cfg->model.hidden;
+    int want = c + 1;
+
+    if (q > 0 && step > 0) {
+        double need = (layers * A + A - q * act_factor(cost, layers, c)) / step;
+        if (need > want)
+            want = need > most ? most : (int)ceil(need);
+    } else if (q <= 0) {
+        want = most;
+    }
+    return want > most ? most : want;
+}
+
+/* Bytes a GPU may hold: the device's usable memory, or slimpack.mem_cap_gib below it. */
+static double room(const sp_setting *s, const vl_sim_trace *t)
+{
+    double cap = s->o->mem_cap_gib * 1073741824.0;
+
+    return cap > 0 && cap < t->capacity ? cap : t->capacity;
+}
+
+/* Simulate the scratch iteration, fill res[0..dp) and raise the checkpointing of ranks
+ * that do not fit (recompute auto).  *again: some rank changed. */
+static vl_status simulate(sp_work *w, const sp_setting *s, const vl_cost *cost, sp_res *res,
+                          bool *again, vl_err *err)
+{
+    vl_sim_trace *t = w->trace;
+    vl_sim_iter_result r;
+    vl_status st = vl_sim_iter(&w->scratch, 0, cost, NULL, &r, w->sim, t, err);
+
+    *again = false;
+    if (st != VL_OK)
+        return st;
+    for (int k = 0; k < s->dp; k++) {
+        res[k].ms = 0;
+        res[k].over = -INFINITY;
+    }
+    for (size_t i = 0; i < t->nlanes; i++) {
+        const vl_sim_lane *l = &t->lanes[i];
+        sp_res *x = &res[l->rank];
+        x->ms = fmax(x->ms, l->makespan);
+        x->over = fmax(x->over, l->states + l->act_peak - room(s, t));
+    }
+    if (s->ckpt_mode != VL_RECOMPUTE_AUTO)
+        return VL_OK;
+    for (size_t i = 0; i < t->nlanes; i++) {
+        const vl_sim_lane *l = &t->lanes[i];
+        vl_rank *rk = &w->scratch.ranks[w->scratch.iters[0].rank0 + l->rank];
+        int c = rk->par.ckpt_layers, want;
+        if (l->states + l->act_peak <= room(s, t) || c >= s->stage_layers)
+            continue;
+        want = more_ckpt(cost, l->layers, c, l->act_peak, room(s, t) - l->states,
+                         s->stage_layers);
+        if (want > c) {
+            rk->par.ckpt_layers = want;
+            *again = true;
+        }
+    }
+    return VL_OK;
+}
+
+static vl_status evaluate(sp_work *w, const sp_setting *s, const vl_cost *cost,
+                          const uint32_t *len, const cand *c, sp_res *res, vl_err *err)
+{
+    bool again = true;
+    vl_status st = build(w, s, len, c, err);
+
+    /* each round raises some rank's checkpointing; stage_layers bounds the rounds */
+    for (int round = 0; st == VL_OK && again && round <= s->stage_layers; round++)
+        st = simulate(w, s, cost, res, &again, err);
+    for (int k = 0; st == VL_OK && k < s->dp; k++)
+        res[k].ckpt = w->scratch.ranks[w->scratch.iters[0].rank0 + k].par.ckpt_layers;
+    return st;
+}
+
+/* ---- choice ---- */
+
+/* Tokens a rank carries: its own samples and its share of a merged outlier. */
+static uint64_t rank_tokens(const sp_work *w, int r, const uint32_t *len)
+{
+    uint64_t t = 0;
+
+    for (uint32_t j = w->own0[r]; j < w->own0[r + 1]; j++)
+        t += len[w->samples[w->own[j]]];
+    if (w->group_of[r] >= 0) {
+        const sp_group *g = &w->groups[w->group_of[r]];
+        t += len[w->samples[g->slot]] / (uint64_t)g->k;
+    }
+    return t;
+}
+
+/* Is candidate ci better than bi for ranks [r0, r1) (a merge group jointly)?  Feasible
+ * first, then the slower member's makespan; the least memory overshoot when neither
+ * fits.  Earlier candidates (smaller M, asymmetric first) win ties. */
+static bool better(const sp_res *res, int dp, size_t ci, long bi, int r0, int r1)
+{
+    if (bi < 0)
+        return true;
+    double ms_c = 0, ms_b = 0, ov_c = -INFINITY, ov_b = -INFINITY;
+    for (int r = r0; r < r1; r++) {
+        const sp_res *x = &res[ci * (size_t)dp + r], *y = &res[(size_t)bi * dp + r];
+        ms_c = fmax(ms_c, x->ms);
+        ms_b = fmax(ms_b, y->ms);
+        ov_c = fmax(ov_c, x->over);
+        ov_b = fmax(ov_b, y->over);
+    }
+    bool fit_c = ov_c <= 0, fit_b = ov_b <= 0;
+    if (fit_c != fit_b)
+        return fit_c;
+    return fit_c ? ms_c < ms_b : ov_c < ov_b;
+}
+
+static void choose_unit(sp_work *w, const sp_setting *s, const cand *cs, size_t nc,
+                        size_t eligible_m, const uint32_t *Ms, int r0, int r1)
+{
+    long best = -1;
+
+    for (size_t ci = 0; ci < nc; ci++) {
+        size_t mi = 0;
+        while (Ms[mi] != cs[ci].M)
+            mi++;
+        if (mi >= eligible_m && !s->common_m)
+            continue;
+        if (better(w->res, s->dp, ci, best, r0, r1))
+            best = (long)ci;
+    }
+    for (int r = r0; r < r1; r++)
+        w->choice[r] = (int)best;
+}
+
+/* The eligible M count of ranks [r0, r1): the fewest any member allows. */
+static size_t eligible(const sp_work *w, const sp_setting *s, const uint32_t *len, int r0,
+                       int r1)
+{
+    uint32_t tmp[SP_MAX_FACTORS];
+    size_t least = SP_MAX_FACTORS;
+
+    for (int r = r0; r < r1; r++) {
+        size_t k = vl__sp_candidates(s, rank_tokens(w, r, len), tmp, SP_MAX_FACTORS);
+        least = k < least ? k : least;
+    }
+    return least;
+}
+
+static void choose(sp_work *w, const sp_setting *s, const uint32_t *len, const cand *cs,
+                   size_t nc, const uint32_t *Ms)
+{
+    if (s->common_m) {   /* one unit of every rank */
+        choose_unit(w, s, cs, nc, SP_MAX_FACTORS, Ms, 0, s->dp);
+        return;
+    }
+    for (int r = 0; r < s->dp;) {
+        int gi = w->group_of[r], r1 = gi >= 0 ? w->groups[gi].dp0 + w->groups[gi].k : r + 1;
+        choose_unit(w, s, cs, nc, eligible(w, s, len, r, r1), Ms, r, r1);
+        r = r1;
+    }
+}
+
+/* ---- the batch ---- */
+
+static vl_status ensure_search(sp_work *w, const sp_setting *s, vl_manifest *m,
+                               size_t ncand, vl_err *err)
+{
+    vl_status st;
+
+    if (!w->scratch_ready) {
+        if ((st = vl_plan_init(&w->scratch, m, "slimpack", 0, err)) != VL_OK)
+            return st;
+        w->scratch.caps = VL_CAP_BWD_PACKS | VL_CAP_SCHEDULE | VL_CAP_SHARED |
+                          VL_CAP_UNEVEN_MBS;
+        w->scratch_ready = true;
+    }
+    if (!w->sim && (st = vl_sim_scratch_new((vl_sim_scratch **)&w->sim, err)) != VL_OK)
+        return st;
+    if (!w->trace && !(w->trace = calloc(1, sizeof(vl_sim_trace))))
+        return vl_seterr(err, VL_ENOMEM, "slimpack: out of memory for a trace");
+    if ((st = vl_grow(&w->res, &w->res_cap, ncand * (size_t)s->dp, sizeof *w->res, err)) !=
+        VL_OK)
+        return st;
+    return vl_grow(&w->choice, &w->choice_cap, (size_t)s->dp, sizeof *w->choice, err);
+}
+
+static size_t list_candidates(const sp_setting *s, uint32_t *Ms, size_t *nM, cand *cs)
+{
+    size_t nc = 0;
+
+    *nM = vl__sp_candidates(s, UINT64_MAX, Ms, SP_MAX_FACTORS);
+    for (size_t i = 0; i < *nM; i++) {
+        if (s->o->asymmetric != SP_ASYM_OFF)
+            cs[nc++] = (cand){Ms[i], true};
+        if (s->o->asymmetric != SP_ASYM_ON)
+            cs[nc++] = (cand){Ms[i], false};
+    }
+    return nc;
+}
+
+static void log_table(const vl_job *job, const sp_work *w, const sp_setting *s,
+                      const cand *cs, size_t nc)
+{
+    vl_job_log(job, "slimpack: first batch, candidates (rank: makespan ms / ckpt / fits)\n");
+    for (size_t ci = 0; ci < nc; ci++) {
+        vl_job_log(job, "slimpack:   M=%4u %-4s", cs[ci].M, cs[ci].asym ? "asym" : "sym");
+        for (int r = 0; r < s->dp && r < 8; r++) {
+            const sp_res *x = &w->res[ci * (size_t)s->dp + r];
+            vl_job_log(job, "  %10.1f/%d/%s", x->ms * 1e3, x->ckpt, x->over <= 0 ? "ok" : "oom");
+        }
+        vl_job_log(job, "\n");
+    }
+}
+
+static void count_choice(sp_work *w, const sp_setting *s, const cand *c)
+{
+    int pp = s->par.pp > 1 ? s->par.pp : 1, b = 0;
+    double f = (double)c->M / pp;
+
+    while (b < 7 && f > (double)(1u << b))
+        b++;
+    w->stat_m_hist[b]++;
+    w->stat_asym_ranks += c->asym;
+}
+
+/* Rank r's packs and schedule under candidate c into w->rp, its forward packs refined
+ * by the MILP when milp (*refined: the MILP changed them). */
+static vl_status build_rank(sp_work *w, const sp_setting *s, const uint32_t *len, int r,
+                            const cand *c, bool milp, bool *refined, vl_err *err)
+{
+    vl_status st = vl__sp_rank_packs(w, s, len, r, c->M, c->asym, err);
+
+    *refined = false;
+    if (st == VL_OK && milp)
+        st = vl__sp_milp_refine(w, s, len, w->own + w->own0[r], w->own0[r + 1] - w->own0[r],
+                                w->rp.nshared_f, refined, err);
+    if (st == VL_OK && *refined && c->asym) {   /* the backward packs follow the new ones */
+        w->rp.bwd.npacks = w->rp.nshared_b;
+        w->rp.bwd.nsegs = w->rp.nshared_b ? w->rp.bwd.start[w->rp.nshared_b] : 0;
+        uint32_t Mown = (uint32_t)(w->rp.fwd.npacks - w->rp.nshared_f);
+        st = vl__sp_backward(w, s, len, &w->rp.fwd, w->rp.nshared_f, Mown, &w->rp.bwd, err);
+    }
+    return st == VL_OK ? vl__sp_schedule(w, err) : st;
+}
+
+/* Which ranks keep their MILP-refined packs: every rank is refined into the scratch
+ * iteration, which is simulated once; a rank keeps
+ * the refinement only when it fits and its makespan is no worse than the greedy's (a
+ * better balanced pack can hold more tokens, hence more activations). */
+static vl_status judge_milp(sp_work *w, const sp_setting *s, const vl_cost *cost,
+                            const uint32_t *len, const cand *cs, bool *keep, vl_err *err)
+{
+    vl_status st;
+    bool any = false;
+
+    vl_plan_clear_iters(&w->scratch, 0);
+    if ((st = vl_plan_iter_begin(&w->scratch, 0, err)) != VL_OK)
+        return st;
+    for (int r = 0; r < s->dp && st == VL_OK; r++) {
+        const sp_res *x = &w->res[(size_t)w->choice[r] * s->dp + r];
+        if ((st = build_rank(w, s, len, r, &cs[w->choice[r]], true, &keep[r], err)) == VL_OK)
+            st = vl__sp_emit_rank(w, s, r, x->ckpt, &w->scratch, err);
+        any = any || keep[r];
+    }
+    if (st != VL_OK || !any)
+        return st;
+    vl_sim_trace *t = w->trace;
+    vl_sim_iter_result res;
+    if ((st = vl_sim_iter(&w->scratch, 0, cost, NULL, &res, w->sim, t, err)) != VL_OK)
+        return st;
+    for (size_t i = 0; i < t->nlanes; i++) {
+        const vl_sim_lane *l = &t->lanes[i];
+        const sp_res *x = &w->res[(size_t)w->choice[l->rank] * s->dp + l->rank];
+        if (l->states + l->act_peak > room(s, t) || l->makespan > x->ms)
+            keep[l->rank] = false;
+    }
+    for (int r = 0; r < s->dp; r++)
+        w->stat_milp_better += keep[r];
+    return VL_OK;
+}
+
+/* The chosen candidate of every rank, refined where that helps, as iteration `epoch`. */
+static vl_status emit_batch(sp_work *w, const sp_setting *s, const vl_cost *cost,
+                            const uint32_t *len, const cand *cs, uint32_t epoch, vl_plan *out,
+                            vl_err *err)
+{
+    bool *keep = calloc((size_t)s->dp, sizeof *keep), refined;
+    vl_status st = keep ? VL_OK : vl_seterr(err, VL_ENOMEM, "slimpack: out of memory");
+
+    if (st == VL_OK && s->o->milp != SP_MILP_OFF)
+        st = judge_milp(w, s, cost, len, cs, keep, err);
+    if (st == VL_OK)
+        st = vl_plan_iter_begin(out, epoch, err);
+    for (int r = 0; r < s->dp && st == VL_OK; r++) {
+        const cand *c = &cs[w->choice[r]];
+        const sp_res *x = &w->res[(size_t)w->choice[r] * s->dp + r];
+        if ((st = build_rank(w, s, len, r, c, keep[r], &refined, err)) == VL_OK)
+            st = vl__sp_emit_rank(w, s, r, x->ckpt, out, err);
+        count_choice(w, s, c);
+        w->stat_packs += w->rp.fwd.npacks;
+        w->stat_bwd_packs += w->rp.bwd.npacks;
+        for (size_t p = 0; p < w->rp.fwd.nsegs; p++)
+            w->stat_slices += w->rp.fwd.segs[p].off > 0;
+    }
+    free(keep);
+    w->stat_merges += w->ngroups;
+    w->stat_iters++;
+    return st;
+}
+
+vl_status vl__sp_plan_batch(sp_work *w, const sp_setting *s, const vl_job *job,
+                            vl_manifest *m, const uint32_t *samples, size_t n,
+                            const uint32_t *len, uint32_t epoch, vl_plan *out, vl_err *err)
+{
+    uint32_t Ms[SP_MAX_FACTORS];
+    cand cs[2 * SP_MAX_FACTORS];
+    size_t nM, nc = list_candidates(s, Ms, &nM, cs);
+    vl_status st;
+
+    if ((st = vl_grow(&w->samples, &w->samples_cap, n ? n : 1, sizeof *w->samples, err)) !=
+        VL_OK)
+        return st;
+    memcpy(w->samples, samples, n * sizeof *samples);
+    w->nsamples = n;
+    if ((st = vl__sp_phase1(w, s, len, err)) != VL_OK ||
+        (st = ensure_search(w, s, m, nc, err)) != VL_OK)
+        return st;
+    for (size_t ci = 0; ci < nc && st == VL_OK; ci++)
+        st = evaluate(w, s, job->cost, len, &cs[ci], w->res + ci * (size_t)s->dp, err);
+    if (st != VL_OK)
+        return st;
+    choose(w, s, len, cs, nc, Ms);
+    if (w->stat_iters == 0)
+        log_table(job, w, s, cs, nc);
+    return emit_batch(w, s, job->cost, len, cs, epoch, out, err);
+}
+
+void vl__sp_work_free(sp_work *w)
+{
+    free(w->samples);
+    free(w->wf);
+    free(w->rank_of);
+    free(w->group_of);
+    free(w->own);
+    free(w->own0);
+    free(w->order);
+    free(w->load);
+    free(w->tag);
+    free(w->tmp);
+    free(w->cnt);
+    vl__sp_packing_free(&w->rp.fwd);
+    vl__sp_packing_free(&w->rp.bwd);
+    free(w->rp.ops);
+    if (w->scratch_ready)
+        vl_plan_free(&w->scratch);
+    vl_sim_scratch_free(w->sim);
+    if (w->trace) {
+        vl_sim_trace_free(w->trace);
+        free(w->trace);
+    }
+    free(w->res);
+    free(w->choice);
+    memset(w, 0, sizeof *w);
+}

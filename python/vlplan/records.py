@@ -1,0 +1,243 @@
+"""Structure of the plan records (design §7, man page PLAN FILE): each record is checked
+before anyone sees it, and turned into plain objects.  The rules follow the C reader's:
+only the structure is required, every redundant field is checked when present."""
+from collections import namedtuple
+
+from .stream import PlanError
+
+SCHEMA = "vlplan.plan/1"
+
+# One slice [offset, offset + length) of sample `id`; cp = -1 when sharded over the
+# rank's sp group, else the sp coordinate that alone computes it (Skrull).
+Segment = namedtuple("Segment", "id offset length cp")
+
+
+class Pack:
+    """A micro-batch as the plan states it."""
+    __slots__ = ("segs", "tokens", "cap", "shared")
+
+    def __init__(self, segs, tokens, cap, shared):
+        self.segs, self.tokens, self.cap, self.shared = segs, tokens, cap, shared
+
+
+class Rank:
+    """A data-parallel replica of one iteration: tp·sp·pp GPUs running its packs."""
+    __slots__ = ("index", "dp", "tp", "pp", "sp", "ckpt_layers", "gpus", "group", "k",
+                 "mbs", "bwd", "schedule")
+
+    def size(self):
+        return self.tp * self.sp * self.pp
+
+
+class Iteration:
+    __slots__ = ("it", "epoch", "tokens", "loss_tokens", "samples", "candidate", "ranks",
+                 "line")
+
+
+def _is_int(v):
+    return type(v) is int
+
+
+class Where:
+    """Names the element an error is about: 'FILE:LINE: iteration 3, rank 1: '."""
+
+    def __init__(self, name, line):
+        self.name, self.line, self.parts = name, line, []
+
+    def fail(self, msg):
+        where = ", ".join(self.parts)
+        raise PlanError(f"{self.name}:{self.line}: {where + ': ' if where else ''}{msg}")
+
+
+def _int_field(obj, key, w, lo, default, hi=None):
+    v = obj.get(key, default)
+    if v is None and default is None:
+        return None
+    if not _is_int(v) or v < lo or (hi is not None and v > hi):
+        rng = f"an integer >= {lo}" if hi is None else f"an integer in {lo}..{hi}"
+        w.fail(f'"{key}" is {v!r}, expected {rng}')
+    return v
+
+
+def _list_field(obj, key, w, required):
+    if key not in obj:
+        if required:
+            w.fail(f'missing "{key}"')
+        return None
+    v = obj[key]
+    if not isinstance(v, list):
+        w.fail(f'"{key}" is not a list')
+    return v
+
+
+def _segment(s, w, j, sp):
+    if not isinstance(s, list) or len(s) not in (3, 4):
+        w.fail(f"segment {j}: expected [id, offset, length] or [id, offset, length, cp]")
+    sid = s[0]
+    if not (isinstance(sid, str) or _is_int(sid)):
+        w.fail(f"segment {j}: id {sid!r} is neither a string nor an integer")
+    off, length = s[1], s[2]
+    if not _is_int(off) or off < 0 or not _is_int(length) or length < 0:
+        w.fail(f"segment {j}: offset and length must be integers >= 0, got {off!r}, {length!r}")
+    cp = -1
+    if len(s) == 4:
+        cp = s[3]
+        if not _is_int(cp) or cp < -1 or cp >= sp:
+            w.fail(f"segment {j}: cp {cp!r} outside -1..{sp - 1} (sp = {sp})")
+    return Segment(sid, off, length, cp)
+
+
+def _pack(obj, w, sp):
+    if not isinstance(obj, dict):
+        w.fail("not an object")
+    raw = _list_field(obj, "seg", w, True)
+    segs = [_segment(s, w, j, sp) for j, s in enumerate(raw)]
+    tokens = sum(s.length for s in segs)
+    if "tokens" in obj and obj["tokens"] != tokens:
+        w.fail(f'"tokens" is {obj["tokens"]!r}, its segments hold {tokens}')
+    cu = _list_field(obj, "cu_seqlens", w, False)
+    if cu is not None:
+        want, acc = [0], 0
+        for s in segs:
+            acc += s.length
+            want.append(acc)
+        if cu != want:
+            w.fail(f'"cu_seqlens" {cu[:8]}{"..." if len(cu) > 8 else ""} does not match '
+                   "the segment lengths")
+    cap = _int_field(obj, "cap", w, 0, tokens)
+    shared = _list_field(obj, "shared", w, False)
+    if shared is not None:
+        if len(shared) < 2 or not all(_is_int(d) and d >= 0 for d in shared) or \
+                len(set(shared)) != len(shared):
+            w.fail(f'"shared" {shared!r}: expected two or more distinct dp values')
+        shared = tuple(shared)
+    return Pack(segs, tokens, cap, shared)
+
+
+def _packs(obj, key, w, sp, required):
+    raw = _list_field(obj, key, w, required)
+    if raw is None:
+        return []
+    out = []
+    for m, p in enumerate(raw):
+        w.parts.append(f"{'micro-batch' if key == 'mbs' else 'backward pack'} {m}")
+        out.append(_pack(p, w, sp))
+        w.parts.pop()
+    return out
+
+
+def _schedule(obj, w, nmb, nb):
+    raw = _list_field(obj, "schedule", w, False)
+    if raw is None:
+        return None
+    ops = []
+    for j, op in enumerate(raw):
+        if not isinstance(op, list) or len(op) != 2 or op[0] not in ("F", "R", "B") or \
+                not _is_int(op[1]):
+            w.fail(f"schedule operation {j}: expected [\"F\"|\"R\"|\"B\", index], got {op!r}")
+        lim = nb if op[0] == "B" else nmb
+        if not 0 <= op[1] < lim:
+            w.fail(f"schedule operation {j}: {op[0]} {op[1]} names no pack (it has {lim})")
+        ops.append((op[0], op[1]))
+    return ops
+
+
+def _rank(obj, w, index):
+    if not isinstance(obj, dict):
+        w.fail("not an object")
+    r = Rank()
+    r.index = index
+    r.dp = _int_field(obj, "dp", w, 0, index)
+    r.tp = _int_field(obj, "tp", w, 1, 1)
+    r.pp = _int_field(obj, "pp", w, 1, 1)
+    r.sp = _int_field(obj, "sp", w, 1, 1)
+    r.ckpt_layers = _int_field(obj, "ckpt_layers", w, 0, 0)
+    r.group = _int_field(obj, "group", w, 0, None)
+    r.k = _int_field(obj, "k", w, 1, None)
+    gpus = _list_field(obj, "gpus", w, False)
+    if gpus is not None:
+        if len(gpus) != r.size() or not all(_is_int(g) and g >= 0 for g in gpus):
+            w.fail(f'"gpus" must list tp*sp*pp = {r.size()} GPU indices >= 0')
+    r.gpus = gpus
+    r.mbs = _packs(obj, "mbs", w, r.sp, True)
+    r.bwd = _packs(obj, "bwd", w, r.sp, False)
+    if r.bwd and sum(p.tokens for p in r.bwd) != sum(p.tokens for p in r.mbs):
+        w.fail('"bwd" packs do not hold the tokens of the forward packs')
+    r.schedule = _schedule(obj, w, len(r.mbs), len(r.bwd) or len(r.mbs))
+    return r
+
+
+def _check_shared(ranks, w):
+    """Every member of a shared pack holds the same copy, in the same order among the
+    packs it shares with that list, so the merged CP group steps together."""
+    by_dp = {r.dp: r for r in ranks}
+    for r in ranks:
+        for m, p in enumerate(r.mbs):
+            if p.shared is None:
+                continue
+            if r.dp not in p.shared:
+                w.fail(f"rank {r.index}, micro-batch {m}: shared by {list(p.shared)}, "
+                       f"which does not include its own dp {r.dp}")
+            for d in p.shared:
+                if d not in by_dp:
+                    w.fail(f"rank {r.index}, micro-batch {m}: shared with dp {d}, "
+                           "which is not in the iteration")
+
+    def seq(rank, members):
+        return [p.segs for p in rank.mbs if p.shared == members]
+
+    for r in ranks:
+        for members in {p.shared for p in r.mbs if p.shared is not None}:
+            mine = seq(r, members)
+            for d in members:
+                if seq(by_dp[d], members) != mine:
+                    w.fail(f"rank {r.index} and dp {d} hold different copies of the packs "
+                           f"shared by {list(members)}")
+
+
+def iteration(rec, name, line, expect_it, uneven):
+    """The iteration record rec (already known to be {"type": "iter"}) as an Iteration."""
+    w = Where(name, line)
+    it = rec.get("it", expect_it)
+    w.parts.append(f"iteration {it}")
+    if it != expect_it:
+        w.fail(f'"it" is {it!r}, expected {expect_it} (iterations are numbered from 0 in order)')
+    ranks_raw = _list_field(rec, "ranks", w, True)
+    if not ranks_raw:
+        w.fail('"ranks" is empty')
+    ranks = []
+    for i, r in enumerate(ranks_raw):
+        w.parts.append(f"rank {i}")
+        ranks.append(_rank(r, w, i))
+        w.parts.pop()
+    dps = [r.dp for r in ranks]
+    if len(set(dps)) != len(dps):
+        w.fail(f"two ranks have the same dp ({dps})")
+    if not uneven and len({len(r.mbs) for r in ranks}) > 1:
+        w.fail("ranks run different numbers of micro-batches "
+               f"({[len(r.mbs) for r in ranks]}) and the header does not declare uneven_mbs")
+    _check_shared(ranks, w)
+    tokens = sum(p.tokens for r in ranks for p in r.mbs
+                 if p.shared is None or p.shared[0] == r.dp)
+    out = Iteration()
+    out.it, out.line, out.ranks = it, line, ranks
+    out.epoch = _int_field(rec, "epoch", w, 0, 0)
+    out.tokens = _int_field(rec, "tokens", w, 0, tokens)
+    if out.tokens != tokens:
+        w.fail(f'"tokens" is {out.tokens}, its micro-batches hold {tokens}')
+    out.loss_tokens = _int_field(rec, "loss_tokens", w, 0, tokens, tokens)
+    out.samples = _int_field(rec, "samples", w, 0, None)
+    out.candidate = _int_field(rec, "candidate", w, 0, None)
+    return out
+
+
+def header(rec, name, line):
+    w = Where(name, line)
+    if not isinstance(rec, dict) or rec.get("type") != "header":
+        w.fail('the first line is not a header ({"type":"header",...})')
+    if rec.get("schema") != SCHEMA:
+        w.fail(f'schema {rec.get("schema")!r}, expected "{SCHEMA}"')
+    caps = rec.get("caps", [])
+    if not isinstance(caps, list):
+        w.fail('"caps" is not a list')
+    return rec

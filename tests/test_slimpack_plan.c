@@ -1,0 +1,246 @@
+/* tests/test_slimpack_plan.c -- SlimPack plans end to end through vl_run_plan: every token
+ * once (vl_plan_verify), the same seed giving the same plan under every mode
+ * (asymmetric on/off/auto, MILP on), a valid schedule the simulator runs, backward
+ * packs within 1% of their rank's mean backward work, DP-Merge lowering the rank gap when
+ * an outlier exceeds a rank's capacity, and the -v candidate table. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen.h"
+#include "run.h"
+#include "sim.h"
+#include "slimpack_impl.h"
+#include "verify.h"
+
+extern const vl_strategy vl_strategy_slimpack;
+
+static void config(vl_config *cfg, const char *const *sets, const char *extra)
+{
+    vl_err err;
+    cr_assert_eq(vl_config_init_default(cfg, &err), VL_OK, "%s", err.msg);
+    for (size_t i = 0; sets[i] != NULL; i++)
+        cr_assert_eq(vl_config_set(cfg, sets[i], &err), VL_OK, "%s: %s", sets[i], err.msg);
+    if (extra)
+        for (const char *s = extra; *s;) {   /* ';'-separated extra settings */
+            char one[128];
+            size_t n = strcspn(s, ";");
+            snprintf(one, sizeof one, "%.*s", (int)n, s);
+            cr_assert_eq(vl_config_set(cfg, one, &err), VL_OK, "%s: %s", one, err.msg);
+            s += n + (s[n] == ';');
+        }
+    cr_assert_eq(vl_config_finalize(cfg, &err), VL_OK, "%s", err.msg);
+}
+
+static vl_manifest *lognormal_manifest(size_t n, uint64_t seed)
+{
+    uint32_t *len = malloc(n * sizeof *len);
+    vl_manifest *m = NULL;
+    vl_err err;
+    cr_assert_not_null(len);
+    cr_assert_eq(vl_gen_lengths(len, n, "lognormal:7.5:1.6", seed, &err), VL_OK, "%s",
+                 err.msg);
+    cr_assert_eq(vl_manifest_from_lengths(&m, len, n, &err), VL_OK, "%s", err.msg);
+    free(len);
+    return m;
+}
+
+static void run(vl_plan *p, vl_manifest *m, const vl_config *cfg, int verbose, char **log)
+{
+    vl_run_opts o = {.seed = 7, .verbose = verbose};
+    vl_err err;
+    vl_run_result res;
+    cr_assert_eq(vl_run_plan(p, &vl_strategy_slimpack, m, cfg, &o, &res, &err), VL_OK, "%s",
+                 err.msg);
+    if (log)
+        *log = res.log;
+    else
+        free(res.log);
+}
+
+static bool plans_equal(const vl_plan *a, const vl_plan *b)
+{
+    if (a->nsegs != b->nsegs || a->nmbs != b->nmbs || a->nranks != b->nranks ||
+        a->nops != b->nops || a->niters != b->niters ||
+        memcmp(a->segs, b->segs, a->nsegs * sizeof *a->segs) != 0 ||
+        memcmp(a->mbs, b->mbs, a->nmbs * sizeof *a->mbs) != 0)
+        return false;
+    for (size_t i = 0; i < a->nops; i++)
+        if (a->ops[i].mb != b->ops[i].mb || a->ops[i].kind != b->ops[i].kind)
+            return false;
+    for (size_t r = 0; r < a->nranks; r++)
+        if (a->ranks[r].par.ckpt_layers != b->ranks[r].par.ckpt_layers)
+            return false;
+    return true;
+}
+
+static const char *const small_sets[] = {
+    "cluster.gpus=32", "training.tp=2", "training.pp=4", "training.dp=4",
+    "training.max_seq_len=32768", "training.global_batch=128", "training.oversize=truncate",
+    "training.epochs=2", NULL};
+
+static void verify_ok(const vl_plan *p, const vl_config *cfg)
+{
+    vl_verify_report rep;
+    vl_cost c;
+    vl_err err;
+    cr_assert_eq(vl_cost_init(&c, cfg, &err), VL_OK);
+    cr_assert_eq(vl_plan_verify(p, NULL, &rep, &err), VL_OK, "%s",
+                 rep.nmsgs ? rep.msgs[0] : err.msg);
+    vl_sim_summary s;
+    cr_assert_eq(vl_sim_plan(p, &c, NULL, &s, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(s.iterations, p->niters);
+    cr_assert(!s.oom);
+}
+
+Test(slimpack_plan, verifies_and_is_deterministic_in_every_mode)
+{
+    static const char *const modes[] = {
+        "slimpack.asymmetric=on", "slimpack.asymmetric=off", "slimpack.asymmetric=auto",
+        "slimpack.milp=on;slimpack.asymmetric=auto", "slimpack.micropacks=6;slimpack.slice_align=1",
+        "training.zero=3", "training.global_batch=16;slimpack.asymmetric=auto", NULL};
+    vl_manifest *m = lognormal_manifest(512, 3);
+
+    m->len[7] = 32768;   /* an outlier: DP-Merge */
+    for (size_t i = 0; modes[i]; i++) {
+        vl_config cfg;
+        vl_plan a, b;
+        config(&cfg, small_sets, modes[i]);
+        run(&a, m, &cfg, 0, NULL);
+        run(&b, m, &cfg, 0, NULL);
+        cr_assert(plans_equal(&a, &b), "%s: same seed, different plans", modes[i]);
+        verify_ok(&a, &cfg);
+        cr_assert_eq(a.epochs, 2);
+        for (size_t r = 0; r < a.nranks; r++)
+            cr_assert_gt(a.ranks[r].nop, 0, "the schedule is written into the plan");
+        if (strstr(modes[i], "zero=3"))   /* one M for every rank of an iteration */
+            for (size_t it = 0; it < a.niters; it++)
+                for (uint32_t r = 1; r < a.iters[it].nranks; r++) {
+                    const vl_rank *r0 = &a.ranks[a.iters[it].rank0];
+                    cr_assert_eq(a.ranks[a.iters[it].rank0 + r].nmb, r0->nmb);
+                }
+        vl_plan_free(&a);
+        vl_plan_free(&b);
+        vl_config_free(&cfg);
+    }
+    vl_manifest_free(m);
+}
+
+/* Backward work of every backward pack within 1% of its rank's mean (asymmetric). */
+Test(slimpack_plan, backward_packs_within_one_percent)
+{
+    vl_config cfg;
+    vl_manifest *m = lognormal_manifest(512, 5);
+    vl_plan p;
+    vl_cost c;
+    vl_err err;
+    double worst = 0;
+
+    config(&cfg, small_sets, "slimpack.micropacks=8");
+    cr_assert_eq(vl_cost_init(&c, &cfg, &err), VL_OK);
+    run(&p, m, &cfg, 0, NULL);
+    sp_coef k = vl__sp_coef(&c, &(vl_par){2, 4, 1, 0}, 32768);
+    for (size_t r = 0; r < p.nranks; r++) {
+        const vl_rank *rk = &p.ranks[r];
+        double w[64] = {0}, sum = 0;
+        cr_assert_leq(rk->nbwd, 64);
+        for (uint32_t j = 0; j < rk->nbwd; j++) {
+            const vl_mb *mb = vl_plan_bwd(&p, rk, j);
+            if (mb->share)
+                continue;
+            for (uint32_t q = 0; q < mb->nseg; q++) {
+                const vl_seg *s = vl_plan_mb_segs(&p, mb) + q;
+                w[j] += vl__sp_work(k.ab, k.bb, s->off, s->off + s->len);
+            }
+            sum += w[j];
+        }
+        for (uint32_t j = 0; j < rk->nbwd; j++)
+            if (!vl_plan_bwd(&p, rk, j)->share)
+                worst = fmax(worst, fabs(w[j] / (sum / rk->nbwd) - 1));
+    }
+    cr_assert_leq(worst, 0.01, "worst backward pack %.4f off its rank's mean", worst);
+    vl_plan_free(&p);
+    vl_config_free(&cfg);
+    vl_manifest_free(m);
+}
+
+/* One sample far heavier than a rank's capacity: DP-Merge spreads it, so ranks finish
+ * closer together than when it sits on one rank. */
+Test(slimpack_plan, dp_merge_lowers_the_rank_gap)
+{
+    vl_manifest *m = lognormal_manifest(128, 9);
+    double gap[2];
+    size_t groups = 0;
+
+    m->len[3] = 32768;
+    for (int merge = 0; merge < 2; merge++) {
+        vl_config cfg;
+        vl_plan p;
+        vl_cost c;
+        vl_sim_summary s;
+        vl_err err;
+        /* 16 samples a batch: the outlier outweighs a rank's quarter */
+        config(&cfg, small_sets, merge ? "slimpack.dp_merge=true;training.global_batch=16"
+                                       : "slimpack.dp_merge=false;training.global_batch=16");
+        cr_assert_eq(vl_cost_init(&c, &cfg, &err), VL_OK);
+        run(&p, m, &cfg, 0, NULL);
+        cr_assert_eq(vl_sim_plan(&p, &c, NULL, &s, &err), VL_OK, "%s", err.msg);
+        gap[merge] = s.rank_gap.max;
+        for (size_t i = 0; i < p.nmbs; i++)
+            groups += merge && p.mbs[i].share;
+        vl_plan_free(&p);
+        vl_config_free(&cfg);
+    }
+    cr_assert_gt(groups, 0, "the outlier's packs are shared");
+    cr_assert_lt(gap[1], gap[0], "rank gap %.4f with DP-Merge, %.4f without", gap[1], gap[0]);
+    vl_manifest_free(m);
+}
+
+Test(slimpack_plan, verbose_log_has_the_candidates)
+{
+    vl_config cfg;
+    vl_manifest *m = lognormal_manifest(256, 2);
+    vl_plan p;
+    char *log = NULL;
+
+    config(&cfg, small_sets, "slimpack.asymmetric=auto");
+    run(&p, m, &cfg, 1, &log);
+    cr_assert_not_null(log);
+    cr_assert(strstr(log, "M=   4 asym") && strstr(log, "M=   4 sym"), "%s", log);
+    cr_assert(strstr(log, "slimpack: chosen M/pp"), "%s", log);
+    free(log);
+    vl_plan_free(&p);
+    vl_config_free(&cfg);
+    vl_manifest_free(m);
+}
+
+/* slimpack.mem_cap_gib: the plan stays within the cap (checkpointing more), and with a
+ * cap below what the uncapped plan peaks at. */
+Test(slimpack_plan, memory_cap_is_honoured)
+{
+    vl_manifest *m = lognormal_manifest(256, 4);
+    double peak[2];
+
+    for (int capped = 0; capped < 2; capped++) {
+        vl_config cfg;
+        vl_plan p;
+        vl_cost c;
+        vl_sim_summary s;
+        vl_err err;
+        char set[96];
+        snprintf(set, sizeof set, "training.epochs=1;slimpack.mem_cap_gib=%.3f",
+                 capped ? peak[0] - 4 : 0.0);
+        config(&cfg, small_sets, set);
+        cr_assert_eq(vl_cost_init(&c, &cfg, &err), VL_OK);
+        run(&p, m, &cfg, 0, NULL);
+        cr_assert_eq(vl_sim_plan(&p, &c, NULL, &s, &err), VL_OK, "%s", err.msg);
+        peak[capped] = s.peak_mem_gib.max;
+        vl_plan_free(&p);
+        vl_config_free(&cfg);
+    }
+    cr_assert_leq(peak[1], peak[0] - 4 + 1e-9, "capped peak %.2f GiB, uncapped %.2f GiB",
+                  peak[1], peak[0]);
+    vl_manifest_free(m);
+}

@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""Measure forward+backward times of packed micro-batches on a Llama-shaped decoder stack
+and write the timings file `vlplan calibrate` reads.
+
+The stack is `--layers` decoder layers (RMSNorm, grouped-query attention with rotary
+embeddings, SwiGLU MLP) without embedding or LM head, since cost.schemes times the
+layers of a stage.  A packed micro-batch of sequences l_1..l_n runs attention per
+sequence (causal, PyTorch's scaled_dot_product_attention where the installed torch has
+it, else matmul + softmax), so its cost grows with sum(l_i^2) as in a varlen kernel.
+
+Compositions: for every token budget of --tokens, the budget split into k equal
+sequences for k = 1, 2, 4, ... (same tokens, falling sum of squares) and a long+short
+mix; they alternate between the fitting file (-o) and the held-out file (--holdout), so
+calibrate --eval checks compositions it never saw.
+
+    python3 tools/profile_step.py --device cuda --dtype bfloat16 --layers 2 \\
+        --hidden 2048 --heads 16 --kv-heads 8 --ffn 5632 --tokens 4096,8192,16384 \\
+        -o fit.csv --holdout held.csv --model-yaml model.yaml
+    vlplan calibrate -c cluster.yaml -c model.yaml --eval held.csv -o calib.yaml fit.csv
+"""
+import argparse
+import math
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+import torch.utils.checkpoint
+
+COLUMNS = ["tokens", "sum_len2", "tp", "pp", "sp", "ckpt_layers", "layers", "mbs", "seconds",
+           "composition", "device", "dtype"]
+
+
+class RMSNorm(torch.nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x):
+        var = x.float().pow(2).mean(-1, keepdim=True)
+        return (x.float() * torch.rsqrt(var + self.eps)).to(x.dtype) * self.weight
+
+
+def rope(x, pos, base=10000.0):
+    """Rotary embedding of x [T, heads, d] at positions pos [T]."""
+    d = x.shape[-1]
+    inv = 1.0 / (base ** (torch.arange(0, d, 2, device=x.device, dtype=torch.float32) / d))
+    ang = pos.float()[:, None] * inv[None, :]
+    cos, sin = ang.cos()[:, None, :].to(x.dtype), ang.sin()[:, None, :].to(x.dtype)
+    x1, x2 = x[..., : d // 2], x[..., d // 2:]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+
+
+def _by_length(cu):
+    """{length: [start, ...]} of the sequences of cu_seqlens."""
+    out = {}
+    for a, b in zip(cu[:-1], cu[1:]):
+        out.setdefault(b - a, []).append(a)
+    return out
+
+
+def causal_attention(q, k, v):
+    """q, k, v [batch, heads, t, d] of sequences of one length: causal attention."""
+    if hasattr(F, "scaled_dot_product_attention"):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    t = q.shape[-2]
+    s = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    mask = torch.ones(t, t, dtype=torch.bool, device=q.device).triu(1)
+    return torch.matmul(torch.softmax(s.masked_fill(mask, float("-inf")), dim=-1), v)
+
+
+class DecoderLayer(torch.nn.Module):
+    def __init__(self, hidden, heads, kv_heads, ffn):
+        super().__init__()
+        self.heads, self.kv_heads, self.hd = heads, kv_heads, hidden // heads
+        self.norm1, self.norm2 = RMSNorm(hidden), RMSNorm(hidden)
+        self.qkv = torch.nn.Linear(hidden, (heads + 2 * kv_heads) * self.hd, bias=False)
+        self.o = torch.nn.Linear(heads * self.hd, hidden, bias=False)
+        self.gate_up = torch.nn.Linear(hidden, 2 * ffn, bias=False)
+        self.down = torch.nn.Linear(ffn, hidden, bias=False)
+
+    def attention(self, x, cu, pos):
+        t = x.shape[0]
+        qkv = self.qkv(x).view(t, self.heads + 2 * self.kv_heads, self.hd)
+        q, k, v = qkv.split([self.heads, self.kv_heads, self.kv_heads], dim=1)
+        q, k = rope(q, pos), rope(k, pos)
+        rep = self.heads // self.kv_heads
+        outs, order = [], []
+        # sequences of one length run as one batched causal attention: a composition has
+        # one or two lengths, so the kernel count does not grow with the sequence count
+        # (as with a varlen kernel) and the time stays a*sum(l^2) + b*tokens + c
+        for n, starts in sorted(_by_length(cu).items()):
+            idx = torch.cat([torch.arange(a, a + n, device=x.device) for a in starts])
+            qs = q[idx].view(len(starts), n, self.heads, self.hd).transpose(1, 2)
+            ks = k[idx].view(len(starts), n, self.kv_heads, self.hd)
+            vs = v[idx].view(len(starts), n, self.kv_heads, self.hd)
+            ks = ks.repeat_interleave(rep, dim=2).transpose(1, 2)
+            vs = vs.repeat_interleave(rep, dim=2).transpose(1, 2)
+            outs.append(causal_attention(qs, ks, vs).transpose(1, 2).reshape(-1, self.heads
+                                                                            * self.hd))
+            order.append(idx)
+        inv = torch.empty(t, dtype=torch.long, device=x.device)
+        inv[torch.cat(order)] = torch.arange(t, device=x.device)
+        return self.o(torch.cat(outs)[inv])
+
+    def forward(self, x, cu, pos):
+        x = x + self.attention(self.norm1(x), cu, pos)
+        g, u = self.gate_up(self.norm2(x)).chunk(2, dim=-1)
+        return x + self.down(F.silu(g) * u)
+
+
+def compositions(budget, min_len):
+    """(name, lengths) of one token budget, from one long sequence to many short ones."""
+    out, k = [], 1
+    while budget // k >= min_len:
+        out.append((f"{k}x{budget // k}", [budget // k] * k))
+        k *= 2
+    if budget // 2 >= min_len and budget // 16 >= 1:
+        long = budget // 2
+        short = max(1, (budget - long) // 8)
+        mix = [long] + [short] * ((budget - long) // short)
+        out.append((f"1x{long}+{len(mix) - 1}x{short}", mix))
+    return out
+
+
+class Runner:
+    def __init__(self, args):
+        self.args = args
+        self.device = torch.device(args.device)
+        self.dtype = getattr(torch, args.dtype)
+        torch.manual_seed(args.seed)
+        self.layers = torch.nn.ModuleList(
+            DecoderLayer(args.hidden, args.heads, args.kv_heads, args.ffn)
+            for _ in range(args.layers)).to(self.device, self.dtype)
+
+    def step(self, lengths):
+        a = self.args
+        t = sum(lengths)
+        cu = [0]
+        for n in lengths:
+            cu.append(cu[-1] + n)
+        pos = torch.cat([torch.arange(n, device=self.device) for n in lengths])
+        x = torch.randn(t, a.hidden, device=self.device, dtype=self.dtype, requires_grad=True)
+        h = x
+        for i, layer in enumerate(self.layers):
+            if i < a.ckpt_layers:
+                h = torch.utils.checkpoint.checkpoint(layer, h, cu, pos, use_reentrant=False)
+            else:
+                h = layer(h, cu, pos)
+        h.float().square().mean().backward()
+
+    def sync(self):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def time(self, lengths):
+        for _ in range(self.args.warmup):
+            self.step(lengths)
+        times = []
+        for _ in range(self.args.repeat):
+            for p in self.layers.parameters():
+                p.grad = None
+            self.sync()
+            t0 = time.perf_counter()
+            self.step(lengths)
+            self.sync()
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times)
+
+
+def row(args, name, lengths, seconds):
+    return {"tokens": sum(lengths), "sum_len2": sum(n * n for n in lengths), "tp": 1, "pp": 1,
+            "sp": 1, "ckpt_layers": args.ckpt_layers, "layers": args.layers, "mbs": 1,
+            "seconds": repr(seconds), "composition": name, "device": args.device,
+            "dtype": args.dtype}
+
+
+def write(path, rows, args):
+    with open(path, "w") as f:
+        f.write(f"# tools/profile_step.py {' '.join(sys.argv[1:])}\n")
+        f.write(f"# torch {torch.__version__}, layers {args.layers}, hidden {args.hidden}, "
+                f"heads {args.heads}/{args.kv_heads}, ffn {args.ffn}\n")
+        f.write(",".join(COLUMNS) + "\n")
+        for r in rows:
+            f.write(",".join(str(r[c]) for c in COLUMNS) + "\n")
+
+
+def write_model_yaml(path, args):
+    """The measured shape as a vlplan config fragment (model.*), so calibrate's analytic
+    'before' numbers describe the same model."""
+    with open(path, "w") as f:
+        f.write("# the decoder shape tools/profile_step.py measured\nmodel:\n"
+                f"  layers: {args.layers}\n  hidden: {args.hidden}\n  ffn: {args.ffn}\n"
+                f"  heads: {args.heads}\n  kv_heads: {args.kv_heads}\n"
+                f"  head_dim: {args.hidden // args.heads}\n")
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--hidden", type=int, default=1024)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--kv-heads", type=int, default=4)
+    p.add_argument("--ffn", type=int, default=2816)
+    p.add_argument("--tokens", default="2048,4096,8192",
+                   help="token budgets of the micro-batches, comma-separated")
+    p.add_argument("--min-len", type=int, default=64, help="shortest sequence")
+    p.add_argument("--ckpt-layers", type=int, default=0, help="layers recomputed")
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--dtype", default=None, help="float32 or bfloat16 (default: bf16 on cuda)")
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
+    p.add_argument("-o", "--output", required=True, help="timings for the fit")
+    p.add_argument("--holdout", help="every other composition goes here instead")
+    p.add_argument("--model-yaml", help="write the measured shape as a config fragment")
+    a = p.parse_args(argv)
+    a.dtype = a.dtype or ("bfloat16" if a.device.startswith("cuda") else "float32")
+    if a.hidden % a.heads or a.heads % a.kv_heads or a.ckpt_layers > a.layers:
+        p.error("hidden must divide by heads, heads by kv-heads; ckpt-layers <= layers")
+    return a
+
+
+def main(argv):
+    args = parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    runner = Runner(args)
+    fit, held = [], []
+    for budget in (int(x) for x in args.tokens.split(",")):
+        for i, (name, lengths) in enumerate(compositions(budget, args.min_len)):
+            r = row(args, name, lengths, runner.time(lengths))
+            (held if args.holdout and i % 2 == 1 else fit).append(r)
+            print(f"{name:>22} tokens {r['tokens']:>7} sum_len2 {r['sum_len2']:>12} "
+                  f"{float(r['seconds']) * 1e3:9.3f} ms", file=sys.stderr)
+    write(args.output, fit, args)
+    if args.holdout:
+        write(args.holdout, held, args)
+    if args.model_yaml:
+        write_model_yaml(args.model_yaml, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
