@@ -211,11 +211,13 @@ vl_status vl__jsonl_line(vl__mb *b, const char *p, size_t n)
         return st;
     vl_json_watch();
     failed = vl_json_failures();
-    if ((o = json_loadb(p, n, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je)) == NULL) {
-        if (vl_json_failures() != failed)   /* jansson words it as a syntax error */
-            return vl_seterr(b->err, VL_ENOMEM, "out of memory (reading a JSONL record)");
-        return vl__mb_err(b, je.column > 0 ? je.column : 1, "invalid JSON: %s", je.text);
+    o = json_loadb(p, n, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+    if (vl_json_failures() != failed) {   /* a syntax error to jansson, or a string cut */
+        json_decref(o);
+        return vl_seterr(b->err, VL_ENOMEM, "out of memory (reading a JSONL record)");
     }
+    if (o == NULL)
+        return vl__mb_err(b, je.column > 0 ? je.column : 1, "invalid JSON: %s", je.text);
     if (!json_is_object(o))
         st = vl__mb_err(b, 0, "expected a JSON object, got %s", show_json(sh, o));
     else if ((st = json_id(b, &r, o, p, n)) == VL_OK && (st = json_len(b, &r, o)) == VL_OK &&

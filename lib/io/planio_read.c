@@ -443,7 +443,7 @@ bool vl__rd_is_iter(const vl_reader *r, const char *line, size_t len)
 }
 
 /* json_loadb of one record; NULL and *oom when jansson ran out of memory (it words
- * that as a syntax error). */
+ * that as a syntax error, or cuts a string short). */
 static json_t *rd_parse(const char *line, size_t len, json_error_t *je, bool *oom)
 {
     unsigned long failed;
@@ -452,7 +452,12 @@ static json_t *rd_parse(const char *line, size_t len, json_error_t *je, bool *oo
     vl_json_watch();
     failed = vl_json_failures();
     rec = json_loadb(line, len, JSON_REJECT_DUPLICATES, je);
-    *oom = !rec && vl_json_failures() != failed;
+    /* a failed allocation may also cut a string short and still return a record */
+    *oom = vl_json_failures() != failed;
+    if (*oom) {
+        json_decref(rec);
+        rec = NULL;
+    }
     return rec;
 }
 

@@ -488,8 +488,11 @@ static vl_status meta_json(const char *text, const char *what, json_t **out, vl_
     vl_json_watch();
     failed = vl_json_failures();
     *out = json_loads(text ? text : "{}", JSON_REJECT_DUPLICATES, &je);
-    if (!*out && vl_json_failures() != failed)   /* jansson words it as a syntax error */
+    if (vl_json_failures() != failed) {   /* a syntax error to jansson, or a string cut */
+        json_decref(*out);
+        *out = NULL;
         return vl_seterr(err, VL_ENOMEM, "out of memory formatting the plan header");
+    }
     if (!*out || !json_is_object(*out)) {
         json_decref(*out);
         *out = NULL;
