@@ -35,8 +35,8 @@ CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/tests/testutil.o
 DEPFILES := $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 
-.PHONY: all deps demo test test-release test-clang bench lint man-lint clean help fmt golden \
-        fuzz fuzz-smoke
+.PHONY: all deps demo test test-release test-clang test-clang-san fault-all bench lint \
+        man-lint clean help fmt golden fuzz fuzz-smoke
 
 all: $(BUILD)/vlplan $(BUILD)/libvlplan.a man/vlplan.1
 
@@ -51,6 +51,8 @@ help:
 	@echo "make test       ASan+UBSan build, full Criterion suite, leaks fail it"
 	@echo "make test-release  the suite on the optimised build"
 	@echo "make test-clang warnings-as-errors build with clang"
+	@echo "make test-clang-san  the suite built by clang with ASan+UBSan (CI runs both)"
+	@echo "make fault-all  fault injection at every allocation, not 40 per command (slow)"
 	@echo "make bench      benchmarks (bench/run.sh), results to compare with bench/RESULTS.md"
 	@echo "make lint       mandoc -Tlint on the man page"
 	@echo "make golden     rewrite testdata/golden/*.jsonl after an intended plan change"
@@ -70,8 +72,16 @@ $(BUILD)/libvlplan.a: $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/vlplan: $(CMD_OBJ) $(BUILD)/libvlplan.a
-	$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) $(BUILD)/libvlplan.a $(LDLIBS)
+# The sanitizer builds are the test builds: their vlplan also takes faults to inject
+# (tests/fault_inject.c: VLPLAN_FAULT=malloc:N, write:N, fsync:N or rename:N).
+ifeq ($(SAN),1)
+FAULT_OBJ := $(BUILD)/obj/tests/fault_inject.o
+FAULT_LD  := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup \
+             -Wl,--wrap=write,--wrap=fsync,--wrap=rename
+endif
+
+$(BUILD)/vlplan: $(CMD_OBJ) $(FAULT_OBJ) $(BUILD)/libvlplan.a
+	$(CC) $(LDFLAGS) $(FAULT_LD) -o $@ $(CMD_OBJ) $(FAULT_OBJ) $(BUILD)/libvlplan.a $(LDLIBS)
 
 # All test files in one Criterion binary, so the suite ends with one Synthesis line.
 $(BUILD)/tests/vlplan_tests: $(TEST_OBJ) $(BUILD)/libvlplan.a
@@ -83,19 +93,31 @@ $(BUILD)/tests/test_%: $(BUILD)/obj/tests/test_%.o $(BUILD)/obj/tests/testutil.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LIBS)
 
-# The suite under ASan+UBSan.  Criterion reports a leak in a worker as a pass, so
-# sanitizer reports go to files and any file fails the run (reliability notes §2.6).
-# The CLI tests run build/san/vlplan, whose leaks change its exit status.
-test: deps
-	@$(MAKE) --no-print-directory BUILD=build/san SAN=1 build/san/vlplan build/san/tests/vlplan_tests
-	@rm -rf build/san/logs && mkdir -p build/san/logs
-	@ASAN_OPTIONS=detect_leaks=1:log_path=$(CURDIR)/build/san/logs/asan \
-	 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(CURDIR)/build/san/logs/ubsan \
-	 VLPLAN_BIN=$(CURDIR)/build/san/vlplan \
-	 build/san/tests/vlplan_tests --jobs 2 ; rc=$$?; \
-	 if ls build/san/logs/* >/dev/null 2>&1; then \
-	   cat build/san/logs/*; echo "sanitizer reports found (see above)" >&2; exit 1; fi; \
+# The suite under ASan+UBSan, built by $(1) in $(2).  Criterion reports a leak in a
+# worker as a pass, so sanitizer reports go to files and any file fails the run
+# (reliability notes §2.6).  The CLI tests run $(2)/vlplan, whose leaks change its exit
+# status, and which takes faults to inject (tests/test_faults.c).  gcc's UBSan misses
+# what clang's finds (NULL + 0, qsort(NULL, 0)): CI runs both.
+define san_suite
+	@$(MAKE) --no-print-directory CC=$(1) BUILD=$(2) SAN=1 $(2)/vlplan $(2)/tests/vlplan_tests
+	@rm -rf $(2)/logs && mkdir -p $(2)/logs
+	@ASAN_OPTIONS=detect_leaks=1:log_path=$(CURDIR)/$(2)/logs/asan \
+	 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(CURDIR)/$(2)/logs/ubsan \
+	 VLPLAN_BIN=$(CURDIR)/$(2)/vlplan $(3) \
+	 $(2)/tests/vlplan_tests --jobs 2 $(4); rc=$$?; \
+	 if ls $(2)/logs/* >/dev/null 2>&1; then \
+	   cat $(2)/logs/*; echo "sanitizer reports found (see above)" >&2; exit 1; fi; \
 	 exit $$rc
+endef
+
+test: deps
+	$(call san_suite,$(CC),build/san)
+
+test-clang-san: deps
+	$(call san_suite,clang,build/clangsan)
+
+fault-all: deps
+	$(call san_suite,clang,build/clangsan,VLPLAN_FAULT_POINTS=all,--filter 'faults/*')
 
 test-release: $(BUILD)/vlplan $(BUILD)/tests/vlplan_tests
 	VLPLAN_BIN=$(CURDIR)/$(BUILD)/vlplan $(BUILD)/tests/vlplan_tests --jobs 2
@@ -125,8 +147,8 @@ golden: $(BUILD)/vlplan
 	VLPLAN=$(BUILD)/vlplan sh tools/golden.sh
 
 # libFuzzer harnesses (clang, ASan + UBSan): fuzz/fuzz_NAME.c -> build/fuzz/NAME, its
-# corpus fuzz/corpus/NAME/ (crash inputs are kept there as regression files), its
-# dictionary fuzz/NAME.dict when there is one.
+# corpus fuzz/corpus/NAME/, crash inputs kept as regression files in fuzz/regressions/NAME/
+# (replayed by fuzz-smoke), its dictionary fuzz/NAME.dict when there is one.
 FUZZ_TIME ?= 60
 FUZZ_OPT  := -O1 -g -fno-omit-frame-pointer -ffp-contract=off \
              -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
@@ -146,14 +168,16 @@ build/fuzz/%: fuzz/fuzz_%.c fuzz-lib
 fuzz: $(FUZZERS)
 	@for f in $(FUZZERS); do n=$${f##*/}; d=; [ -f fuzz/$$n.dict ] && d=-dict=fuzz/$$n.dict; \
 	  echo "fuzz: $$n for $(FUZZ_TIME) s"; mkdir -p fuzz/corpus/$$n; \
-	  $$f $$d -max_total_time=$(FUZZ_TIME) -artifact_prefix=fuzz/corpus/$$n/crash- \
+	  mkdir -p fuzz/regressions/$$n; \
+	  $$f $$d -max_total_time=$(FUZZ_TIME) -artifact_prefix=fuzz/regressions/$$n/crash- \
 	      -print_final_stats=1 fuzz/corpus/$$n 2>&1 | grep -E "^(stat::number_of_executed_units|==|SUMMARY)" \
 	      || exit 1; done
 
 fuzz-smoke: $(FUZZERS)
 	@for f in $(FUZZERS); do n=$${f##*/}; d=; [ -f fuzz/$$n.dict ] && d=-dict=fuzz/$$n.dict; \
-	  $$f -runs=0 fuzz/corpus/$$n >/dev/null 2>&1 || { echo "fuzz: $$n corpus replay failed"; \
-	    $$f -runs=0 fuzz/corpus/$$n 2>&1 | tail -30; exit 1; }; \
+	  r=; [ -d fuzz/regressions/$$n ] && r=fuzz/regressions/$$n; \
+	  $$f -runs=0 fuzz/corpus/$$n $$r >/dev/null 2>&1 || { echo "fuzz: $$n replay failed"; \
+	    $$f -runs=0 fuzz/corpus/$$n $$r 2>&1 | tail -30; exit 1; }; \
 	  mkdir -p build/fuzz/new-$$n; \
 	  $$f $$d -max_total_time=$${FUZZ_SMOKE_TIME:-10} -print_final_stats=1 \
 	      build/fuzz/new-$$n fuzz/corpus/$$n \

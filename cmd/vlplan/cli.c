@@ -325,63 +325,130 @@ int cli_check_not_input(const char *cmd, const char *opt, const char *out,
     return 0;
 }
 
-/* The one piece of process-wide state: the temporary being written, for the signal
+/* The one piece of process-wide state: the temporaries being written, for the signal
  * handler.  Only cli_output_open/close touch it, and the handler only reads it. */
-static char pending_tmp[PATH_MAX];
-static volatile sig_atomic_t have_pending_tmp;
+#define CLI_OUTPUTS_MAX 4
+static char pending_tmp[CLI_OUTPUTS_MAX][PATH_MAX];
+static volatile sig_atomic_t pending_on[CLI_OUTPUTS_MAX];
+static const vl_outfile *pending_of[CLI_OUTPUTS_MAX];
+
+/* The signals that end us with a temporary to remove (SIGPIPE: output to a closed pipe,
+ * e.g. `vlplan plan ... | head` with --metrics FILE). */
+static const int fatal_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+#define NFATAL (sizeof fatal_sigs / sizeof fatal_sigs[0])
 
 static void remove_tmp_and_die(int sig)
 {
-    if (have_pending_tmp)
-        unlink(pending_tmp);   /* async-signal-safe */
+    for (int i = 0; i < CLI_OUTPUTS_MAX; i++)
+        if (pending_on[i])
+            unlink(pending_tmp[i]);   /* async-signal-safe */
     signal(sig, SIG_DFL);
     raise(sig);
 }
 
 void cli_signals_init(void)
 {
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-    struct sigaction sa;
+    struct sigaction sa, old;
 
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = remove_tmp_and_die;
     sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-        sigaction(sigs[i], &sa, NULL);
+    /* A signal ignored on entry stays ignored: `nohup vlplan ... &` must survive the
+     * SIGHUP that nohup asked to ignore. */
+    for (size_t i = 0; i < NFATAL; i++)
+        if (sigaction(fatal_sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaction(fatal_sigs[i], &sa, NULL);
+    /* Past the file-size limit (ulimit -f) a write fails with EFBIG instead of killing
+     * us, so the temporary is removed and the exit is 74, as for a full disk. */
+    signal(SIGXFSZ, SIG_IGN);
+}
+
+static void pending_add(const vl_outfile *o)
+{
+    const char *tmp = vl_outfile_tmp_path(o);
+
+    if (!tmp || strlen(tmp) >= PATH_MAX)
+        return;
+    for (int i = 0; i < CLI_OUTPUTS_MAX; i++)
+        if (!pending_on[i]) {
+            memcpy(pending_tmp[i], tmp, strlen(tmp) + 1);
+            pending_of[i] = o;
+            pending_on[i] = 1;
+            return;
+        }
+}
+
+static void pending_remove(const vl_outfile *o)
+{
+    for (int i = 0; i < CLI_OUTPUTS_MAX; i++)
+        if (pending_on[i] && pending_of[i] == o) {
+            pending_on[i] = 0;
+            pending_of[i] = NULL;
+        }
 }
 
 int cli_output_open(const char *cmd, const char *path, vl_outfile **o)
 {
     vl_err err = {0};
-    const char *tmp;
 
     if (vl_outfile_open(o, path, &err) != VL_OK)
         return cli_fail(cmd, &err);
-    tmp = vl_outfile_tmp_path(*o);
-    if (tmp && strlen(tmp) < sizeof pending_tmp) {
-        have_pending_tmp = 0;
-        memcpy(pending_tmp, tmp, strlen(tmp) + 1);
-        have_pending_tmp = 1;
-    }
+    pending_add(*o);
     return 0;
 }
 
 int cli_output_close(const char *cmd, vl_outfile *o, int rc)
 {
-    vl_err err = {0};
+    return cli_output_close_all(cmd, &o, 1, rc);
+}
 
-    if (rc == 0 && vl_outfile_commit(o, &err) != VL_OK)
+int cli_output_close_all(const char *cmd, vl_outfile **o, int n, int rc)
+{
+    vl_outfile *live[CLI_OUTPUTS_MAX];
+    vl_err err = {0};
+    sigset_t block, was;
+    int k = 0;
+
+    for (int i = 0; i < n; i++) {
+        pending_remove(o[i]);
+        if (o[i] && rc == 0 && k < CLI_OUTPUTS_MAX)
+            live[k++] = o[i];
+        else
+            vl_outfile_abort(o[i]);
+    }
+    if (rc != 0 || k == 0)
+        return rc;
+    /* between two renames a signal would leave one output new and another old */
+    sigemptyset(&block);
+    for (size_t i = 0; i < NFATAL; i++)
+        sigaddset(&block, fatal_sigs[i]);
+    sigprocmask(SIG_BLOCK, &block, &was);
+    if (vl_outfile_commit_all(live, (size_t)k, &err) != VL_OK)
         rc = cli_fail(cmd, &err);
-    else if (rc != 0)
-        vl_outfile_abort(o);
-    have_pending_tmp = 0;
+    sigprocmask(SIG_SETMASK, &was, NULL);
     return rc;
+}
+
+int cli_write_into(const char *cmd, vl_outfile *o, const char *path, const char *text)
+{
+    size_t n = strlen(text), off = 0;
+
+    while (off < n) {
+        ssize_t w = write(vl_outfile_fd(o), text + off, n - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0) {
+            cli_error(cmd, "cannot write '%s': %s", path, strerror(errno));
+            return EX_IOERR_;
+        }
+        off += (size_t)w;
+    }
+    return 0;
 }
 
 int cli_write_text(const char *cmd, const char *path, const char *text)
 {
     vl_outfile *o = NULL;
-    size_t n = strlen(text), off = 0;
     int rc;
 
     if (!path || strcmp(path, "-") == 0) {
@@ -390,18 +457,7 @@ int cli_write_text(const char *cmd, const char *path, const char *text)
     }
     if ((rc = cli_output_open(cmd, path, &o)) != 0)
         return rc;
-    while (off < n && rc == 0) {
-        ssize_t w = write(vl_outfile_fd(o), text + off, n - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0) {
-            cli_error(cmd, "cannot write '%s': %s", path, strerror(errno));
-            rc = EX_IOERR_;
-        } else {
-            off += (size_t)w;
-        }
-    }
-    return cli_output_close(cmd, o, rc);
+    return cli_output_close(cmd, o, cli_write_into(cmd, o, path, text));
 }
 
 int cli_print_json(FILE *f, const char *cmd, vl_jw *o, int bad)

@@ -141,8 +141,10 @@ bool cli_same_file(const char *a, const char *b);
 int cli_check_not_input(const char *cmd, const char *opt, const char *out,
                         const char *const *ins, int nin);
 
-/** Route SIGINT, SIGTERM and SIGHUP through a handler that removes the temporary of
- *  the output being written (cli_output_open) before dying of the signal as usual. */
+/** Route SIGINT, SIGTERM, SIGHUP and SIGPIPE through a handler that removes the
+ *  temporaries of the outputs being written (cli_output_open) before dying of the
+ *  signal as usual; a signal ignored on entry stays ignored.  SIGXFSZ is ignored, so
+ *  the file-size limit fails a write (EFBIG, exit 74) instead of killing us. */
 void cli_signals_init(void);
 
 /** Open an atomic output file (outfile.h) and register its temporary for removal on a
@@ -151,6 +153,13 @@ int cli_output_open(const char *cmd, const char *path, struct vl_outfile **o);
 /** Commit o when rc is 0, else discard it; unregister the temporary.  Returns rc, or
  *  the exit code of a failed commit. */
 int cli_output_close(const char *cmd, struct vl_outfile *o, int rc);
+
+/** Commit o[0..n-1] together or none of them when rc is 0 (vl_outfile_commit_all, with
+ *  the fatal signals blocked meanwhile), else discard them all (NULL entries skipped);
+ *  unregister the temporaries.  Returns rc, or the exit code of a failed commit. */
+int cli_output_close_all(const char *cmd, struct vl_outfile **o, int n, int rc);
+/** Write text into o (opened for path).  Returns 0 or EX_IOERR_ (message printed). */
+int cli_write_into(const char *cmd, struct vl_outfile *o, const char *path, const char *text);
 
 /** Write text to path atomically ("-" or NULL = stdout).  Returns an exit code. */
 int cli_write_text(const char *cmd, const char *path, const char *text);

@@ -114,6 +114,7 @@ static int check_output(const plan_args *a, char **ins, int nin)
 typedef struct plan_sink {
     const plan_args *a;
     vl_outfile *o;        /* NULL: standard output */
+    vl_outfile *mo;       /* the metrics file, NULL: none or standard output */
     vl_plan_writer *w;
     bool figures;         /* --metrics or -v */
     vl_cost cost;
@@ -147,7 +148,7 @@ static vl_status sink_iters(void *ud, const vl_plan *p, vl_err *err)
     return st;
 }
 
-/* The footer, then the file under its name. */
+/* The footer; the file goes under its name with the metrics (commit_outputs). */
 static int sink_close(plan_sink *k, const vl_plan *p, int rc)
 {
     vl_err err = {0};
@@ -157,7 +158,16 @@ static int sink_close(plan_sink *k, const vl_plan *p, int rc)
     else if (rc != 0)
         vl_plan_writer_abort(k->w);
     k->w = NULL;
-    return k->o ? cli_output_close(CMD, k->o, rc) : rc;
+    return rc;
+}
+
+/* The plan and the metrics file under their names together, or neither (rc != 0). */
+static int commit_outputs(plan_sink *k, int rc)
+{
+    vl_outfile *o[2] = {k->o, k->mo};
+
+    k->o = k->mo = NULL;
+    return cli_output_close_all(CMD, o, 2, rc);
 }
 
 /* What the oversize policy took away, always said (unless -q). */
@@ -233,7 +243,8 @@ static int write_metrics(const plan_args *a, plan_sink *k, const vl_plan *p, dou
         rc = EX_OSERR_;
     }
     if (rc == 0)
-        rc = cli_write_text(CMD, a->metrics, text);
+        rc = k->mo ? cli_write_into(CMD, k->mo, a->metrics, text)
+                   : cli_write_text(CMD, a->metrics, text);
     free(text);
     return rc;
 }
@@ -245,7 +256,21 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Plan into the sink; the plan file is complete (or removed) when this returns. */
+/* The output files opened (temporaries) before any work, so that a name that cannot
+ * be written is said at once. */
+static int open_outputs(const plan_args *a, plan_sink *k)
+{
+    int rc = 0;
+
+    if (a->output && !cli_is_stdout(a->output))
+        rc = cli_output_open(CMD, a->output, &k->o);
+    if (rc == 0 && a->metrics && !cli_is_stdout(a->metrics))
+        rc = cli_output_open(CMD, a->metrics, &k->mo);
+    return rc;
+}
+
+/* Plan into the sink; the plan file is complete (not yet under its name) when this
+ * returns 0. */
 static int plan_into(plan_args *a, plan_sink *k, const vl_strategy *s, vl_manifest *m,
                      const vl_config *cfg, vl_plan *p, vl_run_result *res)
 {
@@ -255,9 +280,6 @@ static int plan_into(plan_args *a, plan_sink *k, const vl_strategy *s, vl_manife
     vl_err err = {0};
     int rc = 0;
 
-    if (a->output && !cli_is_stdout(a->output) &&
-        (rc = cli_output_open(CMD, a->output, &k->o)) != 0)
-        return rc;
     if (vl_run_plan(p, s, m, cfg, &ro, res, &err) != VL_OK) {
         cli_progress(&a->log, true, " ");
         if (res->log && a->log.verbose) {
@@ -292,9 +314,11 @@ static int run(plan_args *a, char **ins, int nin)
         rc = cli_fail(CMD, &err);
         goto done_cfg;
     }
+    if ((rc = open_outputs(a, &k)) != 0)
+        goto done_out;
     cli_progress(&a->log, false, "reading manifest...");
     if ((rc = cli_manifest_load(CMD, &a->man, ins, nin, &m)) != 0)
-        goto done_cfg;
+        goto done_out;
     cli_progress(&a->log, false, "planning %zu samples with %s...", m->n, s->name);
     double t0 = now_s();
     if ((rc = plan_into(a, &k, s, m, &cfg, &p, &res)) == 0) {
@@ -308,6 +332,8 @@ static int run(plan_args *a, char **ins, int nin)
         report_oom(a, &res);
         rc = write_metrics(a, &k, &p, secs);
     }
+done_out:
+    rc = commit_outputs(&k, rc);
     vl_plan_free(&p);
     eval_acc_free(&k.acc);
     free(res.log);

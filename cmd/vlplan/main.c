@@ -1,5 +1,4 @@
 /* cmd/vlplan/main.c -- argv -> subcommand table -> exit code (sysexits). */
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -73,8 +72,8 @@ static int unknown_command(const char *name)
 
 int main(int argc, char **argv)
 {
-    /* Default SIGPIPE: `vlplan plan m | head` ends quietly, like coreutils. */
-    signal(SIGPIPE, SIG_DFL);
+    /* SIGPIPE as inherited (default: `vlplan plan m | head` ends quietly, like
+     * coreutils); cli_signals_init leaves ignored signals ignored. */
     cli_signals_init();
     if (argc < 2) {
         usage(stderr);

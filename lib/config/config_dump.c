@@ -11,20 +11,15 @@
 #include <jansson.h>
 
 #include "config_impl.h"
+#include "jsonw.h"
 
 vl_status vl__json_text(struct json_t *obj, char **out, vl_err *err)
 {
-    json_free_t jfree = NULL;
-    char *text = obj ? json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+    char *text = obj ? vl_json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
 
     json_decref(obj);
-    *out = NULL;
-    if (text == NULL)
-        return vl_seterr(err, VL_ENOMEM, "out of memory");
-    *out = strdup(text); /* callers free() it, whatever jansson's allocator is */
-    json_get_alloc_funcs(NULL, &jfree);
-    jfree(text);
-    return *out ? VL_OK : vl_seterr(err, VL_ENOMEM, "out of memory");
+    *out = text;
+    return text ? VL_OK : vl_seterr(err, VL_ENOMEM, "out of memory");
 }
 
 /* A key is dumped unless it is the half of cost.fit that does not apply. */

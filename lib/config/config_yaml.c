@@ -255,16 +255,37 @@ static vl_status on_event(builder *b, const yaml_event_t *ev)
     }
 }
 
-static vl_status syntax_error(builder *b, const yaml_parser_t *p)
+/* 1-based line and column (in characters, as libyaml counts them) of byte off. */
+static void offset_pos(const char *text, size_t len, size_t off, int *line, int *col)
+{
+    *line = *col = 1;
+    for (size_t i = 0; i < off && i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == '\n') {
+            ++*line;
+            *col = 1;
+        } else if ((c & 0xC0) != 0x80) {   /* not a UTF-8 continuation byte */
+            ++*col;
+        }
+    }
+}
+
+static vl_status syntax_error(builder *b, const yaml_parser_t *p, const char *text,
+                              size_t len)
 {
     char at[300];
+    int line, col;
 
     if (p->error == YAML_MEMORY_ERROR)
         return oom(b);
-    if (p->error == YAML_READER_ERROR)
-        return vl_seterr(b->err, VL_ECONFIG, "%s: YAML syntax error: %s at byte %zu",
-                         b->doc->name, p->problem ? p->problem : "unreadable input",
-                         p->problem_offset);
+    if (p->error == YAML_READER_ERROR) {
+        /* libyaml gives a reader error (bad UTF-8, a control character) as a byte
+         * offset only; users look for a line and a column */
+        offset_pos(text, len, p->problem_offset, &line, &col);
+        where(b, line, col, at, sizeof at);
+        return vl_seterr(b->err, VL_ECONFIG, "%s: YAML syntax error: %s", at,
+                         p->problem ? p->problem : "unreadable input");
+    }
     where(b, (int)p->problem_mark.line + 1, (int)p->problem_mark.column + 1, at, sizeof at);
     if (p->context != NULL)
         return vl_seterr(b->err, VL_ECONFIG, "%s: YAML syntax error: %s (%s at %d:%d)", at,
@@ -287,7 +308,7 @@ vl_status vl__yaml_parse(vl_ydoc *doc, const char *text, size_t len, vl_err *err
     yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
     while (!done && st == VL_OK) {
         if (!yaml_parser_parse(&p, &ev)) {
-            st = syntax_error(&b, &p);
+            st = syntax_error(&b, &p, text, len);
             break;
         }
         st = on_event(&b, &ev);
@@ -324,7 +345,10 @@ static int emit_node(yaml_emitter_t *e, const vl_ynode *n)
     if (n->kind == VL_YSCALAR) {
         yaml_scalar_style_t style =
             n->quoted ? YAML_DOUBLE_QUOTED_SCALAR_STYLE : YAML_PLAIN_SCALAR_STYLE;
-        return yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)n->text, -1, 1,
+        /* An empty plain scalar is a null, but libyaml emits it as '' inside a flow
+         * collection, which reads back as an empty string: say null in words. */
+        const char *text = !n->quoted && n->text[0] == '\0' ? "null" : n->text;
+        return yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)text, -1, 1,
                                             1, style) &&
                yaml_emitter_emit(e, &ev);
     }

@@ -122,13 +122,22 @@ static vl_status read_stream(vl__fmt *f, vl__mb *b, lbuf *lb, vl_zreader *z)
     return have > 0 ? line(f, b, lb->p, have) : VL_OK;  /* last line without '\n' */
 }
 
-static vl_status read_input(vl__fmt *f, vl__mb *b, lbuf *lb, const char *path)
+/* One input: a path, or (vl_manifest_read_mem) bytes in memory. */
+typedef struct src {
+    const char *path;
+    const void *data;     /* non-NULL: read these size bytes, named path */
+    size_t size;
+} src;
+
+static vl_status read_input(vl__fmt *f, vl__mb *b, lbuf *lb, const src *in)
 {
     vl_zreader *z = NULL;
     int wlog = b->opts->zstd_window_log_max;
     vl_status st;
 
-    if ((st = vl_zreader_open(&z, path, b->err)) != VL_OK)
+    st = in->data ? vl_zreader_mem(&z, in->path, in->data, in->size, b->err)
+                  : vl_zreader_open(&z, in->path, b->err);
+    if (st != VL_OK)
         return st;
     vl__fmt_reset(f);
     b->line = 0;
@@ -148,7 +157,7 @@ static vl_status no_samples(vl_err *err, const char *const *names, size_t n)
     return vl_seterr(err, VL_EDATA, "%s: no samples", list);
 }
 
-static vl_status read_all(vl__mb *b, const char *const *paths, size_t npaths)
+static vl_status read_all(vl__mb *b, const src *ins, size_t npaths)
 {
     vl__fmt f = {0};
     lbuf lb = {malloc(RD_BUF), RD_BUF};
@@ -158,7 +167,7 @@ static vl_status read_all(vl__mb *b, const char *const *paths, size_t npaths)
         return vl_seterr(b->err, VL_ENOMEM, "out of memory (read buffer)");
     for (size_t i = 0; i < npaths && st == VL_OK; i++) {
         b->file = (uint32_t)i;
-        st = read_input(&f, b, &lb, paths[i]);
+        st = read_input(&f, b, &lb, &ins[i]);
     }
     free(lb.p);
     vl__fmt_free(&f);
@@ -173,8 +182,8 @@ vl_status vl_manifest_read(vl_manifest **out, const char *const *paths, size_t n
     return vl__manifest_read_with(out, paths, npaths, opts, true, err);
 }
 
-vl_status vl__manifest_read_with(vl_manifest **out, const char *const *paths, size_t npaths,
-                                 const vl_manifest_opts *opts, bool fast, vl_err *err)
+static vl_status read_sources(vl_manifest **out, const src *ins, size_t npaths,
+                              const vl_manifest_opts *opts, bool fast, vl_err *err)
 {
     static const vl_manifest_opts defaults = {0};
     vl_manifest *m = NULL;
@@ -182,8 +191,6 @@ vl_status vl__manifest_read_with(vl_manifest **out, const char *const *paths, si
     vl__mb b;
     vl_status st;
 
-    if (npaths == 0 || npaths > UINT32_MAX)
-        return vl_seterr(err, VL_EUSAGE, "no manifest given");
     m = calloc(1, sizeof *m);
     names = malloc(npaths * sizeof *names);
     if (m == NULL || names == NULL) {
@@ -191,13 +198,13 @@ vl_status vl__manifest_read_with(vl_manifest **out, const char *const *paths, si
         goto done;
     }
     for (size_t i = 0; i < npaths; i++)
-        names[i] = strcmp(paths[i], "-") == 0 ? "<stdin>" : paths[i];
+        names[i] = !ins[i].data && strcmp(ins[i].path, "-") == 0 ? "<stdin>" : ins[i].path;
     if ((st = vl__mb_init(&b, m, opts ? opts : &defaults, err)) != VL_OK)
         goto fini;
     b.names = names;
     b.nnames = npaths;
     b.no_fast = !fast;
-    if ((st = read_all(&b, paths, npaths)) == VL_OK && (st = vl__mb_finish(&b)) == VL_OK) {
+    if ((st = read_all(&b, ins, npaths)) == VL_OK && (st = vl__mb_finish(&b)) == VL_OK) {
         if (!b.opts->lengths_only)
             vl__manifest_sha(m);
         *out = m;
@@ -209,4 +216,30 @@ done:
     free(names);
     vl_manifest_free(m);
     return st;
+}
+
+vl_status vl__manifest_read_with(vl_manifest **out, const char *const *paths, size_t npaths,
+                                 const vl_manifest_opts *opts, bool fast, vl_err *err)
+{
+    src *ins;
+    vl_status st;
+
+    if (npaths == 0 || npaths > UINT32_MAX)
+        return vl_seterr(err, VL_EUSAGE, "no manifest given");
+    if ((ins = calloc(npaths, sizeof *ins)) == NULL)
+        return vl_seterr(err, VL_ENOMEM, "out of memory (manifest)");
+    for (size_t i = 0; i < npaths; i++)
+        ins[i].path = paths[i];
+    st = read_sources(out, ins, npaths, opts, fast, err);
+    free(ins);
+    return st;
+}
+
+vl_status vl_manifest_read_mem(vl_manifest **out, const char *name, const void *data,
+                               size_t size, const vl_manifest_opts *opts, vl_err *err)
+{
+    static const char empty[1];
+    src in = {name, size ? data : empty, size};
+
+    return read_sources(out, &in, 1, opts, true, err);
 }

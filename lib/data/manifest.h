@@ -59,6 +59,11 @@ enum { VL_ID_INT = 1, VL_ID_STR = 2 };
 vl_status vl_manifest_read(vl_manifest **out, const char *const *paths, size_t npaths,
                            const vl_manifest_opts *opts, vl_err *err);
 
+/** vl_manifest_read of one input held in memory (size bytes at data, plain or zstd),
+ *  named name in messages: the fuzzers' entry point. */
+vl_status vl_manifest_read_mem(vl_manifest **out, const char *name, const void *data,
+                               size_t size, const vl_manifest_opts *opts, vl_err *err);
+
 /** Build a manifest from lengths alone (ids implicit); for tests, gen and benchmarks. */
 vl_status vl_manifest_from_lengths(vl_manifest **out, const uint32_t *len, size_t n,
                                    vl_err *err);

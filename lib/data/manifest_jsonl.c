@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonw.h"
 #include "manifest_impl.h"
 
 /* A JSON value for a message: strings as `string "12"`, others as written. */
@@ -43,7 +44,87 @@ static vl_status json_count(vl__mb *b, const json_t *v, const char *key, bool ze
     return VL_OK;
 }
 
-static vl_status json_id(vl__mb *b, vl__rec *r, const json_t *o)
+/* ---- the raw text of one member (jansson reads -0 as 0 and keeps no text) ---- */
+
+static const char *skip_ws(const char *p, const char *e)
+{
+    while (p < e && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+        p++;
+    return p;
+}
+
+/* p at '"': just past the closing quote. */
+static const char *skip_string(const char *p, const char *e)
+{
+    for (p++; p < e && *p != '"'; p++)
+        if (*p == '\\')
+            p++;
+    return p < e ? p + 1 : e;
+}
+
+static const char *skip_value(const char *p, const char *e)
+{
+    int depth = 0;
+
+    if (p < e && *p == '"')
+        return skip_string(p, e);
+    for (; p < e; p++) {
+        if (*p == '"')
+            p = skip_string(p, e) - 1;
+        else if (*p == '{' || *p == '[')
+            depth++;
+        else if (*p == '}' || *p == ']') {
+            if (depth-- == 0)
+                return p;
+        } else if (depth == 0 && (*p == ',' || *p == ' ' || *p == '\t' || *p == '\r'))
+            return p;
+    }
+    return e;
+}
+
+/* Key token [k, ke) (quotes included) names key; escapes decoded by jansson. */
+static bool key_is(const char *k, const char *ke, const char *key)
+{
+    size_t n = strlen(key);
+    json_t *s;
+    bool eq;
+
+    if (!memchr(k, '\\', (size_t)(ke - k)))
+        return (size_t)(ke - k) == n + 2 && memcmp(k + 1, key, n) == 0;
+    if ((s = json_loadb(k, (size_t)(ke - k), JSON_DECODE_ANY, NULL)) == NULL)
+        return false;
+    eq = json_is_string(s) && json_string_length(s) == n &&
+         memcmp(json_string_value(s), key, n) == 0;
+    json_decref(s);
+    return eq;
+}
+
+/* The line (a valid JSON object) gives key the value -0, written so. */
+static bool raw_neg_zero(const char *p, size_t n, const char *key)
+{
+    const char *e = p + n, *k, *ke, *v, *ve;
+
+    p = skip_ws(p, e);
+    if (p == e || *p++ != '{')
+        return false;
+    while ((p = skip_ws(p, e)) < e && *p == '"') {
+        k = p;
+        ke = skip_string(p, e);
+        p = skip_ws(ke, e);
+        if (p == e || *p++ != ':')
+            return false;
+        v = skip_ws(p, e);
+        ve = skip_value(v, e);
+        if (key_is(k, ke, key))
+            return ve - v == 2 && memcmp(v, "-0", 2) == 0;
+        p = skip_ws(ve, e);
+        if (p == e || *p++ != ',')
+            return false;
+    }
+    return false;
+}
+
+static vl_status json_id(vl__mb *b, vl__rec *r, const json_t *o, const char *p, size_t n)
 {
     const char *key = b->opts->id_col ? b->opts->id_col : "id";
     const json_t *v = json_object_get(o, key);
@@ -51,7 +132,12 @@ static vl_status json_id(vl__mb *b, vl__rec *r, const json_t *o)
 
     if (v == NULL)
         return vl__mb_err(b, 0, "missing key \"%s\"", key);
-    if (json_is_integer(v)) {
+    if (json_is_integer(v) && json_integer_value(v) == 0 && raw_neg_zero(p, n, key)) {
+        /* not the canonical integer 0: an id kept verbatim, as a text format keeps it */
+        r->id_kind = VL_ID_STR;
+        r->id_str = "-0";
+        r->id_len = 2;
+    } else if (json_is_integer(v)) {
         r->id_kind = VL_ID_INT;
         r->id_int = json_integer_value(v);
     } else if (json_is_string(v) && json_string_length(v) > 0) {
@@ -116,17 +202,25 @@ vl_status vl__jsonl_line(vl__mb *b, const char *p, size_t n)
 {
     json_error_t je;
     json_t *o;
+    unsigned long failed;
     vl__rec r = {0};
     char sh[64];
     vl_status st;
 
     if (!b->no_fast && vl__jsonl_fast(b, p, n, &st))
         return st;
-    if ((o = json_loadb(p, n, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je)) == NULL)
+    vl_json_watch();
+    failed = vl_json_failures();
+    o = json_loadb(p, n, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+    if (vl_json_failures() != failed) {   /* a syntax error to jansson, or a string cut */
+        json_decref(o);
+        return vl_seterr(b->err, VL_ENOMEM, "out of memory (reading a JSONL record)");
+    }
+    if (o == NULL)
         return vl__mb_err(b, je.column > 0 ? je.column : 1, "invalid JSON: %s", je.text);
     if (!json_is_object(o))
         st = vl__mb_err(b, 0, "expected a JSON object, got %s", show_json(sh, o));
-    else if ((st = json_id(b, &r, o)) == VL_OK && (st = json_len(b, &r, o)) == VL_OK &&
+    else if ((st = json_id(b, &r, o, p, n)) == VL_OK && (st = json_len(b, &r, o)) == VL_OK &&
              (st = json_extras(b, &r, o)) == VL_OK)
         st = vl__mb_add(b, &r);  /* before decref: r points into o */
     json_decref(o);

@@ -180,15 +180,21 @@ static vl_status text_line(vl__fmt *f, vl__mb *b, char *p, size_t n)
 
 /* ---- CSV / TSV ---- */
 
+/* Padding around a field: spaces, and tabs too unless they separate fields. */
+static bool csv_pad(const vl__fmt *f, char c)
+{
+    return c == ' ' || (c == '\t' && f->delim != '\t');
+}
+
 /* Split at delim into f->fields (first fcap kept), unquoting "..." fields in place and
- * trimming spaces around unquoted ones; *nf counts every field. */
+ * trimming padding around unquoted ones; *nf counts every field. */
 static vl_status csv_split(vl__fmt *f, vl__mb *b, char *p, size_t n, size_t *nf)
 {
     size_t i = 0, k = 0;
 
     for (;;) {
         size_t s, e;
-        while (i < n && p[i] == ' ')
+        while (i < n && csv_pad(f, p[i]))
             i++;
         if (i < n && p[i] == '"') {
             size_t w = s = ++i;
@@ -201,7 +207,7 @@ static vl_status csv_split(vl__fmt *f, vl__mb *b, char *p, size_t n, size_t *nf)
                 p[w++] = p[i];
             }
             e = w;
-            for (i++; i < n && p[i] == ' '; i++)
+            for (i++; i < n && csv_pad(f, p[i]); i++)
                 ;
             if (i < n && p[i] != f->delim)
                 return vl__mb_err(b, 0, "unexpected %s after the closing quote of field %zu",
@@ -209,7 +215,7 @@ static vl_status csv_split(vl__fmt *f, vl__mb *b, char *p, size_t n, size_t *nf)
         } else {
             for (s = i; i < n && p[i] != f->delim; i++)
                 ;
-            for (e = i; e > s && p[e - 1] == ' '; e--)
+            for (e = i; e > s && csv_pad(f, p[e - 1]); e--)
                 ;
         }
         if (k < f->fcap)
@@ -383,7 +389,7 @@ static bool header_like(const vl__mb *b, const char *p, size_t n, char delim)
  * line was a CSV header rather than a record. */
 static vl_status detect(vl__fmt *f, vl__mb *b, char *p, size_t n, bool *header)
 {
-    char delim = memchr(p, '\t', n) ? '\t' : memchr(p, ',', n) ? ',' : 0;
+    char delim;
     vl__field fl[2];
 
     *header = false;
@@ -391,8 +397,10 @@ static vl_status detect(vl__fmt *f, vl__mb *b, char *p, size_t n, bool *header)
         f->kind = VL__FMT_JSONL;
         return VL_OK;
     }
-    while (n > 0 && is_blank(p[n - 1]) && p[n - 1] != delim)
+    /* trailing blanks first: a tab after "id,len" pads it, it does not make a TSV */
+    while (n > 0 && is_blank(p[n - 1]))
         n--;
+    delim = memchr(p, '\t', n) ? '\t' : memchr(p, ',', n) ? ',' : 0;
     if (header_like(b, p, n, delim)) {
         f->kind = VL__FMT_CSV;
         f->delim = delim ? delim : ',';

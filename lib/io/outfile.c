@@ -21,6 +21,11 @@ struct vl_outfile {
                            * symlink at path points to (the link itself survives) */
     char *tmp;            /* temporary name, NULL when in place */
     char *dir;            /* directory of target, fsync'd after the rename */
+    char *old;            /* name for a link to the file the rename replaces, made when
+                           * the temporary is (no allocation is left for the commit) */
+    bool have_old;        /* the link exists: kept until every output is renamed */
+    int mode;             /* permissions of the file replaced, -1: from the umask */
+    bool replaces;        /* a regular file was at target when the renames began */
 };
 
 static void outfile_free(vl_outfile *o)
@@ -29,6 +34,7 @@ static void outfile_free(vl_outfile *o)
     free(o->target);
     free(o->tmp);
     free(o->dir);
+    free(o->old);
     free(o);
 }
 
@@ -48,15 +54,16 @@ static int split_path(const char *path, char **dir, char **base)
     return *dir && *base ? 0 : -1;
 }
 
-/* mkstemp creates mode 0600; users expect what the umask gives a normal file.  Reading
- * the umask means setting it, so it is restored at once (no threads run here). */
-static void apply_umask(int fd)
+/* mkstemp creates mode 0600; users expect the permissions of the file replaced, or what
+ * the umask gives a new file.  Reading the umask means setting it, so it is restored at
+ * once (no threads run here). */
+static void apply_mode(int fd, int mode)
 {
     mode_t um = umask(0);
 
     umask(um);
     /* ignored: a filesystem without permissions (vfat) refuses it, the file is fine */
-    (void)fchmod(fd, 0666 & ~um);
+    (void)fchmod(fd, mode >= 0 ? (mode_t)mode : 0666 & ~um);
 }
 
 /* flags: O_APPEND for a device alias, whose file the shell opened (">>" keeps what
@@ -92,6 +99,10 @@ static vl_status open_temp(vl_outfile *o, vl_err *err)
         goto done;
     }
     snprintf(o->tmp, n, "%s/.%s.tmp.XXXXXX", o->dir, base);
+    if (!(o->old = malloc(n))) {
+        st = vl_seterr(err, VL_ENOMEM, "out of memory");
+        goto done;
+    }
     o->fd = mkstemp(o->tmp);
     if (o->fd < 0) {
         st = vl_seterr(err, VL_ECANTCREAT, "cannot create '%s': %s", o->path,
@@ -100,7 +111,10 @@ static vl_status open_temp(vl_outfile *o, vl_err *err)
         o->tmp = NULL;
         goto done;
     }
-    apply_umask(o->fd);
+    apply_mode(o->fd, o->mode);
+    /* ".<base>.old.XXXXXX", the same random part: the name ends in ".tmp.XXXXXX" */
+    memcpy(o->old, o->tmp, n);
+    memcpy(o->old + strlen(o->old) - strlen(".tmp.XXXXXX"), ".old.", 5);
 done:
     free(base);
     return st;
@@ -113,6 +127,15 @@ static bool is_alias(const char *path)
     return strncmp(path, "/dev/", 5) == 0 || strncmp(path, "/proc/", 6) == 0;
 }
 
+/* A regular file its owner may not write is not ours to replace (a rename would, as
+ * the directory allows it): refused, as cp and shell redirections refuse it.  Root
+ * may write anything, so the permission bits decide for root too. */
+static bool read_only(const char *path, const struct stat *sb)
+{
+    return (sb->st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0 ||
+           (access(path, W_OK) != 0 && errno == EACCES);
+}
+
 /* Choose how to write: a new or regular file atomically, anything else in place. */
 static vl_status open_any(vl_outfile *o, vl_err *err)
 {
@@ -121,6 +144,11 @@ static vl_status open_any(vl_outfile *o, vl_err *err)
 
     if (!exists || stat(o->path, &sb) != 0)
         sb.st_mode = S_IFREG; /* absent (or a dangling link): created anew */
+    else if (S_ISREG(sb.st_mode) && read_only(o->path, &sb))
+        return vl_seterr(err, VL_ECANTCREAT, "cannot replace '%s': it is read-only",
+                         o->path);
+    else if (S_ISREG(sb.st_mode))
+        o->mode = (int)(sb.st_mode & 07777);   /* the replacement keeps its permissions */
     if (S_ISDIR(sb.st_mode))
         return vl_seterr(err, VL_ECANTCREAT, "cannot create '%s': %s", o->path,
                          strerror(EISDIR));
@@ -143,11 +171,14 @@ vl_status vl_outfile_open(vl_outfile **out, const char *path, vl_err *err)
     vl_status st;
 
     *out = NULL;
+    if (path[0] == '\0')
+        return vl_seterr(err, VL_EUSAGE, "the output file name is empty");
     if (!(o = calloc(1, sizeof *o)) || !(o->path = strdup(path))) {
         free(o);
         return vl_seterr(err, VL_ENOMEM, "out of memory");
     }
     o->fd = -1;
+    o->mode = -1;
     st = open_any(o, err);
     if (st != VL_OK) {
         outfile_free(o);
@@ -185,40 +216,9 @@ static vl_status sync_dir(const vl_outfile *o, vl_err *err)
     return VL_OK;
 }
 
-static vl_status commit_temp(vl_outfile *o, vl_err *err)
-{
-    int fd = o->fd;
-
-    o->fd = -1;
-    if (fsync(fd) != 0) {
-        int e = errno;
-        close(fd);
-        return vl_seterr(err, VL_EIO, "cannot write '%s': %s (nothing was written)", o->path,
-                         strerror(e));
-    }
-    /* NFS and quota errors may surface only at close. */
-    if (close(fd) != 0 || rename(o->tmp, o->target) != 0)
-        return vl_seterr(err, VL_EIO, "cannot write '%s': %s (nothing was written)", o->path,
-                         strerror(errno));
-    free(o->tmp);
-    o->tmp = NULL; /* renamed: nothing left to remove */
-    return sync_dir(o, err);
-}
-
 vl_status vl_outfile_commit(vl_outfile *o, vl_err *err)
 {
-    vl_status st = VL_OK;
-
-    if (o->in_place) {
-        /* a FIFO or a device cannot be fsync'd; close still reports late errors */
-        if (close(o->fd) != 0)
-            st = vl_seterr(err, VL_EIO, "cannot write '%s': %s", o->path, strerror(errno));
-        o->fd = -1;
-    } else {
-        st = commit_temp(o, err);
-    }
-    vl_outfile_abort(o); /* removes the temporary if it is still there */
-    return st;
+    return vl_outfile_commit_all(&o, 1, err);
 }
 
 void vl_outfile_abort(vl_outfile *o)
@@ -229,5 +229,93 @@ void vl_outfile_abort(vl_outfile *o)
         close(o->fd);
     if (o->tmp)
         unlink(o->tmp);
+    if (o->have_old)
+        unlink(o->old);
     outfile_free(o);
+}
+
+/* ---- several outputs together ---- */
+
+/* The temporary complete on disk (or an in-place output closed): what can fail before
+ * anything is renamed. */
+static vl_status finish_one(vl_outfile *o, vl_err *err)
+{
+    int fd = o->fd, e;
+
+    o->fd = -1;
+    if (o->in_place) {
+        if (close(fd) != 0)
+            return vl_seterr(err, VL_EIO, "cannot write '%s': %s", o->path, strerror(errno));
+        return VL_OK;
+    }
+    if (fsync(fd) != 0) {
+        e = errno;
+        close(fd);
+        return vl_seterr(err, VL_EIO, "cannot write '%s': %s (nothing was written)", o->path,
+                         strerror(e));
+    }
+    if (close(fd) != 0)
+        return vl_seterr(err, VL_EIO, "cannot write '%s': %s (nothing was written)", o->path,
+                         strerror(errno));
+    return VL_OK;
+}
+
+/* A second name for the file the rename will replace, so that a later failure can put
+ * it back: ".<base>.old.XXXXXX" beside the temporary ".<base>.tmp.XXXXXX".  None when
+ * there is no such file or the filesystem has no hard links (then a failure after this
+ * rename leaves the new file in place of the old one). */
+static void keep_old(vl_outfile *o)
+{
+    struct stat sb;
+
+    if (lstat(o->target, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return;
+    o->replaces = true;
+    o->have_old = link(o->target, o->old) == 0;
+}
+
+/* Undo a rename: the old file back under its name, or the new one removed where there
+ * was none (where there was one we could not keep, the new one stays: better than
+ * neither). */
+static void put_back(vl_outfile *o)
+{
+    if (o->have_old && rename(o->old, o->target) == 0) {
+        o->have_old = false;
+    } else if (!o->replaces) {
+        unlink(o->target);
+    }
+}
+
+vl_status vl_outfile_commit_all(vl_outfile **o, size_t n, vl_err *err)
+{
+    vl_status st = VL_OK;
+    size_t done = 0;
+
+    for (size_t i = 0; i < n && st == VL_OK; i++)
+        st = finish_one(o[i], err);
+    for (size_t i = 0; i < n && st == VL_OK; i++)
+        if (!o[i]->in_place)
+            keep_old(o[i]);
+    for (; done < n && st == VL_OK; done++) {
+        if (o[done]->in_place)
+            continue;
+        if (rename(o[done]->tmp, o[done]->target) != 0) {
+            st = vl_seterr(err, VL_EIO, "cannot write '%s': %s (nothing was written)",
+                           o[done]->path, strerror(errno));
+            break;
+        }
+        free(o[done]->tmp);
+        o[done]->tmp = NULL;
+    }
+    /* the renames made durable; a failure here undoes them all, like a failed rename,
+     * so that exit 74 always means the earlier files are still there */
+    for (size_t i = 0; st == VL_OK && i < n; i++)
+        if (!o[i]->in_place)
+            st = sync_dir(o[i], err);
+    for (size_t i = 0; st != VL_OK && i < done; i++)
+        if (!o[i]->in_place)
+            put_back(o[i]);
+    for (size_t i = 0; i < n; i++)
+        vl_outfile_abort(o[i]);   /* removes temporaries and old links still there */
+    return st;
 }

@@ -9,6 +9,7 @@
  * checksum) is a property of a readable plan: it is recorded for verify, which reports it
  * beside the invariants it checks itself. */
 #include "planio_impl.h"
+#include "jsonw.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -220,7 +221,7 @@ static vl_status dump_meta(vl_reader *r, json_t *o, const char *key, char **out,
     if (!v)
         return VL_OK;
     free(*out);
-    if (!(*out = json_dumps(v, DUMP_FLAGS)))
+    if (!(*out = vl_json_dumps(v, DUMP_FLAGS)))
         return vl_seterr(err, VL_ENOMEM, "out of memory");
     return VL_OK;
 }
@@ -446,13 +447,32 @@ bool vl__rd_is_iter(const vl_reader *r, const char *line, size_t len)
     return r->have_header && len > 14 && memcmp(line, "{\"type\":\"iter\"", 14) == 0;
 }
 
+/* json_loadb of one record; NULL and *oom when jansson ran out of memory (it words
+ * that as a syntax error, or cuts a string short). */
+static json_t *rd_parse(const char *line, size_t len, json_error_t *je, bool *oom)
+{
+    unsigned long failed;
+    json_t *rec;
+
+    vl_json_watch();
+    failed = vl_json_failures();
+    rec = json_loadb(line, len, JSON_REJECT_DUPLICATES, je);
+    /* a failed allocation may also cut a string short and still return a record */
+    *oom = vl_json_failures() != failed;
+    if (*oom) {
+        json_decref(rec);
+        rec = NULL;
+    }
+    return rec;
+}
+
 vl_status vl__rd_iter_line(vl_reader *r, const char *line, size_t len, vl_err *err)
 {
     const char *type;
     json_error_t je;
     json_t *rec;
     vl_status st;
-    bool taken = false, is_iter;
+    bool taken = false, is_iter, oom;
 
     if (r->ids)   /* ids are numbered within each record (planio_ids.c) */
         vl__ids_reset(r->ids);
@@ -460,7 +480,9 @@ vl_status vl__rd_iter_line(vl_reader *r, const char *line, size_t len, vl_err *e
         return st;
     if (taken)
         return VL_OK;
-    if (!(rec = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je))) {
+    if (!(rec = rd_parse(line, len, &je, &oom))) {
+        if (oom)
+            return vl_seterr(err, VL_ENOMEM, "out of memory (reading a plan record)");
         vl__rd_error(r, "invalid JSON at column %d: %s", je.column, je.text);
         return VL_OK;
     }
@@ -480,6 +502,7 @@ vl_status vl__rd_line(vl_reader *r, const char *line, size_t len, bool nl, bool 
                       vl_err *err)
 {
     json_error_t je;
+    bool oom;
     json_t *rec;
     vl_status st;
 
@@ -500,7 +523,9 @@ vl_status vl__rd_line(vl_reader *r, const char *line, size_t len, bool nl, bool 
             return vl__rd_iteration_done(r, err);
         }
     }
-    if (!(rec = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je))) {
+    if (!(rec = rd_parse(line, len, &je, &oom))) {
+        if (oom)
+            return vl_seterr(err, VL_ENOMEM, "out of memory (reading a plan record)");
         if (!nl && r->have_header) { /* cut short: verify reports the missing footer */
             vl__rd_problem(r, 5, "incomplete last line (file truncated?)");
             *stop = true;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "jsonnum.h"
+#include "jsonw.h"
 #include "outfile.h"
 #include "sha256.h"
 #include "utf8.h"
@@ -482,8 +483,16 @@ static json_t *jinteger(uint64_t v)
 static vl_status meta_json(const char *text, const char *what, json_t **out, vl_err *err)
 {
     json_error_t je;
+    unsigned long failed;
 
+    vl_json_watch();
+    failed = vl_json_failures();
     *out = json_loads(text ? text : "{}", JSON_REJECT_DUPLICATES, &je);
+    if (vl_json_failures() != failed) {   /* a syntax error to jansson, or a string cut */
+        json_decref(*out);
+        *out = NULL;
+        return vl_seterr(err, VL_ENOMEM, "out of memory formatting the plan header");
+    }
     if (!*out || !json_is_object(*out)) {
         json_decref(*out);
         *out = NULL;
@@ -585,14 +594,18 @@ static vl_status write_header(writer *w, vl_err *err)
 {
     json_t *rec;
     vl_status st;
+    unsigned long failed;
     int rc;
 
     if ((st = header_json(w->p, w->header_iters, &rec, err)) != VL_OK)
         return st;
+    vl_json_watch();
+    failed = vl_json_failures();
     rc = json_dump_callback(rec, line_put, &w->line, DUMP_FLAGS);
     json_decref(rec);
-    /* strategy and version were checked by json_string, so a failure is memory */
-    if (rc != 0 && !w->line.oom)
+    /* strategy and version were checked by json_string, so a failure is memory; jansson
+     * may also drop a member and succeed when an inner allocation fails (jsonw.h) */
+    if ((rc != 0 && !w->line.oom) || (rc == 0 && vl_json_failures() != failed))
         return vl_seterr(err, VL_ENOMEM, "out of memory formatting the plan header");
     return finish(w, rc == 0, true, err);
 }

@@ -29,6 +29,8 @@ struct vl_zreader {
     ZSTD_DCtx *dctx;
     unsigned char *in;
     size_t in_pos, in_len;
+    const unsigned char *mem;   /* vl_zreader_mem: the bytes read instead of fd */
+    size_t mem_len, mem_pos;
     char name[];
 };
 
@@ -66,14 +68,29 @@ static vl_status read_err(vl_err *err, const char *name, int e)
     return vl_seterr(err, VL_EIO, "read '%s': %s", name, errtext(e, eb, sizeof eb));
 }
 
-/* One read(2) into the input buffer after what it holds; sets eof at end of input. */
-static vl_status fill(vl_zreader *z, vl_err *err)
+/* read(2), or a copy from the memory source. */
+static ssize_t src_read(vl_zreader *z, void *buf, size_t cap)
 {
     ssize_t r;
 
+    if (z->mem) {
+        size_t n = z->mem_len - z->mem_pos < cap ? z->mem_len - z->mem_pos : cap;
+        if (n)
+            memcpy(buf, z->mem + z->mem_pos, n);
+        z->mem_pos += n;
+        return (ssize_t)n;
+    }
     do
-        r = read(z->fd, z->in + z->in_len, ZR_INBUF - z->in_len);
+        r = read(z->fd, buf, cap);
     while (r < 0 && errno == EINTR);
+    return r;
+}
+
+/* One read(2) into the input buffer after what it holds; sets eof at end of input. */
+static vl_status fill(vl_zreader *z, vl_err *err)
+{
+    ssize_t r = src_read(z, z->in + z->in_len, ZR_INBUF - z->in_len);
+
     if (r < 0)
         return read_err(err, z->name, errno);
     if (r == 0)
@@ -129,19 +146,47 @@ static vl_status open_fd(vl_zreader *z, const char *path, vl_err *err)
     return VL_OK;
 }
 
-vl_status vl_zreader_open(vl_zreader **out, const char *path, vl_err *err)
+static vl_zreader *zreader_new(const char *name, vl_err *err)
 {
-    const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
     size_t nlen = strlen(name);
     vl_zreader *z = calloc(1, sizeof *z + nlen + 1);
-    vl_status st;
 
     if (z == NULL || (z->in = malloc(ZR_INBUF)) == NULL) {
         free(z);
-        return vl_seterr(err, VL_ENOMEM, "out of memory (reading '%s')", name);
+        vl_seterr(err, VL_ENOMEM, "out of memory (reading '%s')", name);
+        return NULL;
     }
     memcpy(z->name, name, nlen + 1);
     z->fd = -1;
+    return z;
+}
+
+vl_status vl_zreader_mem(vl_zreader **out, const char *name, const void *data, size_t size,
+                         vl_err *err)
+{
+    vl_zreader *z = zreader_new(name, err);
+    static const unsigned char none[1];
+    vl_status st;
+
+    if (z == NULL)
+        return VL_ENOMEM;
+    z->mem = size ? data : none;  /* never NULL: NULL means "read fd" */
+    z->mem_len = size;
+    if ((st = detect(z, err)) != VL_OK) {
+        vl_zreader_close(z);
+        return st;
+    }
+    *out = z;
+    return VL_OK;
+}
+
+vl_status vl_zreader_open(vl_zreader **out, const char *path, vl_err *err)
+{
+    vl_zreader *z = zreader_new(strcmp(path, "-") == 0 ? "<stdin>" : path, err);
+    vl_status st;
+
+    if (z == NULL)
+        return VL_ENOMEM;
     if ((st = open_fd(z, path, err)) != VL_OK || (st = detect(z, err)) != VL_OK) {
         vl_zreader_close(z);
         return st;
@@ -180,9 +225,7 @@ static vl_status read_plain(vl_zreader *z, void *buf, size_t cap, size_t *got, v
     }
     if (z->eof)
         return VL_OK;
-    do
-        r = read(z->fd, buf, cap);
-    while (r < 0 && errno == EINTR);
+    r = src_read(z, buf, cap);
     if (r < 0)
         return read_err(err, z->name, errno);
     z->eof = r == 0;
@@ -192,11 +235,20 @@ static vl_status read_plain(vl_zreader *z, void *buf, size_t cap, size_t *got, v
 
 static vl_status zstd_err(const vl_zreader *z, size_t r, vl_err *err)
 {
+    ZSTD_bounds b = ZSTD_dParam_getBounds(ZSTD_d_windowLogMax);
+
+    if (ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge &&
+        z->wlog_max >= b.upperBound)   /* nothing left to raise: say what to do instead */
+        return vl_seterr(err, VL_EDATA,
+                         "%s: zstd frame needs a window larger than %llu MiB, the most "
+                         "vlplan accepts (--zstd-window-log-max %d); recompress it with a "
+                         "smaller window (zstd --long=%d or less)",
+                         z->name, (1ull << z->wlog_max) >> 20, z->wlog_max, b.upperBound);
     if (ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge)
         return vl_seterr(err, VL_EDATA,
                          "%s: zstd frame needs a window larger than %llu MiB (window log "
-                         "max %d; raise it with --zstd-window-log-max, up to 31)",
-                         z->name, (1ull << z->wlog_max) >> 20, z->wlog_max);
+                         "max %d; raise it with --zstd-window-log-max, up to %d)",
+                         z->name, (1ull << z->wlog_max) >> 20, z->wlog_max, b.upperBound);
     return vl_seterr(err, VL_EDATA, "%s: zstd: %s", z->name, ZSTD_getErrorName(r));
 }
 

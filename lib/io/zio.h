@@ -14,6 +14,10 @@ typedef struct vl_zreader vl_zreader;
 /** Open path for reading ("-" = stdin, named "<stdin>" in messages).
  *  VL_ENOINPUT if it cannot be opened or is a directory. */
 vl_status vl_zreader_open(vl_zreader **out, const char *path, vl_err *err);
+/** Read size bytes at data (borrowed until close) as if they were a file named name:
+ *  the fuzzers' and tests' entry point, with no file system involved. */
+vl_status vl_zreader_mem(vl_zreader **out, const char *name, const void *data, size_t size,
+                         vl_err *err);
 /** Largest zstd window accepted, as a power of two (default 27 = 128 MiB, at most 31);
  *  call before the first read.  VL_EUSAGE when out of range. */
 vl_status vl_zreader_set_window_log_max(vl_zreader *z, int wlog, vl_err *err);

@@ -3,6 +3,9 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 
 #define J(o) ((json_t *)(o))
 
@@ -64,7 +67,49 @@ int vl_jw_bool(vl_jw *o, const char *key, int v)
 
 char *vl_jw_dump(const vl_jw *o)
 {
-    return json_dumps(J(o), JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    return vl_json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+}
+
+static atomic_ulong json_failures;
+static pthread_once_t watch_once = PTHREAD_ONCE_INIT;
+
+static void *counting_malloc(size_t n)
+{
+    void *p = malloc(n);
+
+    if (!p)
+        atomic_fetch_add(&json_failures, 1);
+    return p;
+}
+
+static void install(void)
+{
+    json_set_alloc_funcs(counting_malloc, free);
+}
+
+void vl_json_watch(void)
+{
+    pthread_once(&watch_once, install);
+}
+
+unsigned long vl_json_failures(void)
+{
+    return atomic_load(&json_failures);
+}
+
+char *vl_json_dumps(const void *json, size_t flags)
+{
+    unsigned long before;
+    char *text;
+
+    vl_json_watch();
+    before = vl_json_failures();
+    text = json_dumps(json, flags);
+    if (text && vl_json_failures() != before) {
+        free(text);
+        return NULL;
+    }
+    return text;
 }
 
 void vl_jw_free(vl_jw *o)

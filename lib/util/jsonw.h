@@ -3,6 +3,7 @@
 #ifndef VLPLAN_JSONW_H
 #define VLPLAN_JSONW_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct vl_jw vl_jw;
@@ -24,5 +25,17 @@ int vl_jw_bool(vl_jw *o, const char *key, int v);
 char *vl_jw_dump(const vl_jw *o);
 /** Free a top-level object (children go with it); NULL is a no-op. */
 void vl_jw_free(vl_jw *o);
+
+/* jansson under memory pressure: json_dumps may return text with a member left out
+ * when one of its inner allocations fails (seen with the fault injector), and a parse
+ * may fail with a syntax message.  So jansson allocates through a function that counts
+ * its failures (installed by vl_json_watch, once per process; free stays free), and
+ * whoever dumps or parses compares the count before and after. */
+void vl_json_watch(void);
+/** jansson allocations that failed so far (after vl_json_watch). */
+unsigned long vl_json_failures(void);
+/** json_dumps(json, flags), NULL when out of memory, also when jansson returned text
+ *  despite a failed allocation.  Free the text with free(). */
+char *vl_json_dumps(const void *json, size_t flags);
 
 #endif

@@ -150,7 +150,7 @@ static int cmp_pack(const void *a, const void *b)
 
 void vl__hbp_sort_packs(hbp_pack *packs, size_t n)
 {
-    if (n > 1)   /* qsort(NULL, 0, ...) is undefined */
+    if (n > 1)   /* packs may be NULL when there are none: qsort's base must not be */
         qsort(packs, n, sizeof *packs, cmp_pack);
 }
 
@@ -297,9 +297,12 @@ static vl_status cut_group(work *w, uint32_t g, hbp_pack *fin, size_t *nf, hbp_i
     const hbp_group *gr = &w->in->gs->g[g];
     size_t cnt = w->gp1[g] - w->gp0[g], per = (size_t)gr->ranks * gr->mbs;
     size_t niter = (cnt + per - 1) / per, base = *nf, grown = 0;
-    hbp_pack *src = w->ep->packs + w->gp0[g];
+    hbp_pack *src;
     vl_status st = VL_OK;
 
+    if (cnt == 0)   /* a group left empty (every sample dropped) has no pack array */
+        return VL_OK;
+    src = w->ep->packs + w->gp0[g];
     if (w->in->balance)
         vl__hbp_sort_packs(src, cnt);
     for (size_t k = 0; k < niter && st == VL_OK; k++) {
