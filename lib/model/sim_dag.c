@@ -151,10 +151,15 @@ typedef struct rview {
     uint32_t npk, n, pp;
 } rview;
 
+/* base + off, or NULL for an array never allocated (an iteration with no packs):
+ * NULL + 0 is undefined behaviour in C. */
+#define AT(base, off) ((base) ? (base) + (off) : NULL)
+
 static rview view(const vl_sim_scratch *w, const vl_sim_rank *R)
 {
-    return (rview){R, w->pos + R->pos0, w->end + R->node0, w->ptr + R->lane0, w->p2pf + R->pk0,
-                   w->p2pb + R->pk0, w->has_r + R->pk0, R->npk, R->n, R->pp};
+    return (rview){R, AT(w->pos, R->pos0), AT(w->end, R->node0), AT(w->ptr, R->lane0),
+                   AT(w->p2pf, R->pk0), AT(w->p2pb, R->pk0), AT(w->has_r, R->pk0), R->npk,
+                   R->n, R->pp};
 }
 
 /* Operation (s, kind, pack) finished?  Absent operations count as finished.  On success

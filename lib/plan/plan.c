@@ -106,7 +106,11 @@ static vl_status pack_begin(vl_plan *p, uint32_t cap, bool bwd, vl_err *err)
         return misuse(err, "mb_begin", "the forward packs (a backward pack came first)");
     if (!room(&p->mbs, p->nmbs, &p->mbs_cap, sizeof *p->mbs))
         return oom(err, "micro-batches", p->nmbs);
-    p->mbs[p->nmbs++] = (vl_mb){.seg0 = p->nsegs, .nseg = 0, .cap = cap, .tokens = 0};
+    /* zeroed first: a struct assignment may leave its tail padding as it was, and plans
+     * are compared and hashed byte for byte */
+    memset(&p->mbs[p->nmbs], 0, sizeof *p->mbs);
+    p->mbs[p->nmbs].seg0 = p->nsegs;
+    p->mbs[p->nmbs++].cap = cap;
     if (bwd)
         rk->nbwd++;
     else
