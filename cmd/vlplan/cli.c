@@ -390,11 +390,20 @@ static void pending_remove(const vl_outfile *o)
 int cli_output_open(const char *cmd, const char *path, vl_outfile **o)
 {
     vl_err err = {0};
+    sigset_t block, was;
+    vl_status st;
 
-    if (vl_outfile_open(o, path, &err) != VL_OK)
-        return cli_fail(cmd, &err);
-    pending_add(*o);
-    return 0;
+    /* the temporary exists from mkstemp on: a fatal signal before pending_add would
+     * leave it behind, so it waits until the handler knows the name */
+    sigemptyset(&block);
+    for (size_t i = 0; i < NFATAL; i++)
+        sigaddset(&block, fatal_sigs[i]);
+    sigprocmask(SIG_BLOCK, &block, &was);
+    st = vl_outfile_open(o, path, &err);
+    if (st == VL_OK)
+        pending_add(*o);
+    sigprocmask(SIG_SETMASK, &was, NULL);
+    return st == VL_OK ? 0 : cli_fail(cmd, &err);
 }
 
 int cli_output_close(const char *cmd, vl_outfile *o, int rc)
