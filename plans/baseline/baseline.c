@@ -24,7 +24,7 @@
  *   order and, within a step, which rank gets which micro-batch are shuffled with the
  *   seed, so no rank always gets the longest (LongAlign shuffles the group order only;
  *   it also drops the remainder, which we keep).  O(G log G) per batch.
- * pack    plain packing: plans/baseline/baseline_pack.c.
+ * pack    plain packing: plans/baseline/baseline_pack*.c.
  * Seeds: every random step draws from (seed, tag ^ epoch<<32 ^ batch), so epochs and
  * batches are independent and reproducible. */
 #include <stdio.h>
