@@ -178,6 +178,9 @@ static void write_log(bl *c, const char *name)
                name, (unsigned long long)c->iters, (unsigned long long)c->mbs,
                (unsigned long long)c->splits, (unsigned long long)c->empty, fill,
                (unsigned long long)c->slots);
+    if (c->dealt_samples > 0)   /* pack.deal=samples (baseline_pack_samples.c) */
+        vl_job_log(c->job, "%s: %llu iterations dealt by sample\n", name,
+                   (unsigned long long)c->dealt_samples);
 }
 
 /* Checkpointed layers per stage for micro-batches of up to mb_tokens tokens. */

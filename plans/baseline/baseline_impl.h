@@ -23,6 +23,7 @@ struct bl {
     uint32_t epoch;
     size_t batch;
     uint64_t iters, mbs, splits, empty, slots, tokens;
+    uint64_t dealt_samples;   /* iterations whose samples were dealt, not whole packs */
 };
 
 uint32_t vl__bl_max_len(const void *opts, const vl_config *cfg);

@@ -47,10 +47,23 @@ void vl__pk_dealer_free(dealer *d);
 /** The weight pack.balance deals by (time, tokens or attention); an empty pack: 0. */
 vl_status vl__pk_weight(bl *c, dealer *d, const uint32_t *it, size_t k, double *out,
                         vl_err *err);
+/** A micro-batch of cap slots holding items[0..k): whole samples and pieces. */
+vl_status vl__pk_emit(bl *c, uint32_t cap, const uint32_t *items, size_t k, vl_err *err);
+/** Weigh packs pk[ids[0 .. np)] (d->w) and deal them to ranks by equal-count KK
+ *  (d->part), pieces of a sample kept apart where a swap allows. */
+vl_status vl__pk_partition(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
+                           vl_err *err);
+/** Emit the packs as d->part deals them, rank r running its packs in the order of ids. */
+vl_status vl__pk_emit_dealt(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
+                            uint32_t empty_cap, vl_err *err);
 /** Deal packs pk[ids[0 .. np)] (np a multiple of dp; empty ones get empty_cap slots)
  *  to the ranks of the current iteration and emit them. */
 vl_status vl__pk_deal(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
                       uint32_t empty_cap, vl_err *err);
+/** Epoch scope: deal one iteration's packs (vl__pk_deal), or under pack.deal=samples
+ *  their samples where that balances better (baseline_pack_samples.c). */
+vl_status vl__pk_deal_iter(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
+                           vl_err *err);
 /** The packer's options, seeded from the stream `stream`. */
 vl_pack_opts vl__pk_opts(const bl *c, uint64_t stream);
 /** Batch scope: one global batch (vl__bl_batch_fn). */

@@ -79,8 +79,7 @@ vl_status vl__pk_weight(bl *c, dealer *d, const uint32_t *it, size_t k, double *
 
 /* ---- dealing one iteration's packs ------------------------------------------------ */
 
-/* A micro-batch of cap slots holding items[0..k): whole samples and pieces. */
-static vl_status emit_pack(bl *c, uint32_t cap, const uint32_t *items, size_t k, vl_err *err)
+vl_status vl__pk_emit(bl *c, uint32_t cap, const uint32_t *items, size_t k, vl_err *err)
 {
     const pack_ctx *x = pk_ctx(c);
     vl_status st = vl_plan_mb_begin(c->out, cap, err);
@@ -177,10 +176,9 @@ static void order_pieces(const bl *c, const packs *pk, size_t *by, size_t n)
 /* Packs pk[ids[0 .. np)] (np = dp*m) are this iteration's (empty ones have cnt 0 and get
  * empty_cap slots): dealt by equal-count KK on their weights, rank r running the packs
  * it got in the order of ids. */
-vl_status vl__pk_deal(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
-                      uint32_t empty_cap, vl_err *err)
+vl_status vl__pk_partition(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
+                           vl_err *err)
 {
-    size_t per = np / c->dp;
     vl_status st = VL_OK;
 
     for (size_t p = 0; p < np && st == VL_OK; p++)
@@ -189,6 +187,15 @@ vl_status vl__pk_deal(bl *c, dealer *d, const packs *pk, const size_t *ids, size
         return st;
     if (pk_ctx(c)->pieces.n > 0)
         spread_pieces(c, d, pk, ids, np);
+    return VL_OK;
+}
+
+vl_status vl__pk_emit_dealt(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
+                            uint32_t empty_cap, vl_err *err)
+{
+    size_t per = np / c->dp;
+    vl_status st = VL_OK;
+
     for (size_t r = 0; r < c->dp; r++)
         d->cur[r] = r * per;
     for (size_t p = 0; p < np; p++)
@@ -200,10 +207,18 @@ vl_status vl__pk_deal(bl *c, dealer *d, const packs *pk, const size_t *ids, size
         for (size_t j = r * per; j < (r + 1) * per && st == VL_OK; j++) {
             size_t q = d->by[j];
             uint32_t cap = pk->cnt[q] ? c->t->max_seq_len : empty_cap;
-            st = emit_pack(c, cap, pk->items + pk->off[q], pk->cnt[q], err);
+            st = vl__pk_emit(c, cap, pk->items + pk->off[q], pk->cnt[q], err);
         }
     }
     return st;
+}
+
+vl_status vl__pk_deal(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
+                      uint32_t empty_cap, vl_err *err)
+{
+    vl_status st = vl__pk_partition(c, d, pk, ids, np, err);
+
+    return st != VL_OK ? st : vl__pk_emit_dealt(c, d, pk, ids, np, empty_cap, err);
 }
 
 vl_pack_opts vl__pk_opts(const bl *c, uint64_t stream)

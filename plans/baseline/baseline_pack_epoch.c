@@ -207,7 +207,7 @@ static vl_status epoch_iterations(bl *c, packs *pk, size_t iters, size_t nitems,
         c->batch = i;
         c->iters++;
         if ((st = vl_plan_iter_begin(c->out, c->epoch, err)) == VL_OK)
-            st = vl__pk_deal(c, &d, pk, ids + start[i], start[i + 1] - start[i], 0, err);
+            st = vl__pk_deal_iter(c, &d, pk, ids + start[i], start[i + 1] - start[i], err);
     }
 done:
     vl__pk_dealer_free(&d);
