@@ -234,6 +234,18 @@ static vl_status best_share(bl *c, dealer *d, samples *s, size_t m, share *best,
     return st;
 }
 
+/* Whole packs only: under pack.deal=packs; with pieces (whole packs keep a sample's
+ * pieces on different ranks); with windows (a pack keeps to its window); with one
+ * round (m = 1: dealing samples would give idle ranks packs of their own, more packs
+ * than ranks can make up in fill). */
+static bool samples_apply(const bl *c, size_t m)
+{
+    const vl_pack_cfg *pc = &c->job->cfg->pack;
+    bool windows = pc->window != 0 && pc->window < c->job->sel->n;
+
+    return pc->deal == VL_DEAL_SAMPLES && pk_ctx(c)->pieces.n == 0 && !windows && m >= 2;
+}
+
 vl_status vl__pk_deal_iter(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
                            vl_err *err)
 {
@@ -243,7 +255,7 @@ vl_status vl__pk_deal_iter(bl *c, dealer *d, const packs *pk, const size_t *ids,
     double whole = 0;
     vl_status st;
 
-    if (c->job->cfg->pack.deal != VL_DEAL_SAMPLES || pk_ctx(c)->pieces.n > 0)
+    if (!samples_apply(c, m))
         return vl__pk_deal(c, d, pk, ids, np, 0, err);
     if ((st = vl__pk_partition(c, d, pk, ids, np, err)) != VL_OK)
         return st;
