@@ -64,6 +64,17 @@ vl_status vl__pk_deal(bl *c, dealer *d, const packs *pk, const size_t *ids, size
  *  their samples where that balances better (baseline_pack_samples.c). */
 vl_status vl__pk_deal_iter(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
                            vl_err *err);
+/* What each of n packs weighs: modelled time (the pack.balance weight), tokens, and
+ * attention (causal pairs). */
+typedef struct vl__pk_weights {
+    size_t n;
+    double *time, *tok, *att;
+} vl__pk_weights;
+
+/** Swap packs between ranks (part[p] of pack p, dp ranks, equal counts kept) to lower
+ *  the most attention work of a rank without raising the busiest rank's time or
+ *  tokens (baseline_pack_refine.c).  VL_ENOMEM. */
+vl_status vl__pk_refine(const vl__pk_weights *w, int *part, size_t dp, vl_err *err);
 /** The packer's options, seeded from the stream `stream`. */
 vl_pack_opts vl__pk_opts(const bl *c, uint64_t stream);
 /** Batch scope: one global batch (vl__bl_batch_fn). */

@@ -246,6 +246,35 @@ static bool samples_apply(const bl *c, size_t m)
     return pc->deal == VL_DEAL_SAMPLES && pk_ctx(c)->pieces.n == 0 && !windows && m >= 2;
 }
 
+/* Even out the attention of the whole-pack dealing in d (baseline_pack_refine.c); not
+ * when attention is what KK balanced already. */
+static vl_status refine_packs(const bl *c, dealer *d, const packs *pk, const size_t *ids,
+                              size_t np, vl_err *err)
+{
+    const uint32_t *len = pk_ctx(c)->len;
+    vl__pk_weights w = {np, d->w, malloc(np * sizeof(double)), malloc(np * sizeof(double))};
+    vl_status st;
+
+    if (c->job->cfg->pack.balance == VL_BALANCE_ATTENTION)
+        st = VL_OK;
+    else if (w.tok == NULL || w.att == NULL)
+        st = vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", np);
+    else {
+        for (size_t p = 0; p < np; p++) {
+            w.tok[p] = w.att[p] = 0;
+            for (size_t i = 0; i < pk->cnt[ids[p]]; i++) {
+                uint32_t l = len[pk->items[pk->off[ids[p]] + i]];
+                w.tok[p] += l;
+                w.att[p] += vl_cost_pairs(0, l);
+            }
+        }
+        st = vl__pk_refine(&w, d->part, c->dp, err);
+    }
+    free(w.tok);
+    free(w.att);
+    return st;
+}
+
 vl_status vl__pk_deal_iter(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
                            vl_err *err)
 {
@@ -257,7 +286,8 @@ vl_status vl__pk_deal_iter(bl *c, dealer *d, const packs *pk, const size_t *ids,
 
     if (!samples_apply(c, m))
         return vl__pk_deal(c, d, pk, ids, np, 0, err);
-    if ((st = vl__pk_partition(c, d, pk, ids, np, err)) != VL_OK)
+    if ((st = vl__pk_partition(c, d, pk, ids, np, err)) != VL_OK ||
+        (st = refine_packs(c, d, pk, ids, np, err)) != VL_OK)
         return st;
     if ((st = samples_init(&s, pk, ids, np, c->dp, err)) == VL_OK &&
         (uint64_t)s.n * c->dp <= SAMPLES_WORK)
