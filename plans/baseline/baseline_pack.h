@@ -75,6 +75,10 @@ typedef struct vl__pk_weights {
  *  the most attention work of a rank without raising the busiest rank's time or
  *  tokens (baseline_pack_refine.c).  VL_ENOMEM. */
 vl_status vl__pk_refine(const vl__pk_weights *w, int *part, size_t dp, vl_err *err);
+/** Build pk[ids[0 .. np)]'s weights and refine the dealing d->part (d->w: the
+ *  pack.balance weight) by vl__pk_refine; nothing when pack.balance is attention. */
+vl_status vl__pk_refine_dealt(const bl *c, dealer *d, const packs *pk, const size_t *ids,
+                              size_t np, vl_err *err);
 /** The packer's options, seeded from the stream `stream`. */
 vl_pack_opts vl__pk_opts(const bl *c, uint64_t stream);
 /** Batch scope: one global batch (vl__bl_batch_fn). */

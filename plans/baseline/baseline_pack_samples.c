@@ -152,19 +152,38 @@ static vl_status try_share(bl *c, dealer *d, samples *s, size_t m, bool equal, s
     return st;
 }
 
-/* Rank r runs its packs, then empty slots up to m. */
-static vl_status emit_share(bl *c, const share *sh, size_t m, vl_err *err)
+/* The share as m slots per rank (rank r: entries r*m ..., its packs then empty ones),
+ * dealt to their ranks in d, refined as whole packs are, and emitted. */
+static vl_status emit_share(bl *c, dealer *d, const share *sh, size_t m, vl_err *err)
 {
+    size_t np = c->dp * m, total = 0, pos = 0;
+    packs pk = {.n = np};
     vl_status st = VL_OK;
 
-    for (size_t r = 0; r < c->dp && st == VL_OK; r++) {
-        const vl_bins *b = &sh->bins[r];
-        st = vl_plan_rank_begin(c->out, (int)r, &c->par, err);
-        for (size_t q = 0; q < m && st == VL_OK; q++)
-            st = q < b->n ? vl__pk_emit(c, c->t->max_seq_len, b->items + b->start[q],
-                                        b->start[q + 1] - b->start[q], err)
-                          : vl__pk_emit(c, 0, NULL, 0, err);
+    for (size_t r = 0; r < c->dp; r++)
+        total += sh->bins[r].start[sh->bins[r].n];
+    pk.items = malloc((total ? total : 1) * sizeof *pk.items);
+    pk.off = malloc(np * sizeof *pk.off);
+    pk.cnt = malloc(np * sizeof *pk.cnt);
+    if (pk.items == NULL || pk.off == NULL || pk.cnt == NULL)
+        st = vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", np);
+    for (size_t e = 0; e < np && st == VL_OK; e++) {
+        const vl_bins *b = &sh->bins[e / m];
+        size_t j = e % m, k = j < b->n ? b->start[j + 1] - b->start[j] : 0;
+        if (k > 0)
+            memcpy(pk.items + pos, b->items + b->start[j], k * sizeof *pk.items);
+        pk.off[e] = pos;
+        pk.cnt[e] = k;
+        pos += k;
+        d->ids[e] = e;
+        d->part[e] = (int)(e / m);
+        st = vl__pk_weight(c, d, pk.items + pk.off[e], k, &d->w[e], err);
     }
+    if (st == VL_OK && (st = vl__pk_refine_dealt(c, d, &pk, d->ids, np, err)) == VL_OK)
+        st = vl__pk_emit_dealt(c, d, &pk, d->ids, np, 0, err);
+    free(pk.items);
+    free(pk.off);
+    free(pk.cnt);
     return st;
 }
 
@@ -246,35 +265,6 @@ static bool samples_apply(const bl *c, size_t m)
     return pc->deal == VL_DEAL_SAMPLES && pk_ctx(c)->pieces.n == 0 && !windows && m >= 2;
 }
 
-/* Even out the attention of the whole-pack dealing in d (baseline_pack_refine.c); not
- * when attention is what KK balanced already. */
-static vl_status refine_packs(const bl *c, dealer *d, const packs *pk, const size_t *ids,
-                              size_t np, vl_err *err)
-{
-    const uint32_t *len = pk_ctx(c)->len;
-    vl__pk_weights w = {np, d->w, malloc(np * sizeof(double)), malloc(np * sizeof(double))};
-    vl_status st;
-
-    if (c->job->cfg->pack.balance == VL_BALANCE_ATTENTION)
-        st = VL_OK;
-    else if (w.tok == NULL || w.att == NULL)
-        st = vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", np);
-    else {
-        for (size_t p = 0; p < np; p++) {
-            w.tok[p] = w.att[p] = 0;
-            for (size_t i = 0; i < pk->cnt[ids[p]]; i++) {
-                uint32_t l = len[pk->items[pk->off[ids[p]] + i]];
-                w.tok[p] += l;
-                w.att[p] += vl_cost_pairs(0, l);
-            }
-        }
-        st = vl__pk_refine(&w, d->part, c->dp, err);
-    }
-    free(w.tok);
-    free(w.att);
-    return st;
-}
-
 vl_status vl__pk_deal_iter(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
                            vl_err *err)
 {
@@ -287,7 +277,7 @@ vl_status vl__pk_deal_iter(bl *c, dealer *d, const packs *pk, const size_t *ids,
     if (!samples_apply(c, m))
         return vl__pk_deal(c, d, pk, ids, np, 0, err);
     if ((st = vl__pk_partition(c, d, pk, ids, np, err)) != VL_OK ||
-        (st = refine_packs(c, d, pk, ids, np, err)) != VL_OK)
+        (st = vl__pk_refine_dealt(c, d, pk, ids, np, err)) != VL_OK)
         return st;
     if ((st = samples_init(&s, pk, ids, np, c->dp, err)) == VL_OK &&
         (uint64_t)s.n * c->dp <= SAMPLES_WORK)
@@ -296,7 +286,7 @@ vl_status vl__pk_deal_iter(bl *c, dealer *d, const packs *pk, const size_t *ids,
         st = packs_worst(c, d, np, &whole, err);
     if (st == VL_OK && best.bins != NULL && best.worst < whole) {
         c->dealt_samples++;
-        st = emit_share(c, &best, m, err);
+        st = emit_share(c, d, &best, m, err);
     } else if (st == VL_OK) {
         st = vl__pk_emit_dealt(c, d, pk, ids, np, 0, err);
     }
