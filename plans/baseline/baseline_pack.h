@@ -79,6 +79,19 @@ vl_status vl__pk_refine(const vl__pk_weights *w, int *part, size_t dp, vl_err *e
  *  pack.balance weight) by vl__pk_refine; nothing when pack.balance is attention. */
 vl_status vl__pk_refine_dealt(const bl *c, dealer *d, const packs *pk, const size_t *ids,
                               size_t np, vl_err *err);
+/* One dealing of an iteration's samples: each rank's packs, the busiest rank's load. */
+typedef struct share {
+    vl_bins *bins;        /* [dp] */
+    double worst;
+    bool fits;            /* every rank's packs within its m slots */
+} share;
+
+void vl__pk_share_free(share *sh, size_t dp);
+/** sh->worst: the largest rank's Σ vl__pk_weight over its packs. */
+vl_status vl__pk_share_weigh(bl *c, dealer *d, share *sh, vl_err *err);
+/** pack.balance as a per-sample weight a*len + b*pairs (time: the cost model
+ *  linearised at a full pack). */
+void vl__pk_linear(const bl *c, double *a, double *b);
 /** The packer's options, seeded from the stream `stream`. */
 vl_pack_opts vl__pk_opts(const bl *c, uint64_t stream);
 /** Batch scope: one global batch (vl__bl_batch_fn). */

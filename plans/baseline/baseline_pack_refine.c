@@ -118,8 +118,8 @@ vl_status vl__pk_refine(const vl__pk_weights *w, int *part, size_t dp, vl_err *e
     for (size_t p = 0; p < w->n; p++)
         for (int k = 0; k < NMEAS; k++)
             f.load[k][part[p]] += f.w[k][p];
-    lower(&f, 2);   /* attention */
     lower(&f, 1);   /* tokens */
+    lower(&f, 2);   /* attention */
 done:
     for (int k = 0; k < NMEAS; k++)
         free(f.load[k]);

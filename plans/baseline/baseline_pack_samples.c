@@ -30,13 +30,6 @@
 #define SAMPLES_WORK (1ull << 26)
 #define MIX_ATTN 4.0
 
-/* One way of dealing the samples: each rank's packs, and the busiest rank's load. */
-typedef struct share {
-    vl_bins *bins;        /* [dp] */
-    double worst;
-    bool fits;            /* every rank's share in m packs */
-} share;
-
 /* Scratch of one iteration: its samples, their weights and ranks, grouped by rank. */
 typedef struct samples {
     uint32_t *items, *grouped;
@@ -46,7 +39,7 @@ typedef struct samples {
     size_t n;
 } samples;
 
-static void share_free(share *sh, size_t dp)
+void vl__pk_share_free(share *sh, size_t dp)
 {
     for (size_t r = 0; sh->bins != NULL && r < dp; r++)
         vl_bins_free(&sh->bins[r]);
@@ -81,8 +74,7 @@ static void linear_time(const bl *c, double *a, double *b)
     *a = ((t1.fwd + t1.bwd) - *b * p1) / (double)cap;
 }
 
-/* pack.balance as a per-sample weight a*len + b*pairs. */
-static void balance_weight(const bl *c, double *a, double *b)
+void vl__pk_linear(const bl *c, double *a, double *b)
 {
     vl_pack_balance bal = c->job->cfg->pack.balance;
 
@@ -138,11 +130,22 @@ static vl_status try_share(bl *c, dealer *d, samples *s, size_t m, bool equal, s
     for (size_t r = 0; r < c->dp && st == VL_OK && sh->fits; r++) {
         vl_pack_opts po = vl__pk_opts(c, stream ^ r);
         vl_bins *b = &sh->bins[r];
-        double load = 0, w;
         st = vl_pack(b, s->grouped + s->off[r], s->off[r + 1] - s->off[r], pk_ctx(c)->len,
                      &po, err);
         sh->fits = st == VL_OK && b->n <= m;
-        for (size_t q = 0; q < b->n && st == VL_OK && sh->fits; q++) {
+    }
+    return st == VL_OK && sh->fits ? vl__pk_share_weigh(c, d, sh, err) : st;
+}
+
+vl_status vl__pk_share_weigh(bl *c, dealer *d, share *sh, vl_err *err)
+{
+    vl_status st = VL_OK;
+
+    sh->worst = 0;
+    for (size_t r = 0; r < c->dp && st == VL_OK; r++) {
+        const vl_bins *b = &sh->bins[r];
+        double load = 0, w;
+        for (size_t q = 0; q < b->n && st == VL_OK; q++) {
             st = vl__pk_weight(c, d, b->items + b->start[q], b->start[q + 1] - b->start[q], &w,
                                err);
             load += w;
@@ -234,7 +237,7 @@ static vl_status best_share(bl *c, dealer *d, samples *s, size_t m, share *best,
     double a, b;
     vl_status st = VL_OK;
 
-    balance_weight(c, &a, &b);
+    vl__pk_linear(c, &a, &b);
     double mix[][2] = {{a, b}, {1, 0}, {a, MIX_ATTN * b}};
     int nmix = a > 0 && b > 0 ? 3 : a > 0 ? 1 : 2;
 
@@ -244,10 +247,10 @@ static vl_status best_share(bl *c, dealer *d, samples *s, size_t m, share *best,
         sample_weights(c, s, mix[k % nmix][0], mix[k % nmix][1]);
         st = try_share(c, d, s, m, k >= nmix, &sh, err);
         if (st == VL_OK && sh.fits && (best->bins == NULL || sh.worst < best->worst)) {
-            share_free(best, c->dp);
+            vl__pk_share_free(best, c->dp);
             *best = sh;
         } else {
-            share_free(&sh, c->dp);
+            vl__pk_share_free(&sh, c->dp);
         }
     }
     return st;
@@ -277,20 +280,19 @@ vl_status vl__pk_deal_iter(bl *c, dealer *d, const packs *pk, const size_t *ids,
     if (!samples_apply(c, m))
         return vl__pk_deal(c, d, pk, ids, np, 0, err);
     if ((st = vl__pk_partition(c, d, pk, ids, np, err)) != VL_OK ||
-        (st = vl__pk_refine_dealt(c, d, pk, ids, np, err)) != VL_OK)
+        (st = vl__pk_refine_dealt(c, d, pk, ids, np, err)) != VL_OK ||
+        (st = packs_worst(c, d, np, &whole, err)) != VL_OK)
         return st;
     if ((st = samples_init(&s, pk, ids, np, c->dp, err)) == VL_OK &&
         (uint64_t)s.n * c->dp <= SAMPLES_WORK)
         st = best_share(c, d, &s, m, &best, err);
-    if (st == VL_OK && best.bins != NULL)
-        st = packs_worst(c, d, np, &whole, err);
     if (st == VL_OK && best.bins != NULL && best.worst < whole) {
         c->dealt_samples++;
         st = emit_share(c, d, &best, m, err);
     } else if (st == VL_OK) {
         st = vl__pk_emit_dealt(c, d, pk, ids, np, 0, err);
     }
-    share_free(&best, c->dp);
+    vl__pk_share_free(&best, c->dp);
     samples_free(&s);
     return st;
 }
