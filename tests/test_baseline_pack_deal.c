@@ -4,6 +4,7 @@
  * random lengths, every plan checked by vl_plan_verify: the same iterations, never a
  * busier rank than whole packs under pack.balance, packs added only in empty slots. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -209,4 +210,67 @@ Test(baseline_pack_deal, samples_property_on_random_lengths)
                 run_free(&r[1]);
                 free(len);
             }
+}
+
+/* The packs of a plan as sorted length lists, for comparing pack sets. */
+static void pack_keys(const vl_plan *p, char out[][64], size_t *n)
+{
+    *n = 0;
+    for (size_t j = 0; j < p->nmbs; j++) {
+        const vl_mb *mb = &p->mbs[j];
+        const vl_seg *sg = vl_plan_mb_segs(p, mb);
+        uint32_t l[16];
+        size_t k = mb->nseg < 16 ? mb->nseg : 16, pos = 0;
+        if (k == 0)
+            continue;
+        for (size_t i = 0; i < k; i++)
+            l[i] = sg[i].len;
+        for (size_t i = 1; i < k; i++)   /* insertion sort, longest first */
+            for (size_t m = i; m > 0 && l[m] > l[m - 1]; m--) {
+                uint32_t t = l[m];
+                l[m] = l[m - 1];
+                l[m - 1] = t;
+            }
+        for (size_t i = 0; i < k; i++)
+            pos += (size_t)snprintf(out[*n] + pos, 64 - pos, "%u,", l[i]);
+        (*n)++;
+    }
+    qsort(out, *n, 64, (int (*)(const void *, const void *))strcmp);
+}
+
+/* Plans of len under pack.balance=time (the default) by whole packs and by sample. */
+static void both(const uint32_t *len, size_t n, int dp, uint32_t cap, run r[2])
+{
+    for (int deal = 0; deal < 2; deal++) {
+        vl_config cfg;
+        config(&cfg, dp, (uint32_t)n, cap, deal ? VL_DEAL_SAMPLES : VL_DEAL_PACKS);
+        plan(&r[deal], &cfg, len, n, 3);
+        vl_config_free(&cfg);
+        cr_assert_eq(r[deal].p.niters, 1);
+    }
+}
+
+/* The refinement swaps whole packs: lengths 2, 10, 6, 12, 10, 4, 12, 12, 8, 12 at
+ * capacity 16 on 3 ranks pack into [12 4] [12 2] [12] [12] [10 6] [10] [8] (three rounds,
+ * two empty slots).  KK on time leaves a rank [12 2] [10] [8]: Σ len² 312, 32 tokens.
+ * Swapped, the same seven packs give the busiest rank 308 and at most 30 tokens. */
+Test(baseline_pack_deal, refinement_swaps_whole_packs_for_attention)
+{
+    const uint32_t len[] = {2, 10, 6, 12, 10, 4, 12, 12, 8, 12};
+    char ka[16][64], kb[16][64];
+    size_t na, nb;
+    run r[2] = {{0}, {0}};
+    both(len, 10, 3, 16, r);
+    cr_assert_eq(busiest(&r[0].p, 0, 1), 312.0);
+    cr_assert_eq(busiest(&r[0].p, 0, 0), 32.0);
+    cr_assert_eq(busiest(&r[1].p, 0, 1), 308.0);
+    cr_assert_eq(busiest(&r[1].p, 0, 0), 30.0);
+    pack_keys(&r[0].p, ka, &na);
+    pack_keys(&r[1].p, kb, &nb);
+    cr_assert_eq(na, 7u);
+    cr_assert_eq(nb, 7u);
+    for (size_t i = 0; i < na; i++)
+        cr_assert_str_eq(ka[i], kb[i]);
+    run_free(&r[0]);
+    run_free(&r[1]);
 }
