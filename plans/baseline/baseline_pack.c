@@ -28,7 +28,13 @@
  *   pack.balance: time (default: the cost model's forward + backward time of the pack
  *   on the first pipeline stage, attention included; tokens when no cost model),
  *   tokens (Σ len), or attention (causal query-key pairs Σ len(len+1)/2).  A rank runs
- *   its packs in pack order.
+ *   its packs in pack order.  That is all under pack.deal=packs and in batch scope.
+ * pack.deal: samples (default; epoch scope).  An iteration's samples may instead be
+ *   dealt to ranks by KK and packed again on each rank within the same slots, where
+ *   that makes the busiest rank lighter under pack.balance (baseline_pack_samples.c),
+ *   and the dealing kept is refined by pack swaps that lower the busiest rank's
+ *   attention, then tokens, without raising its time (baseline_pack_refine.c).  Only
+ *   empty slots become packs: fewer than dp more packs per epoch.
  * Seeds: every random step draws from (seed, tag ^ epoch<<32 ^ batch-or-window). */
 #include "baseline_pack.h"
 

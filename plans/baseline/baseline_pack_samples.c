@@ -1,26 +1,32 @@
-/* plans/baseline/baseline_pack_samples.c -- `pack` with pack.deal=samples (epoch scope):
- * where whole packs are too coarse to balance, an iteration's samples are dealt to the
- * ranks one by one, as veRL deals a batch, and each rank packs its own share.
+/* plans/baseline/baseline_pack_samples.c -- `pack` with pack.deal=samples (epoch scope,
+ * the default): where whole packs are too coarse to balance, an iteration's samples are
+ * dealt to the ranks one by one, as veRL deals a batch, and each rank packs its share.
  *
  * An iteration has m = np/dp micro-batch slots per rank for its packs.  With few packs
  * per rank every pack is a large step of cost, and where the packs are not a multiple of
  * dp a rank runs an empty slot (Azure conversations at 32K on 32 ranks: two packs per
- * rank, the largest rank 3% over the mean in tokens).  Here the samples of the
- * iteration's packs are partitioned over the dp ranks by Karmarkar-Karp (unequal counts,
- * lib/pack/partition.c) on a per-sample weight, and each rank packs its share with
+ * rank, the busiest rank 3% over the mean in tokens).  Here the samples of the
+ * iteration's packs are partitioned over the dp ranks by Karmarkar-Karp
+ * (lib/pack/partition.c) on a per-sample weight, and each rank packs its share with
  * pack.algo into at most m packs of training.max_seq_len; its other slots are empty
- * (capacity 0).  Two partitions are tried: on the pack.balance weight of a sample (time:
- * the cost model linearised at a full pack, a*len + b*pairs, the shape of veRL's
- * 24576*len + len^2) and on tokens.  The iteration keeps whichever of these two and the
- * whole-pack dealing (vl__pk_deal) has the least loaded busiest rank, a rank's load being
- * the pack.balance weight of its packs (vl__pk_weight) summed; ties keep whole packs, and
- * a partition where some rank's share does not fit in m packs is out.  So an iteration
- * never balances worse than whole packs under pack.balance and uses no more slots; only
- * its empty slots can become packs, so over the epoch the packs grow by at most
- * R*dp - T (T packs, R rounds of dp).
- * Whole packs are kept under training.oversize=split (their dealing keeps the pieces of a
- * sample on different ranks) and when an iteration's samples times dp exceed SAMPLES_WORK
- * (KK's work; a million ranks): a count, never a clock. */
+ * (capacity 0).  Weights a*len + b*pairs: the pack.balance weight (time: the cost model
+ * linearised at a full pack, the shape of veRL's 24576*len + len^2), tokens, and the
+ * balance weight with attention counted MIX_ATTN times; each by KK with free part sizes
+ * and by veRL's equal-count KK -- KK balances one number, and a candidate must also fit
+ * m packs per rank, which the tokens decide.  A candidate where some rank's share does
+ * not fit is out.  The iteration keeps whichever candidate, or the whole-pack dealing
+ * (vl__pk_deal), has the least loaded busiest rank, a rank's load being the
+ * pack.balance weight of its packs (vl__pk_weight) summed; ties keep whole packs.  The
+ * kept dealing is then refined by swaps (baseline_pack_refine.c).  So an iteration never
+ * balances worse than whole packs under pack.balance and uses no more slots; only its
+ * empty slots can become packs, so over an epoch the packs grow by at most R*dp - T < dp
+ * (T packs, R rounds of dp).
+ * Whole packs only (samples_apply): under pack.deal=packs; with training.oversize=split
+ * (their dealing keeps the pieces of a sample on different ranks); with pack.window (a
+ * pack keeps to its window); with one round per iteration (m = 1: idle ranks would get
+ * packs of their own, trading fill for time without bound); and when an iteration's
+ * samples times dp exceed SAMPLES_WORK (KK's work; a million ranks): a count, never a
+ * clock. */
 #include <stdlib.h>
 #include <string.h>
 
