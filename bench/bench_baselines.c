@@ -9,6 +9,8 @@
  * are dropped (training.oversize=drop).  DP (default 32) data-parallel ranks, tp = pp =
  * sp = 1, the default model (llama3.1-8b) and global_tokens (2M), one epoch, seed 1.
  * One row per configuration:
+ *   iters          iterations (pack's epoch scope: the sampler's batch count, at most one
+ *                  per round of DP packs; the others: the sampler's global batches)
  *   micro-batches  non-empty micro-batches (packs)
  *   vs-whole       their count over the bins of FFD on the whole data set at once
  *   fill           tokens / token slots (1 - PR)
@@ -286,9 +288,9 @@ int main(int argc, char **argv)
     const char *name = strrchr(argv[1], '/') ? strrchr(argv[1], '/') + 1 : argv[1];
     printf("%s: %zu samples, cap %u, dp %d; FFD on the whole data set: %zu bins\n\n", name,
            n, cap, dp, whole);
-    printf("| configuration | micro-batches | vs whole | fill | tok max/mean (mean, worst) | "
+    printf("| configuration | iters | micro-batches | vs whole | fill | tok max/mean (mean, worst) | "
            "len² max/mean (mean, worst) | veRL same: tok, len² | veRL mbs | sim s | s |\n"
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         vl_config cfg;
         vl_plan p;
@@ -304,14 +306,14 @@ int main(int argc, char **argv)
         double t = now() - t0;
         free(res.log);
         if (st != VL_OK) {
-            printf("| %s | refused: %s | | | | | | | | |\n", rows[i].label, err.msg);
+            printf("| %s | refused: %s | | | | | | | | | |\n", rows[i].label, err.msg);
             vl_config_free(&cfg);
             continue;
         }
         measure(&p, cap, &f);
-        printf("| %s | %zu | %.4f | %.4f | %.4f, %.3f | %.4f, %.3f | %.4f, %.4f | %zu | %.1f | "
+        printf("| %s | %zu | %zu | %.4f | %.4f | %.4f, %.3f | %.4f, %.3f | %.4f, %.4f | %zu | %.1f | "
                "%.2f |\n",
-               rows[i].label, f.mbs, whole ? (double)f.mbs / (double)whole : 0,
+               rows[i].label, p.niters, f.mbs, whole ? (double)f.mbs / (double)whole : 0,
                f.tokens / f.slots, f.tok_mean, f.tok_worst, f.sq_mean, f.sq_worst, f.verl_tok,
                f.verl_sq, f.verl_mbs, sim_epoch(&p, &cfg), t);
         fflush(stdout);
