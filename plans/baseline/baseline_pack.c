@@ -33,7 +33,7 @@
  *   dealt to ranks by KK and packed again on each rank within the same slots, where
  *   that makes the busiest rank lighter under pack.balance (baseline_pack_samples.c),
  *   and the dealing kept is refined by pack swaps that lower the busiest rank's
- *   attention, then tokens, without raising its time (baseline_pack_refine.c).  Only
+ *   tokens, then attention, without raising its time (baseline_pack_refine.c).  Only
  *   empty slots become packs: fewer than dp more packs per epoch.
  * Seeds: every random step draws from (seed, tag ^ epoch<<32 ^ batch-or-window). */
 #include "baseline_pack.h"

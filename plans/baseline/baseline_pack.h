@@ -72,8 +72,8 @@ typedef struct vl__pk_weights {
 } vl__pk_weights;
 
 /** Swap packs between ranks (part[p] of pack p, dp ranks, equal counts kept) to lower
- *  the most attention work of a rank without raising the busiest rank's time or
- *  tokens (baseline_pack_refine.c).  VL_ENOMEM. */
+ *  the busiest rank's tokens, then its attention work, without raising the busiest
+ *  rank's time or the other measure (baseline_pack_refine.c).  VL_ENOMEM. */
 vl_status vl__pk_refine(const vl__pk_weights *w, int *part, size_t dp, vl_err *err);
 /** Build pk[ids[0 .. np)]'s weights and refine the dealing d->part (d->w: the
  *  pack.balance weight) by vl__pk_refine; nothing when pack.balance is attention. */

@@ -1,13 +1,14 @@
 /* plans/baseline/baseline_pack_refine.c -- `pack` with pack.deal=samples: after a dealing
- * balanced on time, swap packs between ranks to even out attention work, then tokens,
+ * balanced on time, swap packs between ranks to even out tokens, then attention work,
  * where that costs nothing in the other two.
  *
  * KK on the packs' modelled times balances time; many dealings are about as good there
  * and they differ in how attention work (Σ len²) and tokens fall.  The cost model's
  * attention term is the part least sure to carry over to a real GPU (its efficiency
  * depends on the lengths), and tokens set activation memory, so among dealings no
- * slower we prefer the one with the least attention, then the fewest tokens, on its
- * busiest rank.  For a target (attention, then tokens): repeatedly the rank with the
+ * slower we prefer the one with the fewest tokens and the least attention on its
+ * busiest rank.  For a target (tokens, then attention; that order did a little better
+ * on both on the Azure traces): repeatedly the rank with the
  * most of it swaps one of its packs for a pack of another rank -- the swap that lowers
  * the larger of the two ranks' target the most -- taken only when neither rank ends
  * above the iteration's busiest rank in the other two measures.  So the busiest rank's
