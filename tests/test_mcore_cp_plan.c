@@ -71,14 +71,26 @@ static vl_manifest *manifest(const char *dist, size_t n, uint64_t seed)
     return m;
 }
 
-static vl_status plan(vl_plan *p, vl_manifest *m, const vl_config *cfg, vl_err *err)
+/* Plan; *barrier_ms (when not NULL) gets the -v figure of Megatron's step time with its
+ * group barriers, per iteration. */
+static vl_status plan_log(vl_plan *p, vl_manifest *m, const vl_config *cfg,
+                          double *barrier_ms, vl_err *err)
 {
-    vl_run_opts o = {.seed = 11};
+    vl_run_opts o = {.seed = 11, .verbose = 1};
     vl_run_result res;
     vl_status st = vl_run_plan(p, &vl_strategy_mcore_cp, m, cfg, &o, &res, err);
-    if (st == VL_OK)
+    if (st == VL_OK) {
+        const char *at = res.log ? strstr(res.log, "group barriers ") : NULL;
+        if (barrier_ms)
+            *barrier_ms = at ? strtod(at + strlen("group barriers "), NULL) : -1.0;
         free(res.log);
+    }
     return st;
+}
+
+static vl_status plan(vl_plan *p, vl_manifest *m, const vl_config *cfg, vl_err *err)
+{
+    return plan_log(p, m, cfg, NULL, err);
 }
 
 static void verify_all(const vl_plan *p, const vl_config *cfg)
@@ -108,6 +120,12 @@ static void check_shape(const vl_plan *p, uint32_t per_rank, int pool)
                 const vl_seg *s = &p->segs[mb->seg0];
                 uint32_t k;
                 const int32_t *mem = vl_plan_mb_members(p, mb, &k);
+                if (mb->nseg == 0) {   /* a barrier: every rank, in order, no tokens */
+                    cr_assert(mb->cap == 0 && k == (uint32_t)pool && pool > 1);
+                    for (uint32_t i = 0; i < k; i++)
+                        cr_assert_eq(mem[i], (int32_t)i);
+                    continue;
+                }
                 cr_assert_eq(mb->nseg, 1);
                 cr_assert(s->off == 0 && s->len == p->m->len[s->sample] && mb->cap == s->len);
                 k = k ? k : 1;
@@ -171,7 +189,7 @@ Test(mcore_cp_plan, longest_sample_is_per_rank_times_the_pool)
     vl_err err;
     cr_assert_eq(vl_manifest_from_lengths(&m, len, 4, &err), VL_OK);
     cr_assert_eq(config(&cfg, &u, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_strategy_mcore_cp.max_len(&(vl_mc_opts){1000, 0.05, 1.1}, &cfg), 4000);
+    cr_assert_eq(vl_strategy_mcore_cp.max_len(&(vl_mc_opts){1000, 0.05, 1.1, true}, &cfg), 4000);
     cr_assert_eq(plan(&p, m, &cfg, &err), VL_OK, "%s", err.msg);
     verify_all(&p, &cfg);
     cr_assert_eq(p.ndrops, 1);
@@ -189,7 +207,7 @@ static void refused(const setup *u, const char *needle)
 {
     vl_config cfg;
     vl_err err;
-    vl_mc_opts o = {u->per_rank, 0.05, 1.1};
+    vl_mc_opts o = {u->per_rank, 0.05, 1.1, true};
     if (config(&cfg, u, &err) != VL_OK) {   /* the config itself may refuse it */
         vl_config_free(&cfg);
         return;
@@ -206,7 +224,7 @@ Test(mcore_cp_plan, refuses_what_megatron_refuses)
     setup big = {.dp = 2, .sp = 2, .batch = 8, .per_rank = 2000000000u};
     vl_config cfg;
     vl_err err;
-    vl_mc_opts o = {0, 0.05, 1.1};
+    vl_mc_opts o = {0, 0.05, 1.1, true};
 
     refused(&three, "power of two");
     refused(&micro, "dp_sync");
@@ -271,6 +289,55 @@ Test(mcore_cp_plan, cp_communication_is_charged)
     cr_assert_eq(vl_sim_plan(&p, &c_off, NULL, &off_s, &err), VL_OK, "%s", err.msg);
     cr_assert_gt(on_s.total_time_s, off_s.total_time_s);
     vl_plan_free(&p);
+    vl_manifest_free(m);
+    vl_config_free(&cfg);
+    vl_config_free(&cfg_off);
+}
+
+/* With the barriers the simulated iteration is exactly Megatron's: over the groups, the
+ * slowest set, plus the gradient reduction (the strategy's own figure from the cost
+ * model); every rank has one barrier fewer than groups.  Without them a rank may run
+ * ahead into the next group, so the simulation is no slower. */
+Test(mcore_cp_plan, barriers_make_the_simulation_megatron_s_group_sum)
+{
+    setup u = {.dp = 2, .sp = 8, .per_rank = 4096, .batch = 64, .dist = "chatqa2-long",
+               .n = 256};
+    setup off = u;
+    vl_config cfg, cfg_off;
+    vl_manifest *m = manifest(u.dist, u.n, 21);
+    vl_plan p, q;
+    vl_cost c;
+    vl_sim_summary on_s, off_s;
+    double want;
+    vl_err err;
+    off.extra = "mcore_cp.barrier=off";
+    cr_assert_eq(config(&cfg, &u, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(config(&cfg_off, &off, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(plan_log(&p, m, &cfg, &want, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(plan(&q, m, &cfg_off, &err), VL_OK, "%s", err.msg);
+    verify_all(&p, &cfg);
+    verify_all(&q, &cfg_off);
+    cr_assert_gt(p.nmbs, q.nmbs, "the barriers are packs");
+    for (size_t it = 0; it < p.niters; it++) {
+        uint32_t bars = 0;
+        for (uint32_t r = 0; r < p.iters[it].nranks; r++) {
+            const vl_rank *rk = &p.ranks[p.iters[it].rank0 + r];
+            uint32_t b = 0;
+            for (uint32_t j = 0; j < rk->nmb; j++)
+                b += p.mbs[rk->mb0 + j].nseg == 0;
+            cr_assert(r == 0 || b == bars, "iteration %zu: ranks disagree on barriers", it);
+            bars = b;
+        }
+    }
+    cr_assert_eq(vl_cost_init(&c, &cfg, &err), VL_OK);
+    cr_assert_eq(vl_sim_plan(&p, &c, NULL, &on_s, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl_sim_plan(&q, &c, NULL, &off_s, &err), VL_OK, "%s", err.msg);
+    cr_assert_gt(want, 0.0);
+    cr_assert_float_eq(on_s.iter_time_ms.mean, want, 1e-3 + want * 1e-6, "simulated %.6f ms, "
+                       "Megatron's group sum %.6f ms", on_s.iter_time_ms.mean, want);
+    cr_assert_leq(off_s.total_time_s, on_s.total_time_s * (1 + 1e-12));
+    vl_plan_free(&p);
+    vl_plan_free(&q);
     vl_manifest_free(m);
     vl_config_free(&cfg);
     vl_config_free(&cfg_off);

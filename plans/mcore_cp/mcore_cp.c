@@ -18,11 +18,11 @@
  * order = CP order), which the cost model and simulator run as CP over k (SlimPack's
  * DP-Merge vocabulary, lib/model/cost_pack.c) with the copies starting together.  A
  * rank's packs are its samples group after group, in Megatron's order, so ranks differ
- * in pack count (VL_CAP_UNEVEN_MBS).  What the model does not express: the barrier at
- * the end of each group -- only the members of each shared sample wait for one another,
- * so a GPU whose next samples need no partner still busy may start them before the
- * slowest GPU ends the group; the simulated step time can be below Megatron's by at most
- * the sum over groups of each group's imbalance (man page).
+ * in pack count (VL_CAP_UNEVEN_MBS).  The barrier that ends a group is a collective over
+ * all hdp ranks: an empty pack (capacity 0) shared by every rank, which the simulator
+ * starts only when every rank has finished its group and which costs nothing itself
+ * (the barrier's own latency is not charged).  mcore_cp.barrier=off leaves it out (then
+ * only the GPUs of a sample wait for each other).
  * Refused, as Megatron refuses them: training.pp > 1; a DP×CP group that is not a power
  * of two (fill_empty_gpus then indexes past its GPUs); training.dp_sync=micro_step (the
  * runtime reduces once per iteration).  Longest sample: max_seqlen_per_rank · DP·CP
@@ -47,6 +47,10 @@ static const vl_param mcore_cp_params[] = {
      .min = 1, .max = 1e6, .def = "1.1",
      .help = "make_buckets_equal closes a bucket above factor * total work / CP sizes "
              "(Megatron 1.1)"},
+    {.key = "barrier", .type = VL_P_BOOL, .offset = offsetof(vl_mc_opts, barrier),
+     .def = "on",
+     .help = "end every group but the last with Megatron's barrier over the DP x CP GPUs "
+             "(an empty pack all ranks share); off: only a sample's GPUs wait for each other"},
     {.key = NULL},
 };
 
@@ -166,9 +170,21 @@ static vl_status emit_set(const vl_mc_sched *s, const vl_mc_set *set, int32_t *m
     return st;
 }
 
-/* One iteration from the scheduled batch: rank r runs its set's samples group by group. */
-static vl_status emit(const vl_mc_sched *s, const vl_par *par, uint32_t epoch,
-                      int32_t *members, vl_plan *out, vl_err *err)
+/* Megatron's torch.distributed.barrier over the DP×CP group after a group: a pack of no
+ * tokens that every rank shares, so none starts the next group before all are done. */
+static vl_status emit_barrier(uint32_t gpus, int32_t *members, vl_plan *out, vl_err *err)
+{
+    vl_status st = vl_plan_mb_begin(out, 0, err);
+
+    for (uint32_t k = 0; k < gpus; k++)
+        members[k] = (int32_t)k;
+    return st == VL_OK ? vl_plan_mb_share(out, members, gpus, err) : st;
+}
+
+/* One iteration from the scheduled batch: rank r runs its set's samples group by group,
+ * a barrier between groups (with o->barrier and more than one GPU). */
+static vl_status emit(const vl_mc_sched *s, const vl_mc_opts *o, const vl_par *par,
+                      uint32_t epoch, int32_t *members, vl_plan *out, vl_err *err)
 {
     vl_status st = vl_plan_iter_begin(out, epoch, err);
 
@@ -179,6 +195,8 @@ static vl_status emit(const vl_mc_sched *s, const vl_par *par, uint32_t epoch,
             st = set ? emit_set(s, set, members, out, err)
                      : vl_seterr(err, VL_EINTERNAL, "mcore_cp: group %zu leaves GPU %u idle",
                                  g, r);
+            if (st == VL_OK && o->barrier && s->gpus > 1 && g + 1 < s->ngroups)
+                st = emit_barrier(s->gpus, members, out, err);
         }
     }
     return st;
@@ -189,7 +207,31 @@ static vl_status emit(const vl_mc_sched *s, const vl_par *par, uint32_t epoch,
 typedef struct mc_stats {
     uint64_t iters, samples, groups, shared;
     uint64_t by_cp[33];   /* samples by the log2 of the CP size they run with */
+    double barrier_s;     /* Σ over iterations of vl__mc_barrier_s */
 } mc_stats;
+
+double vl__mc_barrier_s(const vl_mc_sched *s, const vl_cost *c, const vl_par *par)
+{
+    int layers = c->cfg->model.layers;
+    double total = vl_cost_dp_sync_time(c, par, (int)s->gpus, layers);
+
+    for (size_t g = 0; g < s->ngroups; g++) {
+        double slowest = 0.0;
+        for (size_t j = s->gstart[g]; j < s->gstart[g + 1]; j++) {
+            const vl_mc_set *set = &s->sets[j];
+            double busy = 0.0;
+            for (size_t i = set->i0; i < set->i0 + set->n; i++) {
+                vl_seg seg = {s->out[i].sample, 0, s->out[i].len}, tmp;
+                vl_pack_view v = {&seg, NULL, 1, (int)set->size};
+                vl_mb_time t = vl_cost_pack_time(c, &v, par, layers, 1, &tmp);
+                busy += t.fwd + t.bwd;
+            }
+            slowest = busy > slowest ? busy : slowest;
+        }
+        total += slowest;
+    }
+    return total;
+}
 
 static void count(const vl_mc_sched *s, mc_stats *t)
 {
@@ -205,7 +247,8 @@ static void count(const vl_mc_sched *s, mc_stats *t)
     }
 }
 
-static vl_status plan_epoch(vl_mc_sched *s, const vl_job *job, const vl_par *par,
+static vl_status plan_epoch(vl_mc_sched *s, const vl_mc_opts *o, const vl_job *job,
+                            const vl_par *par,
                             uint32_t epoch, uint32_t *order, vl_mc_item *items,
                             int32_t *members, mc_stats *t, vl_plan *out, vl_err *err)
 {
@@ -222,7 +265,8 @@ static vl_status plan_epoch(vl_mc_sched *s, const vl_job *job, const vl_par *par
         st = vl__mc_schedule(s, items, n, err);
         if (st == VL_OK) {
             count(s, t);
-            st = emit(s, par, epoch, members, out, err);
+            t->barrier_s += vl__mc_barrier_s(s, job->cost, par);
+            st = emit(s, o, par, epoch, members, out, err);
         }
     }
     vl_batches_free(&b);
@@ -234,12 +278,14 @@ static void log_summary(const vl_job *job, const vl_mc_sched *s, const mc_stats 
 {
     vl_job_log(job, "mcore_cp: max_seqlen_per_rank=%u (auto: %u) hdp GPUs=%u delta=%g "
                "bucket_factor=%g: %llu iterations, %llu groups (%.2f per iteration), %llu "
-               "samples, %llu on more than one GPU, %llu trimmed, %llu expansions; samples by "
-               "CP size:", s->per_rank, fits, s->gpus, s->delta, s->bucket_factor,
+               "samples, %llu on more than one GPU, %llu trimmed, %llu expansions; with "
+               "Megatron's group barriers %.3f ms per iteration; samples by CP size:",
+               s->per_rank, fits, s->gpus, s->delta, s->bucket_factor,
                (unsigned long long)t->iters, (unsigned long long)t->groups,
                t->iters ? (double)t->groups / (double)t->iters : 0.0,
                (unsigned long long)t->samples, (unsigned long long)t->shared,
-               (unsigned long long)s->stat_trimmed, (unsigned long long)s->stat_expanded);
+               (unsigned long long)s->stat_trimmed, (unsigned long long)s->stat_expanded,
+               t->iters ? t->barrier_s * 1e3 / (double)t->iters : 0.0);
     for (unsigned k = 0; k < 33; k++)
         if (t->by_cp[k])
             vl_job_log(job, " %llu:%llu", 1ull << k, (unsigned long long)t->by_cp[k]);
@@ -274,7 +320,7 @@ static vl_status mcore_cp_plan(const void *opts, const vl_job *job, vl_plan *out
     if (st == VL_OK)
         vl_job_iterations(job, iters);
     for (int e = 0; e < cfg->training.epochs && st == VL_OK; e++)
-        st = plan_epoch(&s, job, &par, (uint32_t)e, order, items, members, &t, out, err);
+        st = plan_epoch(&s, o, job, &par, (uint32_t)e, order, items, members, &t, out, err);
     if (st == VL_OK)
         log_summary(job, &s, &t, fits);
     vl__mc_sched_free(&s);

@@ -16,6 +16,7 @@ typedef struct vl_mc_opts {
     uint32_t per_rank;    /* max_seqlen_per_rank; 0 = auto from the memory model */
     double delta;         /* balance slack of next_hdp_group and trim_overload */
     double bucket_factor; /* make_buckets_equal closes a bucket above factor · target */
+    bool barrier;         /* an all-rank empty shared pack between groups */
 } vl_mc_opts;
 
 /* A sample of the global batch: its manifest index and length. */
@@ -79,6 +80,12 @@ size_t vl__mc_buckets(const vl_mc_item *it, size_t n, uint32_t per_rank, double 
 vl_status vl__mc_schedule(vl_mc_sched *s, const vl_mc_item *it, size_t n, vl_err *err);
 
 /* mcore_cp.c */
+/** Seconds of the scheduled batch as Megatron runs it, group barriers included: over
+ *  the groups, the slowest set's samples (forward + backward, each with CP over its
+ *  set, the shared cost model's vl_cost_pack_time), plus the gradient reduction.  The
+ *  plan's simulation synchronises only the GPUs that share a sample; this bounds it. */
+double vl__mc_barrier_s(const vl_mc_sched *s, const vl_cost *c, const vl_par *par);
+
 /** max_seqlen_per_rank auto: tokens one GPU holds, (usable memory − model states sharded
  *  over the pool) / activation bytes per token; 0 when the states alone do not fit. */
 uint32_t vl__mc_auto_per_rank(const vl_cost *c, const vl_par *par, int pool);
