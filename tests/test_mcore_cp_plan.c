@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gen.h"
+#include "planio.h"
 #include "mcore_cp_impl.h"
 #include "rng.h"
 #include "run.h"
@@ -341,4 +342,35 @@ Test(mcore_cp_plan, barriers_make_the_simulation_megatron_s_group_sum)
     vl_manifest_free(m);
     vl_config_free(&cfg);
     vl_config_free(&cfg_off);
+}
+
+/* A pool of 128 GPUs: barriers and the widest samples are shared by 128 ranks; the file
+ * is read back with every member (the readers once stopped at 64). */
+Test(mcore_cp_plan, more_than_64_sharers_survive_a_file)
+{
+    setup u = {.dp = 16, .sp = 8, .per_rank = 512, .batch = 256, .dist = "chatqa2-long",
+               .n = 512};
+    vl_config cfg;
+    vl_manifest *m = manifest(u.dist, u.n, 4);
+    vl_plan p, q;
+    vl_plan_file f;
+    vl_err err;
+    char *dir = tu_tmpdir(), *path = tu_path(dir, "mc128.jsonl");
+    uint32_t widest = 0;
+    cr_assert_eq(config(&cfg, &u, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(plan(&p, m, &cfg, &err), VL_OK, "%s", err.msg);
+    for (size_t i = 0; i < p.nshares; i++)
+        widest = p.shares[i].n > widest ? p.shares[i].n : widest;
+    cr_assert_eq(widest, 128);
+    cr_assert_eq(vl_plan_write_file(&p, path, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl_plan_read(&q, &f, path, m, &err), VL_OK, "%s", err.msg);
+    cr_assert(q.nmembers == p.nmembers &&
+              memcmp(q.members, p.members, p.nmembers * sizeof *p.members) == 0);
+    verify_all(&q, &cfg);
+    vl_plan_free(&q);
+    vl_plan_free(&p);
+    vl_manifest_free(m);
+    vl_config_free(&cfg);
+    free(path);
+    free(dir);
 }
