@@ -214,8 +214,10 @@ static size_t assign(vl_mc_sched *s, grp *g, size_t nb)
         while (front < nb && s->bhead[front] == s->bstart[front + 1])
             front++;
         check = check || need < prev_needed;
+        if (!check || front == nb)
+            continue;
         extremes(s, g, &hi, &lo);
-        if (check && front < nb && hi - lo <= s->delta * hi)
+        if (hi - lo <= s->delta * hi)
             break;
     }
     return front;
