@@ -23,9 +23,10 @@
  * starts only when every rank has finished its group and which costs nothing itself
  * (the barrier's own latency is not charged).  mcore_cp.barrier=off leaves it out (then
  * only the GPUs of a sample wait for each other).
- * Refused, as Megatron refuses them: training.pp > 1; a DP×CP group that is not a power
- * of two (fill_empty_gpus then indexes past its GPUs); training.dp_sync=micro_step (the
- * runtime reduces once per iteration).  Longest sample: max_seqlen_per_rank · DP·CP
+ * Refused: training.pp > 1 (Megatron refuses it under hybrid CP); a DP×CP group that is
+ * not a power of two (Megatron's fill_empty_gpus then indexes past its GPUs);
+ * training.dp_sync=micro_step (not Megatron's runtime, which reduces once per
+ * iteration).  Longest sample: max_seqlen_per_rank · DP·CP
  * (beyond, Megatron loops forever), and training.max_seq_len; beyond, training.oversize.
  * max_seqlen_per_rank auto: the tokens one GPU holds beside its ZeRO-sharded states
  * (the memory model's, as Skrull's BucketSize). */
