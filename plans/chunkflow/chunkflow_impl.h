@@ -7,6 +7,8 @@
 
 /* The largest chunk size of the grid search (chunkflow_search.c): the capacity limit of
  * a plan searched with chunk_size auto. */
+/* The smallest one: the finest pieces a plan searched with chunk_size auto may cut. */
+#define VL_CF_GRID_CHUNK_MIN 2048u
 #define VL_CF_GRID_CHUNK_MAX 32768u
 
 #include <stdbool.h>

@@ -317,6 +317,27 @@ static vl_status record_params(const hy_run *r, vl_err *err)
     return vl_job_params(r->job, hydraulis_params, &used, err);
 }
 
+/* Every epoch's full global batches hold a sample for each of the homogeneous layout's
+ * training.dp pipelines, checked before the proposal DP (its cost grows with the GPUs):
+ * else the homogeneous candidate leaves pipelines empty and every iteration dispatches
+ * a few samples over a million pipelines. */
+static vl_status check_cover(const vl_job *job, uint32_t *order, vl_err *err)
+{
+    const vl_selection *sel = job->sel;
+    vl_status st = VL_OK;
+
+    for (int e = 0; st == VL_OK && e < job->cfg->training.epochs; e++) {
+        vl_batches b;
+        vl_epoch_order(sel, job->seed, (uint32_t)e, order);
+        if ((st = vl_make_batches(&b, order, sel->n, sel->len, &job->cfg->training, err)))
+            break;
+        st = vl_batches_cover_ranks(&b, order, sel->len, 0, (size_t)job->cfg->training.dp,
+                                    "hydraulis: ", err);
+        vl_batches_free(&b);
+    }
+    return st;
+}
+
 static vl_status hydraulis_plan(const void *opts, const vl_job *job, vl_plan *out,
                                 vl_err *err)
 {
@@ -325,6 +346,8 @@ static vl_status hydraulis_plan(const void *opts, const vl_job *job, vl_plan *ou
     uint64_t count = 0;
     vl_status st = order ? VL_OK : vl_seterr(err, VL_ENOMEM, "hydraulis: out of memory");
 
+    if (st == VL_OK)
+        st = check_cover(job, order, err);
     if (st == VL_OK)
         st = vl__hy_schemes(&r.sch, job->cost, err);
     if (st == VL_OK && r.sch.n == 0)
