@@ -198,12 +198,13 @@ static uint64_t batch_pieces(const uint32_t *order, size_t a, size_t z, const ui
 }
 
 vl_status vl_batches_cover_ranks(const vl_batches *b, const uint32_t *order,
-                                 const uint32_t *len, uint32_t piece, size_t ranks,
-                                 const char *who, vl_err *err)
+                                 const uint32_t *len, uint32_t piece, size_t share,
+                                 size_t ranks, const char *who, vl_err *err)
 {
+    share = share ? share : 1;
     for (size_t i = 0; i + 1 < b->n; i++) {
         size_t a = b->start[i], z = b->start[i + 1];
-        if (z - a >= ranks)
+        if ((z - a) * share >= ranks)
             continue;
         if (piece == 0)
             return vl_seterr(err, VL_ECONFIG,
@@ -211,12 +212,13 @@ vl_status vl_batches_cover_ranks(const vl_batches *b, const uint32_t *order,
                              "data-parallel ranks: raise training.global_batch or "
                              "training.global_tokens, or use fewer GPUs", who, i, z - a, ranks);
         uint64_t k = batch_pieces(order, a, z, len, piece);
-        if (k < ranks)
+        if (k * share < ranks)
             return vl_seterr(err, VL_ECONFIG,
                              "%sglobal batch %zu has %zu samples, %llu pieces of at most %u "
-                             "tokens, fewer than the %zu data-parallel ranks: raise "
-                             "training.global_batch or training.global_tokens, or use fewer "
-                             "GPUs", who, i, z - a, (unsigned long long)k, piece, ranks);
+                             "tokens, fewer than one for every %zu of the %zu data-parallel "
+                             "ranks: raise training.global_batch or training.global_tokens, "
+                             "or use fewer GPUs", who, i, z - a, (unsigned long long)k, piece,
+                             share, ranks);
     }
     return VL_OK;
 }

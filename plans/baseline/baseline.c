@@ -128,7 +128,7 @@ vl_status vl__bl_run_batches(bl *c, vl__bl_batch_fn fn, vl_err *err)
         vl_epoch_order(sel, c->job->seed, c->epoch, order);
         if ((st = vl_make_batches(&bt, order, sel->n, sel->len, c->t, err)) != VL_OK)
             break;
-        if ((st = vl_batches_cover_ranks(&bt, order, sel->len, 0, c->dp, "", err)) != VL_OK) {
+        if ((st = vl_batches_cover_ranks(&bt, order, sel->len, 0, 1, c->dp, "", err)) != VL_OK) {
             vl_batches_free(&bt);
             break;
         }

@@ -331,7 +331,8 @@ static vl_status check_cover(const vl_job *job, uint32_t *order, vl_err *err)
         vl_epoch_order(sel, job->seed, (uint32_t)e, order);
         if ((st = vl_make_batches(&b, order, sel->n, sel->len, &job->cfg->training, err)))
             break;
-        st = vl_batches_cover_ranks(&b, order, sel->len, 0, (size_t)job->cfg->training.dp,
+        st = vl_batches_cover_ranks(&b, order, sel->len, 0, 1,
+                                    (size_t)job->cfg->training.dp,
                                     "hydraulis: ", err);
         vl_batches_free(&b);
     }
