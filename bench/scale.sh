@@ -5,7 +5,8 @@
 # exit status, wall seconds, CPU seconds (user + sys: the stable figure on a shared
 # machine), peak MB, and the first line of a refusal.  Run by bench/run.sh (make bench);
 # alone: BUILD=build sh bench/scale.sh.  BENCH_SCALE_TIMEOUT caps one command (default
-# 300 s; exit 124 = cut off).  Configurations:
+# 300 s; exit 124 = cut off); BENCH_SCALE_CONFIGS and BENCH_SCALE_ALGOS pick a subset
+# of the configurations and pack algorithms.  Configurations:
 #   flat    cluster.gpus=1048576, the defaults otherwise (Llama-3.1-8B, dp = 1048576,
 #           2M tokens per global batch): strategies that plan a global batch per
 #           iteration must refuse it (2,521 samples for 1M ranks)
@@ -34,15 +35,15 @@ run() {
     /usr/bin/time -f "%e %U %S %M" -o "$tmp/time" timeout "$T" "$@" >/dev/null \
         2>"$tmp/err" || rc=$?
     [ "$rc" = 0 ] || rm -f "$out"
-    awk -v l="$label" -v rc="$rc" -v msg="$(grep -m1 -v '^Command' "$tmp/err" | cut -c1-160)" \
+    awk -v l="$label" -v rc="$rc" -v msg="$(grep -m1 -v '^Command' "$tmp/err" | cut -c1-240)" \
         'END { printf "  %-28s exit %3s %8.2f s wall %7.2f s cpu %6.0f MB  %s\n",
                l, rc, $1, $2 + $3, $4 / 1024, msg }' "$tmp/time"
 }
 
 strategies="random sorted verl hbp chunkflow skrull hydraulis slimpack"
-algos="ffd bfd ffs bfs isf spfhp wfd nf"
+algos=${BENCH_SCALE_ALGOS:-"ffd bfd ffs bfs isf spfhp wfd nf"}
 
-for cfg in flat shaped gpus8; do
+for cfg in ${BENCH_SCALE_CONFIGS:-flat shaped gpus8}; do
     eval "args=\$$cfg"
     echo "## plan, 1M samples, $cfg: $args"
     for s in $strategies; do
@@ -58,10 +59,10 @@ for cfg in flat shaped gpus8; do
         done
     done
     [ "$cfg" = gpus8 ] && continue
-    echo "## verify, metrics, simulate of the $cfg plans made (first pack algo only)"
+    echo "## verify, metrics, simulate of the $cfg plans made (pack: ffd only)"
     for p in "$tmp/$cfg"-*.jsonl; do
         [ -e "$p" ] || continue
-        case $p in *-pack-*-*) case $p in *-pack-ffd-*) ;; *) continue ;; esac ;; esac
+        case $p in *-pack-ffd-*) ;; *-pack-*) continue ;; esac
         n=$(basename "$p" .jsonl)
         run "verify $n" /dev/null "$V" verify -q "$p" "$M"
         run "metrics $n" /dev/null "$V" metrics "$p"
