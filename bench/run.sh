@@ -58,3 +58,5 @@ if [ -d "$R" ]; then
     "$B/bench/bench_baselines" "$R/mooncake_fast25_conversation_lengths.csv" 131072 8
     "$B/bench/bench_baselines" "$R/mooncake_fast25_synthetic_lengths.csv" 131072 8
 fi
+echo "## scale: 1M samples on 1,048,576 and on 8 GPUs, every strategy (issue 13 item 7)"
+BUILD=$B sh bench/scale.sh

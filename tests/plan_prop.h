@@ -121,7 +121,7 @@ static inline void pp_training(pp_case *c, vl_rng *r, uint32_t *max_seq)
     *max_seq = seqs[pp_pick(r, 6)];
     pp_add(c, "training.max_seq_len=%u", *max_seq);
     if (pp_pick(r, 2))
-        pp_add(c, "training.global_batch=%u", (unsigned)(1 + pp_pick(r, 64)));
+        pp_add(c, "training.global_batch=%u", (unsigned)(1 + pp_pick(r, 256)));
     else
         pp_add(c, "training.global_tokens=%llu",
                (unsigned long long)*max_seq * (1 + pp_pick(r, 16)));

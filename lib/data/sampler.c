@@ -186,3 +186,39 @@ vl_status vl_make_batches(vl_batches *out, const uint32_t *order, size_t n,
     }
     return VL_OK;
 }
+
+static uint64_t batch_pieces(const uint32_t *order, size_t a, size_t z, const uint32_t *len,
+                             uint32_t piece)
+{
+    uint64_t k = 0;
+
+    for (size_t i = a; i < z; i++)
+        k += len[order[i]] / piece + (len[order[i]] % piece != 0);
+    return k;
+}
+
+vl_status vl_batches_cover_ranks(const vl_batches *b, const uint32_t *order,
+                                 const uint32_t *len, uint32_t piece, size_t share,
+                                 size_t ranks, const char *who, vl_err *err)
+{
+    share = share ? share : 1;
+    for (size_t i = 0; i + 1 < b->n; i++) {
+        size_t a = b->start[i], z = b->start[i + 1];
+        if ((z - a) * share >= ranks)
+            continue;
+        if (piece == 0)
+            return vl_seterr(err, VL_ECONFIG,
+                             "%sglobal batch %zu has %zu samples, fewer than the %zu "
+                             "data-parallel ranks: raise training.global_batch or "
+                             "training.global_tokens, or use fewer GPUs", who, i, z - a, ranks);
+        uint64_t k = batch_pieces(order, a, z, len, piece);
+        if (k * share < ranks)
+            return vl_seterr(err, VL_ECONFIG,
+                             "%sglobal batch %zu has %zu samples, %llu pieces of at most %u "
+                             "tokens, fewer than one for every %zu of the %zu data-parallel "
+                             "ranks: raise training.global_batch or training.global_tokens, "
+                             "or use fewer GPUs", who, i, z - a, (unsigned long long)k, piece,
+                             share, ranks);
+    }
+    return VL_OK;
+}

@@ -49,6 +49,18 @@ vl_status vl_make_batches(vl_batches *out, const uint32_t *order, size_t n,
                           const uint32_t *len, const vl_training_cfg *t, vl_err *err);
 void vl_batches_free(vl_batches *b);
 
+/** Every full global batch (all but the last, which may be short) must give each of
+ *  `ranks` data-parallel ranks something to hold: else nearly every micro-batch of the
+ *  plan is empty, iterations x ranks of them (at a million ranks, billions: hours to plan
+ *  and simulate).  What a rank holds is a sample, or with piece > 0 a piece of at most
+ *  piece tokens, which a strategy that cuts pieces further to feed idle ranks (ChunkFlow)
+ *  may spread over `share` ranks (1: none); either way the plan stays linear in samples
+ *  plus ranks.  VL_ECONFIG naming the first batch short of that, with what to change;
+ *  who prefixes the message. */
+vl_status vl_batches_cover_ranks(const vl_batches *b, const uint32_t *order,
+                                 const uint32_t *len, uint32_t piece, size_t share,
+                                 size_t ranks, const char *who, vl_err *err);
+
 /** Global batches of every epoch together (what vl_epoch_order + vl_make_batches give
  *  epoch by epoch): the iteration count a strategy planning one batch per iteration
  *  announces before it streams (vl_job_iterations).  order: scratch of sel->n entries. */

@@ -107,23 +107,6 @@ static vl_status emit_padded(bl *c, const uint32_t *items, size_t n, vl_err *err
     return vl__bl_emit_mb(c, (uint32_t)(n * longest), items, n, err);
 }
 
-/* Every full global batch (all but an epoch's last) must give each rank a sample: one
- * smaller than dp would plan dp micro-batches per iteration, nearly all empty -- at a
- * million ranks, billions of them.  Refused up front, with the numbers. */
-static vl_status check_batches_cover_ranks(const bl *c, const vl_batches *bt, vl_err *err)
-{
-    for (size_t b = 0; b + 1 < bt->n; b++) {
-        size_t g = bt->start[b + 1] - bt->start[b];
-        if (g < c->dp)
-            return vl_seterr(err, VL_ECONFIG,
-                             "global batch %zu has %zu samples, fewer than the %zu "
-                             "data-parallel ranks: raise training.global_batch or "
-                             "training.global_tokens, or use fewer GPUs",
-                             b, g, c->dp);
-    }
-    return VL_OK;
-}
-
 vl_status vl__bl_run_batches(bl *c, vl__bl_batch_fn fn, vl_err *err)
 {
     const vl_selection *sel = c->job->sel;
@@ -145,7 +128,7 @@ vl_status vl__bl_run_batches(bl *c, vl__bl_batch_fn fn, vl_err *err)
         vl_epoch_order(sel, c->job->seed, c->epoch, order);
         if ((st = vl_make_batches(&bt, order, sel->n, sel->len, c->t, err)) != VL_OK)
             break;
-        if ((st = check_batches_cover_ranks(c, &bt, err)) != VL_OK) {
+        if ((st = vl_batches_cover_ranks(&bt, order, sel->len, 0, 1, c->dp, "", err)) != VL_OK) {
             vl_batches_free(&bt);
             break;
         }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "baseline_pack.h"
+#include "iheap.h"
 
 /* Split pack p: its samples, longest first (ties by index), each onto the lighter half;
  * the first half stays p, the second becomes pack q. */
@@ -44,80 +45,44 @@ static vl_status split_pack(packs *pk, size_t p, size_t q, const uint32_t *len, 
     return VL_OK;
 }
 
-/* A max-heap of the packs holding two or more samples, fullest first, lower index on
- * ties: the pack the split rule names is always on top (what a scan of every pack per
+/* The packs holding two or more samples are kept in a heap, fullest first, lower index
+ * on ties: the pack the split rule names is always on top (what a scan of every pack per
  * split found, in O(log P) instead of O(P): 262,144 ranks took 24 s that way). */
-typedef struct splitq {
-    size_t *h, n;
-    const packs *pk;
-} splitq;
-
-static int sq_before(const splitq *q, size_t a, size_t b)
+static int split_before(const void *ctx, size_t a, size_t b)
 {
-    double la = q->pk->load[a], lb = q->pk->load[b];
+    const packs *pk = ctx;
+    double la = pk->load[a], lb = pk->load[b];
+
     return la > lb || (la == lb && a < b);
-}
-
-static void sq_push(splitq *q, size_t p)
-{
-    size_t i = q->n++;
-
-    q->h[i] = p;
-    while (i > 0 && sq_before(q, q->h[i], q->h[(i - 1) / 2])) {
-        size_t up = (i - 1) / 2, t = q->h[i];
-        q->h[i] = q->h[up];
-        q->h[up] = t;
-        i = up;
-    }
-}
-
-static size_t sq_pop(splitq *q)
-{
-    size_t top = q->h[0], i = 0;
-
-    q->h[0] = q->h[--q->n];
-    for (;;) {
-        size_t l = 2 * i + 1, m = i, t;
-        if (l < q->n && sq_before(q, q->h[l], q->h[m]))
-            m = l;
-        if (l + 1 < q->n && sq_before(q, q->h[l + 1], q->h[m]))
-            m = l + 1;
-        if (m == i)
-            return top;
-        t = q->h[i];
-        q->h[i] = q->h[m];
-        q->h[m] = t;
-        i = m;
-    }
 }
 
 /* Grow the pack count to `target` by splits, then by empty packs. */
 static vl_status equalize(bl *c, packs *pk, size_t target, size_t nitems, vl_err *err)
 {
-    splitq q = {.h = malloc((target ? target : 1) * sizeof *q.h), .pk = pk};
-    vl_status st = VL_OK;
+    vl_iheap q;
+    vl_status st = vl_iheap_init(&q, target, split_before, pk, err);
 
-    if (q.h == NULL)
-        return vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", target);
+    if (st != VL_OK)
+        return st;
     for (size_t p = 0; p < pk->n; p++)
         if (pk->cnt[p] >= 2)
-            sq_push(&q, p);
+            vl_iheap_push(&q, p);
     while (pk->n < target && q.n > 0 && st == VL_OK) {
-        size_t p = sq_pop(&q), nq = pk->n++;
+        size_t p = vl_iheap_pop(&q), nq = pk->n++;
         if ((st = split_pack(pk, p, nq, pk_ctx(c)->len, err)) != VL_OK)
             break;
         c->splits++;
         if (pk->cnt[p] >= 2)
-            sq_push(&q, p);
+            vl_iheap_push(&q, p);
         if (pk->cnt[nq] >= 2)
-            sq_push(&q, nq);
+            vl_iheap_push(&q, nq);
     }
     for (; pk->n < target && st == VL_OK; pk->n++) {
         pk->off[pk->n] = nitems;
         pk->cnt[pk->n] = 0;
         pk->load[pk->n] = 0;
     }
-    free(q.h);
+    vl_iheap_free(&q);
     return st;
 }
 

@@ -134,6 +134,10 @@ static vl_status plan_epoch(const vl_cf_opts *o, const vl_job *job, uint32_t epo
 
     vl_epoch_order(sel, job->seed, epoch, order);
     st = vl_make_batches(&b, order, sel->n, sel->len, &job->cfg->training, err);
+    if (st == VL_OK)   /* before the search: it plans batches too */
+        st = vl_batches_cover_ranks(&b, order, sel->len,
+                                    s->chunk ? s->chunk : VL_CF_GRID_CHUNK_MIN,
+                                    VL_CF_RANKS_PER_PIECE, (size_t)s->dp, "chunkflow: ", err);
     if (st == VL_OK && (s->chunk == 0 || s->k == 0))
         st = vl__cf_search(o, job, s, order, &b, fit, s, err);
     if (st == VL_OK && epoch == 0)

@@ -7,7 +7,13 @@
 
 /* The largest chunk size of the grid search (chunkflow_search.c): the capacity limit of
  * a plan searched with chunk_size auto. */
+/* The smallest one: the finest pieces a plan searched with chunk_size auto may cut. */
+#define VL_CF_GRID_CHUNK_MIN 2048u
 #define VL_CF_GRID_CHUNK_MAX 32768u
+/* Ranks short of chunks cut theirs to feed idle ranks (equal micro-batch counts); a
+ * global batch must bring a chunk for every this many ranks, else the plan is mostly
+ * empty micro-batches (iterations x ranks of them). */
+#define VL_CF_RANKS_PER_PIECE 4u
 
 #include <stdbool.h>
 #include <stddef.h>

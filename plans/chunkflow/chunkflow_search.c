@@ -11,7 +11,7 @@
 #define GIB 1073741824.0
 
 /* The paper's chunk sizes (§5, Tables 4 and 6): 2K..32K tokens. */
-static const uint32_t grid_chunk[] = {2048, 4096, 8192, 16384, VL_CF_GRID_CHUNK_MAX};
+static const uint32_t grid_chunk[] = {VL_CF_GRID_CHUNK_MIN, 4096, 8192, 16384, VL_CF_GRID_CHUNK_MAX};
 #define NCHUNK (sizeof grid_chunk / sizeof grid_chunk[0])
 
 typedef struct cand_result {

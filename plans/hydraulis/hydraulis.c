@@ -317,6 +317,28 @@ static vl_status record_params(const hy_run *r, vl_err *err)
     return vl_job_params(r->job, hydraulis_params, &used, err);
 }
 
+/* Every epoch's full global batches hold a sample for each of the homogeneous layout's
+ * gpus / (tp pp) pipelines, checked before the proposal DP (its cost grows with the GPUs):
+ * else the homogeneous candidate leaves pipelines empty and every iteration dispatches
+ * a few samples over a million pipelines. */
+static vl_status check_cover(const vl_job *job, uint32_t *order, vl_err *err)
+{
+    const vl_selection *sel = job->sel;
+    const vl_training_cfg *t = &job->cfg->training;
+    size_t pipes = (size_t)job->cfg->cluster.gpus / ((size_t)t->tp * (size_t)t->pp);
+    vl_status st = VL_OK;
+
+    for (int e = 0; st == VL_OK && e < t->epochs; e++) {
+        vl_batches b;
+        vl_epoch_order(sel, job->seed, (uint32_t)e, order);
+        if ((st = vl_make_batches(&b, order, sel->n, sel->len, &job->cfg->training, err)))
+            break;
+        st = vl_batches_cover_ranks(&b, order, sel->len, 0, 1, pipes, "hydraulis: ", err);
+        vl_batches_free(&b);
+    }
+    return st;
+}
+
 static vl_status hydraulis_plan(const void *opts, const vl_job *job, vl_plan *out,
                                 vl_err *err)
 {
@@ -325,6 +347,8 @@ static vl_status hydraulis_plan(const void *opts, const vl_job *job, vl_plan *ou
     uint64_t count = 0;
     vl_status st = order ? VL_OK : vl_seterr(err, VL_ENOMEM, "hydraulis: out of memory");
 
+    if (st == VL_OK)
+        st = check_cover(job, order, err);
     if (st == VL_OK)
         st = vl__hy_schemes(&r.sch, job->cost, err);
     if (st == VL_OK && r.sch.n == 0)
@@ -392,6 +416,13 @@ static uint32_t hydraulis_max_len(const void *opts, const vl_config *cfg)
 static vl_status hydraulis_validate(const void *opts, const vl_config *cfg, vl_err *err)
 {
     (void)opts;   /* training.sp is not used: pipelines are <tp, pp> with sp = 1 */
+    if (cfg->cluster.gpus > HY_MAX_GPUS)
+        return vl_seterr(err, VL_ECONFIG, "hydraulis: cluster.gpus = %d is past the %d it "
+                         "plans: each iteration dispatches every sample over every pipeline "
+                         "`trials` times per candidate (Alg. 1) and the proposal DP grows "
+                         "with the GPUs squared (the paper plans up to 1024 GPUs); split the "
+                         "cluster, or use pack, hbp or chunkflow", cfg->cluster.gpus,
+                         HY_MAX_GPUS);
     if (cfg->training.max_seq_len < HY_ALIGN)
         return vl_seterr(err, VL_ECONFIG, "hydraulis: training.max_seq_len must be at least "
                          "%d, got %u", HY_ALIGN, cfg->training.max_seq_len);

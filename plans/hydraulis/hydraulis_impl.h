@@ -13,6 +13,8 @@
 #include "vlplan_strategy.h"
 
 #define HY_ALIGN 128          /* MaxLen and micro-batches are multiples of this */
+/* The most GPUs planned: dispatch costs trials x samples x pipelines an iteration. */
+#define HY_MAX_GPUS 4096
 #define HY_MAX_V 20           /* micro-batch counts tried per pipeline */
 
 typedef enum { HY_DYNAMIC = 0, HY_STATIC = 1, HY_HOMO = 2 } hy_mode;

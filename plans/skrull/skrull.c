@@ -196,6 +196,8 @@ static vl_status plan_epoch(const vl_sk_setting *s, const vl_job *job, uint32_t 
 
     vl_epoch_order(sel, job->seed, epoch, order);
     st = vl_make_batches(&b, order, sel->n, sel->len, &job->cfg->training, err);
+    if (st == VL_OK)
+        st = vl_batches_cover_ranks(&b, order, sel->len, 0, 1, (size_t)s->dp, "skrull: ", err);
     *iters += b.n;
     for (size_t i = 0; i < b.n && st == VL_OK; i++) {
         st = vl__sk_gds(w, s, order + b.start[i], b.start[i + 1] - b.start[i], sel->len,

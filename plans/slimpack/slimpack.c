@@ -117,6 +117,8 @@ static vl_status plan_epoch(const sp_setting *s, const vl_job *job, uint32_t epo
 
     vl_epoch_order(sel, job->seed, epoch, order);
     st = vl_make_batches(&b, order, sel->n, sel->len, &job->cfg->training, err);
+    if (st == VL_OK)
+        st = vl_batches_cover_ranks(&b, order, sel->len, 0, 1, (size_t)s->dp, "slimpack: ", err);
     for (size_t i = 0; i < b.n && st == VL_OK; i++)
         st = vl__sp_plan_batch(w, s, job, out->m, order + b.start[i],
                                b.start[i + 1] - b.start[i], sel->len, epoch, out, err);
