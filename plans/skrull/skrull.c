@@ -132,6 +132,17 @@ static uint32_t skrull_max_len(const void *opts, const vl_config *cfg)
     return most < cfg->training.max_seq_len ? (uint32_t)most : cfg->training.max_seq_len;
 }
 
+/* A micro-batch holds at most C·N tokens, and its "cap" says so (emit). */
+static uint64_t skrull_max_cap(const void *opts, const vl_config *cfg)
+{
+    uint32_t bucket = 0, fits = 0;
+    vl_err err;
+
+    if (resolve_bucket(opts, cfg, &bucket, &fits, &err) != VL_OK)
+        return 0;
+    return (uint64_t)bucket * (uint64_t)(cfg->training.sp > 1 ? cfg->training.sp : 1);
+}
+
 static vl_status skrull_validate(const void *opts, const vl_config *cfg, vl_err *err)
 {
     const vl_sk_opts *o = opts;
@@ -294,6 +305,7 @@ const vl_strategy vl_strategy_skrull = {
     .opts_size = sizeof(vl_sk_opts),
     .caps = VL_CAP_SEG_CP | VL_CAP_UNEVEN_MBS,
     .max_len = skrull_max_len,
+    .max_cap = skrull_max_cap,
     .validate = skrull_validate,
     .plan = skrull_plan,
     .streams = true,
