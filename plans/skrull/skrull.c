@@ -18,9 +18,11 @@
  * paper's selective recompute costs nothing extra with FlashAttention in this model).
  * Deviations and choices (each in the man page):
  *  - the listing's four bugs fixed (skrull_dacp.c, skrull_gds.c);
+ *  - DACP's default placement is balanced (longest first, sharding what would slow
+ *    the slowest CP rank); skrull.placement=paper is Algorithm 1 (skrull_dacp.c);
  *  - micro-batch counts may differ per DP rank (VL_CAP_UNEVEN_MBS), as the paper's GDS
- *    yields; skrull.equal_mbs pads with empty micro-batches for runtimes that reduce
- *    gradients every micro-step;
+ *    yields, except under skrull.equal_mbs (auto: with micro-step gradient sync),
+ *    where GDS searches one count for all ranks, heaviest micro-batch first;
  *  - F is the cost model's forward FLOPs (Eq. 13-16 were lost in extraction).
  * Complexity per batch of n samples: O(n log n) for LPT and the sorts, O(k·N) per DACP
  * call, one per micro-batch and micro-batch count tried. */

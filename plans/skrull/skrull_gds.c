@@ -5,11 +5,17 @@
  * and short ones mix), until every micro-batch holds ≤ C·N tokens (Eq. 7: equality
  * allowed) and DACP accepts it.  m = the rank's sequence count always succeeds: one
  * sequence of ≤ C·N tokens is local when ≤ C, else sharded.
+ * Equal counts (skrull.equal_mbs; by default under micro-step gradient sync, where
+ * ranks wait for each other after every micro-step): one m for every rank, the smallest
+ * all accept, each rank's micro-batches then run heaviest first (by DACP's slowest CP
+ * rank) so that the ranks' heavy micro-batches meet in the same step.
  * Ablations: gds off splits the batch into contiguous equal-count pieces in sampler
  * order and cuts each next-fit into micro-batches of ≤ C·N tokens; dacp off shards every
  * sequence (which fits exactly when the micro-batch holds ≤ C·N tokens).
- * Order: items sort by (length, sample index), a total order.  Cost per rank of k items:
- * O(k log k) plus O(k·N) per micro-batch count tried. */
+ * Order: items sort by (length, sample index), a total order; micro-batches of equal
+ * estimate keep their build order.  Cost per rank of k items: O(k log k) plus O(k·N)
+ * per micro-batch count tried (with equal counts, every rank per count tried) and
+ * O(m²) to order m micro-batches. */
 #include <stdlib.h>
 #include <string.h>
 
