@@ -50,8 +50,9 @@ static const vl_param skrull_params[] = {
              "rank) or paper (shortest first, shard only for memory)"},
     {.key = "balance_slack", .type = VL_P_DOUBLE,
      .offset = offsetof(vl_sk_opts, balance_slack), .min = 0, .max = 100, .def = "0.1",
-     .help = "balanced: shard a sequence that fits locally only when that lowers the "
-             "slowest CP rank's FLOPs by more than this fraction"},
+     .help = "balanced: until a micro-batch has a sharded sequence, shard one that fits "
+             "locally only when that lowers the slowest CP rank's FLOPs by more than this "
+             "fraction"},
     {.key = "dacp", .type = VL_P_BOOL, .offset = offsetof(vl_sk_opts, dacp), .def = "on",
      .help = "DACP: keep sequences local to one CP rank; off: shard every sequence"},
     {.key = "gds", .type = VL_P_BOOL, .offset = offsetof(vl_sk_opts, gds), .def = "on",
