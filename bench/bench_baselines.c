@@ -9,12 +9,22 @@
  * are dropped (training.oversize=drop).  DP (default 32) data-parallel ranks, tp = pp =
  * sp = 1, the default model (llama3.1-8b) and global_tokens (2M), one epoch, seed 1.
  * One row per configuration:
+ *   iters          iterations (pack's epoch scope: the sampler's batch count, at most one
+ *                  per round of DP packs; the others: the sampler's global batches)
  *   micro-batches  non-empty micro-batches (packs)
  *   vs-whole       their count over the bins of FFD on the whole data set at once
  *   fill           tokens / token slots (1 - PR)
  *   tok max/mean   per iteration, the largest rank's tokens over the ranks' mean:
  *                  mean over iterations, and the worst iteration
  *   len2 max/mean  the same for Σ len² (attention work)
+ *   veRL same      veRL's own dealing of the same iterations, for an apples-to-apples
+ *                  balance comparison: each iteration of this plan, its samples dealt
+ *                  by equal-count KK on 24576·len + len² (plans/baseline/baseline_verl.c
+ *                  step 1), tokens and Σ len² max/mean (mean over iterations)
+ *   veRL mbs       the non-empty micro-batches veRL's dynamic batch size needs for that
+ *                  (max over ranks of ceil(tokens / CAP), times DP, per iteration): a
+ *                  lower bound, its refit of over-full KK splits not counted
+ *   sim s          modelled epoch time (vl_sim_plan, the default cost model)
  *   s              wall seconds of the plan (shared machine: indicative only) */
 #include <errno.h>
 #include <stdio.h>
@@ -23,6 +33,7 @@
 #include <time.h>
 
 #include "run.h"
+#include "sim.h"
 #include "vlplan_strategy.h"
 
 static double now(void)
@@ -90,9 +101,12 @@ typedef struct row {
 } row;
 
 static const row rows[] = {
-    {"pack (defaults: epoch, ffd, balance time)", "pack", {NULL}},
+    {"pack (defaults: epoch, ffd, balance time, deal samples)", "pack", {NULL}},
+    {"pack deal=packs (whole packs, before)", "pack", {"pack.deal=packs", NULL}},
     {"pack balance=tokens", "pack", {"pack.balance=tokens", NULL}},
     {"pack balance=attention", "pack", {"pack.balance=attention", NULL}},
+    {"pack balance=attention deal=packs", "pack",
+     {"pack.balance=attention", "pack.deal=packs", NULL}},
     {"pack scope=batch balance=tokens (before)", "pack",
      {"pack.scope=batch", "pack.balance=tokens", NULL}},
     {"pack bfd (TRL's default)", "pack", {"pack.algo=bfd", NULL}},
@@ -133,11 +147,6 @@ bad:
     return -1;
 }
 
-typedef struct figs {
-    size_t mbs;
-    double slots, tokens, tok_mean, tok_worst, sq_mean, sq_worst;
-} figs;
-
 static void ratio(const double *w, uint32_t n, double *sum_ratio, double *worst)
 {
     double mx = 0, s = 0;
@@ -150,13 +159,50 @@ static void ratio(const double *w, uint32_t n, double *sum_ratio, double *worst)
     *worst = r > *worst ? r : *worst;
 }
 
-static void measure(const vl_plan *p, figs *f)
+typedef struct figs {
+    size_t mbs, verl_mbs;
+    double slots, tokens, tok_mean, tok_worst, sq_mean, sq_worst, verl_tok, verl_sq;
+} figs;
+
+/* veRL's step 1 on one iteration's samples (lens[0..n)): equal-count KK on
+ * 24576·len + len² over dp ranks (zero placeholders up to a multiple of dp, dropped
+ * after), adding the ranks' token and Σ len² max/mean to f and veRL's micro-batches. */
+static void verl_same(const double *lens, size_t n, uint32_t dp, uint32_t cap, figs *f)
 {
-    double *tok = NULL, *sq = NULL;
-    size_t wcap = 0;
+    size_t np = (n + dp - 1) / dp * dp, need = 0;
+    double *w = calloc(np ? np : 1, sizeof *w), *tok = calloc(dp, sizeof *tok);
+    double *sq = calloc(dp, sizeof *sq), junk = 0;
+    int *part = malloc((np ? np : 1) * sizeof *part);
+
+    for (size_t i = 0; i < n; i++)
+        w[i] = 24576.0 * lens[i] + lens[i] * lens[i];
+    if (vl_partition_kk_equal(part, w, np, (int)dp, NULL) == VL_OK) {
+        for (size_t i = 0; i < n; i++) {
+            tok[part[i]] += lens[i];
+            sq[part[i]] += lens[i] * lens[i];
+        }
+        ratio(tok, dp, &f->verl_tok, &junk);
+        ratio(sq, dp, &f->verl_sq, &junk);
+        for (uint32_t r = 0; r < dp; r++) {
+            size_t m = (size_t)((tok[r] + cap - 1) / cap);
+            need = m > need ? m : need;
+        }
+        f->verl_mbs += need * dp;
+    }
+    free(w);
+    free(tok);
+    free(sq);
+    free(part);
+}
+
+static void measure(const vl_plan *p, uint32_t cap, figs *f)
+{
+    double *tok = NULL, *sq = NULL, *lens = NULL;
+    size_t wcap = 0, lcap = 0;
     memset(f, 0, sizeof *f);
     for (size_t it = 0; it < p->niters; it++) {
         const vl_iter *in = &p->iters[it];
+        size_t nl = 0;
         if (in->nranks > wcap) {
             wcap = in->nranks;
             tok = realloc(tok, wcap * sizeof *tok);
@@ -173,19 +219,38 @@ static void measure(const vl_plan *p, figs *f)
                 for (uint32_t q = 0; q < mb->nseg; q++) {
                     tok[k] += sg[q].len;
                     sq[k] += (double)sg[q].len * sg[q].len;
+                    if (nl == lcap) {
+                        lcap = lcap ? 2 * lcap : 4096;
+                        lens = realloc(lens, lcap * sizeof *lens);
+                    }
+                    lens[nl++] = sg[q].len;
                 }
             }
             f->tokens += tok[k];
         }
         ratio(tok, in->nranks, &f->tok_mean, &f->tok_worst);
         ratio(sq, in->nranks, &f->sq_mean, &f->sq_worst);
+        verl_same(lens, nl, in->nranks, cap, f);
     }
     if (p->niters) {
         f->tok_mean /= (double)p->niters;
         f->sq_mean /= (double)p->niters;
+        f->verl_tok /= (double)p->niters;
+        f->verl_sq /= (double)p->niters;
     }
     free(tok);
     free(sq);
+    free(lens);
+}
+
+/* Modelled epoch time of plan p under cfg's cost model; -1 when it cannot be had. */
+static double sim_epoch(const vl_plan *p, const vl_config *cfg)
+{
+    vl_cost cost;
+    vl_sim_summary sum;
+    if (vl_cost_init(&cost, cfg, NULL) != VL_OK || vl_sim_plan(p, &cost, NULL, &sum, NULL) != VL_OK)
+        return -1;
+    return sum.epoch_time_s;
 }
 
 static size_t whole_ffd_bins(const uint32_t *len, size_t n, uint32_t cap)
@@ -223,8 +288,9 @@ int main(int argc, char **argv)
     const char *name = strrchr(argv[1], '/') ? strrchr(argv[1], '/') + 1 : argv[1];
     printf("%s: %zu samples, cap %u, dp %d; FFD on the whole data set: %zu bins\n\n", name,
            n, cap, dp, whole);
-    printf("| configuration | micro-batches | vs whole | fill | tok max/mean (mean, worst) | "
-           "len² max/mean (mean, worst) | s |\n|---|---:|---:|---:|---:|---:|---:|\n");
+    printf("| configuration | iters | micro-batches | vs whole | fill | tok max/mean (mean, worst) | "
+           "len² max/mean (mean, worst) | veRL same: tok, len² | veRL mbs | sim s | s |\n"
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         vl_config cfg;
         vl_plan p;
@@ -240,14 +306,16 @@ int main(int argc, char **argv)
         double t = now() - t0;
         free(res.log);
         if (st != VL_OK) {
-            printf("| %s | refused: %s | | | | | |\n", rows[i].label, err.msg);
+            printf("| %s | refused: %s | | | | | | | | | |\n", rows[i].label, err.msg);
             vl_config_free(&cfg);
             continue;
         }
-        measure(&p, &f);
-        printf("| %s | %zu | %.4f | %.4f | %.3f, %.3f | %.3f, %.3f | %.2f |\n", rows[i].label,
-               f.mbs, whole ? (double)f.mbs / (double)whole : 0, f.tokens / f.slots,
-               f.tok_mean, f.tok_worst, f.sq_mean, f.sq_worst, t);
+        measure(&p, cap, &f);
+        printf("| %s | %zu | %zu | %.4f | %.4f | %.4f, %.3f | %.4f, %.3f | %.4f, %.4f | %zu | %.1f | "
+               "%.2f |\n",
+               rows[i].label, p.niters, f.mbs, whole ? (double)f.mbs / (double)whole : 0,
+               f.tokens / f.slots, f.tok_mean, f.tok_worst, f.sq_mean, f.sq_worst, f.verl_tok,
+               f.verl_sq, f.verl_mbs, sim_epoch(&p, &cfg), t);
         fflush(stdout);
         vl_plan_free(&p);
         vl_config_free(&cfg);

@@ -205,6 +205,7 @@ Test(baseline_pack, balance_chooses_what_is_balanced)
         run r = {0};
         config(&cfg, 16, 1024, cap);
         cfg.pack.balance = (vl_pack_balance)b;
+        cfg.pack.deal = VL_DEAL_PACKS;   /* whole packs: KK on the pack weights alone */
         plan(&r, &cfg, len, n, 4);
         att[b] = worst_ratio(&r.p, 1);
         tok[b] = worst_ratio(&r.p, 0);

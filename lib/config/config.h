@@ -119,6 +119,9 @@ typedef enum { VL_PACK_FFD, VL_PACK_BFD, VL_PACK_FFS, VL_PACK_BFS, VL_PACK_ISF,
 typedef enum { VL_PACK_SCOPE_EPOCH, VL_PACK_SCOPE_BATCH } vl_pack_scope;
 /* What `pack` balances when it deals packs to ranks. */
 typedef enum { VL_BALANCE_TIME, VL_BALANCE_TOKENS, VL_BALANCE_ATTENTION } vl_pack_balance;
+/* What `pack` deals to ranks in epoch scope: whole packs, or an iteration's samples
+ * (packed again on each rank) where that balances better in the same slots. */
+typedef enum { VL_DEAL_PACKS, VL_DEAL_SAMPLES } vl_pack_deal;
 
 typedef struct vl_pack_cfg {
     vl_pack_algo algo;
@@ -128,6 +131,7 @@ typedef struct vl_pack_cfg {
     vl_pack_scope scope;        /* epoch (default) or batch */
     uint64_t window;            /* epoch scope: samples packed together (0: the epoch) */
     vl_pack_balance balance;    /* dealing objective (default time) */
+    vl_pack_deal deal;          /* epoch scope: whole packs or samples to ranks */
 } vl_pack_cfg;
 
 typedef struct vl_config vl_config;   /* full struct below; opaque parts in config.c */

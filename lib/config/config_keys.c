@@ -25,12 +25,14 @@ static const char *const pack_names[] = {"ffd", "bfd",   "ffs", "bfs", "isf",
                                          "spfhp", "wfd", "nf",  NULL};
 static const char *const scope_names[] = {"epoch", "batch", NULL};
 static const char *const balance_names[] = {"time", "tokens", "attention", NULL};
+static const char *const deal_names[] = {"packs", "samples", NULL};
 
 /* The enum fields are written through an int. */
 _Static_assert(sizeof(vl_zero) == sizeof(int) && sizeof(vl_pack_algo) == sizeof(int) &&
                sizeof(vl_oversize) == sizeof(int) && sizeof(vl_sp_kind) == sizeof(int) &&
                sizeof(vl_recompute) == sizeof(int) && sizeof(vl_dp_sync) == sizeof(int) &&
-               sizeof(vl_pack_scope) == sizeof(int) && sizeof(vl_pack_balance) == sizeof(int),
+               sizeof(vl_pack_scope) == sizeof(int) && sizeof(vl_pack_balance) == sizeof(int) &&
+               sizeof(vl_pack_deal) == sizeof(int),
                "enums are int-sized");
 
 const vl_key vl__keys[] = {
@@ -202,6 +204,9 @@ const vl_key vl__keys[] = {
     KENUM("pack.balance", pack.balance, balance_names, "time",
           "What the pack strategy balances when it deals packs to ranks: modelled time "
           "(attention included), tokens, or attention pairs (sum of squared lengths)."),
+    KENUM("pack.deal", pack.deal, deal_names, "samples",
+          "Epoch scope: deal whole packs to ranks, or an iteration's samples (each rank "
+          "packing its own in the same micro-batch slots) where that balances better."),
     {NULL, VL_K_INT, 0, 0, 0, NULL, 0, NULL, NULL, NULL},
 };
 

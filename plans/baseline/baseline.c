@@ -24,7 +24,7 @@
  *   order and, within a step, which rank gets which micro-batch are shuffled with the
  *   seed, so no rank always gets the longest (LongAlign shuffles the group order only;
  *   it also drops the remainder, which we keep).  O(G log G) per batch.
- * pack    plain packing: plans/baseline/baseline_pack.c.
+ * pack    plain packing: plans/baseline/baseline_pack*.c.
  * Seeds: every random step draws from (seed, tag ^ epoch<<32 ^ batch), so epochs and
  * batches are independent and reproducible. */
 #include <stdio.h>
@@ -178,6 +178,9 @@ static void write_log(bl *c, const char *name)
                name, (unsigned long long)c->iters, (unsigned long long)c->mbs,
                (unsigned long long)c->splits, (unsigned long long)c->empty, fill,
                (unsigned long long)c->slots);
+    if (c->dealt_samples > 0)   /* pack.deal=samples (baseline_pack_samples.c) */
+        vl_job_log(c->job, "%s: %llu iterations dealt by sample\n", name,
+                   (unsigned long long)c->dealt_samples);
 }
 
 /* Checkpointed layers per stage for micro-batches of up to mb_tokens tokens. */

@@ -1,5 +1,5 @@
 /* plans/baseline/baseline_impl.h -- what the baseline strategies share (baseline.c: the
- * driver, random and sorted; baseline_pack.c: pack; baseline_verl.c: verl): one planning
+ * driver, random and sorted; baseline_pack*.c: pack; baseline_verl.c: verl): one planning
  * run's state, the epoch/batch driver and the micro-batch emitter.  Not API. */
 #ifndef VLPLAN_BASELINE_IMPL_H
 #define VLPLAN_BASELINE_IMPL_H
@@ -23,6 +23,7 @@ struct bl {
     uint32_t epoch;
     size_t batch;
     uint64_t iters, mbs, splits, empty, slots, tokens;
+    uint64_t dealt_samples;   /* iterations whose samples were dealt, not whole packs */
 };
 
 uint32_t vl__bl_max_len(const void *opts, const vl_config *cfg);

@@ -1,0 +1,102 @@
+/* plans/baseline/baseline_pack.h -- what the files of the `pack` baseline share
+ * (baseline_pack.c: the strategy; baseline_pack_deal.c: costing packs and dealing them
+ * to ranks; baseline_pack_batch.c: batch scope; baseline_pack_epoch.c: epoch scope).
+ * Not API. */
+#ifndef VLPLAN_BASELINE_PACK_H
+#define VLPLAN_BASELINE_PACK_H
+
+#include "baseline_impl.h"
+#include "baseline_pieces.h"
+
+#define STREAM_PACK 0x5041434B00000000ull     /* "PACK": the packer's seed */
+#define STREAM_ORDER 0x504B4F5200000000ull    /* "PKOR": the packs' order in a window */
+
+/* What every pack function reads besides bl: item lengths and, under
+ * training.oversize=split, the pieces (items >= pieces.base).  Passed as bl.opts. */
+typedef struct pack_ctx {
+    const uint32_t *len;
+    vl__bl_pieces pieces;
+} pack_ctx;
+
+
+static inline const pack_ctx *pk_ctx(const bl *c)
+{
+    return c->opts;
+}
+
+/* Packs as ranges of one item array, so a split only reorders inside a range. */
+typedef struct packs {
+    uint32_t *items;      /* the packer's output, reordered by splits */
+    size_t *off, *cnt;
+    double *load;         /* tokens */
+    size_t n;
+} packs;
+
+/* Dealing scratch: what one iteration's packs cost, and who runs them. */
+typedef struct dealer {
+    size_t *ids;          /* the packs of the iteration, in order */
+    double *w;
+    int *part;
+    size_t *by, *cur;
+    vl_seg *segs;
+    size_t nsegs_cap;
+} dealer;
+
+vl_status vl__pk_dealer_init(dealer *d, size_t packs_max, size_t dp, vl_err *err);
+void vl__pk_dealer_free(dealer *d);
+/** The weight pack.balance deals by (time, tokens or attention); an empty pack: 0. */
+vl_status vl__pk_weight(bl *c, dealer *d, const uint32_t *it, size_t k, double *out,
+                        vl_err *err);
+/** A micro-batch of cap slots holding items[0..k): whole samples and pieces. */
+vl_status vl__pk_emit(bl *c, uint32_t cap, const uint32_t *items, size_t k, vl_err *err);
+/** Weigh packs pk[ids[0 .. np)] (d->w) and deal them to ranks by equal-count KK
+ *  (d->part), pieces of a sample kept apart where a swap allows. */
+vl_status vl__pk_partition(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
+                           vl_err *err);
+/** Emit the packs as d->part deals them, rank r running its packs in the order of ids. */
+vl_status vl__pk_emit_dealt(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
+                            uint32_t empty_cap, vl_err *err);
+/** Deal packs pk[ids[0 .. np)] (np a multiple of dp; empty ones get empty_cap slots)
+ *  to the ranks of the current iteration and emit them. */
+vl_status vl__pk_deal(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
+                      uint32_t empty_cap, vl_err *err);
+/** Epoch scope: deal one iteration's packs (vl__pk_deal), or under pack.deal=samples
+ *  their samples where that balances better (baseline_pack_samples.c). */
+vl_status vl__pk_deal_iter(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
+                           vl_err *err);
+/* What each of n packs weighs: modelled time (the pack.balance weight), tokens, and
+ * attention (causal pairs). */
+typedef struct vl__pk_weights {
+    size_t n;
+    double *time, *tok, *att;
+} vl__pk_weights;
+
+/** Swap packs between ranks (part[p] of pack p, dp ranks, equal counts kept) to lower
+ *  the busiest rank's tokens, then its attention work, without raising the busiest
+ *  rank's time or the other measure (baseline_pack_refine.c).  VL_ENOMEM. */
+vl_status vl__pk_refine(const vl__pk_weights *w, int *part, size_t dp, vl_err *err);
+/** Build pk[ids[0 .. np)]'s weights and refine the dealing d->part (d->w: the
+ *  pack.balance weight) by vl__pk_refine; nothing when pack.balance is attention. */
+vl_status vl__pk_refine_dealt(const bl *c, dealer *d, const packs *pk, const size_t *ids,
+                              size_t np, vl_err *err);
+/* One dealing of an iteration's samples: each rank's packs, the busiest rank's load. */
+typedef struct share {
+    vl_bins *bins;        /* [dp] */
+    double worst;
+    bool fits;            /* every rank's packs within its m slots */
+} share;
+
+void vl__pk_share_free(share *sh, size_t dp);
+/** sh->worst: the largest rank's Σ vl__pk_weight over its packs. */
+vl_status vl__pk_share_weigh(bl *c, dealer *d, share *sh, vl_err *err);
+/** pack.balance as a per-sample weight a*len + b*pairs (time: the cost model
+ *  linearised at a full pack). */
+void vl__pk_linear(const bl *c, double *a, double *b);
+/** The packer's options, seeded from the stream `stream`. */
+vl_pack_opts vl__pk_opts(const bl *c, uint64_t stream);
+/** Batch scope: one global batch (vl__bl_batch_fn). */
+vl_status vl__pk_batch(bl *c, const uint32_t *samples, size_t ns, vl_err *err);
+/** Epoch scope: every epoch (vl__bl_epochs_fn). */
+vl_status vl__pk_epochs(bl *c, vl_err *err);
+
+#endif

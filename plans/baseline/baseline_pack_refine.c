@@ -1,0 +1,156 @@
+/* plans/baseline/baseline_pack_refine.c -- `pack` with pack.deal=samples: after a dealing
+ * balanced on time, swap packs between ranks to even out tokens, then attention work,
+ * where that costs nothing in the other two.
+ *
+ * KK on the packs' modelled times balances time; many dealings are about as good there
+ * and they differ in how attention work (Σ len²) and tokens fall.  The cost model's
+ * attention term is the part least sure to carry over to a real GPU (its efficiency
+ * depends on the lengths), and tokens set activation memory, so among dealings no
+ * slower we prefer the one with the fewest tokens and the least attention on its
+ * busiest rank.  For a target (tokens, then attention; that order did a little better
+ * on both on the Azure traces): repeatedly the rank with the
+ * most of it swaps one of its packs for a pack of another rank -- the swap that lowers
+ * the larger of the two ranks' target the most -- taken only when neither rank ends
+ * above the iteration's busiest rank in the other two measures.  So the busiest rank's
+ * time never grows, and neither does its attention or its tokens.  Swaps keep every
+ * rank's pack count.  At most n swaps per target, and a swap costs (packs of the rank)
+ * x n pair checks; the search stops after REFINE_WORK of them (a count, never a clock). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "baseline_pack.h"
+
+#define REFINE_WORK (1ull << 24)
+#define NMEAS 3                  /* time, tokens, attention */
+
+typedef struct refine {
+    const double *w[NMEAS];      /* [n] per pack */
+    double *load[NMEAS];         /* [dp] per rank */
+    double max[NMEAS];           /* the busiest rank's, before the swaps */
+    int *part;
+    size_t n, dp;
+    uint64_t work;
+} refine;
+
+typedef struct swap {
+    size_t p, q;
+    double after;         /* the larger of the two ranks' target after it */
+} swap;
+
+static size_t argmax(const double *x, size_t n)
+{
+    size_t at = 0;
+    for (size_t i = 1; i < n; i++)
+        at = x[i] > x[at] ? i : at;
+    return at;
+}
+
+/* Would swapping p (rank h) and q (rank r) keep both ranks within the other maxima? */
+static bool keeps_others(const refine *f, int t, size_t p, size_t q, size_t h, size_t r)
+{
+    for (int k = 0; k < NMEAS; k++) {
+        double d = f->w[k][p] - f->w[k][q];
+        if (k != t && (f->load[k][r] + d > f->max[k] || f->load[k][h] - d > f->max[k]))
+            return false;
+    }
+    return true;
+}
+
+/* The best swap of a pack of rank h for a pack of another rank (p = SIZE_MAX: none). */
+static swap best_swap(refine *f, int t, size_t h)
+{
+    const double *w = f->w[t], *ld = f->load[t];
+    swap best = {SIZE_MAX, SIZE_MAX, ld[h]};
+
+    for (size_t p = 0; p < f->n; p++) {
+        if (f->part[p] != (int)h)
+            continue;
+        f->work += f->n;
+        for (size_t q = 0; q < f->n; q++) {
+            size_t r = (size_t)f->part[q];
+            double d = w[p] - w[q];
+            if (r == h || d <= 0 || !keeps_others(f, t, p, q, h, r))
+                continue;
+            double after = ld[h] - d > ld[r] + d ? ld[h] - d : ld[r] + d;
+            if (after < best.after)
+                best = (swap){p, q, after};
+        }
+    }
+    return best;
+}
+
+static void apply(refine *f, swap s, size_t h)
+{
+    size_t r = (size_t)f->part[s.q];
+
+    for (int k = 0; k < NMEAS; k++) {
+        double d = f->w[k][s.p] - f->w[k][s.q];
+        f->load[k][h] -= d;
+        f->load[k][r] += d;
+    }
+    f->part[s.p] = (int)r;
+    f->part[s.q] = (int)h;
+}
+
+static void lower(refine *f, int t)
+{
+    for (int k = 0; k < NMEAS; k++)
+        f->max[k] = f->load[k][argmax(f->load[k], f->dp)];
+    for (size_t step = 0; step < f->n && f->work < REFINE_WORK; step++) {
+        size_t h = argmax(f->load[t], f->dp);
+        swap s = best_swap(f, t, h);
+        if (s.p == SIZE_MAX)
+            break;
+        apply(f, s, h);
+    }
+}
+
+vl_status vl__pk_refine(const vl__pk_weights *w, int *part, size_t dp, vl_err *err)
+{
+    refine f = {.w = {w->time, w->tok, w->att}, .part = part, .n = w->n, .dp = dp};
+    vl_status st = VL_OK;
+
+    for (int k = 0; k < NMEAS; k++)
+        f.load[k] = calloc(dp, sizeof(double));
+    if (f.load[0] == NULL || f.load[1] == NULL || f.load[2] == NULL) {
+        st = vl_seterr(err, VL_ENOMEM, "out of memory for %zu ranks", dp);
+        goto done;
+    }
+    for (size_t p = 0; p < w->n; p++)
+        for (int k = 0; k < NMEAS; k++)
+            f.load[k][part[p]] += f.w[k][p];
+    lower(&f, 1);   /* tokens */
+    lower(&f, 2);   /* attention */
+done:
+    for (int k = 0; k < NMEAS; k++)
+        free(f.load[k]);
+    return st;
+}
+
+/* Not under pack.balance=attention: KK balanced attention there already. */
+vl_status vl__pk_refine_dealt(const bl *c, dealer *d, const packs *pk, const size_t *ids,
+                              size_t np, vl_err *err)
+{
+    const uint32_t *len = pk_ctx(c)->len;
+    vl__pk_weights w = {np, d->w, malloc(np * sizeof(double)), malloc(np * sizeof(double))};
+    vl_status st;
+
+    if (c->job->cfg->pack.balance == VL_BALANCE_ATTENTION)
+        st = VL_OK;
+    else if (w.tok == NULL || w.att == NULL)
+        st = vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", np);
+    else {
+        for (size_t p = 0; p < np; p++) {
+            w.tok[p] = w.att[p] = 0;
+            for (size_t i = 0; i < pk->cnt[ids[p]]; i++) {
+                uint32_t l = len[pk->items[pk->off[ids[p]] + i]];
+                w.tok[p] += l;
+                w.att[p] += vl_cost_pairs(0, l);
+            }
+        }
+        st = vl__pk_refine(&w, d->part, c->dp, err);
+    }
+    free(w.tok);
+    free(w.att);
+    return st;
+}

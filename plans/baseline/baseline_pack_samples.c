@@ -1,0 +1,304 @@
+/* plans/baseline/baseline_pack_samples.c -- `pack` with pack.deal=samples (epoch scope,
+ * the default): where whole packs are too coarse to balance, an iteration's samples are
+ * dealt to the ranks one by one, as veRL deals a batch, and each rank packs its share.
+ *
+ * An iteration has m = np/dp micro-batch slots per rank for its packs.  With few packs
+ * per rank every pack is a large step of cost, and where the packs are not a multiple of
+ * dp a rank runs an empty slot (Azure conversations at 32K on 32 ranks: two packs per
+ * rank, the busiest rank 3% over the mean in tokens).  Here the samples of the
+ * iteration's packs are partitioned over the dp ranks by Karmarkar-Karp
+ * (lib/pack/partition.c) on a per-sample weight, and each rank packs its share with
+ * pack.algo into at most m packs of training.max_seq_len; its other slots are empty
+ * (capacity 0).  Weights a*len + b*pairs: the pack.balance weight (time: the cost model
+ * linearised at a full pack, the shape of veRL's 24576*len + len^2), tokens, and the
+ * balance weight with attention counted MIX_ATTN times; each by KK with free part sizes
+ * and by veRL's equal-count KK -- KK balances one number, and a candidate must also fit
+ * m packs per rank, which the tokens decide.  A candidate where some rank's share does
+ * not fit is out.  The iteration keeps whichever candidate, or the whole-pack dealing
+ * (vl__pk_deal), has the least loaded busiest rank, a rank's load being the
+ * pack.balance weight of its packs (vl__pk_weight) summed; ties keep whole packs.  The
+ * kept dealing is then refined by swaps (baseline_pack_refine.c).  So an iteration never
+ * balances worse than whole packs under pack.balance and uses no more slots; only its
+ * empty slots can become packs, so over an epoch the packs grow by at most R*dp - T < dp
+ * (T packs, R rounds of dp).
+ * Whole packs only (samples_apply): under pack.deal=packs; with training.oversize=split
+ * (their dealing keeps the pieces of a sample on different ranks); with pack.window (a
+ * pack keeps to its window); with one round per iteration (m = 1: idle ranks would get
+ * packs of their own, trading fill for time without bound); and when an iteration's
+ * samples times dp exceed SAMPLES_WORK (KK's work; a million ranks): a count, never a
+ * clock. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "baseline_pack.h"
+
+#define STREAM_RANK 0x504B524B00000000ull    /* "PKRK": a rank's packer in samples dealing */
+#define SAMPLES_WORK (1ull << 26)
+#define MIX_ATTN 4.0
+
+/* Scratch of one iteration: its samples, their weights and ranks, grouped by rank. */
+typedef struct samples {
+    uint32_t *items, *grouped;
+    double *w;
+    int *part;
+    size_t *off;          /* [dp + 1] */
+    size_t n;
+} samples;
+
+void vl__pk_share_free(share *sh, size_t dp)
+{
+    for (size_t r = 0; sh->bins != NULL && r < dp; r++)
+        vl_bins_free(&sh->bins[r]);
+    free(sh->bins);
+    sh->bins = NULL;
+}
+
+static void samples_free(samples *s)
+{
+    free(s->items);
+    free(s->grouped);
+    free(s->w);
+    free(s->part);
+    free(s->off);
+}
+
+/* The cost model's time of a pack as a*tokens + b*pairs at full capacity: one sequence
+ * of cap tokens and two of cap/2 have the same tokens (the same GEMM efficiency) and
+ * differ only in attention pairs. */
+static void linear_time(const bl *c, double *a, double *b)
+{
+    const vl_par *par = &c->par;
+    int pp = par->pp < 1 ? 1 : par->pp, layers = vl_cost_stage_layers(c->job->cost, pp, 0);
+    uint32_t cap = c->t->max_seq_len, h = cap / 2;
+    vl_seg one = {0, 0, cap}, two[2] = {{0, 0, h}, {1, 0, cap - h}};
+    vl_mb_time t1 = vl_cost_mb_time(c->job->cost, &one, 1, par, layers, pp == 1);
+    vl_mb_time t2 = vl_cost_mb_time(c->job->cost, two, 2, par, layers, pp == 1);
+    double p1 = vl_cost_pairs(0, cap), p2 = vl_cost_pairs(0, h) + vl_cost_pairs(0, cap - h);
+
+    *b = p1 > p2 ? ((t1.fwd + t1.bwd) - (t2.fwd + t2.bwd)) / (p1 - p2) : 0;
+    *b = *b > 0 ? *b : 0;
+    *a = ((t1.fwd + t1.bwd) - *b * p1) / (double)cap;
+}
+
+void vl__pk_linear(const bl *c, double *a, double *b)
+{
+    vl_pack_balance bal = c->job->cfg->pack.balance;
+
+    *a = bal == VL_BALANCE_ATTENTION ? 0 : 1;
+    *b = bal == VL_BALANCE_ATTENTION ? 1 : 0;
+    if (bal == VL_BALANCE_TIME && c->job->cost != NULL)
+        linear_time(c, a, b);
+}
+
+static void sample_weights(const bl *c, samples *s, double a, double b)
+{
+    const uint32_t *len = pk_ctx(c)->len;
+
+    for (size_t i = 0; i < s->n; i++)
+        s->w[i] = a * len[s->items[i]] + b * vl_cost_pairs(0, len[s->items[i]]);
+}
+
+/* Group s->items by s->part (stable): rank r's in grouped[off[r] .. off[r + 1]). */
+static void group_by_rank(samples *s, size_t dp)
+{
+    memset(s->off, 0, (dp + 1) * sizeof *s->off);
+    for (size_t i = 0; i < s->n; i++)
+        s->off[s->part[i] + 1]++;
+    for (size_t r = 0; r < dp; r++)
+        s->off[r + 1] += s->off[r];
+    for (size_t i = 0; i < s->n; i++)
+        s->grouped[s->off[s->part[i]]++] = s->items[i];
+    memmove(s->off + 1, s->off, dp * sizeof *s->off);
+    s->off[0] = 0;
+}
+
+/* Partition s by its weights, pack every rank's share, and weigh the busiest rank. */
+static vl_status try_share(bl *c, dealer *d, samples *s, size_t m, bool equal, share *sh,
+                           vl_err *err)
+{
+    uint64_t stream = STREAM_RANK ^ ((uint64_t)c->epoch << 32) ^ ((uint64_t)c->batch << 16);
+    size_t np = (s->n + c->dp - 1) / c->dp * c->dp;   /* zero-weight placeholders */
+    vl_status st;
+
+    for (size_t i = s->n; i < np; i++)
+        s->w[i] = 0;
+    st = equal ? vl_partition_kk_equal(s->part, s->w, np, (int)c->dp, err)
+               : vl_partition_kk(s->part, s->w, s->n, (int)c->dp, err);
+
+    sh->fits = true;
+    sh->worst = 0;
+    sh->bins = calloc(c->dp, sizeof *sh->bins);
+    if (st == VL_OK && sh->bins == NULL)
+        st = vl_seterr(err, VL_ENOMEM, "out of memory dealing %zu samples", s->n);
+    if (st != VL_OK)
+        return st;
+    group_by_rank(s, c->dp);
+    for (size_t r = 0; r < c->dp && st == VL_OK && sh->fits; r++) {
+        vl_pack_opts po = vl__pk_opts(c, stream ^ r);
+        vl_bins *b = &sh->bins[r];
+        st = vl_pack(b, s->grouped + s->off[r], s->off[r + 1] - s->off[r], pk_ctx(c)->len,
+                     &po, err);
+        sh->fits = st == VL_OK && b->n <= m;
+    }
+    return st == VL_OK && sh->fits ? vl__pk_share_weigh(c, d, sh, err) : st;
+}
+
+vl_status vl__pk_share_weigh(bl *c, dealer *d, share *sh, vl_err *err)
+{
+    vl_status st = VL_OK;
+
+    sh->worst = 0;
+    for (size_t r = 0; r < c->dp && st == VL_OK; r++) {
+        const vl_bins *b = &sh->bins[r];
+        double load = 0, w;
+        for (size_t q = 0; q < b->n && st == VL_OK; q++) {
+            st = vl__pk_weight(c, d, b->items + b->start[q], b->start[q + 1] - b->start[q], &w,
+                               err);
+            load += w;
+        }
+        sh->worst = load > sh->worst ? load : sh->worst;
+    }
+    return st;
+}
+
+/* The share as m slots per rank (rank r: entries r*m ..., its packs then empty ones),
+ * dealt to their ranks in d, refined as whole packs are, and emitted. */
+static vl_status emit_share(bl *c, dealer *d, const share *sh, size_t m, vl_err *err)
+{
+    size_t np = c->dp * m, total = 0, pos = 0;
+    packs pk = {.n = np};
+    vl_status st = VL_OK;
+
+    for (size_t r = 0; r < c->dp; r++)
+        total += sh->bins[r].start[sh->bins[r].n];
+    pk.items = malloc((total ? total : 1) * sizeof *pk.items);
+    pk.off = malloc(np * sizeof *pk.off);
+    pk.cnt = malloc(np * sizeof *pk.cnt);
+    if (pk.items == NULL || pk.off == NULL || pk.cnt == NULL)
+        st = vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", np);
+    for (size_t e = 0; e < np && st == VL_OK; e++) {
+        const vl_bins *b = &sh->bins[e / m];
+        size_t j = e % m, k = j < b->n ? b->start[j + 1] - b->start[j] : 0;
+        if (k > 0)
+            memcpy(pk.items + pos, b->items + b->start[j], k * sizeof *pk.items);
+        pk.off[e] = pos;
+        pk.cnt[e] = k;
+        pos += k;
+        d->ids[e] = e;
+        d->part[e] = (int)(e / m);
+        st = vl__pk_weight(c, d, pk.items + pk.off[e], k, &d->w[e], err);
+    }
+    if (st == VL_OK && (st = vl__pk_refine_dealt(c, d, &pk, d->ids, np, err)) == VL_OK)
+        st = vl__pk_emit_dealt(c, d, &pk, d->ids, np, 0, err);
+    free(pk.items);
+    free(pk.off);
+    free(pk.cnt);
+    return st;
+}
+
+/* The busiest rank's load when d deals the packs whole: O(np + dp). */
+static vl_status packs_worst(const bl *c, const dealer *d, size_t np, double *worst,
+                             vl_err *err)
+{
+    double *load = calloc(c->dp, sizeof *load);
+
+    if (load == NULL)
+        return vl_seterr(err, VL_ENOMEM, "out of memory for %zu ranks", c->dp);
+    for (size_t p = 0; p < np; p++)
+        load[d->part[p]] += d->w[p];
+    *worst = 0;
+    for (size_t r = 0; r < c->dp; r++)
+        *worst = load[r] > *worst ? load[r] : *worst;
+    free(load);
+    return VL_OK;
+}
+
+static vl_status samples_init(samples *s, const packs *pk, const size_t *ids, size_t np,
+                              size_t dp, vl_err *err)
+{
+    memset(s, 0, sizeof *s);
+    for (size_t p = 0; p < np; p++)
+        s->n += pk->cnt[ids[p]];
+    s->items = malloc((s->n ? s->n : 1) * sizeof *s->items);
+    s->grouped = malloc((s->n ? s->n : 1) * sizeof *s->grouped);
+    s->w = malloc((s->n + dp) * sizeof *s->w);
+    s->part = malloc((s->n + dp) * sizeof *s->part);
+    s->off = malloc((dp + 1) * sizeof *s->off);
+    if (!s->items || !s->grouped || !s->w || !s->part || !s->off)
+        return vl_seterr(err, VL_ENOMEM, "out of memory for %zu samples", s->n);
+    for (size_t p = 0, k = 0; p < np; p++) {
+        memcpy(s->items + k, pk->items + pk->off[ids[p]], pk->cnt[ids[p]] * sizeof *s->items);
+        k += pk->cnt[ids[p]];
+    }
+    return VL_OK;
+}
+
+/* The best of the sample partitions into *best (NULL bins: none fits).  Partitions on
+ * the balance weight, on tokens, and on the balance weight with attention counted
+ * MIX_ATTN times: KK balances one number, and the cost of a pack is not exactly the
+ * sum of its samples' linearised costs, so a neighbour can balance the real cost
+ * better. */
+static vl_status best_share(bl *c, dealer *d, samples *s, size_t m, share *best, vl_err *err)
+{
+    double a, b;
+    vl_status st = VL_OK;
+
+    vl__pk_linear(c, &a, &b);
+    double mix[][2] = {{a, b}, {1, 0}, {a, MIX_ATTN * b}};
+    int nmix = a > 0 && b > 0 ? 3 : a > 0 ? 1 : 2;
+
+    best->bins = NULL;
+    for (int k = 0; k < 2 * nmix && st == VL_OK; k++) {
+        share sh = {0};
+        sample_weights(c, s, mix[k % nmix][0], mix[k % nmix][1]);
+        st = try_share(c, d, s, m, k >= nmix, &sh, err);
+        if (st == VL_OK && sh.fits && (best->bins == NULL || sh.worst < best->worst)) {
+            vl__pk_share_free(best, c->dp);
+            *best = sh;
+        } else {
+            vl__pk_share_free(&sh, c->dp);
+        }
+    }
+    return st;
+}
+
+/* Whole packs only: under pack.deal=packs; with pieces (whole packs keep a sample's
+ * pieces on different ranks); with windows (a pack keeps to its window); with one
+ * round (m = 1: dealing samples would give idle ranks packs of their own, more packs
+ * than ranks can make up in fill). */
+static bool samples_apply(const bl *c, size_t m)
+{
+    const vl_pack_cfg *pc = &c->job->cfg->pack;
+    bool windows = pc->window != 0 && pc->window < c->job->sel->n;
+
+    return pc->deal == VL_DEAL_SAMPLES && pk_ctx(c)->pieces.n == 0 && !windows && m >= 2;
+}
+
+vl_status vl__pk_deal_iter(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
+                           vl_err *err)
+{
+    size_t m = np / c->dp;
+    samples s = {0};
+    share best = {0};
+    double whole = 0;
+    vl_status st;
+
+    if (!samples_apply(c, m))
+        return vl__pk_deal(c, d, pk, ids, np, 0, err);
+    if ((st = vl__pk_partition(c, d, pk, ids, np, err)) != VL_OK ||
+        (st = vl__pk_refine_dealt(c, d, pk, ids, np, err)) != VL_OK ||
+        (st = packs_worst(c, d, np, &whole, err)) != VL_OK)
+        return st;
+    if ((st = samples_init(&s, pk, ids, np, c->dp, err)) == VL_OK &&
+        (uint64_t)s.n * c->dp <= SAMPLES_WORK)
+        st = best_share(c, d, &s, m, &best, err);
+    if (st == VL_OK && best.bins != NULL && best.worst < whole) {
+        c->dealt_samples++;
+        st = emit_share(c, d, &best, m, err);
+    } else if (st == VL_OK) {
+        st = vl__pk_emit_dealt(c, d, pk, ids, np, 0, err);
+    }
+    vl__pk_share_free(&best, c->dp);
+    samples_free(&s);
+    return st;
+}
