@@ -48,3 +48,31 @@ echo "## ChunkFlow Table 6: qwen2.5-7b, 256K, <4, 4, 4, selective>, 128 GPUs"
     --row 'c2k=chunkflow:chunkflow.chunk_size=2048,chunkflow.k=16' \
     --row 'c8k=chunkflow:chunkflow.chunk_size=8192,chunkflow.k=4' \
     --row 'c32k=chunkflow:chunkflow.chunk_size=32768,chunkflow.k=1' "$tmp/cf.txt" | show
+
+# Skrull's setting (papers/skrull.txt §5, bench/bench_skrull.c) with Megatron-Core's hybrid
+# CP beside it: DeepSpeed (every sequence sharded, one per micro-batch, gradients reduced
+# every micro-step) first, Skrull under the same runtime, Skrull reducing once per
+# iteration, then mcore_cp (Megatron reduces once per iteration).  training.max_seq_len is
+# Skrull's C·N at cost.logits_bytes=12 (its auto BucketSize × CP: 27,033 × 8 for 0.5B,
+# 9,051 × CP for 7B), so every row plans the same samples.
+"$V" gen --dist wikipedia -n 10240 --seed 1 -o "$tmp/sk_wiki.txt"
+"$V" gen --dist lmsys -n 10240 --seed 1 -o "$tmp/sk_lmsys.txt"
+"$V" gen --dist chatqa2-long -n 4096 --seed 1 -o "$tmp/sk_chatqa.txt"
+sk() {  # model dataset dp cp per-dp-rank max_seq_len
+    echo "## Skrull setting + Megatron hybrid CP: $1, $2, <dp $3, cp $4>, $5 per DP rank"
+    "$V" compare -q --set model.preset="$1" --set cluster.gpus=$(( $3 * $4 )) \
+        --set cluster.gpus_per_node=8 --set training.dp="$3" --set training.sp="$4" \
+        --set training.sp_kind=ring --set training.global_batch=$(( $3 * $5 )) \
+        --set training.oversize=drop --set training.zero=2 \
+        --set training.recompute=selective --set cost.logits_bytes=12 \
+        --set training.max_seq_len="$6" \
+        --row 'deepspeed=random:training.micro_batch=1,training.dp_sync=micro_step' \
+        --row 'skrull=skrull:training.dp_sync=micro_step' --row skrull_it=skrull \
+        --row mcore=mcore_cp "$tmp/sk_$2.txt" | show
+}
+sk qwen2.5-0.5b wiki 4 8 64 216264
+sk qwen2.5-0.5b lmsys 4 8 64 216264
+sk qwen2.5-0.5b chatqa 4 8 64 216264
+sk qwen2.5-7b wiki 4 8 64 72408
+sk qwen2.5-7b lmsys 4 8 64 72408
+sk qwen2.5-7b chatqa 2 16 40 144816

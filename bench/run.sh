@@ -26,7 +26,7 @@ done
 BUILD=$B sh bench/io.sh
 echo "## plan files written and read back in one process, every strategy"
 for n in $sizes; do
-    "$B/bench/bench_read" -n "$n" -d lmsys -s random,sorted,pack,hbp,chunkflow,skrull,hydraulis,slimpack,verl \
+    "$B/bench/bench_read" -n "$n" -d lmsys -s random,sorted,pack,hbp,chunkflow,skrull,hydraulis,slimpack,verl,mcore_cp \
         --set training.oversize=drop
 done
 echo "## simulator"
@@ -37,6 +37,8 @@ echo "## each paper's own comparison through vlplan compare"
 BUILD=$B sh bench/papers.sh
 echo "## skrull (paper setting, planning speed)"
 "$B/bench/bench_skrull"
+echo "## mcore_cp (Megatron-Core hybrid CP) beside Skrull on its paper setting, planning speed"
+"$B/bench/bench_mcore_cp"
 if [ -x "$B/bench/bench_hbp" ]; then
     echo "## hbp (paper setting)"
     "$B/bench/bench_hbp"

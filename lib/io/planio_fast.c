@@ -239,23 +239,37 @@ static bool cu(const vl_plan *p, cur *c, const vl_mb *mb)
     return LIT(c, "]");
 }
 
+/* Any number of members from 2, as the reader of planio_read_iter.c takes. */
 static bool shared(vl_reader *r, cur *c, vl_err *err, vl_status *st)
 {
-    int32_t dp[64];
-    size_t n = 0;
+    int32_t small[64], *dp = small;
+    size_t n = 0, cap = 64;
     int64_t v;
+    bool ok = true;
 
     if (!next_key(c, "shared"))
         return true;
     if (!LIT(c, ",\"shared\":["))
         return false;
-    for (; !peek(c, ']'); n++)
-        if (n == 64 || (n > 0 && !LIT(c, ",")) || !num(c, 0, INT32_MAX, &v) ||
-            (dp[n] = (int32_t)v, false))
-            return false;
-    if (n < 2 || !LIT(c, "]"))
-        return false;
-    return (*st = vl_plan_mb_share(r->p, dp, n, err)) == VL_OK;
+    for (; ok && !peek(c, ']'); n++) {
+        if (n == cap) {   /* double the room; a failed allocation leaves the slow reader */
+            int32_t *more = malloc(2 * cap * sizeof *more);
+            if ((ok = more != NULL)) {
+                memcpy(more, dp, n * sizeof *dp);
+                if (dp != small)
+                    free(dp);
+                dp = more;
+                cap *= 2;
+            }
+        }
+        ok = ok && (n == 0 || LIT(c, ",")) && num(c, 0, INT32_MAX, &v);
+        if (ok)
+            dp[n] = (int32_t)v;
+    }
+    ok = ok && n >= 2 && LIT(c, "]") && (*st = vl_plan_mb_share(r->p, dp, n, err)) == VL_OK;
+    if (dp != small)
+        free(dp);
+    return ok;
 }
 
 static bool pack(vl_reader *r, cur *c, bool bwd, vl_err *err, vl_status *st)

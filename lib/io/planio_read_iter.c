@@ -105,27 +105,37 @@ static void check_cu(vl_reader *r, const json_t *cu, const vl_mb *mb)
                        "segment lengths");
 }
 
+/* Any number of members from 2 (a pack shared by every rank of a large pool has
+ * hundreds: Megatron's hybrid-CP barrier, mcore_cp). */
 static vl_status read_shared(vl_reader *r, json_t *o, vl_err *err)
 {
     json_t *sh = opt_array(r, o, "shared", false);
-    int32_t dp[64];
     size_t n = sh ? json_array_size(sh) : 0;
+    int32_t small[64], *dp = small;
     int64_t v;
+    vl_status st = VL_OK;
 
     if (!sh)
         return VL_OK;
-    if (n < 2 || n > 64) {
-        vl__rd_error(r, "\"shared\": expected 2..64 data-parallel ranks, got %zu", n);
+    if (n < 2 || n > INT32_MAX) {
+        vl__rd_error(r, "\"shared\": expected two or more data-parallel ranks, got %zu", n);
         return VL_OK;
     }
-    for (size_t i = 0; i < n; i++) {
+    if (n > 64 && !(dp = malloc(n * sizeof *dp)))
+        return vl_seterr(err, VL_ENOMEM, "out of memory for %zu sharers", n);
+    for (size_t i = 0; i < n && st == VL_OK; i++) {
         if (!elem_int(sh, i, 0, INT32_MAX, &v)) {
             vl__rd_error(r, "\"shared\": expected data-parallel indices (integers >= 0)");
-            return VL_OK;
+            n = 0;
+            break;
         }
         dp[i] = (int32_t)v;
     }
-    return vl_plan_mb_share(r->p, dp, n, err);
+    if (n > 0)
+        st = vl_plan_mb_share(r->p, dp, n, err);
+    if (dp != small)
+        free(dp);
+    return st;
 }
 
 static vl_status read_pack(vl_reader *r, json_t *o, bool bwd, vl_err *err)

@@ -31,6 +31,18 @@ def strategies():
     return [line.split(",")[0] for line in out[1:] if line]
 
 
+# Strategies that refuse pipeline stages because the system they reproduce does
+# (Megatron's hybrid CP): they run a setting with its stages given to data parallelism.
+NO_PIPELINE = {"mcore_cp"}
+
+
+def settings_for(strategy, sets):
+    """sets as strategy can run them."""
+    if strategy in NO_PIPELINE:
+        return [s for s in sets if not s.startswith("training.pp=")]
+    return list(sets)
+
+
 def make_plan(path, strategy, *sets, manifest=MANIFEST, seed=7):
     args = ["plan", "-q", "-s", strategy, "--seed", str(seed), "-o", str(path),
             "--set", "training.max_seq_len=32768", "--set", "training.global_tokens=262144",

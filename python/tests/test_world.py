@@ -6,7 +6,7 @@ from collections import defaultdict
 
 import pytest
 
-from conftest import make_plan, manifest_lengths, strategies
+from conftest import make_plan, manifest_lengths, settings_for, strategies
 from vlplan import GpuView, Plan
 
 SETTINGS = {
@@ -16,12 +16,19 @@ SETTINGS = {
 }
 
 
-def step_group(it_view, mb):
+def step_group(it_view, mb, rank_of):
     """The GPUs that must run this micro-batch together: its rank's GPUs, or for a shared
-    pack every member rank's GPUs."""
+    pack every member rank's GPUs (rank_of: GPU -> the GPUs of its rank, this iteration;
+    the pack's CP group holds one GPU of each member per tp coordinate)."""
+    own = frozenset(it_view.rank_gpus)
     if mb.shared is None:
-        return frozenset(it_view.rank_gpus)
-    return frozenset(mb.cp_group) | frozenset(it_view.rank_gpus)
+        return own
+    return own.union(*(rank_of[g] for g in mb.cp_group))
+
+
+def ranks_by_gpu(its):
+    """GPU -> the GPUs of its rank, over one iteration's views of every GPU."""
+    return {g: frozenset(v.rank_gpus) for g, v in enumerate(its) if v.active}
 
 
 def simulate(plan):
@@ -40,13 +47,14 @@ def check_lockstep(world, per_gpu):
         assert len({v.loss_tokens for v in its}) == 1, "GPUs disagree on the normaliser"
         # group -> GPU -> the sequence of packs it runs in that group
         seqs = defaultdict(dict)
+        rank_of = ranks_by_gpu(its)
         for g, v in enumerate(its):
             if not v.active:
                 continue
             assert g in v.rank_gpus and v.cp_group[v.cp_index] == g
             assert v.tp_group[v.tp_rank] == g and v.pp_group[v.pp_rank] == g
             for mb in v.micro_batches:
-                key = step_group(v, mb)
+                key = step_group(v, mb, rank_of)
                 assert g in key
                 seqs[key].setdefault(g, []).append(
                     tuple(zip(mb.ids, mb.offsets, mb.lengths, mb.cps)))
@@ -70,13 +78,14 @@ def token_union(per_gpu):
     same copy on every GPU of its group, at the same step)."""
     out = defaultdict(lambda: defaultdict(list))
     seen = set()
+    rank_of = [ranks_by_gpu(its) for its in zip(*per_gpu)]
     for v_list in per_gpu:
-        for v in v_list:
+        for i, v in enumerate(v_list):
             if not v.active:
                 continue
             pos = defaultdict(int)
             for mb in v.micro_batches:
-                key = step_group(v, mb)
+                key = step_group(v, mb, rank_of[i])
                 ident = (v.it, key, pos[key])
                 pos[key] += 1
                 if ident in seen:
@@ -123,7 +132,8 @@ def check_local_cover(per_gpu):
 @pytest.mark.parametrize("setting", sorted(SETTINGS))
 @pytest.mark.parametrize("strategy", strategies())
 def test_world_runs_in_lockstep_and_covers_the_manifest(tmp_path, strategy, setting):
-    path = make_plan(tmp_path / f"{strategy}.jsonl", strategy, *SETTINGS[setting])
+    path = make_plan(tmp_path / f"{strategy}.jsonl", strategy,
+                     *settings_for(strategy, SETTINGS[setting]))
     plan = Plan(path)
     world, per_gpu = simulate(plan)
     iters = check_lockstep(world, per_gpu)
@@ -159,7 +169,8 @@ def test_a_broken_world_is_caught(tmp_path):
 def test_default_placement_matches_what_vlplan_writes(tmp_path, strategy):
     """A plan without "gpus" (another tool's) is placed by the rule vlplan writes."""
     import json
-    path = make_plan(tmp_path / "p.jsonl", strategy, *SETTINGS["tp2pp2x2epochs"])
+    path = make_plan(tmp_path / "p.jsonl", strategy,
+                     *settings_for(strategy, SETTINGS["tp2pp2x2epochs"]))
     stripped = tmp_path / "stripped.jsonl"
     with open(path) as src, open(stripped, "w") as dst:
         for line in src:
@@ -175,3 +186,19 @@ def test_default_placement_matches_what_vlplan_writes(tmp_path, strategy):
         got = [(v.active, v.rank_gpus, v.cp_index) for v in GpuView(b, g, a.world_size)]
         want = [(v.active, v.rank_gpus, v.cp_index) for v in GpuView(a, g, a.world_size)]
         assert got == want, f"GPU {g}"
+
+
+def test_mcore_cp_shared_samples_and_barriers_run_in_lockstep(tmp_path):
+    """mcore_cp with samples over several GPUs (a small max_seqlen_per_rank) and the
+    barriers between its groups: every GPU agrees on every shared step."""
+    path = make_plan(tmp_path / "mc.jsonl", "mcore_cp", "cluster.gpus=16", "training.sp=4",
+                     "training.tp=2", "mcore_cp.max_seqlen_per_rank=2048")
+    plan = Plan(path)
+    world, per_gpu = simulate(plan)
+    check_lockstep(world, per_gpu)
+    check_union(plan, per_gpu, manifest_lengths())
+    widths = {len(mb.cp_group) for v in per_gpu[0] for mb in v.micro_batches}
+    assert max(widths) > 2, "some sample runs with CP over more than one rank"
+    empty = [mb for v in per_gpu[0] for mb in v.micro_batches if not mb.ids]
+    # a barrier is shared by every rank: one GPU of each per tp coordinate (tp = 2)
+    assert empty and all(len(mb.cp_group) * 2 == world for mb in empty), "barriers span all"
