@@ -91,11 +91,12 @@ Test(cost, activation_bytes)
     cr_assert_float_eq(139264.0 * 32 * 8192 / 1073741824.0, 34.0, 1e-9);
     cr_assert_float_eq(vl_cost_act_bytes(&cost, 8192, &p, 32, 0),
                        139264.0 * 32 * 8192 * 1.1, 1);
-    /* the last stage adds fp32 logits (3.91 GiB at 8K) and the head input */
+    /* the last stage adds the loss's peak -- bf16 logits and their fp32 copy (5.87 GiB
+     * at 8K, cost.logits_bytes 6) -- and the head input */
     cr_assert_float_eq(vl_cost_act_bytes(&cost, 8192, &p, 32, 1) -
                            vl_cost_act_bytes(&cost, 8192, &p, 32, 0),
-                       (4.0 * 128256 + 4.0 * 4096) * 8192, 1);
-    cr_assert_float_eq(4.0 * 128256 * 8192 / 1073741824.0, 3.91, 0.005);
+                       (6.0 * 128256 + 4.0 * 4096) * 8192, 1);
+    cr_assert_float_eq(6.0 * 128256 * 8192 / 1073741824.0, 5.87, 0.005);
 }
 
 /* ChunkFlow's state store per token: layers x 2 bytes x (K + V widths per TP rank) +

@@ -24,16 +24,29 @@ typedef struct dacp_run {
     bool ok;
 } dacp_run;
 
-static void run_dacp(dacp_run *r, const uint32_t *len, size_t k, uint32_t bucket, int n,
-                     vl_sk_rollback mode)
+static void run_placed(dacp_run *r, const uint32_t *len, size_t k, uint32_t bucket, int n,
+                       vl_sk_rollback mode, vl_sk_placement place, double slack)
 {
     double f[16];
     cr_assert_leq(k, 16);
     for (size_t i = 0; i < k; i++)
         f[i] = square(NULL, len[i]);
-    r->d = (vl_sk_dacp){.bucket = bucket, .n = n, .mode = mode, .rb = r->rb,
-                        .load = r->load};
+    r->d = (vl_sk_dacp){.bucket = bucket, .n = n, .mode = mode, .place = place,
+                        .slack = slack, .rb = r->rb, .load = r->load};
     r->ok = vl__sk_dacp(&r->d, len, f, k, r->ret);
+}
+
+/* The paper's placement (Algorithm 1, fixed). */
+static void run_dacp(dacp_run *r, const uint32_t *len, size_t k, uint32_t bucket, int n,
+                     vl_sk_rollback mode)
+{
+    run_placed(r, len, k, bucket, n, mode, VL_SK_PAPER, 0);
+}
+
+/* The balanced placement with the default slack. */
+static void run_balanced(dacp_run *r, const uint32_t *len, size_t k, uint32_t bucket, int n)
+{
+    run_placed(r, len, k, bucket, n, VL_SK_SHORTEST, VL_SK_BALANCED, 0.1);
 }
 
 static void assert_ret(const int16_t *ret, const int *want, size_t k)
@@ -166,6 +179,107 @@ Test(skrull, dacp_rolls_back_a_rank_pushed_past_c)
     cr_assert_eq(r.load[1], 77.0);
 }
 
+/* ---- DACP, balanced placement ------------------------------------------------------ */
+
+/* Seven 1s and a 10 (F = 1 and 100), C = 100, N = 2.  The paper's order deals the 1s
+ * out (loads 4 and 3) and puts the 10 local on the lighter rank: loads [4, 103].
+ * Balanced takes the 10 first: local it would make 100 against 53.5 sharded (ΣF / N,
+ * more than 10% lower), so it is sharded; the 1s then alternate, and the last, which
+ * would lift its rank to 54 against 53.5 sharded (no slack once the micro-batch has a
+ * sharded sequence), is sharded too: loads [53.5, 53.5]. */
+Test(skrull, balanced_shards_a_sequence_that_outweighs_the_rest)
+{
+    static const uint32_t len[] = {1, 1, 1, 1, 1, 1, 1, 10};
+    static const int paper[] = {0, 1, 0, 1, 0, 1, 0, 1};
+    static const int balanced[] = {-1, 1, 0, 1, 0, 1, 0, -1};
+    dacp_run r;
+    run_dacp(&r, len, 8, 100, 2, VL_SK_SHORTEST);
+    cr_assert(r.ok);
+    assert_ret(r.ret, paper, 8);
+    cr_assert_eq(r.load[0], 4.0);
+    cr_assert_eq(r.load[1], 103.0);
+    run_balanced(&r, len, 8, 100, 2);
+    cr_assert(r.ok);
+    assert_ret(r.ret, balanced, 8);
+    cr_assert_eq(r.load[0], 53.5);
+    cr_assert_eq(r.load[1], 53.5);
+    cr_assert_eq(r.d.rollbacks, 0);
+}
+
+/* Nine equal sequences on eight ranks: eight local, longest first onto ranks 0..7 (the
+ * input is ascending, so index 8 goes first); the ninth would double its rank's load and
+ * is sharded: every rank 81/8. */
+Test(skrull, balanced_shards_the_ninth_of_nine_equal_on_eight)
+{
+    static const uint32_t len[] = {3, 3, 3, 3, 3, 3, 3, 3, 3};
+    static const int want[] = {-1, 7, 6, 5, 4, 3, 2, 1, 0};
+    dacp_run r;
+    run_balanced(&r, len, 9, 100, 8);
+    cr_assert(r.ok);
+    assert_ret(r.ret, want, 9);
+    for (int j = 0; j < 8; j++)
+        cr_assert_eq(r.load[j], 10.125, "rank %d: %g", j, r.load[j]);
+}
+
+/* [1, 2, 3, 4] on two ranks (ΣF / N = 15): the 4 local would make 16, within 10% of
+ * sharding's 15, so it stays local and everything after it too: loads [16, 14].  With no
+ * slack the 4 is sharded (16 > 15) and every later one follows: all sharded, [15, 15]. */
+Test(skrull, balanced_slack_keeps_short_sequences_local)
+{
+    static const uint32_t len[] = {1, 2, 3, 4};
+    static const int local[] = {1, 1, 1, 0}, sharded[] = {-1, -1, -1, -1};
+    dacp_run r;
+    run_balanced(&r, len, 4, 100, 2);
+    cr_assert(r.ok);
+    assert_ret(r.ret, local, 4);
+    cr_assert_eq(r.load[0], 16.0);
+    cr_assert_eq(r.load[1], 14.0);
+    run_placed(&r, len, 4, 100, 2, VL_SK_SHORTEST, VL_SK_BALANCED, 0);
+    cr_assert(r.ok);
+    assert_ret(r.ret, sharded, 4);
+    cr_assert_eq(r.load[0], 15.0);
+    cr_assert_eq(r.load[1], 15.0);
+}
+
+/* S1 balanced: 8 and then 6 and 3 are sharded for balance, 2 for memory (RB 1.5 < 2):
+ * the same end as the paper's shortest-first S1, without a roll-back. */
+Test(skrull, s1_balanced_needs_no_roll_back)
+{
+    static const uint32_t len[] = {2, 3, 6, 8};
+    static const int want[] = {-1, -1, -1, -1};
+    dacp_run r;
+    run_balanced(&r, len, 4, 10, 2);
+    cr_assert(r.ok);
+    assert_ret(r.ret, want, 4);
+    cr_assert_eq(r.d.rollbacks, 0);
+    cr_assert_eq(r.rb[0], 1, "RB[0] = %lld/2, want 0.5", (long long)r.rb[0]);
+    cr_assert_eq(r.load[0], 56.5);
+    cr_assert_eq(r.load[1], 56.5);
+}
+
+/* S2 balanced: 26 tokens over two ranks of 10 fail whatever the order. */
+Test(skrull, s2_balanced_fails_over_capacity)
+{
+    static const uint32_t len[] = {2, 3, 9, 12};
+    dacp_run r;
+    run_balanced(&r, len, 4, 10, 2);
+    cr_assert_not(r.ok);
+}
+
+/* Memory still rules: [6, 7, 7] with C = 10, N = 2 cannot put two on one rank: 7 local
+ * on 0, 7 local on 1, and 6 fits neither (3 tokens left on each) and is sharded. */
+Test(skrull, balanced_respects_the_bucket)
+{
+    static const uint32_t len[] = {6, 7, 7};
+    static const int want[] = {-1, 1, 0};
+    dacp_run r;
+    run_balanced(&r, len, 3, 10, 2);
+    cr_assert(r.ok);
+    assert_ret(r.ret, want, 3);
+    cr_assert_eq(r.rb[0], 0);
+    cr_assert_eq(r.rb[1], 0);
+}
+
 /* ---- GDS (S3) ----------------------------------------------------------------------- */
 
 /* [1..8], ws = 2, C = 10, N = 2: LPT gives {8,5,3,2} and {7,6,4,1} (102 each), one
@@ -271,6 +385,34 @@ Test(skrull, equal_mbs_pads_with_empty_micro_batches)
     cr_assert_eq(w.mstart[3], 2);
     cr_assert_eq(w.mstart[2], 2, "the third rank's micro-batch is empty");
     cr_assert_eq(w.stat_empty, 1);
+    vl__sk_work_free(&w);
+}
+
+/* equal_mbs with GDS: one count for both ranks, the smallest both accept.  LPT puts
+ * {20, 20} on rank 0 (2 micro-batches would do) and {1, 1, 1, 20} on rank 1, which needs
+ * 4 (a 1 beside the 20 is 21 > C·N = 20): both run 4, rank 0 two of them empty, and
+ * each rank's heaviest micro-batch comes first. */
+Test(skrull, equal_mbs_searches_one_count_heaviest_first)
+{
+    static const uint32_t len[] = {20, 20, 20, 1, 1, 1}, samples[] = {0, 1, 2, 3, 4, 5};
+    static const uint32_t big[] = {20}, one[] = {1};
+    static const int sh[] = {-1}, loc[] = {0};
+    vl_sk_setting s = setting(2, 10, 2);
+    vl_sk_work w = {0};
+    vl_err err;
+    s.equal_mbs = true;
+    cr_assert_eq(vl__sk_gds(&w, &s, samples, 6, len, square, NULL, &err), VL_OK);
+    cr_assert_eq(w.rmb[1], 4);
+    cr_assert_eq(w.rmb[2], 8);
+    assert_mb(&w, 0, big, sh, 1);
+    assert_mb(&w, 1, big, sh, 1);
+    cr_assert_eq(w.mstart[3] - w.mstart[2], 0, "rank 0's third micro-batch is empty");
+    cr_assert_eq(w.mstart[4] - w.mstart[3], 0);
+    assert_mb(&w, 4, big, sh, 1);
+    for (size_t j = 5; j < 8; j++)
+        assert_mb(&w, j, one, loc, 1);
+    cr_assert_eq(w.stat_empty, 2);
+    cr_assert_eq(w.stat_retries, 2, "m = 2 and m = 3 rejected");
     vl__sk_work_free(&w);
 }
 

@@ -182,10 +182,10 @@ const vl_key vl__keys[] = {
       "Backward/forward ratio of the attention work (FlashAttention recomputes scores)."),
     K("cost.act_bytes", VL_K_DOUBLE, cost.act_bytes, 0, 1e12, "0", "bytes",
       "Activation bytes per token per layer; 0 = derived from the shape."),
-    K("cost.logits_bytes", VL_K_DOUBLE, cost.logits_bytes, 0.5, 64, "4", "bytes",
-      "Bytes per token per vocabulary entry the loss holds on the last stage: 4 = fp32 "
-      "logits (Megatron's estimator), 6 = with the bf16 logits beside them, 12 = an "
-      "unfused loss (HF transformers: fp32 copy, shifted copy, log-softmax)."),
+    K("cost.logits_bytes", VL_K_DOUBLE, cost.logits_bytes, 0.5, 64, "6", "bytes",
+      "Bytes per token per vocabulary entry the loss holds at its peak on the last stage: "
+      "6 = bf16 logits + their fp32 copy (Megatron's cross-entropy), 4 = the fp32 logits "
+      "alone (Megatron's estimator), 12 = an unfused HF transformers loss."),
 
     /* pack */
     KENUM("pack.algo", pack.algo, pack_names, "ffd", "Bin-packing algorithm of the packers."),

@@ -385,10 +385,11 @@ double vl_cost_act_bytes(const vl_cost *c, uint64_t tokens, const vl_par *par, i
      * backward recomputes it */
     bytes = (layers - ckpt) * A + ckpt * 2 * h + (ckpt > 0 ? A : 0);
     bytes *= per_tok * cfg->training.act_mem_factor;
-    /* the loss: cost.logits_bytes per vocabulary entry (4, also for 0 as a config built
-     * in code leaves it: the fp32 logits the cross-entropy keeps for its backward) and
-     * the head's input */
-    double lb = cfg->cost.logits_bytes > 0 ? cfg->cost.logits_bytes : 4;
+    /* the loss at its peak: cost.logits_bytes per vocabulary entry (6, also for 0 as a
+     * config built in code leaves it: the bf16 logits and the fp32 copy the
+     * cross-entropy turns into its softmax, both alive while it runs) and the head's
+     * input */
+    double lb = cfg->cost.logits_bytes > 0 ? cfg->cost.logits_bytes : 6;
     if (last_stage)
         bytes += (lb * V + 4 * h) * per_tok;
     return bytes;

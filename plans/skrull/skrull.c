@@ -18,9 +18,11 @@
  * paper's selective recompute costs nothing extra with FlashAttention in this model).
  * Deviations and choices (each in the man page):
  *  - the listing's four bugs fixed (skrull_dacp.c, skrull_gds.c);
+ *  - DACP's default placement is balanced (longest first, sharding what would slow
+ *    the slowest CP rank); skrull.placement=paper is Algorithm 1 (skrull_dacp.c);
  *  - micro-batch counts may differ per DP rank (VL_CAP_UNEVEN_MBS), as the paper's GDS
- *    yields; skrull.equal_mbs pads with empty micro-batches for runtimes that reduce
- *    gradients every micro-step;
+ *    yields, except under skrull.equal_mbs (auto: with micro-step gradient sync),
+ *    where GDS searches one count for all ranks, heaviest micro-batch first;
  *  - F is the cost model's forward FLOPs (Eq. 13-16 were lost in extraction).
  * Complexity per batch of n samples: O(n log n) for LPT and the sorts, O(k·N) per DACP
  * call, one per micro-batch and micro-batch count tried. */
@@ -31,6 +33,8 @@
 #include "skrull_impl.h"
 
 static const char *const rollback_names[] = {"shortest", "longest", NULL};
+static const char *const placement_names[] = {"paper", "balanced", NULL};
+static const char *const equal_names[] = {"off", "on", "auto", NULL};
 
 static const vl_param skrull_params[] = {
     {.key = "bucket_size", .type = VL_P_AUTO_UINT,
@@ -40,13 +44,23 @@ static const vl_param skrull_params[] = {
     {.key = "rollback", .type = VL_P_ENUM, .offset = offsetof(vl_sk_opts, rollback),
      .choices = rollback_names, .def = "shortest",
      .help = "which local sequence a DACP roll-back shards: shortest (paper) or longest"},
+    {.key = "placement", .type = VL_P_ENUM, .offset = offsetof(vl_sk_opts, placement),
+     .choices = placement_names, .def = "balanced",
+     .help = "DACP order: balanced (longest first, shard what would slow the slowest CP "
+             "rank) or paper (shortest first, shard only for memory)"},
+    {.key = "balance_slack", .type = VL_P_DOUBLE,
+     .offset = offsetof(vl_sk_opts, balance_slack), .min = 0, .max = 100, .def = "0.1",
+     .help = "balanced: until a micro-batch has a sharded sequence, shard one that fits "
+             "locally only when that lowers the slowest CP rank's FLOPs by more than this "
+             "fraction"},
     {.key = "dacp", .type = VL_P_BOOL, .offset = offsetof(vl_sk_opts, dacp), .def = "on",
      .help = "DACP: keep sequences local to one CP rank; off: shard every sequence"},
     {.key = "gds", .type = VL_P_BOOL, .offset = offsetof(vl_sk_opts, gds), .def = "on",
      .help = "GDS: LPT over DP ranks and strided micro-batches; off: contiguous, next-fit"},
-    {.key = "equal_mbs", .type = VL_P_BOOL, .offset = offsetof(vl_sk_opts, equal_mbs),
-     .def = "off",
-     .help = "pad every DP rank to the same micro-batch count with empty micro-batches"},
+    {.key = "equal_mbs", .type = VL_P_ENUM, .offset = offsetof(vl_sk_opts, equal_mbs),
+     .choices = equal_names, .def = "auto",
+     .help = "one micro-batch count for every DP rank; auto: on when training.dp_sync is "
+             "micro_step"},
     {.key = NULL},
 };
 
@@ -119,6 +133,17 @@ static uint32_t skrull_max_len(const void *opts, const vl_config *cfg)
         return 0;
     most = (uint64_t)bucket * (uint64_t)(cfg->training.sp > 1 ? cfg->training.sp : 1);
     return most < cfg->training.max_seq_len ? (uint32_t)most : cfg->training.max_seq_len;
+}
+
+/* A micro-batch holds at most C·N tokens, and its "cap" says so (emit). */
+static uint64_t skrull_max_cap(const void *opts, const vl_config *cfg)
+{
+    uint32_t bucket = 0, fits = 0;
+    vl_err err;
+
+    if (resolve_bucket(opts, cfg, &bucket, &fits, &err) != VL_OK)
+        return 0;
+    return (uint64_t)bucket * (uint64_t)(cfg->training.sp > 1 ? cfg->training.sp : 1);
 }
 
 static vl_status skrull_validate(const void *opts, const vl_config *cfg, vl_err *err)
@@ -218,16 +243,26 @@ static void log_summary(const vl_job *job, const vl_sk_setting *s, const vl_sk_w
     uint64_t tok = w->stat_local_tok + w->stat_dist_tok;
 
     vl_job_log(job,
-               "skrull: bucket_size=%u (auto: %u) N=%d dp=%d rollback=%s dacp=%s gds=%s "
-               "equal_mbs=%s: %zu iterations, %llu micro-batches (%llu empty); %llu of "
+               "skrull: bucket_size=%u (auto: %u) N=%d dp=%d rollback=%s placement=%s "
+               "dacp=%s gds=%s equal_mbs=%s: %zu iterations, %llu micro-batches (%llu empty); %llu of "
                "%llu sequences local (%.1f%% of tokens), %llu roll-backs, %llu GDS "
                "retries\n",
                s->bucket, fits, s->cp, s->dp, rollback_names[s->rollback],
+               placement_names[s->placement],
                s->dacp ? "on" : "off", s->gds ? "on" : "off", s->equal_mbs ? "on" : "off",
                iters, (unsigned long long)w->stat_mbs, (unsigned long long)w->stat_empty,
                (unsigned long long)w->stat_local, (unsigned long long)seqs,
                tok ? 100.0 * (double)w->stat_local_tok / (double)tok : 0.0,
                (unsigned long long)w->stat_rollbacks, (unsigned long long)w->stat_retries);
+}
+
+/* equal_mbs auto: ranks that wait for each other after every micro-step need equal
+ * counts (else the busiest step of each index adds up), others do not. */
+static bool equal_mbs(const vl_sk_opts *o, const vl_config *cfg)
+{
+    if (o->equal_mbs == VL_SK_EQUAL_AUTO)
+        return cfg->training.dp_sync == VL_DP_SYNC_MICRO_STEP;
+    return o->equal_mbs == VL_SK_EQUAL_ON;
 }
 
 static vl_status skrull_plan(const void *opts, const vl_job *job, vl_plan *out, vl_err *err)
@@ -236,7 +271,9 @@ static vl_status skrull_plan(const void *opts, const vl_job *job, vl_plan *out, 
     const vl_config *cfg = job->cfg;
     vl_sk_setting s = {.cp = cfg->training.sp > 1 ? cfg->training.sp : 1,
                        .dp = cfg->training.dp, .rollback = (vl_sk_rollback)o->rollback,
-                       .dacp = o->dacp, .gds = o->gds, .equal_mbs = o->equal_mbs,
+                       .placement = (vl_sk_placement)o->placement,
+                       .slack = o->balance_slack,
+                       .dacp = o->dacp, .gds = o->gds, .equal_mbs = equal_mbs(o, cfg),
                        .par = rank_par(cfg)};
     vl_sk_opts used = *o;
     vl_sk_work w = {0};
@@ -247,6 +284,7 @@ static vl_status skrull_plan(const void *opts, const vl_job *job, vl_plan *out, 
 
     s.bucket = o->bucket_size ? o->bucket_size : fits;
     used.bucket_size = s.bucket;   /* the header shows what auto resolved to */
+    used.equal_mbs = s.equal_mbs ? VL_SK_EQUAL_ON : VL_SK_EQUAL_OFF;
     if ((st = vl_job_params(job, skrull_params, &used, err)) != VL_OK)
         return st;
     if ((order = malloc((job->sel->n ? job->sel->n : 1) * sizeof *order)) == NULL)
@@ -272,6 +310,7 @@ const vl_strategy vl_strategy_skrull = {
     .opts_size = sizeof(vl_sk_opts),
     .caps = VL_CAP_SEG_CP | VL_CAP_UNEVEN_MBS,
     .max_len = skrull_max_len,
+    .max_cap = skrull_max_cap,
     .validate = skrull_validate,
     .plan = skrull_plan,
     .streams = true,
