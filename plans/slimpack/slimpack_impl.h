@@ -160,8 +160,9 @@ vl_status vl__sp_backward(sp_work *w, const sp_setting *s, const uint32_t *len,
 double vl__sp_deviation(const sp_packing *pk, size_t p0, const sp_setting *s, bool fwd);
 
 /* slimpack_sched.c */
-/** The readiness-driven last-stage list of w->rp into w->rp.ops.  VL_ENOMEM. */
-vl_status vl__sp_schedule(sp_work *w, vl_err *err);
+/** The readiness-driven last-stage list of w->rp into w->rp.ops (bursts of 2·pp ready
+ *  backward packs drain at once).  VL_ENOMEM. */
+vl_status vl__sp_schedule(sp_work *w, const sp_setting *s, vl_err *err);
 /** Emit w->rp as rank dp (with ckpt layers) into out's current iteration.  VL_ENOMEM. */
 vl_status vl__sp_emit_rank(sp_work *w, const sp_setting *s, int dp, int ckpt, vl_plan *out,
                            vl_err *err);

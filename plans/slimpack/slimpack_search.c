@@ -62,7 +62,7 @@ static vl_status build(sp_work *w, const sp_setting *s, const uint32_t *len, con
         return st;
     for (int r = 0; r < s->dp && st == VL_OK; r++) {
         if ((st = vl__sp_rank_packs(w, s, len, r, c->M, c->asym, err)) == VL_OK &&
-            (st = vl__sp_schedule(w, err)) == VL_OK)
+            (st = vl__sp_schedule(w, s, err)) == VL_OK)
             st = vl__sp_emit_rank(w, s, r, s->ckpt_mode == VL_RECOMPUTE_FULL ?
                                   s->stage_layers : 0, &w->scratch, err);
     }
@@ -320,7 +320,7 @@ static vl_status build_rank(sp_work *w, const sp_setting *s, const uint32_t *len
         uint32_t Mown = (uint32_t)(w->rp.fwd.npacks - w->rp.nshared_f);
         st = vl__sp_backward(w, s, len, &w->rp.fwd, w->rp.nshared_f, Mown, &w->rp.bwd, err);
     }
-    return st == VL_OK ? vl__sp_schedule(w, err) : st;
+    return st == VL_OK ? vl__sp_schedule(w, s, err) : st;
 }
 
 /* Which ranks keep their MILP-refined packs: every rank is refined into the scratch
