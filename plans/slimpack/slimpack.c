@@ -31,6 +31,7 @@
 
 static const char *const asym_names[] = {"on", "off", "auto", NULL};
 static const char *const milp_names[] = {"auto", "on", "off", NULL};
+static const char *const mem_names[] = {"baseline", "device", NULL};
 
 static const vl_param slimpack_params[] = {
     {"micropacks", VL_P_AUTO_UINT, offsetof(sp_opts, micropacks), 1, 65536, NULL, "auto",
@@ -54,7 +55,10 @@ static const vl_param slimpack_params[] = {
     {"milp_nodes", VL_P_UINT, offsetof(sp_opts, milp_nodes), 1, 1e9, NULL, "500",
      "branch-and-bound node cap of the MILP (a count, never wall time)"},
     {"mem_cap_gib", VL_P_DOUBLE, offsetof(sp_opts, mem_cap_gib), 0, 1e6, NULL, "0",
-     "plan within this much memory per GPU (GiB); 0: the device's usable memory"},
+     "plan within this much memory per GPU (GiB); 0: as mem_budget says"},
+    {"mem_budget", VL_P_ENUM, offsetof(sp_opts, mem_budget), 0, 0, mem_names, "baseline",
+     "without mem_cap_gib: plan within the memory best-fit packing to the context takes "
+     "(baseline) or the device's usable memory (device)"},
     {NULL, VL_P_INT, 0, 0, 0, NULL, NULL, NULL},
 };
 
@@ -82,8 +86,8 @@ static vl_status make_setting(const sp_opts *o, const vl_job *job, sp_setting *s
     const vl_training_cfg *t = &job->cfg->training;
     int pp = t->pp > 1 ? t->pp : 1;
 
-    *s = (sp_setting){.o = o, .dp = t->dp, .ckpt_mode = t->recompute,
-                      .common_m = t->zero == VL_ZERO_3};
+    *s = (sp_setting){.o = o, .cost = job->cost, .ctx = t->max_seq_len, .dp = t->dp,
+                      .ckpt_mode = t->recompute, .common_m = t->zero == VL_ZERO_3};
     s->par = (vl_par){.tp = t->tp, .pp = pp, .sp = t->sp, .ckpt_layers = 0};
     s->stage_layers = vl_cost_stage_layers(job->cost, pp, 0);
     s->coef = vl__sp_coef(job->cost, &s->par, t->max_seq_len);
