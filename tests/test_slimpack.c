@@ -374,3 +374,93 @@ Test(slimpack, phase1_lpt_ties_to_lowest_rank)
     cr_assert_eq(x.w.own[1], 3);
     spx_fini(&x);
 }
+
+/* ---- DP-Merge by memory ---- */
+
+/* Example E (ours): example D's shape with short samples enough that the 8192-token
+ * sample is lighter than a rank's capacity C, and device memory between what 4096 and
+ * 8192 of its tokens need on one rank with every slice in flight: DP-Merge by memory
+ * gives it k = 2 ranks; with room to spare, no group. */
+static void example_e(spx *x, bool tight)
+{
+    uint32_t samples[81];
+    vl_par par = {1, 1, 1, 0};
+
+    spx_init(x, 1, 1, 2, 2, SP_ASYM_ON);
+    x->f.len[0] = 8192;
+    samples[0] = 0;
+    for (uint32_t s = 1; s <= 80; s++) {
+        x->f.len[s] = 1024;
+        samples[s] = s;
+    }
+    double p4 = vl_cost_rank_peak_bytes(&x->f.c, 4096, &par, 2, 1);
+    double p8 = vl_cost_rank_peak_bytes(&x->f.c, 8192, &par, 2, 1);
+    x->f.cfg.cluster.mem_gib = x->f.cfg.cluster.mem_reserve_gib +
+                               (tight ? (p4 + p8) / 2 : 2 * p8) / 1073741824.0;
+    cr_assert_eq(vl_cost_init(&x->f.c, &x->f.cfg, &x->f.err), VL_OK);
+    x->s.cost = &x->f.c;
+    /* C = (W(8192) + 80 W(1024)) / 2 > W(8192): no merge by work */
+    double W8 = vl__sp_work(x->s.coef.af, x->s.coef.bf, 0, 8192);
+    double W1 = vl__sp_work(x->s.coef.af, x->s.coef.bf, 0, 1024);
+    cr_assert_lt(W8, (W8 + 80 * W1) / 2);
+    spx_plan(x, samples, 81);
+    verify(x, NULL);
+}
+
+Test(slimpack, example_e_dp_merge_by_memory)
+{
+    spx x, y;
+
+    example_e(&x, true);
+    cr_assert_eq(vl__sp_mem_ranks(&x.s, 8192, x.w.room), 2);
+    cr_assert_eq(vl__sp_mem_ranks(&x.s, 4096, x.w.room), 1);
+    cr_assert_eq(x.w.ngroups, 1, "the sample that cannot fit one rank is merged");
+    cr_assert_eq(x.w.groups[0].dp0, 0);
+    cr_assert_eq(x.w.groups[0].k, 2);
+    for (uint32_t r = 0; r < 2; r++) {
+        const vl_mb *sh = &x.f.p.mbs[rank(&x, r)->mb0];
+        uint32_t n;
+        cr_assert_not_null(vl_plan_mb_members(&x.f.p, sh, &n), "rank %u's first pack", r);
+        cr_assert_eq(n, 2);
+        expect_seg(&x.f.p, sh, 0, 0, 0, 8192);
+    }
+    example_e(&y, false);
+    cr_assert_eq(vl__sp_mem_ranks(&y.s, 8192, y.w.room), 1);
+    cr_assert_eq(y.w.ngroups, 0, "room to spare: no merge");
+    spx_fini(&x);
+    spx_fini(&y);
+}
+
+/* ---- the memory budget ---- */
+
+/* The batch's room: the baseline's memory (min(pp, ⌈tokens / (dp · context)⌉) context-
+ * length micro-batches at the fewest checkpointed layers with which pp of them fit),
+ * the device's with mem_budget=device, mem_cap_gib when set; never above the device. */
+Test(slimpack, batch_room_is_the_baselines_memory)
+{
+    spx x;
+    vl_par q = {1, 4, 1, 0};
+
+    spx_init(&x, 1, 4, 2, 4, SP_ASYM_ON);
+    x.f.cfg.cluster.mem_gib = 80;
+    cr_assert_eq(vl_cost_init(&x.f.c, &x.f.cfg, &x.f.err), VL_OK);
+    x.s.cost = &x.f.c;
+    x.s.ctx = 8192;
+    x.s.ckpt_mode = VL_RECOMPUTE_AUTO;
+    double device = vl_cost_mem_capacity(&x.f.c);
+    q.ckpt_layers = vl_cost_fewest_ckpt(&x.f.c, 8192, &q, 2, 4);
+    cr_assert_geq(q.ckpt_layers, 0);
+    /* 3 context-lengths per rank: 3 in flight; 40 of them: pp = 4 */
+    cr_assert_float_eq(vl__sp_batch_room(&x.s, 6 * 8192),
+                       vl_cost_rank_peak_bytes(&x.f.c, 8192, &q, 2, 3), 1);
+    cr_assert_float_eq(vl__sp_batch_room(&x.s, 80 * 8192),
+                       vl_cost_rank_peak_bytes(&x.f.c, 8192, &q, 2, 4), 1);
+    cr_assert_leq(vl__sp_batch_room(&x.s, 80 * 8192), device);
+    x.o.mem_budget = SP_MEM_DEVICE;
+    cr_assert_float_eq(vl__sp_batch_room(&x.s, 80 * 8192), device, 1);
+    x.o.mem_cap_gib = 10;
+    cr_assert_float_eq(vl__sp_batch_room(&x.s, 80 * 8192), 10 * 1073741824.0, 1);
+    x.o.mem_cap_gib = 1000;
+    cr_assert_float_eq(vl__sp_batch_room(&x.s, 80 * 8192), device, 1);
+    spx_fini(&x);
+}

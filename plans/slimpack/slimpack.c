@@ -31,12 +31,13 @@
 
 static const char *const asym_names[] = {"on", "off", "auto", NULL};
 static const char *const milp_names[] = {"auto", "on", "off", NULL};
+static const char *const mem_names[] = {"baseline", "device", NULL};
 
 static const vl_param slimpack_params[] = {
     {"micropacks", VL_P_AUTO_UINT, offsetof(sp_opts, micropacks), 1, 65536, NULL, "auto",
      "MicroPacks per rank; auto: candidates M = round(pp x f) over factors"},
     {"factors", VL_P_STRING, offsetof(sp_opts, factors), 0, 0, NULL,
-     "1,1.5,2,3,4,6,8,12,16,24,32", "candidate factors f of M = round(pp x f)"},
+     "1,1.5,2,3,4,6,8,12,16,24,32,48,64", "candidate factors f of M = round(pp x f)"},
     {"min_pack_tokens", VL_P_UINT, offsetof(sp_opts, min_pack_tokens), 1, 1e9, NULL, "1024",
      "a candidate M whose packs average fewer tokens is dropped (the smallest stays)"},
     {"slim_threshold", VL_P_DOUBLE, offsetof(sp_opts, slim_threshold), 0, 1e6, NULL, "1.0",
@@ -54,7 +55,10 @@ static const vl_param slimpack_params[] = {
     {"milp_nodes", VL_P_UINT, offsetof(sp_opts, milp_nodes), 1, 1e9, NULL, "500",
      "branch-and-bound node cap of the MILP (a count, never wall time)"},
     {"mem_cap_gib", VL_P_DOUBLE, offsetof(sp_opts, mem_cap_gib), 0, 1e6, NULL, "0",
-     "plan within this much memory per GPU (GiB); 0: the device's usable memory"},
+     "plan within this much memory per GPU (GiB); 0: as mem_budget says"},
+    {"mem_budget", VL_P_ENUM, offsetof(sp_opts, mem_budget), 0, 0, mem_names, "baseline",
+     "without mem_cap_gib: plan within the memory best-fit packing to the context takes "
+     "(baseline) or the device's usable memory (device)"},
     {NULL, VL_P_INT, 0, 0, 0, NULL, NULL, NULL},
 };
 
@@ -62,6 +66,22 @@ static uint32_t slimpack_max_len(const void *opts, const vl_config *cfg)
 {
     (void)opts;   /* slices split any sample: the context length is the only limit */
     return cfg->training.max_seq_len;
+}
+
+/* A pack holds at most one rank's samples, at most the global batch (micropacks=1 on
+ * one DP rank): global_batch samples of at most max_seq_len tokens, or global_tokens
+ * (a token batch takes at least one sample, so a longer one alone). */
+static uint64_t slimpack_max_cap(const void *opts, const vl_config *cfg)
+{
+    const vl_training_cfg *t = &cfg->training;
+    uint64_t ctx = t->max_seq_len, cap;
+
+    (void)opts;
+    if (t->global_batch > 0)
+        cap = (uint64_t)t->global_batch * ctx;
+    else
+        cap = t->global_tokens > ctx ? t->global_tokens : ctx;
+    return cap < UINT32_MAX ? cap : UINT32_MAX;
 }
 
 static vl_status slimpack_validate(const void *opts, const vl_config *cfg, vl_err *err)
@@ -82,8 +102,8 @@ static vl_status make_setting(const sp_opts *o, const vl_job *job, sp_setting *s
     const vl_training_cfg *t = &job->cfg->training;
     int pp = t->pp > 1 ? t->pp : 1;
 
-    *s = (sp_setting){.o = o, .dp = t->dp, .ckpt_mode = t->recompute,
-                      .common_m = t->zero == VL_ZERO_3};
+    *s = (sp_setting){.o = o, .cost = job->cost, .ctx = t->max_seq_len, .dp = t->dp,
+                      .ckpt_mode = t->recompute, .common_m = t->zero == VL_ZERO_3};
     s->par = (vl_par){.tp = t->tp, .pp = pp, .sp = t->sp, .ckpt_layers = 0};
     s->stage_layers = vl_cost_stage_layers(job->cost, pp, 0);
     s->coef = vl__sp_coef(job->cost, &s->par, t->max_seq_len);
@@ -158,6 +178,7 @@ const vl_strategy vl_strategy_slimpack = {
     .opts_size = sizeof(sp_opts),
     .caps = VL_CAP_BWD_PACKS | VL_CAP_SCHEDULE | VL_CAP_SHARED | VL_CAP_UNEVEN_MBS,
     .max_len = slimpack_max_len,
+    .max_cap = slimpack_max_cap,
     .validate = slimpack_validate,
     .plan = slimpack_plan,
     .streams = true,

@@ -1,8 +1,11 @@
 /* plans/slimpack/slimpack_dp.c -- phase 1 (paper §4.1.1, research/slimpack.md §2.2-2.3):
- * every DP rank gets the same forward-work capacity C = Σ W_F / N_dp; outliers heavier
- * than C first get a DP-Merge group of k contiguous ranks (k the next power of two ≥
- * W_F / C, largest outlier first, disjoint groups) that carry W_F / k each; then LPT on
- * W_F puts whole samples on the least-loaded rank, ties to the lowest index. */
+ * every DP rank gets the same forward-work capacity C = Σ W_F / N_dp; outliers first get
+ * a DP-Merge group of k contiguous ranks (largest outlier first, disjoint groups) that
+ * carry W_F / k each -- a sample heavier than C (k the next power of two ≥ W_F / C), or
+ * one whose activations do not fit one rank's memory even sliced, every slice in
+ * flight at once with the most checkpointing the rank may use (k the smallest power of
+ * two with which 1/k of them fits, slimpack_mem.c), the larger k of the two; then LPT
+ * on W_F puts whole samples on the least-loaded rank, ties to the lowest index. */
 #include <stdlib.h>
 
 #include "slimpack_impl.h"
@@ -47,18 +50,32 @@ static int next_pow2(double x)
     return k;
 }
 
-/* DP-Merge of the heaviest samples while they exceed C: returns how many of the
- * sorted samples were merged (a prefix). */
-static size_t merge_outliers(sp_work *w, const sp_setting *s, const weighed *v, size_t n,
-                             double C)
+/* The DP-Merge degree sample v needs: by work against C, by memory against the
+ * batch's room; 1: none. */
+static int merge_degree(const sp_work *w, const sp_setting *s, const weighed *v,
+                        const uint32_t *len, double C)
+{
+    int kw = v->w > C ? next_pow2(v->w / C) : 1;
+    int km = vl__sp_mem_ranks(s, len[v->sample], w->room);
+
+    return kw > km ? kw : km;
+}
+
+/* DP-Merge of the heaviest samples while they exceed C or a rank's memory: returns how
+ * many of the sorted samples were merged (a prefix: longer is heavier, and needs more
+ * memory). */
+static size_t merge_outliers(sp_work *w, const sp_setting *s, const weighed *v,
+                             const uint32_t *len, size_t n, double C)
 {
     size_t i = 0;
+    int k;
 
     w->ngroups = 0;
     if (!s->o->dp_merge || s->dp < 2)
         return 0;
-    for (; i < n && v[i].w > C && w->ngroups < sizeof w->groups / sizeof w->groups[0]; i++) {
-        int k = next_pow2(v[i].w / C), dp0 = -1;
+    for (; i < n && (k = merge_degree(w, s, &v[i], len, C)) > 1 &&
+           w->ngroups < sizeof w->groups / sizeof w->groups[0]; i++) {
+        int dp0 = -1;
         k = k < s->dp ? k : s->dp;
         k = k < 64 ? k : 64;   /* a shared pack lists at most 64 ranks (the plan reader's limit) */
         while (k >= 2 && (dp0 = free_run(w, s->dp, k)) < 0)
@@ -140,7 +157,7 @@ vl_status vl__sp_phase1(sp_work *w, const sp_setting *s, const uint32_t *len, vl
         w->group_of[r] = -1;
         w->load[r] = 0;
     }
-    size_t merged = merge_outliers(w, s, v, n, total / s->dp);
+    size_t merged = merge_outliers(w, s, v, len, n, total / s->dp);
     for (size_t i = merged; i < n; i++) {
         int r = least_loaded(w->load, s->dp);
         w->rank_of[v[i].slot] = r;

@@ -15,6 +15,7 @@
 
 enum { SP_ASYM_ON = 0, SP_ASYM_OFF = 1, SP_ASYM_AUTO = 2 };
 enum { SP_MILP_AUTO = 0, SP_MILP_ON = 1, SP_MILP_OFF = 2 };
+enum { SP_MEM_BASELINE = 0, SP_MEM_DEVICE = 1 };
 #define SP_MAX_FACTORS 32
 
 /* Options bound from the `slimpack:` section. */
@@ -29,7 +30,8 @@ typedef struct sp_opts {
     bool dp_merge;
     int milp;                  /* SP_MILP_* */
     uint32_t milp_nodes;       /* branch-and-bound node cap (determinism) */
-    double mem_cap_gib;        /* plan within this much per GPU; 0 = the device's */
+    double mem_cap_gib;        /* plan within this much per GPU; 0 = mem_budget's */
+    int mem_budget;            /* SP_MEM_*: without a cap, the baseline's memory or the device's */
 } sp_opts;
 
 /* Work of a token slice [a, b): alpha * pairs + beta * tokens, forward and backward. */
@@ -62,6 +64,8 @@ typedef struct sp_rankplan {
 /* Settings of one batch's planning. */
 typedef struct sp_setting {
     const sp_opts *o;
+    const vl_cost *cost;       /* NULL: no memory budget (the simulator's capacity) */
+    uint32_t ctx;              /* training.max_seq_len */
     sp_coef coef;
     int dp;
     vl_par par;                /* every rank's (tp, pp, sp); ckpt per rank */
@@ -75,13 +79,15 @@ typedef struct sp_setting {
 /* One rank under one candidate (M, asymmetric or not), after the simulation. */
 typedef struct sp_res {
     double ms;                 /* its makespan */
-    double over;               /* bytes above device memory on its fullest GPU (<= 0 fits) */
+    double over;               /* bytes above the batch's room on its fullest GPU (<= 0 fits) */
+    double dev_over;           /* bytes above the device's usable memory (<= 0 fits) */
     int ckpt;                  /* checkpointed layers per stage it needed */
 } sp_res;
 
 /* Reusable buffers and statistics (grown, never shrunk). */
 typedef struct sp_work {
     /* the batch */
+    double room;                                       /* bytes per GPU (slimpack_mem.c) */
     uint32_t *samples; size_t nsamples, samples_cap;  /* manifest indices */
     double *wf; size_t wf_cap;                         /* forward work per batch slot */
     int *rank_of; size_t rank_of_cap;                  /* dp of each batch slot, -1 merged */
@@ -135,6 +141,16 @@ uint32_t vl__sp_cut_bwd(double alpha, double beta, uint32_t lo, uint32_t b, doub
 /** Parse the factors list into s->factors.  VL_ECONFIG. */
 vl_status vl__sp_parse_factors(const char *text, double *out, uint32_t *n, vl_err *err);
 
+/* slimpack_mem.c */
+/** Bytes per GPU a batch of `tokens` tokens must be planned within: mem_cap_gib, else
+ *  the baseline's memory (mem_budget baseline), at most the device's; 0 without a cost
+ *  model (the simulator's capacity). */
+double vl__sp_batch_room(const sp_setting *s, uint64_t tokens);
+/** The smallest power of two k such that a sample of n tokens, every slice in flight
+ *  and the most checkpointing the rank may use, fits `room` on one rank with 1/k of
+ *  its tokens (DP-Merge by memory); 1 when it fits alone or room <= 0. */
+int vl__sp_mem_ranks(const sp_setting *s, uint32_t n, double room);
+
 /* slimpack_dp.c */
 /** Phase 1 (+ DP-Merge) over the batch in w->samples with lengths len: fills wf,
  *  groups, group_of, own/own0.  VL_ENOMEM. */
@@ -160,8 +176,9 @@ vl_status vl__sp_backward(sp_work *w, const sp_setting *s, const uint32_t *len,
 double vl__sp_deviation(const sp_packing *pk, size_t p0, const sp_setting *s, bool fwd);
 
 /* slimpack_sched.c */
-/** The readiness-driven last-stage list of w->rp into w->rp.ops.  VL_ENOMEM. */
-vl_status vl__sp_schedule(sp_work *w, vl_err *err);
+/** The readiness-driven last-stage list of w->rp into w->rp.ops (bursts of 2·pp ready
+ *  backward packs drain at once).  VL_ENOMEM. */
+vl_status vl__sp_schedule(sp_work *w, const sp_setting *s, vl_err *err);
 /** Emit w->rp as rank dp (with ckpt layers) into out's current iteration.  VL_ENOMEM. */
 vl_status vl__sp_emit_rank(sp_work *w, const sp_setting *s, int dp, int ckpt, vl_plan *out,
                            vl_err *err);

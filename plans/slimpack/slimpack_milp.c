@@ -9,11 +9,12 @@
  * deviation z of a pack's work from tau:
  *     |c_{m+1} − c_m + Σ_i W_i x_{i,m} − tau| <= z,   Σ_m x_{i,m} = 1,   c_m <= c_{m+1}.
  * The backward partition needs no MILP: every sample may be cut there, so cuts at
- * multiples of sigma are already exact up to slice_align.  Run only when the greedy is
- * off by more than 1% (milp auto) and there are at most 2000 binaries, warm-started
- * from the greedy, stopped by slimpack.milp_nodes nodes; the refined packs replace the
- * greedy ones only when their deviation, after rounding the cuts to tokens, is lower,
- * and (slimpack_search.c) the rank's simulated makespan is no worse and it still fits. */
+ * multiples of sigma are already within 0.4% of sigma (slimpack_pack.c).  Run only when
+ * the greedy is off by more than 1% (milp auto) and there are at most 2000 binaries,
+ * warm-started from the greedy, stopped by min(slimpack.milp_nodes, 60000 / columns)
+ * nodes (NODE_WORK); the refined packs replace the greedy ones only when their
+ * deviation, after rounding the cuts to tokens, is lower, and (slimpack_search.c) the
+ * rank's simulated makespan is no worse and it still fits. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,10 @@
 
 #define WINDOW 2
 #define MAX_BINARIES 2000
+/* Branch-and-bound nodes times columns per solve at most: a node re-solves an LP of
+ * about ncols columns, so this bounds the work of one refinement (a count, not time:
+ * about 0.1 s at 1,250 columns, where 500 nodes took 0.7-1.2 s). */
+#define NODE_WORK 60000
 
 typedef struct model {
     size_t nslim, natom;       /* items[0, nslim) slimmable, the rest atomic */
@@ -237,7 +242,9 @@ static vl_status solve(const model *md, sp_work *w, const sp_setting *s, const u
         st = add_rows(lp, md, w, items, err);
     if (st == VL_OK) {
         warm_point(md, w, s, pk, p0, items, warm);
-        st = vl_milp_solve(lp, warm, (int)s->o->milp_nodes, x, &r, err);
+        int nodes = NODE_WORK / md->ncols;
+        nodes = nodes < 1 ? 1 : nodes < (int)s->o->milp_nodes ? nodes : (int)s->o->milp_nodes;
+        st = vl_milp_solve(lp, warm, nodes, x, &r, err);
     }
     w->stat_milp_runs += st == VL_OK;
     if (st == VL_OK && r.outcome != VL_MILP_NONE)

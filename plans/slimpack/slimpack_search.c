@@ -62,7 +62,7 @@ static vl_status build(sp_work *w, const sp_setting *s, const uint32_t *len, con
         return st;
     for (int r = 0; r < s->dp && st == VL_OK; r++) {
         if ((st = vl__sp_rank_packs(w, s, len, r, c->M, c->asym, err)) == VL_OK &&
-            (st = vl__sp_schedule(w, err)) == VL_OK)
+            (st = vl__sp_schedule(w, s, err)) == VL_OK)
             st = vl__sp_emit_rank(w, s, r, s->ckpt_mode == VL_RECOMPUTE_FULL ?
                                   s->stage_layers : 0, &w->scratch, err);
     }
@@ -95,12 +95,10 @@ static int more_ckpt(const vl_cost *cost, int layers, int c, double act, double 
     return want > most ? most : want;
 }
 
-/* Bytes a GPU may hold: the device's usable memory, or slimpack.mem_cap_gib below it. */
-static double room(const sp_setting *s, const vl_sim_trace *t)
+/* Bytes a GPU may hold in this batch (slimpack_mem.c), the device's without a budget. */
+static double room(const sp_work *w, const vl_sim_trace *t)
 {
-    double cap = s->o->mem_cap_gib * 1073741824.0;
-
-    return cap > 0 && cap < t->capacity ? cap : t->capacity;
+    return w->room > 0 && w->room < t->capacity ? w->room : t->capacity;
 }
 
 /* Simulate the scratch iteration, fill res[0..dp) and raise the checkpointing of ranks
@@ -117,13 +115,14 @@ static vl_status simulate(sp_work *w, const sp_setting *s, const vl_cost *cost, 
         return st;
     for (int k = 0; k < s->dp; k++) {
         res[k].ms = 0;
-        res[k].over = -INFINITY;
+        res[k].over = res[k].dev_over = -INFINITY;
     }
     for (size_t i = 0; i < t->nlanes; i++) {
         const vl_sim_lane *l = &t->lanes[i];
         sp_res *x = &res[l->rank];
         x->ms = fmax(x->ms, l->makespan);
-        x->over = fmax(x->over, l->states + l->act_peak - room(s, t));
+        x->over = fmax(x->over, l->states + l->act_peak - room(w, t));
+        x->dev_over = fmax(x->dev_over, l->states + l->act_peak - t->capacity);
     }
     if (s->ckpt_mode != VL_RECOMPUTE_AUTO)
         return VL_OK;
@@ -131,9 +130,9 @@ static vl_status simulate(sp_work *w, const sp_setting *s, const vl_cost *cost, 
         const vl_sim_lane *l = &t->lanes[i];
         vl_rank *rk = &w->scratch.ranks[w->scratch.iters[0].rank0 + l->rank];
         int c = rk->par.ckpt_layers, want;
-        if (l->states + l->act_peak <= room(s, t) || c >= s->stage_layers)
+        if (l->states + l->act_peak <= room(w, t) || c >= s->stage_layers)
             continue;
-        want = more_ckpt(cost, l->layers, c, l->act_peak, room(s, t) - l->states,
+        want = more_ckpt(cost, l->layers, c, l->act_peak, room(w, t) - l->states,
                          s->stage_layers);
         if (want > c) {
             rk->par.ckpt_layers = want;
@@ -173,25 +172,33 @@ static uint64_t rank_tokens(const sp_work *w, int r, const uint32_t *len)
     return t;
 }
 
-/* Is candidate ci better than bi for ranks [r0, r1) (a merge group jointly)?  Feasible
- * first, then the slower member's makespan; the least memory overshoot when neither
- * fits.  Earlier candidates (smaller M, asymmetric first) win ties. */
+/* Is candidate ci better than bi for ranks [r0, r1) (a merge group jointly)?  Within the
+ * batch's room first, then the slower member's makespan; when neither is within it,
+ * one that fits the device, then the least overshoot of the room (the peak closest to
+ * the budget).  Earlier candidates (smaller M, asymmetric first) win ties. */
 static bool better(const sp_res *res, int dp, size_t ci, long bi, int r0, int r1)
 {
     if (bi < 0)
         return true;
     double ms_c = 0, ms_b = 0, ov_c = -INFINITY, ov_b = -INFINITY;
+    double dv_c = -INFINITY, dv_b = -INFINITY;
     for (int r = r0; r < r1; r++) {
         const sp_res *x = &res[ci * (size_t)dp + r], *y = &res[(size_t)bi * dp + r];
         ms_c = fmax(ms_c, x->ms);
         ms_b = fmax(ms_b, y->ms);
         ov_c = fmax(ov_c, x->over);
         ov_b = fmax(ov_b, y->over);
+        dv_c = fmax(dv_c, x->dev_over);
+        dv_b = fmax(dv_b, y->dev_over);
     }
     bool fit_c = ov_c <= 0, fit_b = ov_b <= 0;
     if (fit_c != fit_b)
         return fit_c;
-    return fit_c ? ms_c < ms_b : ov_c < ov_b;
+    if (fit_c)
+        return ms_c < ms_b;
+    if ((dv_c <= 0) != (dv_b <= 0))
+        return dv_c <= 0;
+    return ov_c < ov_b;
 }
 
 static void choose_unit(sp_work *w, const sp_setting *s, const cand *cs, size_t nc,
@@ -281,12 +288,15 @@ static size_t list_candidates(const sp_setting *s, uint32_t *Ms, size_t *nM, can
 static void log_table(const vl_job *job, const sp_work *w, const sp_setting *s,
                       const cand *cs, size_t nc)
 {
-    vl_job_log(job, "slimpack: first batch, candidates (rank: makespan ms / ckpt / fits)\n");
+    vl_job_log(job, "slimpack: first batch, room %.2f GiB per GPU, candidates (rank: makespan "
+               "ms / ckpt / ok: within it, over: above it, oom: above the device)\n",
+               room(w, w->trace) / 1073741824.0);
     for (size_t ci = 0; ci < nc; ci++) {
         vl_job_log(job, "slimpack:   M=%4u %-4s", cs[ci].M, cs[ci].asym ? "asym" : "sym");
         for (int r = 0; r < s->dp && r < 8; r++) {
             const sp_res *x = &w->res[ci * (size_t)s->dp + r];
-            vl_job_log(job, "  %10.1f/%d/%s", x->ms * 1e3, x->ckpt, x->over <= 0 ? "ok" : "oom");
+            vl_job_log(job, "  %10.1f/%d/%s", x->ms * 1e3, x->ckpt,
+                       x->over <= 0 ? "ok" : x->dev_over <= 0 ? "over" : "oom");
         }
         vl_job_log(job, "\n");
     }
@@ -320,7 +330,7 @@ static vl_status build_rank(sp_work *w, const sp_setting *s, const uint32_t *len
         uint32_t Mown = (uint32_t)(w->rp.fwd.npacks - w->rp.nshared_f);
         st = vl__sp_backward(w, s, len, &w->rp.fwd, w->rp.nshared_f, Mown, &w->rp.bwd, err);
     }
-    return st == VL_OK ? vl__sp_schedule(w, err) : st;
+    return st == VL_OK ? vl__sp_schedule(w, s, err) : st;
 }
 
 /* Which ranks keep their MILP-refined packs: every rank is refined into the scratch
@@ -351,7 +361,7 @@ static vl_status judge_milp(sp_work *w, const sp_setting *s, const vl_cost *cost
     for (size_t i = 0; i < t->nlanes; i++) {
         const vl_sim_lane *l = &t->lanes[i];
         const sp_res *x = &w->res[(size_t)w->choice[l->rank] * s->dp + l->rank];
-        if (l->states + l->act_peak > room(s, t) || l->makespan > x->ms)
+        if (l->states + l->act_peak > room(w, t) || l->makespan > x->ms)
             keep[l->rank] = false;
     }
     for (int r = 0; r < s->dp; r++)
@@ -402,6 +412,10 @@ vl_status vl__sp_plan_batch(sp_work *w, const sp_setting *s, const vl_job *job,
         return st;
     memcpy(w->samples, samples, n * sizeof *samples);
     w->nsamples = n;
+    uint64_t tokens = 0;
+    for (size_t i = 0; i < n; i++)
+        tokens += len[samples[i]];
+    w->room = vl__sp_batch_room(s, tokens);
     if ((st = vl__sp_phase1(w, s, len, err)) != VL_OK ||
         (st = ensure_search(w, s, m, nc, err)) != VL_OK)
         return st;
