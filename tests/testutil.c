@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "testutil.h"
 
+#include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +15,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "rng.h"
 
 static const char *vlplan_bin(void)
 {
@@ -220,6 +223,21 @@ void tu_rmtree(const char *dir)
         nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+char *tu_scratch;
+
+void tu_scratch_init(void)
+{
+    tu_scratch = tu_tmpdir();
+    cr_assert_not_null(tu_scratch, "cannot make a scratch directory");
+}
+
+void tu_scratch_fini(void)
+{
+    tu_rmtree(tu_scratch);
+    free(tu_scratch);
+    tu_scratch = NULL;
+}
+
 char *tu_path(const char *dir, const char *name)
 {
     char *p = NULL;
@@ -281,4 +299,18 @@ int tu_count_entries(const char *dir)
             n++;
     closedir(d);
     return n;
+}
+
+uint32_t *tu_tail_lengths(size_t n, uint32_t cap, uint64_t seed)
+{
+    uint32_t *len = malloc(n * sizeof *len);
+    vl_rng r;
+
+    cr_assert_not_null(len);
+    vl_rng_seed(&r, seed, 1);
+    for (size_t i = 0; i < n; i++) {
+        double u = vl_rng_unit(&r);
+        len[i] = 1 + (uint32_t)(u * u * u * (cap - 1));
+    }
+    return len;
 }
