@@ -20,7 +20,7 @@ Test(verify, valid_plan_passes)
 
 Test(verify, empty_plan_of_no_samples_passes)
 {
-    vl_manifest *m = lengths(NULL, 0);
+    vl_manifest *m = tu_manifest(NULL, 0);
     vl_plan p;
 
     vl_plan_init(&p, m, "t", 1, NULL);
@@ -32,7 +32,7 @@ Test(verify, empty_plan_of_no_samples_passes)
 Test(verify, missing_sample)
 {
     static const uint32_t len[] = {100, 200, 300, 400, 50};
-    vl_manifest *m = lengths(len, 5);
+    vl_manifest *m = tu_manifest(len, 5);
     vl_plan p;
 
     valid_plan(&p, m);
@@ -112,7 +112,7 @@ Test(verify, tokens_beyond_the_length_and_phantom_index)
 Test(verify, drops_cover_what_is_not_planned)
 {
     static const uint32_t len[] = {100, 200, 300, 400, 5000, 900};
-    vl_manifest *m = lengths(len, 6);
+    vl_manifest *m = tu_manifest(len, 6);
     vl_plan p;
 
     valid_plan(&p, m);

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "testutil.h"
 #include "verify_fixture.h"
 
 /* What the last plan read from a file claimed.  Criterion runs each test in its own
@@ -35,6 +34,14 @@ static void edited(const vl_plan *p, vl_manifest *m, const char *from, const cha
     free(out);
     free(text);
     free(path);
+}
+
+/* edited(), and verify rejects the plan read back: its findings in *rep. */
+static void edited_rejected(const vl_plan *p, vl_manifest *m, const char *from, const char *to,
+                            vl_plan *q, vl_verify_report *rep)
+{
+    edited(p, m, from, to, q);
+    cr_assert_eq(vl_plan_verify_read(q, &vf, NULL, rep, NULL), VL_EVERIFY);
 }
 
 TestSuite(verify_file, .init = tu_scratch_init, .fini = tu_scratch_fini);
@@ -94,14 +101,12 @@ Test(verify_file, iteration_count_mismatch)
     vl_verify_report rep;
 
     valid_plan(&p, m);
-    edited(&p, m, "\"type\":\"footer\",\"iterations\":2", "\"type\":\"footer\",\"iterations\":3",
-           &q);
-    cr_assert_eq(vl_plan_verify_read(&q, &vf, NULL, &rep, NULL), VL_EVERIFY);
+    edited_rejected(&p, m, "\"type\":\"footer\",\"iterations\":2",
+                    "\"type\":\"footer\",\"iterations\":3", &q, &rep);
     cr_assert(has_msg(&rep, "I5: the footer says 3 iterations, the file has 2"));
     cr_assert_eq(rep.by_inv[4], 1); /* the footer line is not hashed: checksum still ok */
     vl_plan_free(&q);
-    edited(&p, m, "\"iterations\":2}", "\"iterations\":5}", &q);
-    cr_assert_eq(vl_plan_verify_read(&q, &vf, NULL, &rep, NULL), VL_EVERIFY);
+    edited_rejected(&p, m, "\"iterations\":2}", "\"iterations\":5}", &q, &rep);
     cr_assert(has_msg(&rep, "I5: the header says 5 iterations, the file has 2"));
     cr_assert(has_msg(&rep, "sha256 does not match"));
     vl_plan_free(&q);
@@ -116,8 +121,7 @@ Test(verify_file, unknown_id)
     vl_verify_report rep;
 
     valid_plan(&p, m);
-    edited(&p, m, "[[2,0,300]", "[[\"two\",0,300]", &q);
-    cr_assert_eq(vl_plan_verify_read(&q, &vf, NULL, &rep, NULL), VL_EVERIFY);
+    edited_rejected(&p, m, "[[2,0,300]", "[[\"two\",0,300]", &q, &rep);
     cr_assert(has_msg(&rep, "p.jsonl:2: iteration 0, rank 1, micro-batch 0, entry 0, sample id "
                             "\"two\" is not in the manifest"));
     cr_assert(has_msg(&rep, "I1: sample 2 (id 2): tokens [0, 300) missing in epoch 0"));
@@ -135,18 +139,15 @@ Test(verify_file, micro_batch_tokens_claim)
     vl_verify_report rep;
 
     valid_plan(&p, m);
-    edited(&p, m, "\"tokens\":300,\"cap\"", "\"tokens\":301,\"cap\"", &q);
-    cr_assert_eq(vl_plan_verify_read(&q, &vf, NULL, &rep, NULL), VL_EVERIFY);
+    edited_rejected(&p, m, "\"tokens\":300,\"cap\"", "\"tokens\":301,\"cap\"", &q, &rep);
     cr_assert(has_msg(&rep, "p.jsonl:2: iteration 0, rank 0, micro-batch 0, \"tokens\" is 301, "
                             "the segments sum to 300"));
     cr_assert_eq(rep.by_inv[1], 1);
     vl_plan_free(&q);
-    edited(&p, m, "\"cu_seqlens\":[0,100,300]", "\"cu_seqlens\":[0,100,301]", &q);
-    cr_assert_eq(vl_plan_verify_read(&q, &vf, NULL, &rep, NULL), VL_EVERIFY);
+    edited_rejected(&p, m, "\"cu_seqlens\":[0,100,300]", "\"cu_seqlens\":[0,100,301]", &q, &rep);
     cr_assert(has_msg(&rep, "\"cu_seqlens\" is not 0 followed by the running sums"));
     vl_plan_free(&q);
-    edited(&p, m, "\"loss_tokens\":750", "\"loss_tokens\":7", &q);
-    cr_assert_eq(vl_plan_verify_read(&q, &vf, NULL, &rep, NULL), VL_EVERIFY);
+    edited_rejected(&p, m, "\"loss_tokens\":750", "\"loss_tokens\":7", &q, &rep);
     cr_assert(has_msg(&rep, "\"loss_tokens\" is 7, its segments carry 750"));
     vl_plan_free(&q);
     vl_plan_free(&p);
@@ -184,7 +185,7 @@ static void check_text(const char *text, size_t n, vl_manifest *m, bool must_fai
 static vl_manifest *man5(void)
 {
     static const uint32_t len[] = {100, 200, 300, 400, 50};
-    return lengths(len, 5);
+    return tu_manifest(len, 5);
 }
 
 static char *valid_text(vl_manifest *m, size_t *n)

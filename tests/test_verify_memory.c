@@ -10,7 +10,7 @@
 Test(verify, modelled_memory)
 {
     static const uint32_t len[] = {2000000000u, 1000};
-    vl_manifest *m = lengths(len, 2);
+    vl_manifest *m = tu_manifest(len, 2);
     vl_config cfg;
     vl_cost cost;
     vl_plan p;

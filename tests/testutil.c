@@ -314,3 +314,11 @@ uint32_t *tu_tail_lengths(size_t n, uint32_t cap, uint64_t seed)
     }
     return len;
 }
+
+vl_manifest *tu_manifest(const uint32_t *len, size_t n)
+{
+    vl_manifest *m = NULL;
+
+    cr_assert_eq(vl_manifest_from_lengths(&m, len, n, NULL), VL_OK);
+    return m;
+}

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "manifest.h"
+
 typedef struct tu_result {
     int status;           /* exit code, or 128 + signal */
     char *out;            /* stdout, NUL-terminated */
@@ -49,5 +51,7 @@ int tu_count_entries(const char *dir);
 /** n long-tailed lengths in 1..cap (many short, a few long; malloc'd), the same for the
  *  same seed. */
 uint32_t *tu_tail_lengths(size_t n, uint32_t cap, uint64_t seed);
+/** A manifest of the n lengths len (ids 0..n-1); asserts that it could be made. */
+vl_manifest *tu_manifest(const uint32_t *len, size_t n);
 
 #endif

@@ -9,16 +9,10 @@
 #include <string.h>
 
 #include "planio.h"
+#include "testutil.h"
 #include "verify.h"
 
 static const vl_par PAR1 = {1, 1, 1, 0};
-
-static inline vl_manifest *lengths(const uint32_t *len, size_t n)
-{
-    vl_manifest *m = NULL;
-    cr_assert_eq(vl_manifest_from_lengths(&m, len, n, NULL), VL_OK);
-    return m;
-}
 
 /* Lengths {100, 200, 300, 400}.  Iteration 0: rank 0 holds samples 0 and 1, rank 1
  * holds 2 and the first 150 tokens of 3; iteration 1: rank 0 the rest of 3, rank 1 an
@@ -26,7 +20,7 @@ static inline vl_manifest *lengths(const uint32_t *len, size_t n)
 static inline vl_manifest *man4(void)
 {
     static const uint32_t len[] = {100, 200, 300, 400};
-    return lengths(len, 4);
+    return tu_manifest(len, 4);
 }
 
 static inline void valid_plan(vl_plan *p, vl_manifest *m)
