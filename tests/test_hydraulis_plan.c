@@ -1,7 +1,8 @@
 /* tests/test_hydraulis_plan.c -- Hydraulis plans end to end: verify passes (memory
  * included), same seed same plan, ranks of one iteration with different <tp, pp> and
- * micro-batch counts, the candidate recorded, the ablation modes, the -v listing, and
- * the paper's shape (Fig. 10/12) on the 32B setting against homogeneous packing. */
+ * micro-batch counts, the candidate recorded, the ablation modes, verify's bound on a
+ * pack's capacity (the largest MaxLen), the -v listing, and the paper's shape
+ * (Fig. 10/12) on the 32B setting against homogeneous packing. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -190,6 +191,76 @@ Test(hydraulis_plan, modes)
     vl_plan_free(&s);
     vl_plan_free(&x);
     vl_plan_free(&b);
+    vl_manifest_free(m);
+}
+
+/* The bound verify holds each pack to (the strategy's max_cap): the largest MaxLen of
+ * the schemes the candidates may use; with packing max, the context length (rounded up
+ * to 128) when that is shorter. */
+static uint32_t largest_maxlen(const vl_config *cfg)
+{
+    vl_cost c;
+    hy_schemes sch;
+    vl_err err;
+    uint32_t best = 0;
+
+    cr_assert_eq(vl_cost_init(&c, cfg, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl__hy_schemes(&sch, &c, &err), VL_OK, "%s", err.msg);
+    for (size_t i = 0; i < sch.n; i++)
+        best = sch.s[i].maxlen > best ? sch.s[i].maxlen : best;
+    vl__hy_schemes_free(&sch);
+    return best;
+}
+
+static uint64_t max_cap_of(const vl_config *cfg)
+{
+    hy_opts o;
+    vl_err err;
+
+    cr_assert_eq(vl_config_bind(cfg, "hydraulis", vl_strategy_hydraulis.params, &o, &err),
+                 VL_OK, "%s", err.msg);
+    return vl_strategy_hydraulis.max_cap(&o, cfg);
+}
+
+/* A Hydraulis plan's packs all fit the bound, its largest pack at the bound passes and
+ * one block of slots beyond it is an I3 violation. */
+Test(hydraulis_plan, verify_bounds_each_pack_by_maxlen)
+{
+    static const char *const maxpack[] = {"training.max_seq_len=1000",
+                                          "hydraulis.packing=max", NULL};
+    vl_config cfg;
+    vl_manifest *m = lognormal(3000, 5);
+    vl_plan p;
+    vl_cost c;
+    vl_verify_report rep;
+    vl_err err;
+    size_t big = 0;
+
+    config(&cfg, NULL, small);
+    uint32_t bound = largest_maxlen(&cfg);
+    cr_assert_gt(bound, 0);
+    cr_assert_eq(max_cap_of(&cfg), bound);
+    run(&p, &vl_strategy_hydraulis, m, &cfg, 0, NULL);
+    for (size_t i = 0; i < p.nmbs; i++) {
+        cr_assert_leq(p.mbs[i].cap, bound, "pack %zu", i);
+        big = p.mbs[i].cap > p.mbs[big].cap ? i : big;
+    }
+    cr_assert_eq(vl_cost_init(&c, &cfg, &err), VL_OK, "%s", err.msg);
+    p.mbs[big].cap = bound;   /* the modelled memory follows tokens, not slots */
+    cr_assert_eq(vl_plan_verify(&p, &c, &rep, &err), VL_OK, "%s", err.msg);
+    p.mbs[big].cap = bound + HY_ALIGN;
+    cr_assert_eq(vl_plan_verify(&p, &c, &rep, &err), VL_EVERIFY);
+    cr_assert_eq(rep.violations, 1, "%s", rep.nmsgs ? rep.msgs[0] : "");
+    cr_assert_eq(rep.by_inv[2], 1);
+    cr_assert(strstr(rep.msgs[0], "exceeds the") && strstr(rep.msgs[0], "token slots strategy "
+                                                            "hydraulis writes"), "%s",
+              rep.msgs[0]);
+    vl_plan_free(&p);
+    vl_config_free(&cfg);
+    /* packing max: micro-batches of at most the 1000-token context, in 1024 slots */
+    config(&cfg, NULL, maxpack);
+    cr_assert_eq(max_cap_of(&cfg), largest_maxlen(&cfg) < 1024 ? largest_maxlen(&cfg) : 1024);
+    vl_config_free(&cfg);
     vl_manifest_free(m);
 }
 
