@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "gen.h"
 #include "rng.h"
 
 static const char *vlplan_bin(void)
@@ -321,4 +322,29 @@ vl_manifest *tu_manifest(const uint32_t *len, size_t n)
 
     cr_assert_eq(vl_manifest_from_lengths(&m, len, n, NULL), VL_OK);
     return m;
+}
+
+vl_manifest *tu_gen_manifest(const char *dist, size_t n, uint64_t seed)
+{
+    uint32_t *len = malloc((n ? n : 1) * sizeof *len);
+    vl_manifest *m = NULL;
+    vl_err err = {0};
+
+    cr_assert_not_null(len);
+    cr_assert_eq(vl_gen_lengths(len, n, dist, seed, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl_manifest_from_lengths(&m, len, n, &err), VL_OK, "%s", err.msg);
+    free(len);
+    return m;
+}
+
+void tu_config(vl_config *cfg, const char *file, const char *const *sets)
+{
+    vl_err err = {0};
+
+    cr_assert_eq(vl_config_init_default(cfg, &err), VL_OK, "%s", err.msg);
+    if (file)
+        cr_assert_eq(vl_config_load_file(cfg, file, &err), VL_OK, "%s", err.msg);
+    for (size_t i = 0; sets && sets[i] != NULL; i++)
+        cr_assert_eq(vl_config_set(cfg, sets[i], &err), VL_OK, "%s: %s", sets[i], err.msg);
+    cr_assert_eq(vl_config_finalize(cfg, &err), VL_OK, "%s", err.msg);
 }

@@ -1,12 +1,13 @@
 /* tests/testutil.h -- helpers shared by the Criterion tests: run the vlplan binary
  * ($VLPLAN_BIN, default build/vlplan; optional $VLPLAN_TEST_WRAPPER such as valgrind),
- * scratch directories, small files, test lengths. */
+ * scratch directories, small files, test lengths, manifests and configs. */
 #ifndef VLPLAN_TESTUTIL_H
 #define VLPLAN_TESTUTIL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "manifest.h"
 
 typedef struct tu_result {
@@ -53,5 +54,10 @@ int tu_count_entries(const char *dir);
 uint32_t *tu_tail_lengths(size_t n, uint32_t cap, uint64_t seed);
 /** A manifest of the n lengths len (ids 0..n-1); asserts that it could be made. */
 vl_manifest *tu_manifest(const uint32_t *len, size_t n);
+/** A manifest of n lengths drawn from `vlplan gen`'s distribution dist with seed. */
+vl_manifest *tu_gen_manifest(const char *dist, size_t n, uint64_t seed);
+/** cfg: the defaults, then the YAML file `file` (NULL: none), then each "key=value" of
+ *  sets (NULL-terminated; NULL: none), finalized.  Each step asserts. */
+void tu_config(vl_config *cfg, const char *file, const char *const *sets);
 
 #endif
