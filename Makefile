@@ -130,12 +130,14 @@ demo: $(BUILD)/vlplan
 	$(BUILD)/vlplan verify $(BUILD)/demo-plan.jsonl testdata/demo.jsonl
 	$(BUILD)/vlplan metrics $(BUILD)/demo-plan.jsonl
 
-BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
+# bench/bench_util.c is the benchmarks' shared code, linked into each, not one of them.
+BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(filter-out bench/bench_util.c,$(wildcard bench/bench_*.c)))
+BENCH_UTIL := $(BUILD)/obj/bench/bench_util.o
 
 bench: $(BUILD)/vlplan $(BENCHES)
 	BUILD=$(BUILD) sh bench/run.sh
 
-$(BUILD)/bench/bench_%: $(BUILD)/obj/bench/bench_%.o $(BUILD)/libvlplan.a
+$(BUILD)/bench/bench_%: $(BUILD)/obj/bench/bench_%.o $(BENCH_UTIL) $(BUILD)/libvlplan.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -191,7 +193,7 @@ fmt:
 clean:
 	rm -rf build
 
--include $(DEPFILES)
+-include $(DEPFILES) $(wildcard $(BUILD)/obj/bench/*.d)
 
 # The property loop (tests/plan_prop.h): SOAK_CASES random cases, plan and verify must
 # agree; failing seeds are printed.  `make soak SOAK_CASES=200 SOAK_SEED=1` for a quick one.

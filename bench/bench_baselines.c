@@ -26,40 +26,14 @@
  *                  lower bound, its refit of over-full KK splits not counted
  *   sim s          modelled epoch time (vl_sim_plan, the default cost model)
  *   s              wall seconds of the plan (shared machine: indicative only) */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "run.h"
 #include "sim.h"
 #include "vlplan_strategy.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Sum of the fields of a CSV line that are plain integers (a timestamp is not). */
-static unsigned long row_sum(char *line, int *any)
-{
-    unsigned long sum = 0;
-    char *save = NULL;
-    *any = 0;
-    for (char *f = strtok_r(line, ",\n\r", &save); f; f = strtok_r(NULL, ",\n\r", &save)) {
-        char *end;
-        errno = 0;
-        unsigned long v = strtoul(f, &end, 10);
-        if (end != f && *end == '\0' && errno == 0) {
-            sum += v;
-            *any = 1;
-        }
-    }
-    return sum;
-}
 
 static uint32_t *read_trace(const char *path, size_t *n)
 {
@@ -76,7 +50,7 @@ static uint32_t *read_trace(const char *path, size_t *n)
     }
     while (fgets(line, sizeof line, f) != NULL) {
         int any;
-        unsigned long l = row_sum(line, &any);
+        unsigned long l = bench_csv_row_sum(line, &any);
         if (!any || l == 0)
             continue;
         if (*n == cap) {
@@ -300,10 +274,10 @@ int main(int argc, char **argv)
         figs f;
         if (configure(&cfg, &rows[i], cap, dp) != 0)
             return 1;
-        double t0 = now();
+        double t0 = bench_wall_s();
         vl_status st = vl_run_plan(&p, vl_strategy_find(rows[i].strategy), m, &cfg, &o, &res,
                                    &err);
-        double t = now() - t0;
+        double t = bench_wall_s() - t0;
         free(res.log);
         if (st != VL_OK) {
             printf("| %s | refused: %s | | | | | | | | | |\n", rows[i].label, err.msg);

@@ -22,23 +22,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "gen.h"
+#include "bench_util.h"
 #include "run.h"
 #include "sim.h"
 #include "vlplan_strategy.h"
 
 extern const vl_strategy vl_strategy_chunkflow;
-
-/* Seconds of this process's CPU time: plan() is single-threaded, and on a shared
- * machine (the bench host runs other jobs) wall time measures the neighbours too. */
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static vl_status make_config(vl_config *cfg, int dp, const char *recompute,
                              const char *chunk, const char *k, vl_err *err)
@@ -48,73 +38,33 @@ static vl_status make_config(vl_config *cfg, int dp, const char *recompute,
                           "training.sp_kind=ring", "training.pp=4",
                           "training.max_seq_len=262144", "training.global_batch=256",
                           "training.oversize=drop", rc, cs, ks, NULL};
-    vl_status st;
 
     snprintf(gpus, sizeof gpus, "cluster.gpus=%d", 64 * dp);
     snprintf(rc, sizeof rc, "training.recompute=%s", recompute);
     snprintf(cs, sizeof cs, "chunkflow.chunk_size=%s", chunk);
     snprintf(ks, sizeof ks, "chunkflow.k=%s", k);
-    if ((st = vl_config_init_default(cfg, err)) != VL_OK)
-        return st;
-    for (size_t i = 0; sets[i] != NULL; i++)
-        if ((st = vl_config_set(cfg, sets[i], err)) != VL_OK)
-            return st;
-    return vl_config_finalize(cfg, err);
+    return bench_config(cfg, NULL, sets, NULL, err);
 }
 
-/* One timed call of the strategy's plan(), as vl_run_plan makes it; *ms per iteration. */
-static vl_status time_once(const vl_strategy *s, const void *opts, vl_manifest *m,
-                           const vl_config *cfg, const vl_cost *c, double *ms, size_t *iters,
-                           vl_err *err)
-{
-    vl_selection sel = {0};
-    vl_plan p = {0};
-    vl_status st = vl_plan_init(&p, m, s->name, 1, err);
-
-    if (st == VL_OK)
-        st = vl_select(&sel, m, s->max_len(opts, cfg), cfg->training.oversize, err);
-    if (st == VL_OK) {
-        vl_job job = {.m = m, .cfg = cfg, .cost = c, .sel = &sel, .seed = 1};
-        double t0 = now();
-        st = s->plan(opts, &job, &p, err);
-        *ms = (now() - t0) * 1e3 / (double)(p.niters ? p.niters : 1);
-        *iters = p.niters;
-    }
-    vl_plan_free(&p);
-    vl_selection_free(&sel);
-    return st;
-}
-
-/* Planning time per global batch: the best of reps runs, against machine noise. */
+/* Planning time per global batch: plan() alone, CPU time (on a shared machine wall
+ * time measures the neighbours too), the best of reps runs against machine noise. */
 #define REPS 5
 static vl_status time_plan_reps(const vl_strategy *s, vl_manifest *m, const vl_config *cfg,
-                                int reps, double *ms, size_t *iters, vl_err *err);
+                                int reps, double *ms, size_t *iters, vl_err *err)
+{
+    bench_plan_time t;
+    vl_status st = bench_time_plan(s, m, cfg, reps, &t, err);
+
+    *iters = t.iters;
+    *ms = t.cpu_s * 1e3 / (double)(t.iters ? t.iters : 1);
+    return st;
+}
 
 static vl_status time_plan(const vl_strategy *s, vl_manifest *m, const vl_config *cfg,
                            double *ms, vl_err *err)
 {
     size_t iters = 0;
     return time_plan_reps(s, m, cfg, REPS, ms, &iters, err);
-}
-
-static vl_status time_plan_reps(const vl_strategy *s, vl_manifest *m, const vl_config *cfg,
-                                int reps, double *ms, size_t *iters, vl_err *err)
-{
-    void *opts = calloc(1, s->opts_size ? s->opts_size : 1);
-    vl_cost c;
-    vl_status st = opts ? VL_OK : vl_seterr(err, VL_ENOMEM, "out of memory");
-
-    if (st == VL_OK && s->params)
-        st = vl_config_bind(cfg, s->section, s->params, opts, err);
-    if (st == VL_OK)
-        st = vl_cost_init(&c, cfg, err);
-    for (int r = 0; r < reps && st == VL_OK; r++) {
-        double t = 0.0;
-        st = time_once(s, opts, m, cfg, &c, &t, iters, err);
-        *ms = r == 0 || t < *ms ? t : *ms;
-    }
-    free(opts);
-    return st;
 }
 
 static vl_status row(const char *name, const vl_strategy *s, vl_manifest *m, int dp,
@@ -164,11 +114,8 @@ static vl_status speed_config(vl_config *cfg, const char *ctx, const char *token
                               vl_err *err)
 {
     const char *sets[] = {ctx, "training.oversize=drop", tokens, NULL};
-    vl_status st = vl_config_init_default(cfg, err);
 
-    for (size_t i = 0; sets[i] != NULL && st == VL_OK; i++)
-        st = vl_config_set(cfg, sets[i], err);
-    return st == VL_OK ? vl_config_finalize(cfg, err) : st;
+    return bench_config(cfg, NULL, sets, NULL, err);
 }
 
 static vl_status speed_rows(size_t n, vl_err *err)
@@ -183,8 +130,7 @@ static vl_status speed_rows(size_t n, vl_err *err)
                                        "training.max_seq_len=8192"};
     static const char *const budgets[] = {"training.global_tokens=16777216",
                                           "training.global_tokens=67108864"};
-    uint32_t *len = malloc((n ? n : 1) * sizeof *len);
-    vl_status st = len ? VL_OK : vl_seterr(err, VL_ENOMEM, "out of memory");
+    vl_status st = VL_OK;
 
     printf("\nplanning speed: %zu samples, llama3.1-8b, 32 GPUs (dp 32), longer than the "
            "context dropped, chunk_size 8192, k 1; plan() alone, CPU seconds, best of 3\n", n);
@@ -192,8 +138,7 @@ static vl_status speed_rows(size_t n, vl_err *err)
            "per_iter");
     for (size_t d = 0; d < 4 && st == VL_OK; d++) {
         vl_manifest *m = NULL;
-        if ((st = vl_gen_lengths(len, n, dists[d], 1, err)) != VL_OK ||
-            (st = vl_manifest_from_lengths(&m, len, n, err)) != VL_OK)
+        if ((st = bench_manifest(&m, dists[d], n, 1, err)) != VL_OK)
             break;
         for (size_t b = 0; b < 2 && st == VL_OK; b++) {
             vl_config cfg = {0};
@@ -209,7 +154,6 @@ static vl_status speed_rows(size_t n, vl_err *err)
         }
         vl_manifest_free(m);
     }
-    free(len);
     return st;
 }
 
@@ -221,13 +165,12 @@ int main(int argc, char **argv)
     size_t nspeed = speed_only ? (argc > 2 ? strtoul(argv[2], NULL, 10) : 1000000)
                                : (argc > 3 ? strtoul(argv[3], NULL, 10) : 1000000);
     size_t n = batches * 256;
-    uint32_t *len = malloc((n ? n : 1) * sizeof *len);
     const vl_strategy *pack = vl_strategy_find("pack");
     vl_manifest *m = NULL;
     vl_err err = {0};
     vl_status st;
 
-    if (len == NULL || pack == NULL || dp < 1) {
+    if (pack == NULL || dp < 1) {
         fprintf(stderr, "bench_chunkflow: bad setup\n");
         return 1;
     }
@@ -235,8 +178,7 @@ int main(int argc, char **argv)
         st = speed_rows(nspeed, &err);
         goto done;
     }
-    if ((st = vl_gen_lengths(len, n, "chunkflow-eval", 1, &err)) != VL_OK ||
-        (st = vl_manifest_from_lengths(&m, len, n, &err)) != VL_OK)
+    if ((st = bench_manifest(&m, "chunkflow-eval", n, 1, &err)) != VL_OK)
         goto done;
     printf("chunkflow-eval, %zu samples (%zu global batches of 256), qwen2.5-7b, 256K "
            "context, tp4 sp4(ring) pp4, dp %d\n", n, batches, dp);
@@ -256,6 +198,5 @@ done:
     if (st != VL_OK)
         fprintf(stderr, "bench_chunkflow: %s\n", err.msg);
     vl_manifest_free(m);
-    free(len);
     return st == VL_OK ? 0 : 1;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "gen.h"
 #include "metrics.h"
 #include "run.h"
@@ -23,13 +24,6 @@ extern const vl_strategy vl_strategy_hbp;
 #define PAPER_CFG "pack: {algo: isf}\n" PAPER_TRAINING "}\n"
 #define PAPER_FULL "pack: {algo: isf}\n" PAPER_TRAINING ", recompute: full}\n"
 #define PAPER_GROUPS PAPER_CFG "hbp: {groups: '16K:1,128K:8'}\n"   /* the paper's choice */
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int fail(const char *what, const vl_err *err)
 {
@@ -72,7 +66,7 @@ static int plan_one(const vl_strategy *s, vl_manifest *m, const vl_config *cfg,
     vl_run_result rr;
     vl_plan p;
     vl_cost cost;
-    double t0 = now();
+    double t0 = bench_wall_s();
     vl_status st = vl_run_plan(&p, s, m, cfg, &ro, &rr, err);
 
     if (log)
@@ -81,7 +75,7 @@ static int plan_one(const vl_strategy *s, vl_manifest *m, const vl_config *cfg,
         free(rr.log);
     if (st != VL_OK)
         return -1;
-    res->secs = now() - t0;
+    res->secs = bench_wall_s() - t0;
     if (vl_cost_init(&cost, cfg, err) != VL_OK ||
         vl_metrics_compute(&p, &res->mt, err) != VL_OK ||
         vl_sim_plan(&p, &cost, NULL, &res->sim, err) != VL_OK) {
@@ -179,18 +173,18 @@ static int speed(size_t n)
                   &err) != VL_OK)
         return fail("setup", &err);
     vl_job job = {.m = m, .cfg = &cfg, .cost = &cost, .sel = &sel, .seed = 1};
-    t0 = now();
+    t0 = bench_wall_s();
     c0 = (double)clock() / CLOCKS_PER_SEC;
     if (vl_strategy_hbp.plan(opts, &job, &p, &err) != VL_OK)
         return fail("plan", &err);
-    t_plan = now() - t0;
+    t_plan = bench_wall_s() - t0;
     c_plan = (double)clock() / CLOCKS_PER_SEC - c0;
     vl_plan_free(&p);
     vl_selection_free(&sel);
-    t0 = now();
+    t0 = bench_wall_s();
     if (vl_run_plan(&p, &vl_strategy_hbp, m, &cfg, &ro, NULL, &err) != VL_OK)
         return fail("run", &err);
-    t_run = now() - t0;
+    t_run = bench_wall_s() - t0;
     printf("speed %9zu samples: hbp plan %6.3f s wall, %6.3f s cpu (%.2f M samples/s), "
            "with self-check %6.3f s, %zu iterations\n",
            n, t_plan, c_plan, (double)n / t_plan / 1e6, t_run, p.niters);

@@ -22,34 +22,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "gen.h"
+#include "bench_util.h"
 #include "hydraulis_impl.h"
 #include "run.h"
 #include "sim.h"
 
 #define CONFIG "configs/hydraulis-32b_a800x64.yaml"
-
-/* CPU seconds of this (single-threaded) process: the machine is shared, and wall time
- * measures the neighbours as much as the planner. */
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static vl_status make_config(vl_config *cfg, const char *const *sets, vl_err *err)
-{
-    vl_status st = vl_config_init_default(cfg, err);
-
-    if (st == VL_OK)
-        st = vl_config_load_file(cfg, CONFIG, err);
-    for (size_t i = 0; sets && sets[i] && st == VL_OK; i++)
-        st = vl_config_set(cfg, sets[i], err);
-    return st == VL_OK ? vl_config_finalize(cfg, err) : st;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -88,12 +67,12 @@ static vl_status run_row(const char *strategy, const char *const *sets, vl_manif
     vl_cost c;
     bool seen[256] = {false};
     double t0;
-    vl_status st = make_config(&cfg, sets, err);
+    vl_status st = bench_config(&cfg, CONFIG, sets, NULL, err);
 
-    t0 = now();
+    t0 = bench_cpu_s();
     if (st == VL_OK)
         st = vl_run_plan(&p, vl_strategy_find(strategy), m, &cfg, &ro, NULL, err);
-    o->plan_s = now() - t0;
+    o->plan_s = bench_cpu_s() - t0;
     if (st == VL_OK)
         st = vl_cost_init(&c, &cfg, err);
     if (st == VL_OK && p.niters < iters)
@@ -137,7 +116,6 @@ static vl_status part1(size_t iters, vl_err *err)
 {
     /* ~200K tokens at a mean of ~1.5K: 134 samples an iteration, 5% to spare */
     size_t n = iters * 140;
-    uint32_t *len = malloc(n * sizeof *len);
     vl_manifest *m = NULL;
     static const char *const a[] = {"hydraulis.mode=homo", "hydraulis.packing=max", NULL};
     static const char *const b[] = {"hydraulis.mode=homo", NULL};
@@ -154,13 +132,9 @@ static vl_status part1(size_t iters, vl_err *err)
         {"dynamic, the DP's own candidates", "hydraulis", e},
     };
     row_out out[6];
-    vl_status st = len ? VL_OK : vl_seterr(err, VL_ENOMEM, "out of memory");
+    vl_status st = bench_manifest(&m, "lognormal:6.7:1.1", n, 7, err);
 
     memset(out, 0, sizeof out);
-    if (st == VL_OK)
-        st = vl_gen_lengths(len, n, "lognormal:6.7:1.1", 7, err);
-    if (st == VL_OK)
-        st = vl_manifest_from_lengths(&m, len, n, err);
     printf("## part 1: 32B, 64 GPUs, ~200K tokens/iteration, lognormal(6.7, 1.1) cut at 32K, "
            "first %zu iterations, seed 7\n\n", iters);
     printf("| %-44s | %8s | %8s | %6s | %-18s | %2s | %6s |\n", "row", "mean ms", "p50 ms",
@@ -190,55 +164,73 @@ static vl_status part1(size_t iters, vl_err *err)
         free(out[r].gap);
     }
     vl_manifest_free(m);
-    free(len);
     return st;
 }
 
 /* ---- part 2 ---- */
 
-/* Schemes and the selection of m under cfg; the caller frees. */
-static vl_status setup(const vl_config *cfg, vl_cost *c, hy_schemes *sch, vl_manifest *m,
-                       vl_selection *sel, vl_err *err)
+/* The proposal's inputs and result under one row's settings: the config, cost model and
+ * schemes, the selection, the length histogram and the candidates. */
+typedef struct proposal {
+    vl_config cfg;
+    vl_cost c;
+    hy_schemes sch;
+    vl_selection sel;
+    hy_hist h;
+    hy_cands cands;
+    double setup_s;       /* CPU seconds: cost model, selection and schemes */
+} proposal;
+
+static vl_status proposal_setup(proposal *pr, const char *const *sets, vl_manifest *m,
+                                vl_err *err)
 {
-    vl_status st = vl_cost_init(c, cfg, err);
+    vl_status st = bench_config(&pr->cfg, CONFIG, sets, NULL, err);
+    double t0 = bench_cpu_s();
+
     if (st == VL_OK)
-        st = vl_select(sel, m, cfg->training.max_seq_len, VL_OVERSIZE_TRUNCATE, err);
+        st = vl_cost_init(&pr->c, &pr->cfg, err);
     if (st == VL_OK)
-        st = vl__hy_schemes(sch, c, err);
+        st = vl_select(&pr->sel, m, pr->cfg.training.max_seq_len, VL_OVERSIZE_TRUNCATE, err);
+    if (st == VL_OK)
+        st = vl__hy_schemes(&pr->sch, &pr->c, err);
+    pr->setup_s = bench_cpu_s() - t0;
     return st;
+}
+
+/* The candidates from one iteration's expected counts, as plan() weighs them. */
+static vl_status proposal_run(proposal *pr, uint32_t step, int nstep, vl_err *err)
+{
+    vl_status st = vl__hy_hist(&pr->h, pr->sel.idx, pr->sel.n, pr->sel.len, step,
+                               (double)pr->cfg.training.global_tokens /
+                                   (double)pr->sel.tokens, err);
+
+    if (st == VL_OK)
+        st = vl__hy_propose(&pr->cands, &pr->h, &pr->sch, pr->cfg.cluster.gpus, nstep, err);
+    return st;
+}
+
+static void proposal_free(proposal *pr)
+{
+    vl__hy_hist_free(&pr->h);
+    vl__hy_cands_free(&pr->cands);
+    vl__hy_schemes_free(&pr->sch);
+    vl_selection_free(&pr->sel);
+    vl_config_free(&pr->cfg);
 }
 
 static vl_status time_proposal(const char *label, const char *const *sets, vl_manifest *m,
                                uint32_t step, int nstep, vl_err *err)
 {
-    vl_config cfg;
-    vl_cost c;
-    hy_schemes sch = {0};
-    vl_selection sel = {0};
-    hy_cands cands = {0};
-    hy_hist h = {0};
-    double t0 = 0, t1 = 0, t2 = 0;
-    vl_status st = make_config(&cfg, sets, err);
+    proposal pr = {0};
+    vl_status st = proposal_setup(&pr, sets, m, err);
+    double t0 = bench_cpu_s();
 
-    if (st == VL_OK) {
-        t0 = now();
-        st = setup(&cfg, &c, &sch, m, &sel, err);
-        t1 = now();
-    }
-    if (st == VL_OK)   /* one iteration's expected counts, as plan() weighs them */
-        st = vl__hy_hist(&h, sel.idx, sel.n, sel.len, step,
-                         (double)cfg.training.global_tokens / (double)sel.tokens, err);
     if (st == VL_OK)
-        st = vl__hy_propose(&cands, &h, &sch, cfg.cluster.gpus, nstep, err);
-    t2 = now();
+        st = proposal_run(&pr, step, nstep, err);
     if (st == VL_OK)
-        printf("| %-46s | %3zu | %6.3f | %7.3f | %3zu |\n", label, sch.n, t1 - t0, t2 - t1,
-               cands.n);
-    vl__hy_hist_free(&h);
-    vl__hy_cands_free(&cands);
-    vl__hy_schemes_free(&sch);
-    vl_selection_free(&sel);
-    vl_config_free(&cfg);
+        printf("| %-46s | %3zu | %6.3f | %7.3f | %3zu |\n", label, pr.sch.n, pr.setup_s,
+               bench_cpu_s() - t0, pr.cands.n);
+    proposal_free(&pr);
     return st;
 }
 
@@ -246,79 +238,60 @@ static vl_status time_proposal(const char *label, const char *const *sets, vl_ma
 static vl_status time_dispatch(const char *label, const char *const *sets, vl_manifest *m,
                                size_t iters, vl_err *err)
 {
-    vl_config cfg;
-    vl_cost c;
-    hy_schemes sch = {0};
-    vl_selection sel = {0};
-    hy_cands cands = {0};
-    hy_hist h = {0};
+    proposal pr = {0};
     vl_batches b = {0};
     uint32_t *order = NULL;
     hy_iter it = {0};
     double t0, total = 0;
     size_t seqs = 0, done = 0;
-    vl_status st = make_config(&cfg, sets, err);
+    vl_status st = proposal_setup(&pr, sets, m, err);
+    bool large = pr.cfg.cluster.gpus >= 1024;
 
     if (st == VL_OK)
-        st = setup(&cfg, &c, &sch, m, &sel, err);
-    if (st == VL_OK)
-        st = vl__hy_hist(&h, sel.idx, sel.n, sel.len, cfg.cluster.gpus >= 1024 ? 1024 : 128,
-                         (double)cfg.training.global_tokens / (double)sel.tokens, err);
-    if (st == VL_OK)
-        st = vl__hy_propose(&cands, &h, &sch, cfg.cluster.gpus, cfg.cluster.gpus >= 1024 ? 4 : 1,
-                            err);
+        st = proposal_run(&pr, large ? 1024 : 128, large ? 4 : 1, err);
     if (st == VL_OK) {
-        vl__hy_cands_trim(&cands, 8);
-        order = malloc(sel.n * sizeof *order);
+        vl__hy_cands_trim(&pr.cands, 8);
+        order = malloc(pr.sel.n * sizeof *order);
         st = order ? VL_OK : vl_seterr(err, VL_ENOMEM, "out of memory");
     }
     if (st == VL_OK) {
-        vl_epoch_order(&sel, 1, 0, order);
-        st = vl_make_batches(&b, order, sel.n, sel.len, &cfg.training, err);
+        vl_epoch_order(&pr.sel, 1, 0, order);
+        st = vl_make_batches(&b, order, pr.sel.n, pr.sel.len, &pr.cfg.training, err);
     }
-    it = (hy_iter){.sch = &sch, .cands = &cands, .trials = 50, .packing = HY_BALANCED,
+    it = (hy_iter){.sch = &pr.sch, .cands = &pr.cands, .trials = 50, .packing = HY_BALANCED,
                    .seed = 1};
     for (size_t k = 0; k < b.n && done < iters && st == VL_OK; k++) {
         size_t n = b.start[k + 1] - b.start[k];
         if (k + 1 == b.n && done > 0)
             break;   /* the short last batch is not an iteration of the setting */
-        t0 = now();
-        for (size_t ci = 0; ci < cands.n && st == VL_OK; ci++)
-            vl__hy_eval(&it, ci, order + b.start[k], n, sel.len, k << 16, false, &st, err);
-        total += now() - t0;
+        t0 = bench_cpu_s();
+        for (size_t ci = 0; ci < pr.cands.n && st == VL_OK; ci++)
+            vl__hy_eval(&it, ci, order + b.start[k], n, pr.sel.len, k << 16, false, &st, err);
+        total += bench_cpu_s() - t0;
         seqs += n;
         done++;
     }
     if (st == VL_OK && done > 0)
-        printf("| %-46s | %3zu | %5.0f | %8.4f |\n", label, cands.n,
+        printf("| %-46s | %3zu | %5.0f | %8.4f |\n", label, pr.cands.n,
                (double)seqs / (double)done, total / (double)done);
     vl__hy_iter_free(&it);
     vl_batches_free(&b);
     free(order);
-    vl__hy_hist_free(&h);
-    vl__hy_cands_free(&cands);
-    vl__hy_schemes_free(&sch);
-    vl_selection_free(&sel);
-    vl_config_free(&cfg);
+    proposal_free(&pr);
     return st;
 }
 
 static vl_status part2(vl_err *err)
 {
     size_t n = 40000;
-    uint32_t *len = malloc(n * sizeof *len);
     vl_manifest *m = NULL;
     static const char *const analytic[] = {"cost.schemes=[]", NULL};
     static const char *const g1024[] = {"cluster.gpus=1024", "training.global_tokens=3200000",
                                         NULL};
     static const char *const g1024a[] = {"cluster.gpus=1024", "training.global_tokens=3200000",
                                          "cost.schemes=[]", NULL};
-    vl_status st = len ? VL_OK : vl_seterr(err, VL_ENOMEM, "out of memory");
+    vl_status st = bench_manifest(&m, "lognormal:6.7:1.1", n, 7, err);
 
-    if (st == VL_OK)
-        st = vl_gen_lengths(len, n, "lognormal:6.7:1.1", 7, err);
-    if (st == VL_OK)
-        st = vl_manifest_from_lengths(&m, len, n, err);
     printf("\n## part 2: planner speed, CPU seconds of one core (%zu samples of lognormal(6.7, "
            "1.1))\n\n", n);
     printf("| %-46s | %3s | %6s | %7s | %3s |\n", "proposal", "K", "schm s", "DP s", "#c");
@@ -346,7 +319,6 @@ static vl_status part2(vl_err *err)
     if (st == VL_OK)
         st = time_dispatch("1024 GPUs, 3.2M tokens, fitted", g1024a, m, 10, err);
     vl_manifest_free(m);
-    free(len);
     return st;
 }
 

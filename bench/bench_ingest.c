@@ -13,9 +13,9 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "manifest.h"
 #include "zio.h"
 
@@ -38,13 +38,6 @@ static const gen_spec standard[] = {
     {"rows_1m.jsonl.zst", "jsonl.zst", GEN_JSONL, 1000000, true},
     {"rows_10m.jsonl", "jsonl", GEN_JSONL, 10000000, false},
 };
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Skewed lengths like real corpora: mostly short, a long tail to 64k. */
 static uint32_t next_len(uint64_t *s)
@@ -111,13 +104,13 @@ static void child(const char *path, const char *label)
     vl_manifest *m = NULL;
     vl_err err = {0};
     struct rusage ru;
-    double t0 = now(), dt;
+    double t0 = bench_wall_s(), dt;
 
     if (vl_manifest_read(&m, &path, 1, NULL, &err) != VL_OK) {
         fprintf(stderr, "bench_ingest: %s\n", err.msg);
         _exit(1);
     }
-    dt = now() - t0;
+    dt = bench_wall_s() - t0;
     getrusage(RUSAGE_SELF, &ru);
     printf("ingest %s %zu samples: %.3f s, %.0f samples/s, peak RSS %.1f MB "
            "(%.1f bytes/sample), cpu %.3f s\n", label, m->n, dt, (double)m->n / dt,

@@ -12,16 +12,15 @@
  * Each algorithm runs RUNS times (default 1) and the fastest run is reported: on a
  * shared machine the minimum is the least disturbed figure.  One line per algorithm:
  *   pack ALGO N=... cap=... data=...: X s, Y samples/s, bins B, fill F%, peak RSS Z MB */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "pack.h"
 #include "rng.h"
 
@@ -35,13 +34,6 @@ typedef struct args {
     size_t repeat;
     int runs;
 } args;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static uint32_t *lognormal(size_t n, uint32_t cap, double mu, double sigma, uint64_t seed)
 {
@@ -76,24 +68,6 @@ static int push(uint32_t **a, size_t *n, size_t *capa, unsigned long v, uint32_t
     return 0;
 }
 
-/* Sum of the fields of line that are plain integers (a timestamp is not). */
-static unsigned long row_sum(char *line, int *any)
-{
-    unsigned long sum = 0;
-    char *save = NULL;
-    *any = 0;
-    for (char *f = strtok_r(line, ",\n\r", &save); f; f = strtok_r(NULL, ",\n\r", &save)) {
-        char *end;
-        errno = 0;
-        unsigned long v = strtoul(f, &end, 10);
-        if (end != f && *end == '\0' && errno == 0) {
-            sum += v;
-            *any = 1;
-        }
-    }
-    return sum;
-}
-
 static uint32_t *read_real(const char *path, uint32_t cap, size_t *n)
 {
     FILE *f = fopen(path, "r");
@@ -120,7 +94,7 @@ static uint32_t *read_real(const char *path, uint32_t cap, size_t *n)
                 if (push(&a, n, &capa, l, cap) != 0)
                     goto oom;
         } else {
-            l = row_sum(line, &any);
+            l = bench_csv_row_sum(line, &any);
             if (any && push(&a, n, &capa, l, cap) != 0)
                 goto oom;
         }
@@ -154,12 +128,12 @@ static int run_one(vl_pack_algo algo, const uint32_t *len, size_t n, const args 
     }
     for (int k = 0; k < a->runs; k++) {
         vl_bins_free(&b);
-        double t0 = now();
+        double t0 = bench_wall_s();
         if (vl_pack(&b, items, n, len, &o, &err) != VL_OK) {
             fprintf(stderr, "bench_pack: %s\n", err.msg);
             return 1;
         }
-        double dt = now() - t0;
+        double dt = bench_wall_s() - t0;
         best = dt < best ? dt : best;
     }
     if (b.start[b.n] != n) {

@@ -13,18 +13,11 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "gen.h"
 #include "run.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int run_one(const vl_strategy *s, vl_manifest *m, const vl_config *cfg, const char *dist,
                    const char *label)
@@ -33,13 +26,13 @@ static int run_one(const vl_strategy *s, vl_manifest *m, const vl_config *cfg, c
     vl_plan p;
     vl_err err = {0};
     struct rusage ru;
-    double t0 = now_s();
+    double t0 = bench_wall_s();
 
     if (vl_run_plan(&p, s, m, cfg, &ro, NULL, &err) != VL_OK) {
         fprintf(stderr, "plan %s: %s\n", s->name, err.msg);
         return 1;
     }
-    double secs = now_s() - t0;
+    double secs = bench_wall_s() - t0;
     getrusage(RUSAGE_SELF, &ru);
     printf("plan %s%s N=%zu dist=%s: %.3f s, %.0f samples/s, iterations %zu, peak RSS %.1f MB "
            "(%.1f bytes/sample)\n",

@@ -18,37 +18,17 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "gen.h"
+#include "bench_util.h"
 #include "planio_impl.h"
 #include "run.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 typedef struct setup {
     size_t n;
     const char *dist;
     const vl_config *cfg;
 } setup;
-
-static vl_status make_manifest(const setup *su, vl_manifest **m, vl_err *err)
-{
-    uint32_t *len = malloc(su->n * sizeof *len);
-    vl_status st = len ? vl_gen_lengths(len, su->n, su->dist, 1, err)
-                       : vl_seterr(err, VL_ENOMEM, "out of memory");
-
-    if (st == VL_OK)
-        st = vl_manifest_from_lengths(m, len, su->n, err);
-    free(len);
-    return st;
-}
 
 /* Child: read path (fast or not, with the manifest or not), print one line. */
 static int read_child(const setup *su, const char *name, const char *path, bool fast,
@@ -59,16 +39,16 @@ static int read_child(const setup *su, const char *name, const char *path, bool 
     vl_err err = {0};
     struct rusage ru;
 
-    if (with_m && make_manifest(su, &m, &err) != VL_OK) {
+    if (with_m && bench_manifest(&m, su->dist, su->n, 1, &err) != VL_OK) {
         fprintf(stderr, "bench_read: %s\n", err.msg);
         return 1;
     }
-    double t0 = now_s();
+    double t0 = bench_wall_s();
     if (vl__plan_read_with(&p, NULL, path, m, fast, 1, NULL, NULL, &err) != VL_OK) {
         fprintf(stderr, "bench_read: %s\n", err.msg);
         return 1;
     }
-    double secs = now_s() - t0;
+    double secs = bench_wall_s() - t0;
     getrusage(RUSAGE_SELF, &ru);
     printf("read  %-10s %-7s %-8s: %7.3f s, %7.1f MB/s, %5.2f x write, peak RSS %.0f MB\n",
            name, fast ? "fast" : "jansson", with_m ? "manifest" : "none", secs, mb / secs,
@@ -110,13 +90,13 @@ static int bench(const setup *su, vl_manifest *m, const char *name, const char *
         return 1;
     }
     snprintf(path, sizeof path, "%s/bench_read.%s.jsonl", dir, name);
-    double t0 = now_s();
+    double t0 = bench_wall_s();
     if (vl_plan_write_file(&p, path, &err) != VL_OK) {
         fprintf(stderr, "bench_read: %s\n", err.msg);
         vl_plan_free(&p);
         return 1;
     }
-    double w = now_s() - t0, mb = stat(path, &sb) == 0 ? (double)sb.st_size / 1e6 : 0;
+    double w = bench_wall_s() - t0, mb = stat(path, &sb) == 0 ? (double)sb.st_size / 1e6 : 0;
     vl_plan_free(&p);
     printf("write %-10s N=%zu: %7.3f s, %.1f MB, %.1f MB/s\n", name, su->n, w, mb, mb / w);
     for (int fast = 1; fast >= 0; fast--)
@@ -159,7 +139,8 @@ int main(int argc, char **argv)
         if (vl_config_set(&cfg, sets[i], &err) != VL_OK)
             goto fail;
     su.cfg = &cfg;
-    if (vl_config_finalize(&cfg, &err) != VL_OK || make_manifest(&su, &m, &err) != VL_OK)
+    if (vl_config_finalize(&cfg, &err) != VL_OK ||
+        bench_manifest(&m, su.dist, su.n, 1, &err) != VL_OK)
         goto fail;
     char *copy = strdup(list);
     for (char *t = strtok(copy, ","); t; t = strtok(NULL, ","))

@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "config.h"
 #include "cost.h"
 #include "manifest.h"
@@ -19,13 +19,6 @@
 #define MBS 16
 #define STAGES 4
 #define NSAMPLES 65536
-
-static double now(clockid_t clk)
-{
-    struct timespec ts;
-    clock_gettime(clk, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Lengths 64..8191 from a fixed LCG: no two runs differ. */
 static vl_status make_manifest(vl_manifest **m, vl_err *err)
@@ -90,12 +83,12 @@ int main(int argc, char **argv)
     if (setup(&cfg, &c, &err) != VL_OK || make_manifest(&m, &err) != VL_OK ||
         build(&p, m, iters, &err) != VL_OK)
         goto done;
-    t0 = now(CLOCK_MONOTONIC);
-    c0 = now(CLOCK_PROCESS_CPUTIME_ID);
+    t0 = bench_wall_s();
+    c0 = bench_cpu_s();
     if (vl_sim_plan(&p, &c, NULL, &s, &err) != VL_OK)
         goto done;
-    t1 = now(CLOCK_MONOTONIC);
-    c1 = now(CLOCK_PROCESS_CPUTIME_ID);
+    t1 = bench_wall_s();
+    c1 = bench_cpu_s();
     printf("sim %zu iters x %d ranks x %d mbs x %d stages: %.3f s\n", iters, RANKS, MBS,
            STAGES, t1 - t0);
     /* wall time suffers when the machine is shared; CPU time does not */

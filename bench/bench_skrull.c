@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "gen.h"
 #include "run.h"
 #include "sim.h"
@@ -31,24 +32,6 @@
 extern const vl_strategy vl_strategy_skrull, vl_strategy_random;
 
 static const char *logits_bytes;   /* NULL: the config's default */
-
-static double clock_s(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Wall time, and the process's CPU time: the machine may be shared. */
-static double now(void)
-{
-    return clock_s(CLOCK_MONOTONIC);
-}
-
-static double cpu_now(void)
-{
-    return clock_s(CLOCK_PROCESS_CPUTIME_ID);
-}
 
 /* One experiment: model, layout, batch per DP rank. */
 typedef struct setting {
@@ -74,15 +57,7 @@ static vl_status make_config(vl_config *cfg, const setting *g, const char *const
     snprintf(sp, sizeof sp, "training.sp=%d", g->sp);
     snprintf(gb, sizeof gb, "training.global_batch=%u", g->per_rank * (unsigned)g->dp);
     snprintf(lb, sizeof lb, "cost.logits_bytes=%s", logits_bytes ? logits_bytes : "");
-    if ((st = vl_config_init_default(cfg, err)) != VL_OK)
-        return st;
-    for (size_t i = 0; sets[i] != NULL; i++)
-        if ((st = vl_config_set(cfg, sets[i], err)) != VL_OK)
-            return st;
-    for (size_t i = 0; extra && extra[i] != NULL; i++)
-        if ((st = vl_config_set(cfg, extra[i], err)) != VL_OK)
-            return st;
-    if ((st = vl_config_finalize(cfg, err)) != VL_OK)
+    if ((st = bench_config(cfg, NULL, sets, extra, err)) != VL_OK)
         return st;
     /* every row plans the same samples: those Skrull can place (C·N tokens) */
     snprintf(gb, sizeof gb, "training.max_seq_len=%u",
@@ -94,12 +69,9 @@ static vl_status make_config(vl_config *cfg, const setting *g, const char *const
 
 static vl_manifest *manifest(const char *dist, size_t n, vl_err *err)
 {
-    uint32_t *len = malloc(n * sizeof *len);
     vl_manifest *m = NULL;
 
-    if (len && vl_gen_lengths(len, n, dist, 1, err) == VL_OK)
-        (void)vl_manifest_from_lengths(&m, len, n, err);
-    free(len);
+    (void)bench_manifest(&m, dist, n, 1, err);
     return m;
 }
 
@@ -294,35 +266,16 @@ static vl_status batch_sweep(vl_err *err)
 static vl_status time_plan(vl_manifest *m, const setting *g, double *best_s, double *cpu_s,
                            size_t *iters, vl_err *err)
 {
-    const vl_strategy *s = &vl_strategy_skrull;
     vl_config cfg = {0};
-    void *opts = calloc(1, s->opts_size);
-    vl_selection sel = {0};
-    vl_cost c;
-    vl_status st = opts ? make_config(&cfg, g, NULL, err) : VL_ENOMEM;
+    bench_plan_time t = {0};
+    vl_status st = make_config(&cfg, g, NULL, err);
 
     if (st == VL_OK)
-        st = vl_config_bind(&cfg, s->section, s->params, opts, err);
-    if (st == VL_OK)
-        st = vl_cost_init(&c, &cfg, err);
-    if (st == VL_OK)
-        st = vl_select(&sel, m, s->max_len(opts, &cfg), cfg.training.oversize, err);
-    for (int r = 0; r < 3 && st == VL_OK; r++) {
-        vl_plan p = {0};
-        vl_job job = {.m = m, .cfg = &cfg, .cost = &c, .sel = &sel, .seed = 1};
-        st = vl_plan_init(&p, m, s->name, 1, err);
-        double t0 = now(), c0 = cpu_now();
-        if (st == VL_OK)
-            st = s->plan(opts, &job, &p, err);
-        double t = now() - t0, ct = cpu_now() - c0;
-        *best_s = r == 0 || t < *best_s ? t : *best_s;
-        *cpu_s = r == 0 || ct < *cpu_s ? ct : *cpu_s;
-        *iters = p.niters;
-        vl_plan_free(&p);
-    }
-    vl_selection_free(&sel);
+        st = bench_time_plan(&vl_strategy_skrull, m, &cfg, 3, &t, err);
+    *best_s = t.wall_s;
+    *cpu_s = t.cpu_s;
+    *iters = t.iters;
     vl_config_free(&cfg);
-    free(opts);
     return st;
 }
 

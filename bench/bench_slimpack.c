@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "gen.h"
 #include "run.h"
 #include "sim.h"
@@ -32,13 +33,6 @@
 #include "vlplan_strategy.h"
 
 extern const vl_strategy vl_strategy_slimpack;
-
-static double clock_s(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static vl_status make_config(vl_config *cfg, uint32_t ctx, const char *const *extra,
                              vl_err *err)
@@ -49,82 +43,32 @@ static vl_status make_config(vl_config *cfg, uint32_t ctx, const char *const *ex
                           "training.dp=4", "training.global_batch=1024", c,
                           "training.oversize=truncate", "training.recompute=auto",
                           "pack.algo=bfd", NULL};
-    vl_status st;
 
     snprintf(c, sizeof c, "training.max_seq_len=%u", ctx);
-    if ((st = vl_config_init_default(cfg, err)) != VL_OK)
-        return st;
-    for (size_t i = 0; sets[i] != NULL; i++)
-        if ((st = vl_config_set(cfg, sets[i], err)) != VL_OK)
-            return st;
-    for (size_t i = 0; extra && extra[i] != NULL; i++)
-        if ((st = vl_config_set(cfg, extra[i], err)) != VL_OK)
-            return st;
-    return vl_config_finalize(cfg, err);
+    return bench_config(cfg, NULL, sets, extra, err);
 }
 
 static vl_status make_manifest(vl_manifest **m, const char *dist, size_t n, vl_err *err)
 {
-    uint32_t *len = malloc(n * sizeof *len);
-    vl_status st = len ? vl_gen_lengths(len, n, dist, 1, err)
-                       : vl_seterr(err, VL_ENOMEM, "out of memory");
-
-    if (st == VL_OK)
-        st = vl_manifest_from_lengths(m, len, n, err);
-    free(len);
-    return st;
+    return bench_manifest(m, dist, n, 1, err);
 }
 
 /* ---- speed ---- */
 
 /* The strategy's plan() alone, as vl_run_plan calls it: CPU and wall ms per iteration. */
-static vl_status time_once(const vl_strategy *s, const void *opts, vl_manifest *m,
-                           const vl_config *cfg, const vl_cost *c, double *cpu, double *wall,
-                           vl_err *err)
-{
-    vl_selection sel = {0};
-    vl_plan p = {0};
-    vl_status st = vl_plan_init(&p, m, s->name, 1, err);
-
-    if (st == VL_OK)
-        st = vl_select(&sel, m, s->max_len(opts, cfg), cfg->training.oversize, err);
-    if (st == VL_OK) {
-        vl_job job = {.m = m, .cfg = cfg, .cost = c, .sel = &sel, .seed = 1};
-        double c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID), w0 = clock_s(CLOCK_MONOTONIC);
-        st = s->plan(opts, &job, &p, err);
-        double n = (double)(p.niters ? p.niters : 1);
-        *cpu = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) * 1e3 / n;
-        *wall = (clock_s(CLOCK_MONOTONIC) - w0) * 1e3 / n;
-    }
-    vl_plan_free(&p);
-    vl_selection_free(&sel);
-    return st;
-}
-
 static vl_status speed_row(vl_manifest *m, const char *label, const char *const *extra,
                            vl_err *err)
 {
-    const vl_strategy *s = &vl_strategy_slimpack;
     vl_config cfg = {0};
-    void *opts = calloc(1, s->opts_size);
-    double best_c = INFINITY, best_w = INFINITY;
-    vl_cost c;
-    vl_status st = opts ? make_config(&cfg, 262144, extra, err)
-                        : vl_seterr(err, VL_ENOMEM, "out of memory");
+    bench_plan_time t;
+    vl_status st = make_config(&cfg, 262144, extra, err);
 
     if (st == VL_OK)
-        st = vl_config_bind(&cfg, s->section, s->params, opts, err);
-    if (st == VL_OK)
-        st = vl_cost_init(&c, &cfg, err);
-    for (int r = 0; r < 3 && st == VL_OK; r++) {
-        double cpu, wall;
-        st = time_once(s, opts, m, &cfg, &c, &cpu, &wall, err);
-        best_c = fmin(best_c, cpu);
-        best_w = fmin(best_w, wall);
+        st = bench_time_plan(&vl_strategy_slimpack, m, &cfg, 3, &t, err);
+    if (st == VL_OK) {
+        double n = (double)(t.iters ? t.iters : 1);
+        printf("%-34s %10.1f %10.1f\n", label, t.cpu_s * 1e3 / n, t.wall_s * 1e3 / n);
     }
-    if (st == VL_OK)
-        printf("%-34s %10.1f %10.1f\n", label, best_c, best_w);
-    free(opts);
     vl_config_free(&cfg);
     return st;
 }

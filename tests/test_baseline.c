@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "run.h"
+#include "testutil.h"
 #include "verify.h"
 #include "vlplan_strategy.h"
 
@@ -31,19 +32,6 @@ static void config(vl_config *cfg, int dp, uint32_t gb, uint32_t mb, uint32_t ca
     cfg->training.epochs = 1;
     cfg->training.recompute = VL_RECOMPUTE_NONE;
     cfg->pack.algo = VL_PACK_FFD;
-}
-
-/* Long-tailed lengths in 1..cap. */
-static uint32_t *tail_lengths(size_t n, uint32_t cap, uint64_t seed)
-{
-    uint32_t *len = malloc(n * sizeof *len);
-    vl_rng r;
-    vl_rng_seed(&r, seed, 1);
-    for (size_t i = 0; i < n; i++) {
-        double u = vl_rng_unit(&r);
-        len[i] = 1 + (uint32_t)(u * u * u * (cap - 1));
-    }
-    return len;
 }
 
 static void plan_with(fixture *f, const char *name, const uint32_t *len, size_t n,
@@ -129,7 +117,7 @@ Test(baseline, invariants_on_long_tailed_data)
     for (int s = 0; s < 3; s++) {
         for (int dp = 1; dp <= 8; dp *= 2) {
             fixture f = {0};
-            uint32_t *len = tail_lengths(1000, 2048, (uint64_t)dp);
+            uint32_t *len = tu_tail_lengths(1000, 2048, (uint64_t)dp);
             config(&f.cfg, dp, 100, 3, 2048);
             f.cfg.training.epochs = 2;
             f.cfg.pack.algo = (vl_pack_algo)(dp % 8);
@@ -147,7 +135,7 @@ Test(baseline, token_budget_batches)
 {
     for (int s = 0; s < 3; s++) {
         fixture f = {0};
-        uint32_t *len = tail_lengths(500, 1024, 3);
+        uint32_t *len = tu_tail_lengths(500, 1024, 3);
         config(&f.cfg, 4, 0, 2, 1024);
         f.cfg.training.global_tokens = 20000;
         plan_with(&f, names[s], len, 500, 5);
@@ -161,7 +149,7 @@ Test(baseline, deterministic_and_seeded)
 {
     for (int s = 0; s < 3; s++) {
         fixture a = {0}, b = {0}, c = {0};
-        uint32_t *len = tail_lengths(300, 512, 9);
+        uint32_t *len = tu_tail_lengths(300, 512, 9);
         config(&a.cfg, 4, 64, 2, 512);
         config(&b.cfg, 4, 64, 2, 512);
         config(&c.cfg, 4, 64, 2, 512);
@@ -212,7 +200,7 @@ static double padding(const vl_plan *p)
 Test(baseline, sorted_pads_less_than_random)
 {
     fixture a = {0}, b = {0};
-    uint32_t *len = tail_lengths(2000, 4096, 4);
+    uint32_t *len = tu_tail_lengths(2000, 4096, 4);
     config(&a.cfg, 4, 256, 4, 4096);
     config(&b.cfg, 4, 256, 4, 4096);
     plan_with(&a, "random", len, 2000, 6);
@@ -288,7 +276,7 @@ Test(baseline, pack_adds_empty_micro_batches_only_when_needed)
 Test(baseline, pack_balances_rank_tokens)
 {
     fixture f = {0};
-    uint32_t *len = tail_lengths(4000, 4096, 8);
+    uint32_t *len = tu_tail_lengths(4000, 4096, 8);
     config(&f.cfg, 8, 512, 1, 4096);
     f.cfg.pack.balance = VL_BALANCE_TOKENS;
     plan_with(&f, "pack", len, 4000, 2);
@@ -351,7 +339,7 @@ Test(baseline, validate_rejects_bad_training)
 
 Test(baseline, run_plan_verifies)
 {
-    uint32_t *len = tail_lengths(700, 8192, 12);
+    uint32_t *len = tu_tail_lengths(700, 8192, 12);
     vl_manifest *m = NULL;
     cr_assert_eq(vl_manifest_from_lengths(&m, len, 700, NULL), VL_OK);
     for (int s = 0; s < 3; s++) {

@@ -7,20 +7,8 @@
 #include <string.h>
 
 #include "run.h"
+#include "testutil.h"
 #include "vlplan_strategy.h"
-
-/* Long-tailed lengths in 1..cap. */
-static uint32_t *tail_lengths(size_t n, uint32_t cap, uint64_t seed)
-{
-    uint32_t *len = malloc(n * sizeof *len);
-    vl_rng r;
-    vl_rng_seed(&r, seed, 1);
-    for (size_t i = 0; i < n; i++) {
-        double u = vl_rng_unit(&r);
-        len[i] = 1 + (uint32_t)(u * u * u * (cap - 1));
-    }
-    return len;
-}
 
 static void config(vl_config *cfg, int dp, uint32_t gb, uint32_t cap)
 {
@@ -95,7 +83,7 @@ Test(baseline_pack, epoch_scope_packs_like_the_whole_dataset)
 {
     const vl_pack_algo algos[] = {VL_PACK_FFD, VL_PACK_BFD, VL_PACK_SPFHP, VL_PACK_WFD};
     size_t n = 20000;
-    uint32_t cap = 4096, *len = tail_lengths(n, cap, 3);
+    uint32_t cap = 4096, *len = tu_tail_lengths(n, cap, 3);
     uint64_t tokens = 0;
     for (size_t i = 0; i < n; i++)
         tokens += len[i];
@@ -125,7 +113,7 @@ Test(baseline_pack, epoch_scope_packs_like_the_whole_dataset)
 Test(baseline_pack, batch_scope_is_worse_than_epoch_scope)
 {
     size_t n = 6000;
-    uint32_t cap = 8192, *len = tail_lengths(n, cap, 5);
+    uint32_t cap = 8192, *len = tu_tail_lengths(n, cap, 5);
     uint64_t s[2];
     for (int scope = 0; scope < 2; scope++) {
         vl_config cfg;
@@ -145,7 +133,7 @@ Test(baseline_pack, batch_scope_is_worse_than_epoch_scope)
 Test(baseline_pack, windows_keep_to_their_part_of_the_order)
 {
     size_t n = 3000, win = 500;
-    uint32_t cap = 2048, *len = tail_lengths(n, cap, 9);
+    uint32_t cap = 2048, *len = tu_tail_lengths(n, cap, 9);
     uint32_t *order = malloc(n * sizeof *order), *pos = malloc(n * sizeof *pos);
     vl_config cfg;
     run r = {0};
@@ -198,7 +186,7 @@ static double worst_ratio(const vl_plan *p, int squares)
 Test(baseline_pack, balance_chooses_what_is_balanced)
 {
     size_t n = 8000;
-    uint32_t cap = 8192, *len = tail_lengths(n, cap, 21);
+    uint32_t cap = 8192, *len = tu_tail_lengths(n, cap, 21);
     double att[3], tok[3];
     for (int b = 0; b < 3; b++) {
         vl_config cfg;
@@ -223,7 +211,7 @@ Test(baseline_pack, balance_chooses_what_is_balanced)
 /* More ranks than packs: one iteration, every pack whole, the rest idle (capacity 0). */
 Test(baseline_pack, huge_dp_plans_whole_packs)
 {
-    uint32_t *len = tail_lengths(300, 1024, 2);
+    uint32_t *len = tu_tail_lengths(300, 1024, 2);
     vl_config cfg;
     run r = {0};
     config(&cfg, 4096, 64, 1024);
@@ -241,7 +229,7 @@ Test(baseline_pack, huge_dp_plans_whole_packs)
 Test(baseline_pack, iterations_follow_the_global_batches)
 {
     size_t n = 4096;
-    uint32_t *len = tail_lengths(n, 4096, 8);
+    uint32_t *len = tu_tail_lengths(n, 4096, 8);
     vl_config cfg;
     run r = {0};
     config(&cfg, 4, 256, 4096);
@@ -260,7 +248,7 @@ Test(baseline_pack, iterations_follow_the_global_batches)
 Test(baseline_pack, oversize_split_cuts_pieces)
 {
     size_t n = 400;
-    uint32_t cap = 1000, *len = tail_lengths(n, cap, 17);
+    uint32_t cap = 1000, *len = tu_tail_lengths(n, cap, 17);
     len[7] = 2500;
     len[99] = 4000;
     for (int scope = 0; scope < 2; scope++) {

@@ -11,37 +11,15 @@
 #include <string.h>
 
 #include "chunkflow_impl.h"
-#include "gen.h"
 #include "rng.h"
 #include "run.h"
 #include "sim.h"
+#include "testutil.h"
 #include "verify.h"
 
 extern const vl_strategy vl_strategy_chunkflow;
 
 /* ---- helpers ------------------------------------------------------------------------ */
-
-static void config(vl_config *cfg, const char *const *sets)
-{
-    vl_err err;
-    cr_assert_eq(vl_config_init_default(cfg, &err), VL_OK, "%s", err.msg);
-    for (size_t i = 0; sets[i] != NULL; i++)
-        cr_assert_eq(vl_config_set(cfg, sets[i], &err), VL_OK, "%s: %s", sets[i], err.msg);
-    cr_assert_eq(vl_config_finalize(cfg, &err), VL_OK, "%s", err.msg);
-}
-
-static vl_manifest *eval_manifest(size_t n, uint64_t seed)
-{
-    uint32_t *len = malloc(n * sizeof *len);
-    vl_manifest *m = NULL;
-    vl_err err;
-    cr_assert_not_null(len);
-    cr_assert_eq(vl_gen_lengths(len, n, "chunkflow-eval", seed, &err), VL_OK, "%s",
-                 err.msg);
-    cr_assert_eq(vl_manifest_from_lengths(&m, len, n, &err), VL_OK, "%s", err.msg);
-    free(len);
-    return m;
-}
 
 static void run_oom(vl_plan *p, const vl_strategy *s, vl_manifest *m, const vl_config *cfg,
                     int verbose, char **log, bool allow_oom)
@@ -99,12 +77,12 @@ static bool plans_equal(const vl_plan *a, const vl_plan *b)
 Test(chunkflow, plan_verifies_and_is_deterministic)
 {
     vl_config cfg;
-    vl_manifest *m = eval_manifest(1000, 3);
+    vl_manifest *m = tu_gen_manifest("chunkflow-eval", 1000, 3);
     vl_plan a, b;
     vl_verify_report rep;
     vl_err err;
 
-    config(&cfg, small_sets);
+    tu_config(&cfg, NULL, small_sets);
     m->len[5] = 60000;   /* a long sample: 15 dependent chunks */
     run(&a, &vl_strategy_chunkflow, m, &cfg, 0, NULL);
     run(&b, &vl_strategy_chunkflow, m, &cfg, 0, NULL);
@@ -144,11 +122,11 @@ static long slice_off(const vl_plan *p, const vl_rank *rk, uint32_t j, uint32_t 
 Test(chunkflow, plan_long_sample_schedule)
 {
     vl_config cfg;
-    vl_manifest *m = eval_manifest(64, 5);
+    vl_manifest *m = tu_gen_manifest("chunkflow-eval", 64, 5);
     vl_plan p;
     size_t found = 0;
 
-    config(&cfg, small_sets);
+    tu_config(&cfg, NULL, small_sets);
     m->len[5] = 4096 * 4 + 100;   /* 5 chunks, K = 2 */
     run(&p, &vl_strategy_chunkflow, m, &cfg, 0, NULL);
     for (size_t r = 0; r < p.nranks; r++) {
@@ -200,7 +178,7 @@ Test(chunkflow, ranks_balanced_by_cost)
     static const char *const sets[] = {"model.preset=qwen2.5-7b", "cluster.gpus=8",
                                        "training.tp=4", NULL};
 
-    config(&cfg, sets);
+    tu_config(&cfg, NULL, sets);
     cr_assert_eq(vl_cost_init(&c, &cfg, &err), VL_OK);
     for (uint32_t i = 0; i < 1001; i++) {
         len[i] = i == 0 ? 32768 : 300 + (i * 37) % 400;
@@ -239,7 +217,7 @@ Test(chunkflow, equal_microbatch_counts)
     vl_verify_report rep;
     vl_err err;
 
-    config(&cfg, sets);
+    tu_config(&cfg, NULL, sets);
     cr_assert_eq(vl_manifest_from_lengths(&m, len, 6, &err), VL_OK);
     run(&p, &vl_strategy_chunkflow, m, &cfg, 0, NULL);
     cr_assert_eq(vl_plan_verify(&p, NULL, &rep, &err), VL_OK, "%s",
@@ -276,7 +254,7 @@ static double peak_gib(vl_manifest *m, uint32_t ctx, const char *k)
 
     snprintf(ctx_set, sizeof ctx_set, "training.max_seq_len=%u", ctx);
     snprintf(k_set, sizeof k_set, "chunkflow.k=%s", k);
-    config(&cfg, sets);
+    tu_config(&cfg, NULL, sets);
     /* measuring memory, not planning: K = 64 is meant to overflow */
     run_oom(&p, &vl_strategy_chunkflow, m, &cfg, 0, NULL, true);
     gib = simulate(&p, &cfg).peak_mem_gib.max;
@@ -291,7 +269,7 @@ static double peak_gib(vl_manifest *m, uint32_t ctx, const char *k)
  * store); keeping every chunk (K = 64) instead makes memory follow the sample. */
 Test(chunkflow, memory_set_by_chunk_not_context, .timeout = 120)
 {
-    vl_manifest *m = eval_manifest(2048, 11);
+    vl_manifest *m = tu_gen_manifest("chunkflow-eval", 2048, 11);
     m->len[3] = 262144;    /* make sure the 256K run holds a full-length sample */
     m->len[700] = 200000;
     m->len[1500] = 100000;
@@ -316,13 +294,13 @@ Test(chunkflow, grid_search_logs_candidates, .timeout = 120)
         "training.oversize=drop", "chunkflow.chunk_size=auto", "chunkflow.k=auto",
         "chunkflow.search_iters=2", NULL};
     vl_config cfg;
-    vl_manifest *m = eval_manifest(512, 2);
+    vl_manifest *m = tu_gen_manifest("chunkflow-eval", 512, 2);
     vl_plan p;
     char *log = NULL;
     size_t rows = 0;
     unsigned chunk = 0, k = 0;
 
-    config(&cfg, sets);
+    tu_config(&cfg, NULL, sets);
     m->len[9] = 150000;
     run(&p, &vl_strategy_chunkflow, m, &cfg, 1, &log);
     cr_assert_not_null(log);
@@ -357,12 +335,12 @@ Test(chunkflow, grid_search_all_out_of_memory)
                                        "training.global_batch=64",
                                        "chunkflow.chunk_size=auto", NULL};
     vl_config cfg;
-    vl_manifest *m = eval_manifest(128, 9);
+    vl_manifest *m = tu_gen_manifest("chunkflow-eval", 128, 9);
     vl_run_opts o = {.seed = 1};
     vl_plan p;
     vl_err err;
 
-    config(&cfg, sets);
+    tu_config(&cfg, NULL, sets);
     cr_assert_eq(vl_run_plan(&p, &vl_strategy_chunkflow, m, &cfg, &o, NULL, &err),
                  VL_EINFEASIBLE);
     cr_assert_not_null(strstr(err.msg, "exceeds device memory"), "%s", err.msg);
@@ -399,7 +377,7 @@ static vl_status run_long(vl_plan *p, uint64_t seed, const char *mem, const char
     vl_run_opts o = {.seed = seed, .verbose = 1};
     vl_run_result res;
 
-    config(&cfg, sets);
+    tu_config(&cfg, NULL, sets);
     vl_status st = vl_run_plan(p, &vl_strategy_chunkflow, long_manifest_m, &cfg, &o, &res, err);
     *log = res.log;
     if (st == VL_OK) {   /* what plan wrote passes verify, memory included */
@@ -477,10 +455,10 @@ Test(chunkflow, every_rank_busy)
                                        "training.global_tokens=0", "training.oversize=drop",
                                        "chunkflow.chunk_size=32768", NULL};
     vl_config cfg;
-    vl_manifest *m = eval_manifest(6000, 8);
+    vl_manifest *m = tu_gen_manifest("chunkflow-eval", 6000, 8);
     vl_plan p;
 
-    config(&cfg, sets);
+    tu_config(&cfg, NULL, sets);
     run(&p, &vl_strategy_chunkflow, m, &cfg, 0, NULL);
     for (size_t it = 0; it < p.niters; it++) {
         const vl_iter *in = &p.iters[it];
@@ -511,10 +489,10 @@ Test(chunkflow, faster_than_pack, .timeout = 120)
         "training.oversize=drop", "training.recompute=full", "chunkflow.chunk_size=8192",
         "chunkflow.k=4", NULL};
     vl_config cfg;
-    vl_manifest *m = eval_manifest(1024, 4);
+    vl_manifest *m = tu_gen_manifest("chunkflow-eval", 1024, 4);
     vl_plan cf, pk;
 
-    config(&cfg, sets);
+    tu_config(&cfg, NULL, sets);
     run(&cf, &vl_strategy_chunkflow, m, &cfg, 0, NULL);
     run(&pk, vl_strategy_find("pack"), m, &cfg, 0, NULL);
     vl_sim_summary a = simulate(&cf, &cfg), b = simulate(&pk, &cfg);

@@ -1,43 +1,21 @@
 /* tests/test_hydraulis_plan.c -- Hydraulis plans end to end: verify passes (memory
  * included), same seed same plan, ranks of one iteration with different <tp, pp> and
- * micro-batch counts, the candidate recorded, the ablation modes, the -v listing, and
- * the paper's shape (Fig. 10/12) on the 32B setting against homogeneous packing. */
+ * micro-batch counts, the candidate recorded, the ablation modes, verify's bound on a
+ * pack's capacity (the largest MaxLen), the -v listing, and the paper's shape
+ * (Fig. 10/12) on the 32B setting against homogeneous packing. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gen.h"
 #include "hydraulis_impl.h"
 #include "run.h"
 #include "sim.h"
+#include "testutil.h"
 #include "verify.h"
 
 extern const vl_strategy vl_strategy_hydraulis, vl_strategy_pack;
-
-static void config(vl_config *cfg, const char *file, const char *const *sets)
-{
-    vl_err err;
-    cr_assert_eq(vl_config_init_default(cfg, &err), VL_OK, "%s", err.msg);
-    if (file)
-        cr_assert_eq(vl_config_load_file(cfg, file, &err), VL_OK, "%s", err.msg);
-    for (size_t i = 0; sets && sets[i] != NULL; i++)
-        cr_assert_eq(vl_config_set(cfg, sets[i], &err), VL_OK, "%s: %s", sets[i], err.msg);
-    cr_assert_eq(vl_config_finalize(cfg, &err), VL_OK, "%s", err.msg);
-}
-
-static vl_manifest *lognormal(size_t n, uint64_t seed)
-{
-    uint32_t *len = malloc(n * sizeof *len);
-    vl_manifest *m = NULL;
-    vl_err err;
-    cr_assert_not_null(len);
-    cr_assert_eq(vl_gen_lengths(len, n, "lognormal:6.7:1.1", seed, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_manifest_from_lengths(&m, len, n, &err), VL_OK, "%s", err.msg);
-    free(len);
-    return m;
-}
 
 static void run(vl_plan *p, const vl_strategy *s, vl_manifest *m, const vl_config *cfg,
                 int verbose, char **log)
@@ -76,12 +54,12 @@ static bool plans_equal(const vl_plan *a, const vl_plan *b)
 Test(hydraulis_plan, verifies_and_is_deterministic)
 {
     vl_config cfg;
-    vl_manifest *m = lognormal(3000, 1);
+    vl_manifest *m = tu_gen_manifest("lognormal:6.7:1.1", 3000, 1);
     vl_plan a, b;
     vl_verify_report rep;
     vl_err err;
 
-    config(&cfg, NULL, small);
+    tu_config(&cfg, NULL, small);
     run(&a, &vl_strategy_hydraulis, m, &cfg, 0, NULL);
     run(&b, &vl_strategy_hydraulis, m, &cfg, 0, NULL);
     cr_assert(plans_equal(&a, &b), "same seed, different plans");
@@ -101,11 +79,11 @@ Test(hydraulis_plan, verifies_and_is_deterministic)
 Test(hydraulis_plan, heterogeneous_ranks)
 {
     vl_config cfg;
-    vl_manifest *m = lognormal(3000, 2);
+    vl_manifest *m = tu_gen_manifest("lognormal:6.7:1.1", 3000, 2);
     vl_plan p;
     bool mixed = false, uneven = false;
 
-    config(&cfg, NULL, small);
+    tu_config(&cfg, NULL, small);
     run(&p, &vl_strategy_hydraulis, m, &cfg, 0, NULL);
     cr_assert_eq(p.caps, VL_CAP_UNEVEN_MBS | VL_CAP_WORLD_OPTIM);
     for (size_t i = 0; i < p.niters; i++) {
@@ -148,7 +126,7 @@ static vl_plan plan_with(const char *const *extra, vl_manifest *m, const char *f
     for (size_t i = 0; extra && extra[i]; i++)
         sets[n++] = extra[i];
     sets[n] = NULL;
-    config(&cfg, file, sets);
+    tu_config(&cfg, file, sets);
     run(&p, &vl_strategy_hydraulis, m, &cfg, 0, NULL);
     vl_config_free(&cfg);
     return p;
@@ -156,7 +134,7 @@ static vl_plan plan_with(const char *const *extra, vl_manifest *m, const char *f
 
 Test(hydraulis_plan, modes)
 {
-    vl_manifest *m = lognormal(2000, 3);
+    vl_manifest *m = tu_gen_manifest("lognormal:6.7:1.1", 2000, 3);
     const char *homo[] = {"hydraulis.mode=homo", "training.tp=2", NULL};
     const char *stat[] = {"hydraulis.mode=static", NULL};
     const char *maxp[] = {"hydraulis.packing=max", NULL};
@@ -175,7 +153,7 @@ Test(hydraulis_plan, modes)
     vl_config cfg;
     vl_cost c;
     vl_err err;
-    config(&cfg, NULL, small);
+    tu_config(&cfg, NULL, small);
     cr_assert_eq(vl_cost_init(&c, &cfg, &err), VL_OK);
     for (size_t r = 0; r < x.nranks; r++) {
         const vl_rank *rk = &x.ranks[r];
@@ -193,14 +171,84 @@ Test(hydraulis_plan, modes)
     vl_manifest_free(m);
 }
 
+/* The bound verify holds each pack to (the strategy's max_cap): the largest MaxLen of
+ * the schemes the candidates may use; with packing max, the context length (rounded up
+ * to 128) when that is shorter. */
+static uint32_t largest_maxlen(const vl_config *cfg)
+{
+    vl_cost c;
+    hy_schemes sch;
+    vl_err err;
+    uint32_t best = 0;
+
+    cr_assert_eq(vl_cost_init(&c, cfg, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl__hy_schemes(&sch, &c, &err), VL_OK, "%s", err.msg);
+    for (size_t i = 0; i < sch.n; i++)
+        best = sch.s[i].maxlen > best ? sch.s[i].maxlen : best;
+    vl__hy_schemes_free(&sch);
+    return best;
+}
+
+static uint64_t max_cap_of(const vl_config *cfg)
+{
+    hy_opts o;
+    vl_err err;
+
+    cr_assert_eq(vl_config_bind(cfg, "hydraulis", vl_strategy_hydraulis.params, &o, &err),
+                 VL_OK, "%s", err.msg);
+    return vl_strategy_hydraulis.max_cap(&o, cfg);
+}
+
+/* A Hydraulis plan's packs all fit the bound, its largest pack at the bound passes and
+ * one block of slots beyond it is an I3 violation. */
+Test(hydraulis_plan, verify_bounds_each_pack_by_maxlen)
+{
+    static const char *const maxpack[] = {"training.max_seq_len=1000",
+                                          "hydraulis.packing=max", NULL};
+    vl_config cfg;
+    vl_manifest *m = tu_gen_manifest("lognormal:6.7:1.1", 3000, 5);
+    vl_plan p;
+    vl_cost c;
+    vl_verify_report rep;
+    vl_err err;
+    size_t big = 0;
+
+    tu_config(&cfg, NULL, small);
+    uint32_t bound = largest_maxlen(&cfg);
+    cr_assert_gt(bound, 0);
+    cr_assert_eq(max_cap_of(&cfg), bound);
+    run(&p, &vl_strategy_hydraulis, m, &cfg, 0, NULL);
+    for (size_t i = 0; i < p.nmbs; i++) {
+        cr_assert_leq(p.mbs[i].cap, bound, "pack %zu", i);
+        big = p.mbs[i].cap > p.mbs[big].cap ? i : big;
+    }
+    cr_assert_eq(vl_cost_init(&c, &cfg, &err), VL_OK, "%s", err.msg);
+    p.mbs[big].cap = bound;   /* the modelled memory follows tokens, not slots */
+    cr_assert_eq(vl_plan_verify(&p, &c, &rep, &err), VL_OK, "%s", err.msg);
+    p.mbs[big].cap = bound + HY_ALIGN;
+    cr_assert_eq(vl_plan_verify(&p, &c, &rep, &err), VL_EVERIFY);
+    cr_assert_eq(rep.violations, 1, "%s", rep.nmsgs ? rep.msgs[0] : "");
+    cr_assert_eq(rep.by_inv[2], 1);
+    cr_assert(strstr(rep.msgs[0], "exceeds the") && strstr(rep.msgs[0], "token slots strategy "
+                                                            "hydraulis writes"), "%s",
+              rep.msgs[0]);
+    vl_plan_free(&p);
+    vl_config_free(&cfg);
+    /* packing max: micro-batches of at most the 1000-token context, in 1024 slots */
+    tu_config(&cfg, NULL, maxpack);
+    cr_assert_eq(max_cap_of(&cfg), largest_maxlen(&cfg) < 1024 ? largest_maxlen(&cfg) : 1024);
+    vl_config_free(&cfg);
+    vl_manifest_free(m);
+}
+
 Test(hydraulis_plan, verbose_lists_schemes_and_candidates)
 {
     vl_config cfg;
-    vl_manifest *m = lognormal(1000, 4);
+    vl_manifest *m = tu_gen_manifest("lognormal:6.7:1.1", 1000, 4);
     vl_plan p;
     char *log = NULL;
 
-    config(&cfg, NULL, small);
+    tu_config(&cfg, NULL, small);
     run(&p, &vl_strategy_hydraulis, m, &cfg, 1, &log);
     cr_assert_not_null(log);
     cr_assert(strstr(log, "MaxLen") && strstr(log, "UtilLen"), "%s", log);
@@ -216,14 +264,14 @@ Test(hydraulis_plan, verbose_lists_schemes_and_candidates)
 Test(hydraulis_plan, bad_candidates_are_a_config_error)
 {
     vl_config cfg;
-    vl_manifest *m = lognormal(200, 5);
+    vl_manifest *m = tu_gen_manifest("lognormal:6.7:1.1", 200, 5);
     const char *sets[] = {"training.max_seq_len=32768", "training.oversize=truncate",
                           "hydraulis.candidates=4x3/1", NULL};
     vl_run_opts o = {.seed = 1};
     vl_plan p;
     vl_err err;
 
-    config(&cfg, NULL, sets);
+    tu_config(&cfg, NULL, sets);
     cr_assert_eq(vl_run_plan(&p, &vl_strategy_hydraulis, m, &cfg, &o, NULL, &err), VL_ECONFIG);
     cr_assert(strstr(err.msg, "hydraulis.candidates: scheme 3/1 is not usable"), "%s", err.msg);
     vl_plan_free(&p);
@@ -265,7 +313,7 @@ static void simulate(const vl_plan *p, const vl_config *cfg, size_t n, double *m
 Test(hydraulis_plan, paper_shape_32b_64_gpus, .timeout = 120)
 {
     vl_config cfg, homo_cfg, pack_cfg;
-    vl_manifest *m = lognormal(5600, 7);
+    vl_manifest *m = tu_gen_manifest("lognormal:6.7:1.1", 5600, 7);
     const char *homo_set[] = {"hydraulis.mode=homo", NULL};
     /* the paper's baseline packs each global batch (pack's default packs the epoch) */
     const char *pack_set[] = {"pack.scope=batch", NULL};
@@ -275,9 +323,9 @@ Test(hydraulis_plan, paper_shape_32b_64_gpus, .timeout = 120)
     bool seen[64] = {false};
     int distinct = 0;
 
-    config(&cfg, "configs/hydraulis-32b_a800x64.yaml", NULL);
-    config(&homo_cfg, "configs/hydraulis-32b_a800x64.yaml", homo_set);
-    config(&pack_cfg, "configs/hydraulis-32b_a800x64.yaml", pack_set);
+    tu_config(&cfg, "configs/hydraulis-32b_a800x64.yaml", NULL);
+    tu_config(&homo_cfg, "configs/hydraulis-32b_a800x64.yaml", homo_set);
+    tu_config(&pack_cfg, "configs/hydraulis-32b_a800x64.yaml", pack_set);
     run(&pk, &vl_strategy_pack, m, &pack_cfg, 0, NULL);
     run(&hy, &vl_strategy_hydraulis, m, &cfg, 0, NULL);
     run(&ho, &vl_strategy_hydraulis, m, &homo_cfg, 0, NULL);

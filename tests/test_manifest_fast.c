@@ -11,21 +11,7 @@
 #include "manifest_diff.h"
 #include "testutil.h"
 
-static char *dir;
-
-static void setup(void)
-{
-    dir = tu_tmpdir();
-    cr_assert_not_null(dir);
-}
-
-static void teardown(void)
-{
-    tu_rmtree(dir);
-    free(dir);
-}
-
-TestSuite(manifest_fast, .init = setup, .fini = teardown);
+TestSuite(manifest_fast, .init = tu_scratch_init, .fini = tu_scratch_fini);
 
 static const char *const lines[] = {
     "{\"id\":0,\"len\":311}",
@@ -75,7 +61,7 @@ static const char *const lines[] = {
 
 static void same_both_ways(const char *text, const vl_manifest_opts *o, const char *what)
 {
-    char *path = tu_path(dir, "m.jsonl");
+    char *path = tu_path(tu_scratch, "m.jsonl");
     const char *d;
 
     cr_assert_eq(tu_write_file(path, text), 0);
@@ -136,7 +122,7 @@ Test(manifest_fast, single_byte_edits_read_the_same_both_ways)
 
 Test(manifest_fast, two_length_keys_are_an_error)
 {
-    char *path = tu_path(dir, "two.jsonl");
+    char *path = tu_path(tu_scratch, "two.jsonl");
     const char *in[] = {path};
     vl_manifest *m = NULL;
     vl_manifest_opts o = {0};

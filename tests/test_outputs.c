@@ -19,21 +19,7 @@
 
 #include "testutil.h"
 
-static char *dir;
-
-static void setup(void)
-{
-    dir = tu_tmpdir();
-    cr_assert_not_null(dir);
-}
-
-static void teardown(void)
-{
-    tu_rmtree(dir);
-    free(dir);
-}
-
-TestSuite(outputs, .init = setup, .fini = teardown);
+TestSuite(outputs, .init = tu_scratch_init, .fini = tu_scratch_fini);
 
 static const char *bin(void)
 {
@@ -41,12 +27,12 @@ static const char *bin(void)
     return b && *b ? b : "build/vlplan";
 }
 
-/* dir/name, valid until the next call with the same slot. */
+/* tu_scratch/name, valid until the next call with the same slot. */
 static const char *at(int slot, const char *name)
 {
     static char buf[4][512];
 
-    snprintf(buf[slot], sizeof buf[slot], "%s/%s", dir, name);
+    snprintf(buf[slot], sizeof buf[slot], "%s/%s", tu_scratch, name);
     return buf[slot];
 }
 
@@ -55,7 +41,7 @@ typedef struct child {
     int in;               /* write end of its standard input */
 } child;
 
-/* `vlplan plan -s pack -o dir/p.jsonl --metrics dir/m.json -` reading a pipe; with
+/* `vlplan plan -s pack -o tu_scratch/p.jsonl --metrics tu_scratch/m.json -` reading a pipe; with
  * hup_ignored, SIGHUP is ignored as nohup does; fsize > 0 limits file sizes. */
 static child start_plan(bool hup_ignored, rlim_t fsize)
 {
@@ -94,10 +80,10 @@ static int wait_status(pid_t pid)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-/* Entries of dir whose name contains what. */
+/* Entries of tu_scratch whose name contains what. */
 static int count_named(const char *what)
 {
-    DIR *d = opendir(dir);
+    DIR *d = opendir(tu_scratch);
     struct dirent *e;
     int n = 0;
 
@@ -134,7 +120,7 @@ Test(outputs, a_signal_removes_both_temporaries)
     kill(c.pid, SIGTERM);
     cr_assert_eq(wait_status(c.pid), 128 + SIGTERM);
     close(c.in);
-    cr_assert_eq(tu_count_entries(dir), 0, "nothing left behind");
+    cr_assert_eq(tu_count_entries(tu_scratch), 0, "nothing left behind");
 }
 
 Test(outputs, an_ignored_sighup_stays_ignored)
@@ -145,7 +131,7 @@ Test(outputs, an_ignored_sighup_stays_ignored)
     kill(c.pid, SIGHUP);
     feed_and_close(&c);
     cr_assert_eq(wait_status(c.pid), 0, "nohup vlplan survives SIGHUP");
-    cr_assert_eq(tu_count_entries(dir), 2, "the plan and the metrics, no temporary");
+    cr_assert_eq(tu_count_entries(tu_scratch), 2, "the plan and the metrics, no temporary");
 }
 
 Test(outputs, sighup_not_ignored_ends_the_run_cleanly)
@@ -156,7 +142,7 @@ Test(outputs, sighup_not_ignored_ends_the_run_cleanly)
     kill(c.pid, SIGHUP);
     cr_assert_eq(wait_status(c.pid), 128 + SIGHUP);
     close(c.in);
-    cr_assert_eq(tu_count_entries(dir), 0);
+    cr_assert_eq(tu_count_entries(tu_scratch), 0);
 }
 
 Test(outputs, file_size_limit_is_an_io_error)
@@ -165,7 +151,7 @@ Test(outputs, file_size_limit_is_an_io_error)
 
     feed_and_close(&c);
     cr_assert_eq(wait_status(c.pid), 74, "SIGXFSZ must not kill it");
-    cr_assert_eq(tu_count_entries(dir), 0, "temporaries removed");
+    cr_assert_eq(tu_count_entries(tu_scratch), 0, "temporaries removed");
 }
 
 static tu_result plan_pm(void)
@@ -206,7 +192,7 @@ Test(outputs, a_read_only_output_is_refused_and_nothing_replaced)
     cr_assert(strstr(r.err, "it is read-only") != NULL, "%s", r.err);
     cr_assert_str_eq((p = tu_read_file(at(0, "p.jsonl"), NULL)), "old plan\n");
     cr_assert_str_eq((m = tu_read_file(at(1, "m.json"), NULL)), "old metrics\n");
-    cr_assert_eq(tu_count_entries(dir), 2);
+    cr_assert_eq(tu_count_entries(tu_scratch), 2);
     free(p);
     free(m);
     tu_result_free(&r);

@@ -11,21 +11,7 @@
 #include "planio.h"
 #include "testutil.h"
 
-static char *dir;
-
-static void setup(void)
-{
-    dir = tu_tmpdir();
-    cr_assert_not_null(dir);
-}
-
-static void teardown(void)
-{
-    tu_rmtree(dir);
-    free(dir);
-}
-
-TestSuite(planio_par, .init = setup, .fini = teardown);
+TestSuite(planio_par, .init = tu_scratch_init, .fini = tu_scratch_fini);
 
 /* ---- what a read visited ---- */
 
@@ -180,7 +166,7 @@ static char *mixed_plan(breakage b)
                                       "testdata/golden/pack.jsonl",
                                       "testdata/golden/random.jsonl",
                                       "fuzz/corpus/planline/rich.jsonl"};
-    char *path = tu_path(dir, "mixed.jsonl"), *head = line_of(src[0], 0);
+    char *path = tu_path(tu_scratch, "mixed.jsonl"), *head = line_of(src[0], 0);
     FILE *f = fopen(path, "w");
 
     cr_assert(f && head);

@@ -11,26 +11,12 @@
 #include "testutil.h"
 #include "zio.h"
 
-static char *dir;
+TestSuite(zio, .init = tu_scratch_init, .fini = tu_scratch_fini);
 
-static void setup(void)
-{
-    dir = tu_tmpdir();
-    cr_assert_not_null(dir);
-}
-
-static void teardown(void)
-{
-    tu_rmtree(dir);
-    free(dir);
-}
-
-TestSuite(zio, .init = setup, .fini = teardown);
-
-/* Write n bytes of data to dir/name through a writer; returns the path (malloc'd). */
+/* Write n bytes of data to tu_scratch/name through a writer; returns the path (malloc'd). */
 static char *write_via(const char *name, const void *data, size_t n, bool compress, size_t chunk)
 {
-    char *p = tu_path(dir, name);
+    char *p = tu_path(tu_scratch, name);
     int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     vl_zwriter *w = NULL;
     vl_err e = {0};
@@ -130,7 +116,7 @@ Test(zio, small_and_empty_inputs)
 {
     size_t got;
     bool zstd;
-    char *p = tu_path(dir, "tiny");
+    char *p = tu_path(tu_scratch, "tiny");
     cr_assert_eq(tu_write_file(p, "ab"), 0);
     char *back = read_all(p, 1, &got, &zstd);
     cr_assert_eq(got, 2);
@@ -157,7 +143,7 @@ Test(zio, concatenated_and_skippable_frames)
     size_t na, nb, got;
     bool zstd;
     char *da = tu_read_file(a, &na), *db = tu_read_file(b, &nb);
-    char *all = malloc(sizeof skip + na + nb), *p = tu_path(dir, "ab");
+    char *all = malloc(sizeof skip + na + nb), *p = tu_path(tu_scratch, "ab");
     memcpy(all, skip, sizeof skip);
     memcpy(all + sizeof skip, da, na);
     memcpy(all + sizeof skip + na, db, nb);
@@ -213,7 +199,7 @@ Test(zio, window_log_max)
 {
     static const unsigned char frame[] = {0x28, 0xB5, 0x2F, 0xFD, 0x00, 0x90,
                                           0x11, 0x00, 0x00, '5', '\n'};
-    char *p = tu_path(dir, "w.zst"), buf[16];
+    char *p = tu_path(tu_scratch, "w.zst"), buf[16];
     vl_zreader *z = NULL;
     vl_err e = {0};
     size_t got;
@@ -233,12 +219,12 @@ Test(zio, open_errors)
 {
     vl_zreader *z = NULL;
     vl_err e = {0};
-    char *p = tu_path(dir, "missing"), want[512];
+    char *p = tu_path(tu_scratch, "missing"), want[512];
     cr_assert_eq(vl_zreader_open(&z, p, &e), VL_ENOINPUT);
     snprintf(want, sizeof want, "cannot open '%s': No such file or directory", p);
     cr_assert_str_eq(e.msg, want);
-    cr_assert_eq(vl_zreader_open(&z, dir, &e), VL_ENOINPUT);
-    snprintf(want, sizeof want, "cannot open '%s': Is a directory", dir);
+    cr_assert_eq(vl_zreader_open(&z, tu_scratch, &e), VL_ENOINPUT);
+    snprintf(want, sizeof want, "cannot open '%s': Is a directory", tu_scratch);
     cr_assert_str_eq(e.msg, want);
     cr_assert_null(z);
     free(p);
@@ -246,7 +232,7 @@ Test(zio, open_errors)
 
 Test(zio, stdin_by_dash)
 {
-    char *p = tu_path(dir, "in");
+    char *p = tu_path(tu_scratch, "in");
     vl_zreader *z = NULL;
     vl_err e = {0};
     char buf[8];
@@ -266,7 +252,7 @@ Test(zio, stdin_by_dash)
 
 Test(zio, read_error_is_eio)
 {
-    char *p = tu_path(dir, "wo");
+    char *p = tu_path(tu_scratch, "wo");
     vl_zreader *z = NULL;
     vl_err e = {0};
     cr_assert_eq(tu_write_file(p, ""), 0);

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "testutil.h"
 
+#include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +15,9 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "gen.h"
+#include "rng.h"
 
 static const char *vlplan_bin(void)
 {
@@ -220,6 +224,21 @@ void tu_rmtree(const char *dir)
         nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+char *tu_scratch;
+
+void tu_scratch_init(void)
+{
+    tu_scratch = tu_tmpdir();
+    cr_assert_not_null(tu_scratch, "cannot make a scratch directory");
+}
+
+void tu_scratch_fini(void)
+{
+    tu_rmtree(tu_scratch);
+    free(tu_scratch);
+    tu_scratch = NULL;
+}
+
 char *tu_path(const char *dir, const char *name)
 {
     char *p = NULL;
@@ -281,4 +300,51 @@ int tu_count_entries(const char *dir)
             n++;
     closedir(d);
     return n;
+}
+
+uint32_t *tu_tail_lengths(size_t n, uint32_t cap, uint64_t seed)
+{
+    uint32_t *len = malloc(n * sizeof *len);
+    vl_rng r;
+
+    cr_assert_not_null(len);
+    vl_rng_seed(&r, seed, 1);
+    for (size_t i = 0; i < n; i++) {
+        double u = vl_rng_unit(&r);
+        len[i] = 1 + (uint32_t)(u * u * u * (cap - 1));
+    }
+    return len;
+}
+
+vl_manifest *tu_manifest(const uint32_t *len, size_t n)
+{
+    vl_manifest *m = NULL;
+
+    cr_assert_eq(vl_manifest_from_lengths(&m, len, n, NULL), VL_OK);
+    return m;
+}
+
+vl_manifest *tu_gen_manifest(const char *dist, size_t n, uint64_t seed)
+{
+    uint32_t *len = malloc((n ? n : 1) * sizeof *len);
+    vl_manifest *m = NULL;
+    vl_err err = {0};
+
+    cr_assert_not_null(len);
+    cr_assert_eq(vl_gen_lengths(len, n, dist, seed, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl_manifest_from_lengths(&m, len, n, &err), VL_OK, "%s", err.msg);
+    free(len);
+    return m;
+}
+
+void tu_config(vl_config *cfg, const char *file, const char *const *sets)
+{
+    vl_err err = {0};
+
+    cr_assert_eq(vl_config_init_default(cfg, &err), VL_OK, "%s", err.msg);
+    if (file)
+        cr_assert_eq(vl_config_load_file(cfg, file, &err), VL_OK, "%s", err.msg);
+    for (size_t i = 0; sets && sets[i] != NULL; i++)
+        cr_assert_eq(vl_config_set(cfg, sets[i], &err), VL_OK, "%s: %s", sets[i], err.msg);
+    cr_assert_eq(vl_config_finalize(cfg, &err), VL_OK, "%s", err.msg);
 }

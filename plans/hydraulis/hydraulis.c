@@ -381,11 +381,11 @@ static vl_status hydraulis_plan(const void *opts, const vl_job *job, vl_plan *ou
 
 /* ---- limits ---- */
 
-/* Longest sample: the largest MaxLen among the pipelines it may use, within the context
- * length (the runner applies training.oversize beyond it). */
-static uint32_t hydraulis_max_len(const void *opts, const vl_config *cfg)
+/* The largest MaxLen among the pipelines a plan under opts may use: the homogeneous
+ * scheme's, and every scheme's (proposed candidates) or the given candidates'; 0 when
+ * no scheme is usable. */
+static uint32_t largest_maxlen(const hy_opts *o, const vl_config *cfg)
 {
-    const hy_opts *o = opts;
     uint32_t best = 0;
     int k;
     hy_schemes sch;
@@ -394,7 +394,7 @@ static uint32_t hydraulis_max_len(const void *opts, const vl_config *cfg)
     vl_err err;
 
     if (vl_cost_init(&c, cfg, &err) != VL_OK || vl__hy_schemes(&sch, &c, &err) != VL_OK)
-        return cfg->training.max_seq_len;
+        return 0;
     if ((k = homo_scheme(&sch, cfg)) >= 0)
         best = sch.s[k].maxlen;
     if (o->mode != HY_HOMO && strcmp(o->candidates, "auto") == 0) {
@@ -408,9 +408,32 @@ static uint32_t hydraulis_max_len(const void *opts, const vl_config *cfg)
     }
     vl__hy_cands_free(&given);
     vl__hy_schemes_free(&sch);
+    return best;
+}
+
+/* Longest sample: the largest MaxLen among the pipelines it may use, within the context
+ * length (the runner applies training.oversize beyond it). */
+static uint32_t hydraulis_max_len(const void *opts, const vl_config *cfg)
+{
+    uint32_t best = largest_maxlen(opts, cfg);
+
     if (best == 0)   /* nothing usable: plan() says why */
         return cfg->training.max_seq_len;
     return best < cfg->training.max_seq_len ? best : cfg->training.max_seq_len;
+}
+
+/* A micro-batch holds at most its pipeline's MaxLen tokens (a multiple of HY_ALIGN), or
+ * with packing max the context length when that is shorter; its capacity is its tokens
+ * rounded up to HY_ALIGN. */
+static uint64_t hydraulis_max_cap(const void *opts, const vl_config *cfg)
+{
+    const hy_opts *o = opts;
+    uint64_t best = largest_maxlen(o, cfg);
+    uint64_t ctx = ((uint64_t)cfg->training.max_seq_len + HY_ALIGN - 1) / HY_ALIGN * HY_ALIGN;
+
+    if (o->packing == HY_MAXPACK && ctx < best)
+        return ctx;
+    return best;   /* 0, nothing usable: plan() refuses, and verify holds to no bound */
 }
 
 static vl_status hydraulis_validate(const void *opts, const vl_config *cfg, vl_err *err)
@@ -438,6 +461,7 @@ const vl_strategy vl_strategy_hydraulis = {
     .opts_size = sizeof(hy_opts),
     .caps = VL_CAP_UNEVEN_MBS | VL_CAP_WORLD_OPTIM,
     .max_len = hydraulis_max_len,
+    .max_cap = hydraulis_max_cap,
     .validate = hydraulis_validate,
     .plan = hydraulis_plan,
     .streams = true,
