@@ -40,7 +40,7 @@ run() {
                l, rc, $1, $2 + $3, $4 / 1024, msg }' "$tmp/time"
 }
 
-strategies="random sorted verl hbp chunkflow skrull hydraulis slimpack"
+strategies="random sorted verl hbp chunkflow skrull hydraulis slimpack mcore_cp"
 algos=${BENCH_SCALE_ALGOS:-"ffd bfd ffs bfs isf spfhp wfd nf"}
 
 for cfg in ${BENCH_SCALE_CONFIGS:-flat shaped gpus8}; do

@@ -225,6 +225,7 @@ Test(mcore_cp_plan, refuses_what_megatron_refuses)
     setup three = {.dp = 3, .sp = 1, .batch = 8};
     setup micro = {.dp = 2, .sp = 2, .batch = 8, .extra = "training.dp_sync=micro_step"};
     setup big = {.dp = 2, .sp = 2, .batch = 8, .per_rank = 2000000000u};
+    setup huge = {.dp = 256, .sp = 8, .batch = 4096};
     vl_config cfg;
     vl_err err;
     vl_mc_opts o = {0, 0.05, 1.1, true};
@@ -232,6 +233,7 @@ Test(mcore_cp_plan, refuses_what_megatron_refuses)
     refused(&three, "power of two");
     refused(&micro, "dp_sync");
     refused(&big, "do not fit");
+    refused(&huge, "past the 1024");
     cr_assert_eq(vl_config_init_default(&cfg, &err), VL_OK);
     cr_assert_eq(vl_config_set(&cfg, "cluster.gpus=4", &err), VL_OK);
     cr_assert_eq(vl_config_set(&cfg, "training.pp=2", &err), VL_OK);

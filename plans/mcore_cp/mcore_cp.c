@@ -130,6 +130,12 @@ static vl_status mcore_cp_validate(const void *opts, const vl_config *cfg, vl_er
     if (pool < 1 || (pool & (pool - 1)) != 0)
         return vl_seterr(err, VL_ECONFIG, "mcore_cp: training.dp x training.sp = %d GPUs: "
                          "the hybrid DP x CP group must be a power of two", pool);
+    if (pool > MC_MAX_POOL)
+        return vl_seterr(err, VL_ECONFIG, "mcore_cp: training.dp x training.sp = %d GPUs is "
+                         "past the %d it plans: every GPU writes each shared sample and "
+                         "barrier with its member list, which grows with the pool squared; "
+                         "split the cluster, or use pack, hbp, chunkflow or skrull", pool,
+                         MC_MAX_POOL);
     if (t->dp_sync == VL_DP_SYNC_MICRO_STEP)
         return vl_seterr(err, VL_ECONFIG, "mcore_cp: Megatron reduces gradients once per "
                          "iteration under hybrid CP: set training.dp_sync=iteration");
