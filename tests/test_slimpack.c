@@ -431,6 +431,30 @@ Test(slimpack, example_e_dp_merge_by_memory)
     spx_fini(&y);
 }
 
+/* The memory merge degree assumes the checkpointing the search may use: every layer
+ * under full and auto, none under none and selective (the search checkpoints nothing
+ * there, so a room that 8192 tokens fit fully checkpointed needs more ranks). */
+Test(slimpack, mem_ranks_follow_the_recompute_mode)
+{
+    spx x;
+    vl_par all = {1, 1, 1, 32};
+
+    spx_init(&x, 1, 1, 2, 2, SP_ASYM_ON);
+    x.s.cost = &x.f.c;
+    double room = vl_cost_rank_peak_bytes(&x.f.c, 8192, &all, 2, 1);
+    x.s.ckpt_mode = VL_RECOMPUTE_FULL;
+    cr_assert_eq(vl__sp_mem_ranks(&x.s, 8192, room), 1);
+    x.s.ckpt_mode = VL_RECOMPUTE_AUTO;
+    cr_assert_eq(vl__sp_mem_ranks(&x.s, 8192, room), 1);
+    x.s.ckpt_mode = VL_RECOMPUTE_NONE;
+    int none = vl__sp_mem_ranks(&x.s, 8192, room);
+    cr_assert_geq(none, 2, "no checkpointing: 8192 tokens exceed the fully checkpointed peak");
+    x.s.ckpt_mode = VL_RECOMPUTE_SELECTIVE;
+    cr_assert_eq(vl__sp_mem_ranks(&x.s, 8192, room), none,
+                 "selective checkpoints no layer in SlimPack's search");
+    spx_fini(&x);
+}
+
 /* ---- the memory budget ---- */
 
 /* The batch's room: the baseline's memory (min(pp, ⌈tokens / (dp · context)⌉) context-

@@ -77,7 +77,6 @@ static size_t merge_outliers(sp_work *w, const sp_setting *s, const weighed *v,
            w->ngroups < sizeof w->groups / sizeof w->groups[0]; i++) {
         int dp0 = -1;
         k = k < s->dp ? k : s->dp;
-        k = k < 64 ? k : 64;   /* a shared pack lists at most 64 ranks (the plan reader's limit) */
         while (k >= 2 && (dp0 = free_run(w, s->dp, k)) < 0)
             k /= 2;   /* fewer ranks left: the largest power of two that still fits */
         if (k < 2)

@@ -52,9 +52,12 @@ int vl__sp_mem_ranks(const sp_setting *s, uint32_t n, double room)
 
     if (s->cost == NULL || room <= 0)
         return 1;
-    /* the most checkpointing the rank may use; the sample alone, every slice of it in
-     * flight at once (its backward starts only after its last slice's forward) */
-    q.ckpt_layers = s->ckpt_mode == VL_RECOMPUTE_NONE ? 0 : s->stage_layers;
+    /* the most checkpointing the rank may use (the search checkpoints every layer under
+     * full, raises a rank up to every layer under auto, and none under none or selective);
+     * the sample alone, every slice of it in flight at once (its backward starts only
+     * after its last slice's forward) */
+    q.ckpt_layers = s->ckpt_mode == VL_RECOMPUTE_FULL || s->ckpt_mode == VL_RECOMPUTE_AUTO
+                    ? s->stage_layers : 0;
     while (k < (1 << 20) &&
            vl_cost_rank_peak_bytes(s->cost, (n + (uint32_t)k - 1) / (uint32_t)k, &q, s->dp,
                                    1) > room)
