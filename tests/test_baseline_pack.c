@@ -6,54 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run.h"
+#include "pack_fixture.h"
 #include "testutil.h"
-#include "vlplan_strategy.h"
-
-static void config(vl_config *cfg, int dp, uint32_t gb, uint32_t cap)
-{
-    vl_err err = {0};
-    cr_assert_eq(vl_config_init_default(cfg, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_config_finalize(cfg, &err), VL_OK, "%s", err.msg);
-    cfg->training.dp = dp;
-    cfg->cluster.gpus = dp > cfg->cluster.gpus ? dp : cfg->cluster.gpus;
-    cfg->training.tp = cfg->training.pp = cfg->training.sp = 1;
-    cfg->training.global_batch = gb;
-    cfg->training.global_tokens = 0;
-    cfg->training.max_seq_len = cap;
-    cfg->training.epochs = 1;
-    cfg->training.recompute = VL_RECOMPUTE_NONE;
-}
-
-typedef struct run {
-    vl_manifest *m;
-    vl_plan p;
-} run;
-
-static void plan(run *r, vl_config *cfg, const uint32_t *len, size_t n, uint64_t seed)
-{
-    vl_err err = {0};
-    vl_run_result res;
-    vl_run_opts o = {.seed = seed, .allow_oom = true};
-    cr_assert_eq(vl_manifest_from_lengths(&r->m, len, n, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_run_plan(&r->p, vl_strategy_find("pack"), r->m, cfg, &o, &res, &err),
-                 VL_OK, "%s", err.msg);
-    free(res.log);
-}
 
 static void run_free(run *r, vl_config *cfg)
 {
-    vl_plan_free(&r->p);
-    vl_manifest_free(r->m);
+    run_release(r);
     vl_config_free(cfg);
-}
-
-static size_t nonempty_mbs(const vl_plan *p)
-{
-    size_t k = 0;
-    for (size_t j = 0; j < p->nmbs; j++)
-        k += p->mbs[j].nseg > 0;
-    return k;
 }
 
 static uint64_t slots(const vl_plan *p)
@@ -90,9 +49,9 @@ Test(baseline_pack, epoch_scope_packs_like_the_whole_dataset)
     for (size_t a = 0; a < 4; a++) {
         vl_config cfg;
         run r = {0};
-        config(&cfg, 32, 512, cap);
+        pack_config(&cfg, 32, 512, cap);
         cfg.pack.algo = algos[a];
-        plan(&r, &cfg, len, n, 1);
+        pack_plan(&r, &cfg, len, n, 1);
         size_t want = whole_bins(len, n, cap, algos[a]);
         /* the same item set, an order-free packer: exactly the whole-dataset packs */
         cr_assert_eq(nonempty_mbs(&r.p), want, "%s", vl_pack_algo_name(algos[a]));
@@ -118,9 +77,9 @@ Test(baseline_pack, batch_scope_is_worse_than_epoch_scope)
     for (int scope = 0; scope < 2; scope++) {
         vl_config cfg;
         run r = {0};
-        config(&cfg, 32, 256, cap);
+        pack_config(&cfg, 32, 256, cap);
         cfg.pack.scope = scope ? VL_PACK_SCOPE_BATCH : VL_PACK_SCOPE_EPOCH;
-        plan(&r, &cfg, len, n, 2);
+        pack_plan(&r, &cfg, len, n, 2);
         s[scope] = slots(&r.p);
         run_free(&r, &cfg);
     }
@@ -138,9 +97,9 @@ Test(baseline_pack, windows_keep_to_their_part_of_the_order)
     vl_config cfg;
     run r = {0};
     vl_selection sel;
-    config(&cfg, 4, 256, cap);
+    pack_config(&cfg, 4, 256, cap);
     cfg.pack.window = win;
-    plan(&r, &cfg, len, n, 11);
+    pack_plan(&r, &cfg, len, n, 11);
     cr_assert_eq(vl_select(&sel, r.m, cap, VL_OVERSIZE_ERROR, NULL), VL_OK);
     vl_epoch_order(&sel, 11, 0, order);
     for (size_t i = 0; i < n; i++)
@@ -191,10 +150,10 @@ Test(baseline_pack, balance_chooses_what_is_balanced)
     for (int b = 0; b < 3; b++) {
         vl_config cfg;
         run r = {0};
-        config(&cfg, 16, 1024, cap);
+        pack_config(&cfg, 16, 1024, cap);
         cfg.pack.balance = (vl_pack_balance)b;
         cfg.pack.deal = VL_DEAL_PACKS;   /* whole packs: KK on the pack weights alone */
-        plan(&r, &cfg, len, n, 4);
+        pack_plan(&r, &cfg, len, n, 4);
         att[b] = worst_ratio(&r.p, 1);
         tok[b] = worst_ratio(&r.p, 0);
         run_free(&r, &cfg);
@@ -214,8 +173,8 @@ Test(baseline_pack, huge_dp_plans_whole_packs)
     uint32_t *len = tu_tail_lengths(300, 1024, 2);
     vl_config cfg;
     run r = {0};
-    config(&cfg, 4096, 64, 1024);
-    plan(&r, &cfg, len, 300, 1);
+    pack_config(&cfg, 4096, 64, 1024);
+    pack_plan(&r, &cfg, len, 300, 1);
     cr_assert_eq(r.p.niters, 1);
     cr_assert_eq(r.p.nmbs, 4096);
     cr_assert_eq(nonempty_mbs(&r.p), whole_bins(len, 300, 1024, VL_PACK_FFD));
@@ -232,9 +191,9 @@ Test(baseline_pack, iterations_follow_the_global_batches)
     uint32_t *len = tu_tail_lengths(n, 4096, 8);
     vl_config cfg;
     run r = {0};
-    config(&cfg, 4, 256, 4096);
+    pack_config(&cfg, 4, 256, 4096);
     cfg.training.epochs = 2;
-    plan(&r, &cfg, len, n, 3);
+    pack_plan(&r, &cfg, len, n, 3);
     cr_assert_eq(r.p.niters, 2 * 16);
     for (size_t it = 0; it < r.p.niters; it++)
         cr_assert_eq(r.p.iters[it].epoch, it / 16);
@@ -254,10 +213,10 @@ Test(baseline_pack, oversize_split_cuts_pieces)
     for (int scope = 0; scope < 2; scope++) {
         vl_config cfg;
         run r = {0};
-        config(&cfg, 4, 64, cap);
+        pack_config(&cfg, 4, 64, cap);
         cfg.training.oversize = VL_OVERSIZE_SPLIT;
         cfg.pack.scope = scope ? VL_PACK_SCOPE_BATCH : VL_PACK_SCOPE_EPOCH;
-        plan(&r, &cfg, len, n, 5);
+        pack_plan(&r, &cfg, len, n, 5);
         uint32_t got7 = 0, got99 = 0, offs7 = 0;
         for (size_t it = 0; it < r.p.niters; it++) {
             const vl_iter *in = &r.p.iters[it];
@@ -304,7 +263,7 @@ Test(baseline_pack, oversize_split_refused_elsewhere)
     vl_err err = {0};
     vl_run_result res = {0};
     vl_run_opts o = {.seed = 1};
-    config(&cfg, 1, 3, 1000);
+    pack_config(&cfg, 1, 3, 1000);
     cfg.training.oversize = VL_OVERSIZE_SPLIT;
     cr_assert_eq(vl_manifest_from_lengths(&m, len, 3, &err), VL_OK);
     cr_assert_eq(vl_run_plan(&p, vl_strategy_find("random"), m, &cfg, &o, &res, &err),

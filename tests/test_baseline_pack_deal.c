@@ -8,51 +8,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run.h"
+#include "pack_fixture.h"
 #include "testutil.h"
 #include "verify.h"
 #include "vlplan_strategy.h"
 
-static void config(vl_config *cfg, int dp, uint32_t gb, uint32_t cap, vl_pack_deal deal)
+static void config_deal(vl_config *cfg, int dp, uint32_t gb, uint32_t cap, vl_pack_deal deal)
 {
-    vl_err err = {0};
-    cr_assert_eq(vl_config_init_default(cfg, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_config_finalize(cfg, &err), VL_OK, "%s", err.msg);
-    cfg->training.dp = dp;
-    cfg->cluster.gpus = dp > cfg->cluster.gpus ? dp : cfg->cluster.gpus;
-    cfg->training.tp = cfg->training.pp = cfg->training.sp = 1;
-    cfg->training.global_batch = gb;
-    cfg->training.global_tokens = 0;
-    cfg->training.max_seq_len = cap;
-    cfg->training.epochs = 1;
-    cfg->training.recompute = VL_RECOMPUTE_NONE;
+    pack_config(cfg, dp, gb, cap);
     cfg->pack.deal = deal;
 }
 
-typedef struct run {
-    vl_manifest *m;
-    vl_plan p;
-} run;
-
 /* Plan, then check the plan with the verifier. */
-static void plan(run *r, vl_config *cfg, const uint32_t *len, size_t n, uint64_t seed)
+static void plan_verified(run *r, vl_config *cfg, const uint32_t *len, size_t n,
+                          uint64_t seed)
 {
     vl_err err = {0};
-    vl_run_result res;
-    vl_run_opts o = {.seed = seed, .allow_oom = true};
     vl_verify_report rep;
-    cr_assert_eq(vl_manifest_from_lengths(&r->m, len, n, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_run_plan(&r->p, vl_strategy_find("pack"), r->m, cfg, &o, &res, &err),
-                 VL_OK, "%s", err.msg);
-    free(res.log);
+    pack_plan(r, cfg, len, n, seed);
     memset(&rep, 0, sizeof rep);
     cr_assert_eq(vl_plan_verify(&r->p, NULL, &rep, &err), VL_OK, "%s", err.msg);
-}
-
-static void run_free(run *r)
-{
-    vl_plan_free(&r->p);
-    vl_manifest_free(r->m);
 }
 
 /* Σ len (squares: Σ len²) of rank k of iteration it. */
@@ -79,14 +54,6 @@ static double busiest(const vl_plan *p, size_t it, int squares)
     return mx;
 }
 
-static size_t nonempty_mbs(const vl_plan *p)
-{
-    size_t k = 0;
-    for (size_t j = 0; j < p->nmbs; j++)
-        k += p->mbs[j].nseg > 0;
-    return k;
-}
-
 /* Lengths 10, 10, 5, 5 at capacity 10 on 2 ranks: FFD makes three packs [10] [10] [5 5],
  * one iteration of two rounds has four slots, so whole packs leave a rank with one pack
  * and an empty slot: 20 tokens against 10.  Dealt by sample, each rank gets a 10 and a
@@ -99,9 +66,9 @@ Test(baseline_pack_deal, samples_even_out_an_empty_slot_as_verl_does)
     for (int deal = 0; deal < 2; deal++) {
         vl_config cfg;
         run r = {0};
-        config(&cfg, 2, 4, 10, deal ? VL_DEAL_SAMPLES : VL_DEAL_PACKS);
+        config_deal(&cfg, 2, 4, 10, deal ? VL_DEAL_SAMPLES : VL_DEAL_PACKS);
         cfg.pack.balance = VL_BALANCE_TOKENS;
-        plan(&r, &cfg, len, 4, 1);
+        plan_verified(&r, &cfg, len, 4, 1);
         cr_assert_eq(r.p.niters, 1);
         cr_assert_eq(nonempty_mbs(&r.p), deal ? 4u : 3u);
         want[deal][0] = busiest(&r.p, 0, 0);
@@ -109,7 +76,7 @@ Test(baseline_pack_deal, samples_even_out_an_empty_slot_as_verl_does)
         if (deal)
             for (uint32_t k = 0; k < 2; k++)
                 cr_assert_eq(rank_sum(&r.p, 0, k, 1), 125.0, "rank %u: a 10 and a 5", k);
-        run_free(&r);
+        run_release(&r);
         vl_config_free(&cfg);
     }
     cr_assert_eq(want[0][0], 20.0);
@@ -120,7 +87,7 @@ Test(baseline_pack_deal, samples_even_out_an_empty_slot_as_verl_does)
     vl_err err = {0};
     vl_run_result res;
     vl_run_opts o = {.seed = 1, .allow_oom = true};
-    config(&cfg, 2, 4, 10, VL_DEAL_SAMPLES);
+    config_deal(&cfg, 2, 4, 10, VL_DEAL_SAMPLES);
     cr_assert_eq(vl_manifest_from_lengths(&r.m, len, 4, &err), VL_OK, "%s", err.msg);
     cr_assert_eq(vl_run_plan(&r.p, vl_strategy_find("verl"), r.m, &cfg, &o, &res, &err),
                  VL_OK, "%s", err.msg);
@@ -128,7 +95,7 @@ Test(baseline_pack_deal, samples_even_out_an_empty_slot_as_verl_does)
     cr_assert_eq(r.p.niters, 1);
     cr_assert_eq(busiest(&r.p, 0, 0), want[1][0]);
     cr_assert_eq(busiest(&r.p, 0, 1), want[1][1]);
-    run_free(&r);
+    run_release(&r);
     vl_config_free(&cfg);
 }
 
@@ -145,13 +112,13 @@ Test(baseline_pack_deal, samples_beat_whole_packs_at_the_same_pack_count)
     for (int deal = 0; deal < 2; deal++) {
         vl_config cfg;
         run r = {0};
-        config(&cfg, 2, 10, 16, deal ? VL_DEAL_SAMPLES : VL_DEAL_PACKS);
+        config_deal(&cfg, 2, 10, 16, deal ? VL_DEAL_SAMPLES : VL_DEAL_PACKS);
         cfg.pack.balance = VL_BALANCE_ATTENTION;
-        plan(&r, &cfg, len, 10, 3);
+        plan_verified(&r, &cfg, len, 10, 3);
         cr_assert_eq(r.p.niters, 1);
         att[deal] = busiest(&r.p, 0, 1);
         mbs[deal] = nonempty_mbs(&r.p);
-        run_free(&r);
+        run_release(&r);
         vl_config_free(&cfg);
     }
     cr_assert_eq(att[0], 352.0);
@@ -178,10 +145,10 @@ Test(baseline_pack_deal, samples_property_on_random_lengths)
                 run r[2] = {{0}, {0}};
                 for (int deal = 0; deal < 2; deal++) {
                     vl_config cfg;
-                    config(&cfg, dps[a], 64 + 32 * (uint32_t)seed, caps[b],
+                    config_deal(&cfg, dps[a], 64 + 32 * (uint32_t)seed, caps[b],
                            deal ? VL_DEAL_SAMPLES : VL_DEAL_PACKS);
                     cfg.pack.balance = VL_BALANCE_TOKENS;
-                    plan(&r[deal], &cfg, len, n, seed);
+                    plan_verified(&r[deal], &cfg, len, n, seed);
                     vl_config_free(&cfg);
                 }
                 cr_assert_eq(r[0].p.niters, r[1].p.niters);
@@ -197,8 +164,8 @@ Test(baseline_pack_deal, samples_property_on_random_lengths)
                                      r[1].p.ranks[in->rank0].nmb);
                 }
                 cr_assert_lt(nonempty_mbs(&r[1].p), nonempty_mbs(&r[0].p) + (size_t)dps[a]);
-                run_free(&r[0]);
-                run_free(&r[1]);
+                run_release(&r[0]);
+                run_release(&r[1]);
                 free(len);
             }
     cr_assert_gt(lighter, 0, "pack.deal=samples never lightened a busiest rank");
@@ -235,8 +202,8 @@ static void both(const uint32_t *len, size_t n, int dp, uint32_t cap, run r[2])
 {
     for (int deal = 0; deal < 2; deal++) {
         vl_config cfg;
-        config(&cfg, dp, (uint32_t)n, cap, deal ? VL_DEAL_SAMPLES : VL_DEAL_PACKS);
-        plan(&r[deal], &cfg, len, n, 3);
+        config_deal(&cfg, dp, (uint32_t)n, cap, deal ? VL_DEAL_SAMPLES : VL_DEAL_PACKS);
+        plan_verified(&r[deal], &cfg, len, n, 3);
         vl_config_free(&cfg);
         cr_assert_eq(r[deal].p.niters, 1);
     }
@@ -263,6 +230,6 @@ Test(baseline_pack_deal, refinement_swaps_whole_packs_for_attention)
     cr_assert_eq(nb, 7u);
     for (size_t i = 0; i < na; i++)
         cr_assert_str_eq(ka[i], kb[i]);
-    run_free(&r[0]);
-    run_free(&r[1]);
+    run_release(&r[0]);
+    run_release(&r[1]);
 }
