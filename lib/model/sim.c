@@ -280,7 +280,7 @@ static vl_status rank_results(const vl_sim_scratch *w, uint32_t r, rank_out *ro,
                               vl_sim_trace *t, vl_err *err)
 {
     const vl_sim_rank *R = &w->rk[r];
-    const vl_mb *mbs = w->p->mbs + R->rk->mb0;
+    const vl_mb *mbs = vl_plan_rank_mbs(w->p, R->rk);
     vl_status st;
 
     memset(ro, 0, sizeof *ro);

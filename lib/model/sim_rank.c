@@ -231,7 +231,7 @@ static double p2p_time(const vl_sim_scratch *w, const vl_sim_rank *R, uint64_t t
 static void class_weights(vl_sim_scratch *w, vl_sim_rank *R, const vl_par *par, int k)
 {
     const vl_plan *p = w->p;
-    const vl_mb *mbs = p->mbs + R->rk->mb0;
+    const vl_mb *mbs = vl_plan_rank_mbs(p, R->rk);
     int layers = R->cls_layers[k], last = R->cls_last[k];
     double busy = 0;
 
@@ -281,7 +281,7 @@ static void class_weights(vl_sim_scratch *w, vl_sim_rank *R, const vl_par *par, 
 vl_status vl__sim_weights(vl_sim_scratch *w, uint32_t r, vl_err *err)
 {
     vl_sim_rank *R = &w->rk[r];
-    const vl_mb *mbs = w->p->mbs + R->rk->mb0;
+    const vl_mb *mbs = vl_plan_rank_mbs(w->p, R->rk);
     vl_par par = R->rk->par;
     uint32_t most = 1;
     vl_status st;

@@ -209,6 +209,11 @@ static inline const vl_seg *vl_plan_mb_segs(const vl_plan *p, const vl_mb *mb)
 {
     return p->segs ? p->segs + mb->seg0 : NULL;  /* no arithmetic on a NULL array */
 }
+/** The packs of rank rk, forward then backward (NULL when the plan has none). */
+static inline const vl_mb *vl_plan_rank_mbs(const vl_plan *p, const vl_rank *rk)
+{
+    return p->mbs ? p->mbs + rk->mb0 : NULL;  /* no arithmetic on a NULL array */
+}
 /** CP placement of segment i of plan->segs (VL_CP_SHARDED unless local). */
 static inline int vl_plan_seg_cpi(const vl_plan *p, uint64_t i)
 {
