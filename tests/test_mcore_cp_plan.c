@@ -60,18 +60,6 @@ static vl_status config(vl_config *cfg, const setup *u, vl_err *err)
     return st;
 }
 
-static vl_manifest *manifest(const char *dist, size_t n, uint64_t seed)
-{
-    uint32_t *len = malloc(n * sizeof *len);
-    vl_manifest *m = NULL;
-    vl_err err;
-    cr_assert_not_null(len);
-    cr_assert_eq(vl_gen_lengths(len, n, dist, seed, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_manifest_from_lengths(&m, len, n, &err), VL_OK, "%s", err.msg);
-    free(len);
-    return m;
-}
-
 /* Plan; *barrier_ms (when not NULL) gets the -v figure of Megatron's step time with its
  * group barriers, per iteration. */
 static vl_status plan_log(vl_plan *p, vl_manifest *m, const vl_config *cfg,
@@ -164,7 +152,7 @@ Test(mcore_cp_plan, properties_on_random_batches)
                    .dist = dists[trial % 3], .n = 300,
                    .batch = 8 + (uint32_t)vl_rng_below(&rng, 120)};
         vl_config cfg;
-        vl_manifest *m = manifest(u.dist, u.n, 300 + (uint64_t)trial);
+        vl_manifest *m = tu_gen_manifest(u.dist, u.n, 300 + (uint64_t)trial);
         vl_plan a, b;
         vl_err err;
         cr_assert_eq(config(&cfg, &u, &err), VL_OK, "%s", err.msg);
@@ -252,7 +240,7 @@ Test(mcore_cp_plan, per_rank_auto_from_the_memory_model)
     vl_cost c;
     vl_err err;
     vl_plan p;
-    vl_manifest *m = manifest(u.dist, u.n, 3);
+    vl_manifest *m = tu_gen_manifest(u.dist, u.n, 3);
     vl_par par = {.tp = 1, .pp = 1, .sp = 1, .ckpt_layers = 0};
     char want[64];
     cr_assert_eq(config(&cfg, &u, &err), VL_OK, "%s", err.msg);
@@ -278,7 +266,7 @@ Test(mcore_cp_plan, cp_communication_is_charged)
                .n = 64};
     setup off = u;
     vl_config cfg, cfg_off;
-    vl_manifest *m = manifest(u.dist, u.n, 9);
+    vl_manifest *m = tu_gen_manifest(u.dist, u.n, 9);
     vl_plan p;
     vl_cost c, c_off;
     vl_sim_summary on_s, off_s;
@@ -309,7 +297,7 @@ Test(mcore_cp_plan, barriers_make_the_simulation_megatron_s_group_sum)
                .n = 256};
     setup off = u;
     vl_config cfg, cfg_off;
-    vl_manifest *m = manifest(u.dist, u.n, 21);
+    vl_manifest *m = tu_gen_manifest(u.dist, u.n, 21);
     vl_plan p, q;
     vl_cost c;
     vl_sim_summary on_s, off_s;
@@ -355,7 +343,7 @@ Test(mcore_cp_plan, more_than_64_sharers_survive_a_file)
     setup u = {.dp = 16, .sp = 8, .per_rank = 512, .batch = 256, .dist = "chatqa2-long",
                .n = 512};
     vl_config cfg;
-    vl_manifest *m = manifest(u.dist, u.n, 4);
+    vl_manifest *m = tu_gen_manifest(u.dist, u.n, 4);
     vl_plan p, q;
     vl_plan_file f;
     vl_err err;

@@ -59,18 +59,6 @@ static void config(vl_config *cfg, const setup *u)
     cr_assert_eq(vl_config_finalize(cfg, &err), VL_OK, "%s", err.msg);
 }
 
-static vl_manifest *manifest(const char *dist, size_t n, uint64_t seed)
-{
-    uint32_t *len = malloc(n * sizeof *len);
-    vl_manifest *m = NULL;
-    vl_err err;
-    cr_assert_not_null(len);
-    cr_assert_eq(vl_gen_lengths(len, n, dist, seed, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_manifest_from_lengths(&m, len, n, &err), VL_OK, "%s", err.msg);
-    free(len);
-    return m;
-}
-
 static vl_status plan(vl_plan *p, vl_manifest *m, const vl_config *cfg, vl_err *err)
 {
     vl_run_opts o = {.seed = 11};
@@ -158,7 +146,7 @@ Test(skrull_plan, properties_on_random_batches)
                    .dist = dists[trial % 3], .n = 300,
                    .batch = 16 + (uint32_t)vl_rng_below(&rng, 100)};
         vl_config cfg;
-        vl_manifest *m = manifest(u.dist, u.n, 100 + (uint64_t)trial);
+        vl_manifest *m = tu_gen_manifest(u.dist, u.n, 100 + (uint64_t)trial);
         vl_plan a, b;
         vl_err err;
         config(&cfg, &u);
@@ -195,7 +183,7 @@ Test(skrull_plan, all_short_batch_is_all_local)
     setup u = {.dp = 4, .sp = 8, .bucket = 0, .dist = "uniform:1:512", .n = 2000,
                .batch = 256};
     vl_config cfg;
-    vl_manifest *m = manifest(u.dist, u.n, 5);
+    vl_manifest *m = tu_gen_manifest(u.dist, u.n, 5);
     vl_plan p;
     vl_err err;
     config(&cfg, &u);
@@ -215,7 +203,7 @@ Test(skrull_plan, bucket_auto_fits_and_larger_is_refused)
 {
     setup u = {.dp = 4, .sp = 8, .dist = "chatqa2-long", .n = 512, .batch = 256};
     vl_config cfg;
-    vl_manifest *m = manifest(u.dist, u.n, 9);
+    vl_manifest *m = tu_gen_manifest(u.dist, u.n, 9);
     vl_plan p;
     vl_err err;
     config(&cfg, &u);
@@ -306,7 +294,7 @@ Test(skrull_plan, pipeline_stages_fit)
 {
     setup u = {.dp = 2, .sp = 4, .pp = 2, .dist = "chatqa2-long", .n = 400, .batch = 64};
     vl_config cfg;
-    vl_manifest *m = manifest(u.dist, u.n, 4);
+    vl_manifest *m = tu_gen_manifest(u.dist, u.n, 4);
     vl_plan p;
     vl_err err;
     config(&cfg, &u);
@@ -329,7 +317,7 @@ Test(skrull_plan, verify_rejects_a_micro_batch_over_c_times_n)
     setup u = {.dp = 2, .sp = 4, .bucket = 8192, .dist = "chatqa2-long", .n = 200,
                .batch = 32};
     vl_config cfg;
-    vl_manifest *m = manifest(u.dist, u.n, 6);
+    vl_manifest *m = tu_gen_manifest(u.dist, u.n, 6);
     vl_plan p;
     vl_verify_report rep;
     vl_cost c;
@@ -371,7 +359,7 @@ Test(skrull_plan, balanced_placement_beats_the_papers_on_a_long_tail_set)
 {
     setup u = {.dp = 4, .sp = 8, .dist = "wikipedia", .n = 2048, .batch = 256};
     vl_config cfg;
-    vl_manifest *m = manifest(u.dist, u.n, 7);
+    vl_manifest *m = tu_gen_manifest(u.dist, u.n, 7);
     vl_plan a, b;
     vl_err err;
     config(&cfg, &u);

@@ -37,21 +37,9 @@ static void config(vl_config *cfg, const char *const *sets, const char *extra)
     cr_assert_eq(vl_config_finalize(cfg, &err), VL_OK, "%s", err.msg);
 }
 
-static vl_manifest *dist_manifest(const char *dist, size_t n, uint64_t seed)
-{
-    uint32_t *len = malloc(n * sizeof *len);
-    vl_manifest *m = NULL;
-    vl_err err;
-    cr_assert_not_null(len);
-    cr_assert_eq(vl_gen_lengths(len, n, dist, seed, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_manifest_from_lengths(&m, len, n, &err), VL_OK, "%s", err.msg);
-    free(len);
-    return m;
-}
-
 static vl_manifest *lognormal_manifest(size_t n, uint64_t seed)
 {
-    return dist_manifest("lognormal:7.5:1.6", n, seed);
+    return tu_gen_manifest("lognormal:7.5:1.6", n, seed);
 }
 
 static void run(vl_plan *p, vl_manifest *m, const vl_config *cfg, int verbose, char **log)
@@ -239,7 +227,7 @@ static const char *const paper_sets[] = {
 
 Test(slimpack_plan, peak_within_the_baselines)
 {
-    vl_manifest *m = dist_manifest("mooncake-conv", 512, 1);
+    vl_manifest *m = tu_gen_manifest("mooncake-conv", 512, 1);
     const char *const names[2] = {"pack", "slimpack"};
     double peak[2];
 
@@ -333,7 +321,7 @@ Test(slimpack_plan, merge_group_of_128_survives_a_file)
         "cluster.gpus=128", "training.tp=1", "training.pp=1", "training.dp=128",
         "training.max_seq_len=32768", "training.global_batch=128", "training.epochs=1",
         NULL};
-    vl_manifest *m = dist_manifest("fixed:128", 128, 3);
+    vl_manifest *m = tu_gen_manifest("fixed:128", 128, 3);
     vl_config cfg;
     vl_plan p, q;
     vl_plan_file f;
