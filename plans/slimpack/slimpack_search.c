@@ -233,6 +233,26 @@ static size_t eligible(const sp_work *w, const sp_setting *s, const uint32_t *le
     return least;
 }
 
+/* How many of the M values (a prefix: the smallest) some unit may choose.  The others
+ * are never simulated: choose_unit skips a candidate no member of the unit may take, so
+ * leaving them out changes no plan (at 8K tokens a rank on pp 16 only M = 16 is
+ * eligible, and the other candidates were most of the time planning took). */
+static size_t eligible_any(const sp_work *w, const sp_setting *s, const uint32_t *len,
+                           size_t nM)
+{
+    size_t most = 0;
+
+    if (s->common_m)
+        return nM;
+    for (int r = 0; r < s->dp && most < nM;) {
+        int gi = w->group_of[r], r1 = gi >= 0 ? w->groups[gi].dp0 + w->groups[gi].k : r + 1;
+        size_t k = eligible(w, s, len, r, r1);
+        most = k > most ? k : most;
+        r = r1;
+    }
+    return most < nM ? most : nM;
+}
+
 static void choose(sp_work *w, const sp_setting *s, const uint32_t *len, const cand *cs,
                    size_t nc, const uint32_t *Ms)
 {
@@ -286,7 +306,7 @@ static size_t list_candidates(const sp_setting *s, uint32_t *Ms, size_t *nM, can
 }
 
 static void log_table(const vl_job *job, const sp_work *w, const sp_setting *s,
-                      const cand *cs, size_t nc)
+                      const cand *cs, size_t nc, size_t nall)
 {
     vl_job_log(job, "slimpack: first batch, room %.2f GiB per GPU, candidates (rank: makespan "
                "ms / ckpt / ok: within it, over: above it, oom: above the device)\n",
@@ -300,6 +320,9 @@ static void log_table(const vl_job *job, const sp_work *w, const sp_setting *s,
         }
         vl_job_log(job, "\n");
     }
+    if (nc < nall)
+        vl_job_log(job, "slimpack:   (%zu larger candidates not simulated: no rank's packs "
+                   "would average min_pack_tokens)\n", nall - nc);
 }
 
 static void count_choice(sp_work *w, const sp_setting *s, const cand *c)
@@ -419,13 +442,15 @@ vl_status vl__sp_plan_batch(sp_work *w, const sp_setting *s, const vl_job *job,
     if ((st = vl__sp_phase1(w, s, len, err)) != VL_OK ||
         (st = ensure_search(w, s, m, nc, err)) != VL_OK)
         return st;
-    for (size_t ci = 0; ci < nc && st == VL_OK; ci++)
+    /* candidates come grouped by M, ascending: the eligible ones are a prefix */
+    size_t per = nM ? nc / nM : 0, neval = eligible_any(w, s, len, nM) * per;
+    for (size_t ci = 0; ci < neval && st == VL_OK; ci++)
         st = evaluate(w, s, job->cost, len, &cs[ci], w->res + ci * (size_t)s->dp, err);
     if (st != VL_OK)
         return st;
-    choose(w, s, len, cs, nc, Ms);
+    choose(w, s, len, cs, neval, Ms);
     if (w->stat_iters == 0)
-        log_table(job, w, s, cs, nc);
+        log_table(job, w, s, cs, neval, nc);
     return emit_batch(w, s, job->cost, len, cs, epoch, out, err);
 }
 
