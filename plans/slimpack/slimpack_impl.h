@@ -110,6 +110,9 @@ typedef struct sp_work {
     void *trace;                                       /* vl_sim_trace */
     struct sp_res *res; size_t res_cap;                /* per candidate and rank */
     int *choice; size_t choice_cap;                    /* per rank: candidate index */
+    sp_packing *refined; size_t refined_cap;           /* per rank: its MILP-refined own
+                                                          forward packs, solved once a batch */
+    bool *keep; size_t keep_cap;                       /* per rank: keeps the refinement */
     /* statistics over everything planned */
     uint64_t stat_iters, stat_packs, stat_bwd_packs, stat_slices, stat_merges;
     uint64_t stat_asym_ranks, stat_milp_runs, stat_milp_better;
@@ -122,6 +125,11 @@ void vl__sp_packing_reset(sp_packing *p);
 /** Open pack p (they are opened in order).  VL_ENOMEM. */
 vl_status vl__sp_packing_add(sp_packing *pk, const vl_seg *s, vl_err *err);
 vl_status vl__sp_packing_close(sp_packing *pk, vl_err *err);
+/** Keep only the first p0 packs. */
+void vl__sp_packing_truncate(sp_packing *pk, size_t p0);
+/** Append src's packs [p0, npacks) to dst.  VL_ENOMEM. */
+vl_status vl__sp_packing_append(sp_packing *dst, const sp_packing *src, size_t p0,
+                                vl_err *err);
 
 /* slimpack_work.c */
 /** Work coefficients from the cost model: cost.schemes for par, cost.fit (a, b per

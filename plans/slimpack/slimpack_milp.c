@@ -251,14 +251,8 @@ static vl_status solve(const model *md, sp_work *w, const sp_setting *s, const u
         st = rebuild(md, w, s, len, items, x, &fresh, err);
     if (st == VL_OK && fresh.npacks > 0 &&
         vl__sp_deviation(&fresh, 0, s, true) < vl__sp_deviation(pk, p0, s, true)) {
-        pk->npacks = p0;
-        pk->nsegs = p0 ? pk->start[p0] : 0;
-        for (size_t p = 0; p < fresh.npacks && st == VL_OK; p++) {
-            for (uint32_t j = fresh.start[p]; j < fresh.start[p + 1] && st == VL_OK; j++)
-                st = vl__sp_packing_add(pk, &fresh.segs[j], err);
-            if (st == VL_OK)
-                st = vl__sp_packing_close(pk, err);
-        }
+        vl__sp_packing_truncate(pk, p0);
+        st = vl__sp_packing_append(pk, &fresh, 0, err);
         *improved = st == VL_OK;
     }
     vl__sp_packing_free(&fresh);

@@ -336,24 +336,52 @@ static void count_choice(sp_work *w, const sp_setting *s, const cand *c)
     w->stat_asym_ranks += c->asym;
 }
 
+/* What build_rank does with the MILP: nothing, solve it (and keep the refined packs in
+ * w->refined), or take the refined packs solved earlier in this batch (the solver is
+ * deterministic: solving again gave the same packs at the cost of a second solve). */
+enum { MILP_NONE, MILP_SOLVE, MILP_CACHED };
+
 /* Rank r's packs and schedule under candidate c into w->rp, its forward packs refined
- * by the MILP when milp (*refined: the MILP changed them). */
+ * by the MILP as milp says (*refined: the MILP changed them). */
 static vl_status build_rank(sp_work *w, const sp_setting *s, const uint32_t *len, int r,
-                            const cand *c, bool milp, bool *refined, vl_err *err)
+                            const cand *c, int milp, bool *refined, vl_err *err)
 {
+    sp_rankplan *rp = &w->rp;
     vl_status st = vl__sp_rank_packs(w, s, len, r, c->M, c->asym, err);
 
     *refined = false;
-    if (st == VL_OK && milp)
+    if (st == VL_OK && milp == MILP_SOLVE) {
         st = vl__sp_milp_refine(w, s, len, w->own + w->own0[r], w->own0[r + 1] - w->own0[r],
-                                w->rp.nshared_f, refined, err);
+                                rp->nshared_f, refined, err);
+        vl__sp_packing_reset(&w->refined[r]);
+        if (st == VL_OK && *refined)
+            st = vl__sp_packing_append(&w->refined[r], &rp->fwd, rp->nshared_f, err);
+    } else if (st == VL_OK && milp == MILP_CACHED) {
+        vl__sp_packing_truncate(&rp->fwd, rp->nshared_f);
+        st = vl__sp_packing_append(&rp->fwd, &w->refined[r], 0, err);
+        *refined = st == VL_OK;
+    }
     if (st == VL_OK && *refined && c->asym) {   /* the backward packs follow the new ones */
-        w->rp.bwd.npacks = w->rp.nshared_b;
-        w->rp.bwd.nsegs = w->rp.nshared_b ? w->rp.bwd.start[w->rp.nshared_b] : 0;
-        uint32_t Mown = (uint32_t)(w->rp.fwd.npacks - w->rp.nshared_f);
-        st = vl__sp_backward(w, s, len, &w->rp.fwd, w->rp.nshared_f, Mown, &w->rp.bwd, err);
+        vl__sp_packing_truncate(&rp->bwd, rp->nshared_b);
+        uint32_t Mown = (uint32_t)(rp->fwd.npacks - rp->nshared_f);
+        st = vl__sp_backward(w, s, len, &rp->fwd, rp->nshared_f, Mown, &rp->bwd, err);
     }
     return st == VL_OK ? vl__sp_schedule(w, s, err) : st;
+}
+
+/* Per-rank room for the refined packs and the keep flags. */
+static vl_status ensure_refined(sp_work *w, size_t dp, vl_err *err)
+{
+    size_t had = w->refined_cap;
+    vl_status st = vl_grow(&w->refined, &w->refined_cap, dp, sizeof *w->refined, err);
+
+    if (st != VL_OK)
+        return st;
+    if (w->refined_cap > had)
+        memset(w->refined + had, 0, (w->refined_cap - had) * sizeof *w->refined);
+    if ((st = vl_grow(&w->keep, &w->keep_cap, dp, sizeof *w->keep, err)) == VL_OK)
+        memset(w->keep, 0, dp * sizeof *w->keep);
+    return st;
 }
 
 /* Which ranks keep their MILP-refined packs: every rank is refined into the scratch
@@ -371,7 +399,8 @@ static vl_status judge_milp(sp_work *w, const sp_setting *s, const vl_cost *cost
         return st;
     for (int r = 0; r < s->dp && st == VL_OK; r++) {
         const sp_res *x = &w->res[(size_t)w->choice[r] * s->dp + r];
-        if ((st = build_rank(w, s, len, r, &cs[w->choice[r]], true, &keep[r], err)) == VL_OK)
+        if ((st = build_rank(w, s, len, r, &cs[w->choice[r]], MILP_SOLVE, &keep[r], err)) ==
+            VL_OK)
             st = vl__sp_emit_rank(w, s, r, x->ckpt, &w->scratch, err);
         any = any || keep[r];
     }
@@ -397,9 +426,10 @@ static vl_status emit_batch(sp_work *w, const sp_setting *s, const vl_cost *cost
                             const uint32_t *len, const cand *cs, uint32_t epoch, vl_plan *out,
                             vl_err *err)
 {
-    bool *keep = calloc((size_t)s->dp, sizeof *keep), refined;
-    vl_status st = keep ? VL_OK : vl_seterr(err, VL_ENOMEM, "slimpack: out of memory");
+    bool refined, *keep;
+    vl_status st = ensure_refined(w, (size_t)s->dp, err);
 
+    keep = w->keep;
     if (st == VL_OK && s->o->milp != SP_MILP_OFF)
         st = judge_milp(w, s, cost, len, cs, keep, err);
     if (st == VL_OK)
@@ -407,7 +437,8 @@ static vl_status emit_batch(sp_work *w, const sp_setting *s, const vl_cost *cost
     for (int r = 0; r < s->dp && st == VL_OK; r++) {
         const cand *c = &cs[w->choice[r]];
         const sp_res *x = &w->res[(size_t)w->choice[r] * s->dp + r];
-        if ((st = build_rank(w, s, len, r, c, keep[r], &refined, err)) == VL_OK)
+        if ((st = build_rank(w, s, len, r, c, keep[r] ? MILP_CACHED : MILP_NONE, &refined,
+                             err)) == VL_OK)
             st = vl__sp_emit_rank(w, s, r, x->ckpt, out, err);
         count_choice(w, s, c);
         w->stat_packs += w->rp.fwd.npacks;
@@ -415,7 +446,6 @@ static vl_status emit_batch(sp_work *w, const sp_setting *s, const vl_cost *cost
         for (size_t p = 0; p < w->rp.fwd.nsegs; p++)
             w->stat_slices += w->rp.fwd.segs[p].off > 0;
     }
-    free(keep);
     w->stat_merges += w->ngroups;
     w->stat_iters++;
     return st;
@@ -479,5 +509,9 @@ void vl__sp_work_free(sp_work *w)
     }
     free(w->res);
     free(w->choice);
+    for (size_t r = 0; r < w->refined_cap; r++)
+        vl__sp_packing_free(&w->refined[r]);
+    free(w->refined);
+    free(w->keep);
     memset(w, 0, sizeof *w);
 }

@@ -196,3 +196,25 @@ vl_status vl__sp_packing_close(sp_packing *pk, vl_err *err)
     pk->start[++pk->npacks] = (uint32_t)pk->nsegs;
     return VL_OK;
 }
+
+void vl__sp_packing_truncate(sp_packing *pk, size_t p0)
+{
+    if (pk->npacks > p0) {
+        pk->npacks = p0;
+        pk->nsegs = p0 ? pk->start[p0] : 0;
+    }
+}
+
+vl_status vl__sp_packing_append(sp_packing *dst, const sp_packing *src, size_t p0,
+                                vl_err *err)
+{
+    vl_status st = VL_OK;
+
+    for (size_t p = p0; p < src->npacks && st == VL_OK; p++) {
+        for (uint32_t j = src->start[p]; j < src->start[p + 1] && st == VL_OK; j++)
+            st = vl__sp_packing_add(dst, &src->segs[j], err);
+        if (st == VL_OK)
+            st = vl__sp_packing_close(dst, err);
+    }
+    return st;
+}
