@@ -115,11 +115,12 @@ static void log_summary(const vl_job *job, const sp_work *w)
     vl_job_log(job,
                "slimpack: %llu iterations, %llu forward packs, %llu backward packs, %llu "
                "slices continuing a sample, %llu DP-Merge groups, %llu of the rank plans "
-               "asymmetric; MILP ran %llu times, improved %llu\n",
+               "asymmetric; MILP solved %llu times, %llu left out (no search within the node cap), improved %llu\n",
                (unsigned long long)w->stat_iters, (unsigned long long)w->stat_packs,
                (unsigned long long)w->stat_bwd_packs, (unsigned long long)w->stat_slices,
                (unsigned long long)w->stat_merges, (unsigned long long)w->stat_asym_ranks,
-               (unsigned long long)w->stat_milp_runs, (unsigned long long)w->stat_milp_better);
+               (unsigned long long)w->stat_milp_runs, (unsigned long long)w->stat_milp_skipped,
+               (unsigned long long)w->stat_milp_better);
     vl_job_log(job, "slimpack: chosen M/pp: <=1 %llu, <=2 %llu, <=4 %llu, <=8 %llu, <=16 %llu, "
                "<=32 %llu, <=64 %llu, more %llu\n",
                (unsigned long long)w->stat_m_hist[0], (unsigned long long)w->stat_m_hist[1],

@@ -115,7 +115,7 @@ typedef struct sp_work {
     bool *keep; size_t keep_cap;                       /* per rank: keeps the refinement */
     /* statistics over everything planned */
     uint64_t stat_iters, stat_packs, stat_bwd_packs, stat_slices, stat_merges;
-    uint64_t stat_asym_ranks, stat_milp_runs, stat_milp_better;
+    uint64_t stat_asym_ranks, stat_milp_runs, stat_milp_skipped, stat_milp_better;
     uint64_t stat_m_hist[8];   /* chosen M / pp: <=1, <=2, <=4, <=8, <=16, <=32, more */
 } sp_work;
 

@@ -28,6 +28,13 @@
  * about ncols columns, so this bounds the work of one refinement (a count, not time:
  * about 0.1 s at 1,250 columns, where 500 nodes took 0.7-1.2 s). */
 #define NODE_WORK 60000
+/* Fewer nodes than this are no search: where z = 0 is out of reach of the greedy's
+ * placement (zero_reachable), branch-and-bound stopped at 30-48 nodes on 1,500-2,000
+ * columns improved none of 323 refinements (the paper bench and 8 GPUs on
+ * tulu3-longcite lengths, bench/RESULTS.md) and took 0.1 s each, most of the planning
+ * time at a million samples.  Such a model is left out; one where z = 0 is reachable
+ * is solved (the root ends it: 25 ms at 2,000 columns). */
+#define MIN_NODES 100
 
 typedef struct model {
     size_t nslim, natom;       /* items[0, nslim) slimmable, the rest atomic */
@@ -130,7 +137,8 @@ static vl_status add_rows(vl_milp *lp, const model *md, const sp_work *w,
 /* The greedy as a point of the model: cuts from the slim work in each pack, x from the
  * greedy packs, z from the loads. */
 static void warm_point(const model *md, const sp_work *w, const sp_setting *s,
-                       const sp_packing *pk, size_t p0, const uint32_t *items, double *x)
+                       const sp_packing *pk, size_t p0, const uint32_t *items, double *x,
+                       double *atoms)
 {
     double run = 0, z = 0;
 
@@ -148,6 +156,7 @@ static void warm_point(const model *md, const sp_work *w, const sp_setting *s,
             else
                 atom += wk;
         }
+        atoms[m] = atom;
         run += slim;
         if (m + 1 < md->M)
             x[m] = fmin(run, md->S);
@@ -156,6 +165,18 @@ static void warm_point(const model *md, const sp_work *w, const sp_setting *s,
     for (size_t a = 0; a < md->natom; a++)
         x[md->x0[a] + (int)(md->greedy[a] - lo_of(md, a))] = 1;
     x[zcol(md)] = z * (1 + 1e-9) + 1e-9;
+}
+
+/* Whether z = 0 is within reach without moving an atomic sample: no pack's atomic work
+ * (the greedy's placement) exceeds tau, so cutting the slim stream at the running sum
+ * of each pack's rest, 1 − atom_m, fills every pack to exactly tau (the rests sum to
+ * S).  Then the LP's optimum is integral at the root and the solver ends there. */
+static bool zero_reachable(const model *md, const double *atoms)
+{
+    for (uint32_t m = 0; m < md->M; m++)
+        if (atoms[m] > 1 + 1e-12)
+            return false;
+    return true;
 }
 
 /* ---- back to packs ---- */
@@ -222,16 +243,13 @@ static vl_status rebuild(const model *md, const sp_work *w, const sp_setting *s,
 
 /* ---- driver ---- */
 
-static vl_status solve(const model *md, sp_work *w, const sp_setting *s, const uint32_t *len,
-                       const uint32_t *items, size_t p0, bool *improved, vl_err *err)
+/* GLPK on the model from the warm point, stopped by its node cap.  r->outcome
+ * VL_MILP_NONE when it found nothing. */
+static vl_status run_glpk(const model *md, const sp_work *w, const uint32_t *items, const double *warm, int nodes, double *x,
+                          vl_milp_result *r, vl_err *err)
 {
-    sp_packing *pk = &w->rp.fwd, fresh = {0};
-    double *x = calloc((size_t)md->ncols, sizeof *x), *warm = calloc((size_t)md->ncols,
-                                                                      sizeof *warm);
     vl_milp *lp = NULL;
-    vl_milp_result r;
-    vl_status st = x && warm ? vl_milp_new(&lp, md->ncols, err)
-                             : vl_seterr(err, VL_ENOMEM, "slimpack: out of memory for the MILP");
+    vl_status st = vl_milp_new(&lp, md->ncols, err);
 
     for (int j = 0; st == VL_OK && j < md->ncols; j++) {
         bool bin = j > zcol(md);
@@ -240,13 +258,48 @@ static vl_status solve(const model *md, sp_work *w, const sp_setting *s, const u
     }
     if (st == VL_OK)
         st = add_rows(lp, md, w, items, err);
-    if (st == VL_OK) {
-        warm_point(md, w, s, pk, p0, items, warm);
-        int nodes = NODE_WORK / md->ncols;
-        nodes = nodes < 1 ? 1 : nodes < (int)s->o->milp_nodes ? nodes : (int)s->o->milp_nodes;
-        st = vl_milp_solve(lp, warm, nodes, x, &r, err);
+    if (st == VL_OK)
+        st = vl_milp_solve(lp, warm, nodes, x, r, err);
+    vl_milp_free(lp);
+    return st;
+}
+
+/* The model's solution by GLPK, except where its node cap leaves no room to search
+ * (MIN_NODES) and z = 0 is out of reach of the greedy's placement: there the greedy
+ * stays (r->outcome VL_MILP_NONE). */
+static vl_status find_point(const model *md, sp_work *w, const sp_setting *s,
+                            const uint32_t *items, const double *warm, const double *atoms,
+                            double *x, vl_milp_result *r, vl_err *err)
+{
+    int nodes = NODE_WORK / md->ncols;
+    vl_status st;
+
+    *r = (vl_milp_result){.outcome = VL_MILP_NONE};
+    nodes = nodes < (int)s->o->milp_nodes ? nodes : (int)s->o->milp_nodes;
+    if (nodes < MIN_NODES && nodes < (int)s->o->milp_nodes && !zero_reachable(md, atoms)) {
+        w->stat_milp_skipped++;
+        return VL_OK;
     }
+    st = run_glpk(md, w, items, warm, nodes < 1 ? 1 : nodes, x, r, err);
     w->stat_milp_runs += st == VL_OK;
+    return st;
+}
+
+static vl_status solve(const model *md, sp_work *w, const sp_setting *s, const uint32_t *len,
+                       const uint32_t *items, size_t p0, bool *improved, vl_err *err)
+{
+    sp_packing *pk = &w->rp.fwd, fresh = {0};
+    double *x = calloc((size_t)md->ncols, sizeof *x);
+    double *warm = calloc((size_t)md->ncols, sizeof *warm);
+    double *atoms = calloc(md->M, sizeof *atoms);
+    vl_milp_result r;
+    vl_status st = x && warm && atoms ? VL_OK
+                 : vl_seterr(err, VL_ENOMEM, "slimpack: out of memory for the MILP");
+
+    if (st == VL_OK) {
+        warm_point(md, w, s, pk, p0, items, warm, atoms);
+        st = find_point(md, w, s, items, warm, atoms, x, &r, err);
+    }
     if (st == VL_OK && r.outcome != VL_MILP_NONE)
         st = rebuild(md, w, s, len, items, x, &fresh, err);
     if (st == VL_OK && fresh.npacks > 0 &&
@@ -256,9 +309,9 @@ static vl_status solve(const model *md, sp_work *w, const sp_setting *s, const u
         *improved = st == VL_OK;
     }
     vl__sp_packing_free(&fresh);
-    vl_milp_free(lp);
     free(x);
     free(warm);
+    free(atoms);
     return st;
 }
 
