@@ -446,3 +446,59 @@ Test(slimpack_plan, dp_merge_by_memory_lowers_the_imbalance)
     cr_assert_lt(tbr[1], tbr[0], "TBR %.4f with DP-Merge, %.4f without", tbr[1], tbr[0]);
     vl_manifest_free(m);
 }
+
+/* Candidates no rank may choose (packs under min_pack_tokens, past the smallest M) are
+ * not simulated, and the plan is the one of the smallest M alone. */
+Test(slimpack_plan, only_eligible_candidates_are_simulated)
+{
+    vl_config auto_cfg, fixed_cfg;
+    vl_manifest *m = lognormal_manifest(256, 2);
+    vl_plan a, b;
+    char *log = NULL;
+
+    config(&auto_cfg, small_sets, "slimpack.min_pack_tokens=1000000000");
+    config(&fixed_cfg, small_sets, "slimpack.min_pack_tokens=1000000000;slimpack.micropacks=4");
+    run(&a, m, &auto_cfg, 1, &log);
+    run(&b, m, &fixed_cfg, 0, NULL);
+    cr_assert_not_null(log);
+    cr_assert(strstr(log, "M=   4 asym") && !strstr(log, "M=   6 asym"), "%s", log);
+    cr_assert(strstr(log, "larger candidates not simulated"), "%s", log);
+    cr_assert(plans_equal(&a, &b));
+    free(log);
+    vl_plan_free(&a);
+    vl_plan_free(&b);
+    vl_config_free(&auto_cfg);
+    vl_config_free(&fixed_cfg);
+    vl_manifest_free(m);
+}
+
+/* 8 ranks of 256K tokens in 32-64 packs: the MILP has 1,500+ columns, its node cap is
+ * 30-40 nodes, and z = 0 is out of the greedy placement's reach, so it is left out
+ * (slimpack_milp.c MIN_NODES): the plan is the greedy's, as with milp off. */
+Test(slimpack_plan, milp_without_room_to_search_is_left_out)
+{
+    static const char *const sets[] = {"cluster.gpus=8", "training.oversize=drop", NULL};
+    vl_config on_cfg, off_cfg;
+    vl_manifest *m = tu_gen_manifest("tulu3-longcite", 2400, 3);
+    vl_plan a, b;
+    char *log = NULL;
+    unsigned long long solved = 0, left = 0, better = 1;
+
+    config(&on_cfg, sets, "slimpack.milp=auto");
+    config(&off_cfg, sets, "slimpack.milp=off");
+    run(&a, m, &on_cfg, 1, &log);
+    run(&b, m, &off_cfg, 0, NULL);
+    const char *at = log ? strstr(log, "MILP solved ") : NULL;
+    cr_assert_not_null(at, "%s", log);
+    cr_assert_eq(sscanf(at, "MILP solved %llu times, %llu left out (no search within the "
+                        "node cap), improved %llu", &solved, &left, &better), 3, "%s", at);
+    cr_assert_gt(left, 0, "%s", at);
+    cr_assert_eq(better, 0, "%s", at);
+    cr_assert(plans_equal(&a, &b));
+    free(log);
+    vl_plan_free(&a);
+    vl_plan_free(&b);
+    vl_config_free(&on_cfg);
+    vl_config_free(&off_cfg);
+    vl_manifest_free(m);
+}
