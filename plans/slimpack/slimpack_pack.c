@@ -154,17 +154,6 @@ typedef struct done_at {
     uint32_t pack, pos, sample;
 } done_at;
 
-static int by_completion(const void *a, const void *b)
-{
-    const done_at *x = a, *y = b;
-
-    if (x->pack != y->pack)
-        return x->pack < y->pack ? -1 : 1;
-    if (x->pos != y->pos)
-        return x->pos < y->pos ? -1 : 1;
-    return x->sample < y->sample ? -1 : x->sample > y->sample;
-}
-
 /* How far a backward cut may put the running work off its target, as a share of sigma:
  * a pack sits between two cuts, so it stays within twice this of sigma. */
 #define BWD_TOL 0.004
@@ -232,8 +221,7 @@ static vl_status completion_order(const sp_packing *fwd, size_t p0, const uint32
             if (sg->off + sg->len == len[sg->sample])
                 d[(*n)++] = (done_at){(uint32_t)p, j - fwd->start[p], sg->sample};
         }
-    qsort(d, *n, sizeof *d, by_completion);
-    *out = d;
+    *out = d;   /* in (pack, position) order as made: forward-completion order */
     return VL_OK;
 }
 

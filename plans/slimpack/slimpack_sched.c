@@ -18,25 +18,55 @@ typedef struct entry {
     uint32_t sample, off, unit, seg;  /* seg: index in its packing's segs */
 } entry;
 
-static int by_sample_off(const void *a, const void *b)
+static bool before(const entry *x, const entry *y)
 {
-    const entry *x = a, *y = b;
+    return x->sample != y->sample ? x->sample < y->sample : x->off < y->off;
+}
 
-    if (x->sample != y->sample)
-        return x->sample < y->sample ? -1 : 1;
-    return x->off < y->off ? -1 : x->off > y->off;
+/* Ascending (sample, off), a total order on one packing's segments (they are disjoint):
+ * insertion runs merged bottom-up, typed, as qsort's calls were a tenth of the search. */
+static void sort_entries(entry *v, entry *tmp, size_t n)
+{
+    enum { RUN = 16 };
+    entry *src = v, *dst = tmp;
+
+    for (size_t i = 0; i < n; i += RUN)
+        for (size_t k = i + 1; k < n && k < i + RUN; k++) {
+            entry x = v[k];
+            size_t j = k;
+            for (; j > i && before(&x, &v[j - 1]); j--)
+                v[j] = v[j - 1];
+            v[j] = x;
+        }
+    for (size_t width = RUN; width < n; width *= 2) {
+        for (size_t i = 0; i < n; i += 2 * width) {
+            size_t a = i, amax = i + width < n ? i + width : n, b = amax;
+            size_t bmax = amax + width < n ? amax + width : n, k = i;
+            while (a < amax && b < bmax)
+                dst[k++] = before(&src[b], &src[a]) ? src[b++] : src[a++];
+            while (a < amax)
+                dst[k++] = src[a++];
+            while (b < bmax)
+                dst[k++] = src[b++];
+        }
+        entry *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != v)
+        memcpy(v, src, n * sizeof *v);
 }
 
 static entry *entries_of(const sp_packing *pk)
 {
-    entry *e = malloc((pk->nsegs ? pk->nsegs : 1) * sizeof *e);
+    entry *e = malloc((pk->nsegs ? 2 * pk->nsegs : 1) * sizeof *e);
 
     if (e == NULL)
         return NULL;
     for (size_t p = 0; p < pk->npacks; p++)
         for (uint32_t j = pk->start[p]; j < pk->start[p + 1]; j++)
             e[j] = (entry){pk->segs[j].sample, pk->segs[j].off, (uint32_t)p, j};
-    qsort(e, pk->nsegs, sizeof *e, by_sample_off);
+    sort_entries(e, e + pk->nsegs, pk->nsegs);
     return e;
 }
 
