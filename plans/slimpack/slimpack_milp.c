@@ -12,7 +12,8 @@
  * multiples of sigma are already within 0.4% of sigma (slimpack_pack.c).  Run only when
  * the greedy is off by more than 1% (milp auto) and there are at most 2000 binaries,
  * warm-started from the greedy, stopped by min(slimpack.milp_nodes, 60000 / columns)
- * nodes (NODE_WORK); the refined packs replace the greedy ones only when their
+ * nodes (NODE_WORK), and left out when that is under MIN_NODES unless z = 0 is within
+ * the greedy placement's reach (zero_reachable); the refined packs replace the greedy ones only when their
  * deviation, after rounding the cuts to tokens, is lower, and (slimpack_search.c) the
  * rank's simulated makespan is no worse and it still fits. */
 #include <math.h>
