@@ -298,7 +298,7 @@ static vl_status rank_results(const vl_sim_scratch *w, uint32_t r, rank_out *ro,
         if (t == NULL)
             continue;
         if ((st = vl_grow(&t->lanes, &t->lanes_cap, t->nlanes + 1, sizeof *t->lanes, err)) ||
-            (st = trace_stage(w, r, s, t, err)) != VL_OK)
+            (!t->lanes_only && (st = trace_stage(w, r, s, t, err)) != VL_OK))
             return st;
         t->lanes[t->nlanes++] = (vl_sim_lane){.rank = r, .stage = s, .layers = w->llayers[l],
             .busy = busy, .makespan = ro->makespan, .act_peak = act, .states = states};
@@ -380,7 +380,7 @@ static vl_status trace_sync(vl_sim_trace *t, double makespan, double sync, vl_er
     vl_status st = VL_OK;
 
     t->iter_time = makespan + sync;
-    for (size_t l = 0; l < t->nlanes && st == VL_OK && sync > 0.0; l++)
+    for (size_t l = 0; l < t->nlanes && st == VL_OK && sync > 0.0 && !t->lanes_only; l++)
         st = push_task(t, (vl_sim_task){.rank = t->lanes[l].rank, .stage = t->lanes[l].stage,
                                         .kind = VL_TASK_SYNC, .start = makespan,
                                         .end = makespan + sync}, err);

@@ -139,6 +139,8 @@ typedef struct vl_sim_trace {
     vl_sim_lane *lanes; size_t nlanes, lanes_cap;
     double iter_time;     /* seconds */
     double capacity;      /* bytes per device */
+    bool lanes_only;      /* set by the caller: fill lanes, leave tasks empty (a search
+                             that reads only the lanes saves recording every task) */
 } vl_sim_trace;
 
 /* Reusable buffers: pass the same scratch to consecutive vl_sim_iter calls. */

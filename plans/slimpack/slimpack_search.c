@@ -285,6 +285,7 @@ static vl_status ensure_search(sp_work *w, const sp_setting *s, vl_manifest *m,
         return st;
     if (!w->trace && !(w->trace = calloc(1, sizeof(vl_sim_trace))))
         return vl_seterr(err, VL_ENOMEM, "slimpack: out of memory for a trace");
+    ((vl_sim_trace *)w->trace)->lanes_only = true;   /* the search reads lanes alone */
     if ((st = vl_grow(&w->res, &w->res_cap, ncand * (size_t)s->dp, sizeof *w->res, err)) !=
         VL_OK)
         return st;
