@@ -502,3 +502,36 @@ Test(slimpack_plan, milp_without_room_to_search_is_left_out)
     vl_config_free(&off_cfg);
     vl_manifest_free(m);
 }
+
+/* The search's trace (lanes_only): the same lanes as a full trace, no tasks. */
+Test(slimpack_plan, lanes_only_trace_matches_the_full_one)
+{
+    vl_config cfg;
+    vl_manifest *m = lognormal_manifest(256, 2);
+    vl_plan p;
+    vl_cost c;
+    vl_err err;
+    vl_sim_trace full = {0}, lanes = {.lanes_only = true};
+    vl_sim_iter_result a, b;
+
+    config(&cfg, small_sets, NULL);
+    run(&p, m, &cfg, 0, NULL);
+    cr_assert_eq(vl_cost_init(&c, &cfg, &err), VL_OK);
+    cr_assert_eq(vl_sim_iter(&p, 0, &c, NULL, &a, NULL, &full, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl_sim_iter(&p, 0, &c, NULL, &b, NULL, &lanes, &err), VL_OK, "%s", err.msg);
+    cr_assert_gt(full.ntasks, 0);
+    cr_assert_eq(lanes.ntasks, 0);
+    cr_assert_eq(lanes.nlanes, full.nlanes);
+    for (size_t i = 0; i < full.nlanes; i++) {
+        const vl_sim_lane *x = &full.lanes[i], *y = &lanes.lanes[i];
+        cr_assert(x->rank == y->rank && x->stage == y->stage && x->makespan == y->makespan &&
+                  x->act_peak == y->act_peak && x->states == y->states);
+    }
+    cr_assert_eq(a.iter_time_ms, b.iter_time_ms);
+    cr_assert_eq(full.iter_time, lanes.iter_time);
+    vl_sim_trace_free(&full);
+    vl_sim_trace_free(&lanes);
+    vl_plan_free(&p);
+    vl_config_free(&cfg);
+    vl_manifest_free(m);
+}
