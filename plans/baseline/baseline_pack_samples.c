@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "baseline_pack.h"
+#include "rng.h"
 
 #define STREAM_RANK 0x504B524B00000000ull    /* "PKRK": a rank's packer in samples dealing */
 #define SAMPLES_WORK (1ull << 26)
@@ -116,7 +117,9 @@ static void group_by_rank(samples *s, size_t dp)
 static vl_status try_share(bl *c, dealer *d, samples *s, size_t m, bool equal, share *sh,
                            vl_err *err)
 {
-    uint64_t stream = STREAM_RANK ^ ((uint64_t)c->epoch << 32) ^ ((uint64_t)c->batch << 16);
+    /* batch << 32 | rank is injective for both below 2^32, and adding the mixed tag is a
+     * bijection: within an epoch every (batch, rank) gets its own stream. */
+    uint64_t stream = vl_rng_mix(STREAM_RANK ^ (uint64_t)c->epoch) + ((uint64_t)c->batch << 32);
     size_t np = (s->n + c->dp - 1) / c->dp * c->dp;   /* zero-weight placeholders */
     vl_status st;
 
@@ -134,7 +137,7 @@ static vl_status try_share(bl *c, dealer *d, samples *s, size_t m, bool equal, s
         return st;
     group_by_rank(s, c->dp);
     for (size_t r = 0; r < c->dp && st == VL_OK && sh->fits; r++) {
-        vl_pack_opts po = vl__pk_opts(c, stream ^ r);
+        vl_pack_opts po = vl__pk_opts(c, stream + (uint64_t)r);
         vl_bins *b = &sh->bins[r];
         st = vl_pack(b, s->grouped + s->off[r], s->off[r + 1] - s->off[r], pk_ctx(c)->len,
                      &po, err);
