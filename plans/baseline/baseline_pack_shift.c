@@ -1,0 +1,396 @@
+/* plans/baseline/baseline_pack_shift.c -- `pack` with pack.deal=samples: the last step of
+ * an iteration's dealing moves single samples between packs of different ranks.
+ *
+ * Whole packs, and swaps of whole packs (baseline_pack_refine.c), move load in steps of
+ * a pack.  When an iteration is nearly full (Azure code at 8K on 32 ranks: 99.98%) the
+ * packs cannot be re-cut by rank and one empty slot leaves every other rank a pack's
+ * tokens over it; and two packs a rank leave the attention work in coarse steps.  Here,
+ * with the micro-batch slots fixed (every rank keeps its m slots; a sample may go into
+ * an empty slot, which then holds a pack), a step takes the busiest rank under a target
+ * measure and the best of: moving one of its samples into a pack of another rank with
+ * room (training.max_seq_len tokens, pack.max_samples), or swapping one of its samples
+ * for a lighter one of another rank where both packs keep within capacity -- the best
+ * being the one that leaves the larger of the two ranks' loads least, and below the
+ * busiest rank's.  A step is taken only where no rank ends above the iteration's busiest
+ * in the measures held; modelled time is screened on the cost model linearised per
+ * sample and then checked exactly on the two packs changed (a step that would raise the
+ * busiest rank's modelled time is undone and ends the pass).
+ * Passes, as in baseline_pack_refine.c: under pack.balance=time, tokens then attention,
+ * each holding the other two; under tokens or attention, that measure with nothing held,
+ * then the other of the two holding it and time.
+ * Work: a step looks at the busiest rank's samples against the samples and packs of the
+ * SHIFT_PEERS ranks with the most room (the least of their loads over the maxima, in the
+ * target and the measures held), O(n + |h| * (peers' samples + packs)); at
+ * most n steps per pass, and the iteration stops after SHIFT_WORK candidate checks (a
+ * count, never a clock). */
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+
+#include "baseline_pack.h"
+
+#define SHIFT_WORK (1ull << 21)
+#define SHIFT_PEERS 8
+#define NMEAS 3
+
+typedef struct shift {
+    size_t n, np, dp;
+    uint32_t *item;         /* [n] */
+    size_t *at;             /* [n] the pack of sample i */
+    double *w[NMEAS];       /* [n] linearised time, tokens, attention of sample i */
+    double *tok, *time;     /* [np] a pack's tokens and exact modelled time */
+    size_t *cnt;            /* [np] */
+    int *rank;              /* [np] */
+    double *load[NMEAS];    /* [dp] exact time, tokens, attention */
+    double max[NMEAS];
+    size_t *mine, *theirs;  /* [n] this step's samples of the busiest rank, of peers */
+    size_t *slots;          /* [np] this step's packs of peers */
+    uint32_t *tmp;          /* [n] a pack's items */
+    unsigned hold;
+    uint32_t cap, max_items;
+    uint64_t work;
+} shift;
+
+/* A step: sample i into pack q (j = SIZE_MAX), or i and j swap packs. */
+typedef struct step {
+    size_t i, j, q;
+    double after;
+} step;
+
+static void shift_free(shift *s)
+{
+    free(s->item);
+    free(s->at);
+    for (int k = 0; k < NMEAS; k++) {
+        free(s->w[k]);
+        free(s->load[k]);
+    }
+    free(s->tok);
+    free(s->time);
+    free(s->cnt);
+    free(s->rank);
+    free(s->mine);
+    free(s->theirs);
+    free(s->slots);
+    free(s->tmp);
+}
+
+static vl_status shift_alloc(shift *s, vl_err *err)
+{
+    size_t n = s->n ? s->n : 1;
+    bool ok = true;
+
+    s->item = malloc(n * sizeof *s->item);
+    s->at = malloc(n * sizeof *s->at);
+    for (int k = 0; k < NMEAS; k++) {
+        s->w[k] = malloc(n * sizeof(double));
+        s->load[k] = calloc(s->dp, sizeof(double));
+        ok = ok && s->w[k] && s->load[k];
+    }
+    s->tok = calloc(s->np, sizeof *s->tok);
+    s->time = calloc(s->np, sizeof *s->time);
+    s->cnt = calloc(s->np, sizeof *s->cnt);
+    s->rank = malloc(s->np * sizeof *s->rank);
+    s->mine = malloc(n * sizeof *s->mine);
+    s->theirs = malloc(n * sizeof *s->theirs);
+    s->slots = malloc(s->np * sizeof *s->slots);
+    s->tmp = malloc(n * sizeof *s->tmp);
+    ok = ok && s->item && s->at && s->tok && s->time && s->cnt && s->rank && s->mine &&
+         s->theirs && s->slots && s->tmp;
+    return ok ? VL_OK : vl_seterr(err, VL_ENOMEM, "out of memory for %zu samples", s->n);
+}
+
+/* Pack q's exact modelled time from its members (in sample order). */
+static vl_status pack_time(bl *c, dealer *d, shift *s, size_t q, vl_err *err)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < s->n; i++)
+        if (s->at[i] == q)
+            s->tmp[k++] = s->item[i];
+    s->work += s->n;
+    return vl__pk_time(c, d, s->tmp, k, &s->time[q], err);
+}
+
+static vl_status shift_init(bl *c, dealer *d, shift *s, const packs *pk, const size_t *ids,
+                            vl_err *err)
+{
+    const uint32_t *len = pk_ctx(c)->len;
+    double a, b;
+    vl_status st;
+
+    for (size_t p = 0; p < s->np; p++)
+        s->n += pk->cnt[ids[p]];
+    if ((st = shift_alloc(s, err)) != VL_OK)
+        return st;
+    vl__pk_linear_time(c, &a, &b);
+    for (size_t p = 0, i = 0; p < s->np; p++) {
+        s->rank[p] = d->part[p];
+        for (size_t k = 0; k < pk->cnt[ids[p]]; k++, i++) {
+            uint32_t it = pk->items[pk->off[ids[p]] + k], l = len[it];
+            s->item[i] = it;
+            s->at[i] = p;
+            s->w[1][i] = l;
+            s->w[2][i] = vl_cost_pairs(0, l);
+            s->w[0][i] = a * l + b * s->w[2][i];
+            s->tok[p] += l;
+            s->cnt[p]++;
+            s->load[1][s->rank[p]] += s->w[1][i];
+            s->load[2][s->rank[p]] += s->w[2][i];
+        }
+    }
+    for (size_t p = 0; p < s->np && st == VL_OK; p++) {
+        st = vl__pk_time(c, d, pk->items + pk->off[ids[p]], pk->cnt[ids[p]], &s->time[p], err);
+        s->load[0][s->rank[p]] += s->time[p];
+    }
+    return st;
+}
+
+static size_t argmax(const double *x, size_t n)
+{
+    size_t at = 0;
+    for (size_t i = 1; i < n; i++)
+        at = x[i] > x[at] ? i : at;
+    return at;
+}
+
+/* How near rank r is to the iteration's busiest in the target and the measures held:
+ * the largest of its loads over those maxima. */
+static double fullness(const shift *s, int t, size_t r)
+{
+    double f = 0;
+
+    for (int k = 0; k < NMEAS; k++)
+        if ((k == t || (s->hold >> k & 1)) && s->max[k] > 0 && s->load[k][r] / s->max[k] > f)
+            f = s->load[k][r] / s->max[k];
+    return f;
+}
+
+/* The SHIFT_PEERS ranks other than h with the most room (least fullness, lowest index on
+ * ties) into peer: the ones a step can load without reaching a held maximum. */
+static size_t pick_peers(const shift *s, int t, size_t h, size_t *peer)
+{
+    double full[SHIFT_PEERS];
+    size_t k = 0;
+
+    for (size_t r = 0; r < s->dp; r++) {
+        double f = fullness(s, t, r);
+        if (r == h || (k == SHIFT_PEERS && f >= full[k - 1]))
+            continue;
+        size_t j = k < SHIFT_PEERS ? k++ : SHIFT_PEERS - 1;
+        for (; j > 0 && full[j - 1] > f; j--) {
+            peer[j] = peer[j - 1];
+            full[j] = full[j - 1];
+        }
+        peer[j] = r;
+        full[j] = f;
+    }
+    return k;
+}
+
+static bool is_peer(const size_t *peer, size_t k, size_t r)
+{
+    for (size_t j = 0; j < k; j++)
+        if (peer[j] == r)
+            return true;
+    return false;
+}
+
+/* This step's candidates: the busiest rank's samples, the peers' samples and packs. */
+static void gather(shift *s, size_t h, const size_t *peer, size_t k, size_t *nm, size_t *nt,
+                   size_t *nq)
+{
+    *nm = *nt = *nq = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        size_t r = (size_t)s->rank[s->at[i]];
+        if (r == h)
+            s->mine[(*nm)++] = i;
+        else if (is_peer(peer, k, r))
+            s->theirs[(*nt)++] = i;
+    }
+    for (size_t q = 0; q < s->np; q++)
+        if (is_peer(peer, k, (size_t)s->rank[q]))
+            s->slots[(*nq)++] = q;
+    s->work += s->n + s->np;
+}
+
+/* The change in measure k of moving i away for j (j = SIZE_MAX: for nothing). */
+static double delta(const shift *s, int k, size_t i, size_t j)
+{
+    return s->w[k][i] - (j == SIZE_MAX ? 0 : s->w[k][j]);
+}
+
+/* Do ranks h and r stay within the held maxima after the step (time screened on the
+ * linearised weights)? */
+static bool keeps_held(const shift *s, int t, size_t i, size_t j, size_t h, size_t r)
+{
+    for (int k = 0; k < NMEAS; k++) {
+        double d = delta(s, k, i, j);
+        if (k != t && (s->hold >> k & 1) &&
+            (s->load[k][r] + d > s->max[k] || s->load[k][h] - d > s->max[k]))
+            return false;
+    }
+    return true;
+}
+
+static void consider(const shift *s, int t, step cand, size_t h, step *best)
+{
+    size_t r = (size_t)s->rank[cand.q];
+    double d = delta(s, t, cand.i, cand.j);
+
+    if (d <= 0)
+        return;
+    cand.after = s->load[t][h] - d > s->load[t][r] + d ? s->load[t][h] - d : s->load[t][r] + d;
+    if (cand.after < best->after && keeps_held(s, t, cand.i, cand.j, h, r))
+        *best = cand;
+}
+
+static bool fits(const shift *s, size_t q, double tokens_in, double tokens_out, size_t items)
+{
+    return s->tok[q] + tokens_in - tokens_out <= s->cap &&
+           (s->max_items == 0 || s->cnt[q] - (tokens_out > 0) + items <= s->max_items);
+}
+
+static step best_step(shift *s, int t, size_t h)
+{
+    size_t peer[SHIFT_PEERS], k = pick_peers(s, t, h, peer), nm, nt, nq;
+    step best = {SIZE_MAX, SIZE_MAX, SIZE_MAX, s->load[t][h]};
+
+    gather(s, h, peer, k, &nm, &nt, &nq);
+    s->work += (uint64_t)nm * (nt + nq);
+    for (size_t a = 0; a < nm; a++) {
+        size_t i = s->mine[a], p = s->at[i];
+        for (size_t b = 0; b < nq; b++)
+            if (fits(s, s->slots[b], s->w[1][i], 0, 1))
+                consider(s, t, (step){i, SIZE_MAX, s->slots[b], 0}, h, &best);
+        for (size_t b = 0; b < nt; b++) {
+            size_t j = s->theirs[b], q = s->at[j];
+            if (fits(s, q, s->w[1][i], s->w[1][j], 1) && fits(s, p, s->w[1][j], s->w[1][i], 1))
+                consider(s, t, (step){i, j, q, 0}, h, &best);
+        }
+    }
+    return best;
+}
+
+/* Move sample i to pack q (its tokens, count and rank loads follow). */
+static void move(shift *s, size_t i, size_t q)
+{
+    size_t p = s->at[i];
+
+    s->tok[p] -= s->w[1][i];
+    s->tok[q] += s->w[1][i];
+    s->cnt[p]--;
+    s->cnt[q]++;
+    for (int k = 1; k < NMEAS; k++) {
+        s->load[k][s->rank[p]] -= s->w[k][i];
+        s->load[k][s->rank[q]] += s->w[k][i];
+    }
+    s->at[i] = q;
+}
+
+/* Re-time packs p and q exactly after a step. */
+static vl_status retime(bl *c, dealer *d, shift *s, size_t p, size_t q, vl_err *err)
+{
+    vl_status st;
+
+    s->load[0][s->rank[p]] -= s->time[p];
+    s->load[0][s->rank[q]] -= s->time[q];
+    if ((st = pack_time(c, d, s, p, err)) == VL_OK)
+        st = pack_time(c, d, s, q, err);
+    s->load[0][s->rank[p]] += s->time[p];
+    s->load[0][s->rank[q]] += s->time[q];
+    return st;
+}
+
+/* Take step b (busiest rank h); undo it where it raises the busiest modelled time while
+ * time is held (*taken false). */
+static vl_status take(bl *c, dealer *d, shift *s, step b, size_t h, bool *taken, vl_err *err)
+{
+    size_t p = s->at[b.i], q = b.q, r = (size_t)s->rank[q];
+    vl_status st;
+
+    move(s, b.i, q);
+    if (b.j != SIZE_MAX)
+        move(s, b.j, p);
+    if ((st = retime(c, d, s, p, q, err)) != VL_OK)
+        return st;
+    *taken = !(s->hold & 1) || (s->load[0][h] <= s->max[0] && s->load[0][r] <= s->max[0]);
+    if (*taken)
+        return VL_OK;
+    if (b.j != SIZE_MAX)
+        move(s, b.j, q);
+    move(s, b.i, p);
+    return retime(c, d, s, p, q, err);
+}
+
+/* Lower the busiest rank's measure t, holding the measures in hold. */
+static vl_status pass(bl *c, dealer *d, shift *s, int t, unsigned hold, vl_err *err)
+{
+    vl_status st = VL_OK;
+    bool taken = true;
+
+    s->hold = hold;
+    for (int k = 0; k < NMEAS; k++)
+        s->max[k] = s->load[k][argmax(s->load[k], s->dp)];
+    for (size_t n = 0; n < s->n && s->work < SHIFT_WORK && taken && st == VL_OK; n++) {
+        size_t h = argmax(s->load[t], s->dp);
+        step b = best_step(s, t, h);
+        if (b.i == SIZE_MAX)
+            break;
+        st = take(c, d, s, b, h, &taken, err);
+        if (getenv("SHIFT_DEBUG"))
+            fprintf(stderr, "t%d step %zu h %zu i %zu j %zu q %zu after %.0f taken %d max %.4g %.4g %.4g work %llu\n", t, n, h, b.i, b.j, b.q, b.after, taken, s->max[0], s->max[1], s->max[2], (unsigned long long)s->work);
+    }
+    return st;
+}
+
+/* The shifted packs, grouped by pack in sample order, dealt and emitted. */
+static vl_status emit(bl *c, dealer *d, shift *s, vl_err *err)
+{
+    packs pk = {.n = s->np};
+    vl_status st = VL_OK;
+
+    pk.items = malloc((s->n ? s->n : 1) * sizeof *pk.items);
+    pk.off = calloc(s->np + 1, sizeof *pk.off);
+    pk.cnt = malloc(s->np * sizeof *pk.cnt);
+    if (pk.items == NULL || pk.off == NULL || pk.cnt == NULL) {
+        st = vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", s->np);
+    } else {
+        for (size_t q = 0; q < s->np; q++) {
+            pk.off[q + 1] = pk.off[q] + s->cnt[q];
+            pk.cnt[q] = 0;
+            d->ids[q] = q;
+            d->part[q] = s->rank[q];
+        }
+        for (size_t i = 0; i < s->n; i++)
+            pk.items[pk.off[s->at[i]] + pk.cnt[s->at[i]]++] = s->item[i];
+        st = vl__pk_emit_dealt(c, d, &pk, d->ids, s->np, 0, err);
+    }
+    free(pk.items);
+    free(pk.off);
+    free(pk.cnt);
+    return st;
+}
+
+vl_status vl__pk_shift_emit(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
+                            vl_err *err)
+{
+    int primary = vl__pk_primary(c);
+    shift s = {.np = np, .dp = c->dp, .cap = c->t->max_seq_len,
+               .max_items = c->job->cfg->pack.max_samples};
+    vl_status st = shift_init(c, d, &s, pk, ids, err);
+
+    if (st == VL_OK && primary == VL__PK_TIME) {
+        st = pass(c, d, &s, VL__PK_TOK, VL__PK_ALL, err);
+        if (st == VL_OK)
+            st = pass(c, d, &s, VL__PK_ATT, VL__PK_ALL, err);
+    } else if (st == VL_OK) {
+        st = pass(c, d, &s, primary, 0, err);
+        if (st == VL_OK)
+            st = pass(c, d, &s, VL__PK_TOK + VL__PK_ATT - primary, VL__PK_ALL, err);
+    }
+    if (st == VL_OK)
+        st = emit(c, d, &s, err);
+    shift_free(&s);
+    return st;
+}
