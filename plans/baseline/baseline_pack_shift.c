@@ -16,22 +16,25 @@
  * sample and then checked exactly on the two packs changed (a step that would raise the
  * busiest rank's modelled time is undone and ends the pass).
  * Passes, as in baseline_pack_refine.c: under pack.balance=time, tokens then attention,
- * each holding the other two; under tokens or attention, that measure with nothing held,
- * then the other of the two holding it and time.
+ * each holding the other two, then a joint pass lowering the larger of a rank's tokens
+ * and attention over their means, holding time only (the first two stop where the rank
+ * with room in one measure is full in the other: it trades a little of one for the
+ * other, never past the busiest rank's); under tokens or attention, that measure with
+ * nothing held, then the other of the two holding it and time.
  * Work: a step looks at the busiest rank's samples against the samples and packs of the
  * SHIFT_PEERS ranks with the most room (the least of their loads over the maxima, in the
- * target and the measures held), O(n + |h| * (peers' samples + packs)); at
- * most n steps per pass, and the iteration stops after SHIFT_WORK candidate checks (a
- * count, never a clock). */
+ * target and the measures held), and only where they offer no step, all ranks':
+ * O(n + np + |h| * (their samples + packs)).  At most n steps per pass; the iteration
+ * stops after SHIFT_WORK candidate checks (a count, never a clock). */
 #include <stdlib.h>
 #include <string.h>
-#include <stdio.h>
 
 #include "baseline_pack.h"
 
 #define SHIFT_WORK (1ull << 21)
 #define SHIFT_PEERS 8
 #define NMEAS 3
+#define JOINT 3     /* a target: the larger of a rank's tokens and attention over their means */
 
 typedef struct shift {
     size_t n, np, dp;
@@ -43,9 +46,13 @@ typedef struct shift {
     int *rank;              /* [np] */
     double *load[NMEAS];    /* [dp] exact time, tokens, attention */
     double max[NMEAS];
+    double mean[NMEAS];     /* the ranks' mean load (steps move load, never change it) */
     size_t *mine, *theirs;  /* [n] this step's samples of the busiest rank, of peers */
     size_t *slots;          /* [np] this step's packs of peers */
     uint32_t *tmp;          /* [n] a pack's items */
+    size_t *peer;           /* [dp] this step's receiving ranks */
+    double *full;           /* [dp] their fullness */
+    unsigned char *mark;    /* [dp] 1: a peer, while gathering */
     unsigned hold;
     uint32_t cap, max_items;
     uint64_t work;
@@ -73,6 +80,9 @@ static void shift_free(shift *s)
     free(s->theirs);
     free(s->slots);
     free(s->tmp);
+    free(s->peer);
+    free(s->full);
+    free(s->mark);
 }
 
 static vl_status shift_alloc(shift *s, vl_err *err)
@@ -95,7 +105,10 @@ static vl_status shift_alloc(shift *s, vl_err *err)
     s->theirs = malloc(n * sizeof *s->theirs);
     s->slots = malloc(s->np * sizeof *s->slots);
     s->tmp = malloc(n * sizeof *s->tmp);
-    ok = ok && s->item && s->at && s->tok && s->time && s->cnt && s->rank && s->mine &&
+    s->peer = malloc(s->dp * sizeof *s->peer);
+    s->full = malloc(s->dp * sizeof *s->full);
+    s->mark = calloc(s->dp, 1);
+    ok = ok && s->peer && s->full && s->mark && s->item && s->at && s->tok && s->time && s->cnt && s->rank && s->mine &&
          s->theirs && s->slots && s->tmp;
     return ok ? VL_OK : vl_seterr(err, VL_ENOMEM, "out of memory for %zu samples", s->n);
 }
@@ -139,6 +152,11 @@ static vl_status shift_init(bl *c, dealer *d, shift *s, const packs *pk, const s
             s->load[2][s->rank[p]] += s->w[2][i];
         }
     }
+    for (int k = 1; k < NMEAS; k++) {
+        for (size_t r = 0; r < s->dp; r++)
+            s->mean[k] += s->load[k][r] / (double)s->dp;
+        s->mean[k] = s->mean[k] > 0 ? s->mean[k] : 1;
+    }
     for (size_t p = 0; p < s->np && st == VL_OK; p++) {
         st = vl__pk_time(c, d, pk->items + pk->off[ids[p]], pk->cnt[ids[p]], &s->time[p], err);
         s->load[0][s->rank[p]] += s->time[p];
@@ -161,23 +179,23 @@ static double fullness(const shift *s, int t, size_t r)
     double f = 0;
 
     for (int k = 0; k < NMEAS; k++)
-        if ((k == t || (s->hold >> k & 1)) && s->max[k] > 0 && s->load[k][r] / s->max[k] > f)
+        if ((k == t || (t == JOINT && k > 0) || (s->hold >> k & 1)) && s->max[k] > 0 && s->load[k][r] / s->max[k] > f)
             f = s->load[k][r] / s->max[k];
     return f;
 }
 
-/* The SHIFT_PEERS ranks other than h with the most room (least fullness, lowest index on
+/* The want ranks other than h with the most room (least fullness, lowest index on
  * ties) into peer: the ones a step can load without reaching a held maximum. */
-static size_t pick_peers(const shift *s, int t, size_t h, size_t *peer)
+static size_t pick_peers(shift *s, int t, size_t h, size_t want, size_t *peer)
 {
-    double full[SHIFT_PEERS];
+    double *full = s->full;
     size_t k = 0;
 
     for (size_t r = 0; r < s->dp; r++) {
         double f = fullness(s, t, r);
-        if (r == h || (k == SHIFT_PEERS && f >= full[k - 1]))
+        if (r == h || (k == want && f >= full[k - 1]))
             continue;
-        size_t j = k < SHIFT_PEERS ? k++ : SHIFT_PEERS - 1;
+        size_t j = k < want ? k++ : want - 1;
         for (; j > 0 && full[j - 1] > f; j--) {
             peer[j] = peer[j - 1];
             full[j] = full[j - 1];
@@ -185,15 +203,8 @@ static size_t pick_peers(const shift *s, int t, size_t h, size_t *peer)
         peer[j] = r;
         full[j] = f;
     }
+    s->work += (uint64_t)s->dp * want;
     return k;
-}
-
-static bool is_peer(const size_t *peer, size_t k, size_t r)
-{
-    for (size_t j = 0; j < k; j++)
-        if (peer[j] == r)
-            return true;
-    return false;
 }
 
 /* This step's candidates: the busiest rank's samples, the peers' samples and packs. */
@@ -201,16 +212,20 @@ static void gather(shift *s, size_t h, const size_t *peer, size_t k, size_t *nm,
                    size_t *nq)
 {
     *nm = *nt = *nq = 0;
+    for (size_t j = 0; j < k; j++)
+        s->mark[peer[j]] = 1;
     for (size_t i = 0; i < s->n; i++) {
         size_t r = (size_t)s->rank[s->at[i]];
         if (r == h)
             s->mine[(*nm)++] = i;
-        else if (is_peer(peer, k, r))
+        else if (s->mark[r])
             s->theirs[(*nt)++] = i;
     }
     for (size_t q = 0; q < s->np; q++)
-        if (is_peer(peer, k, (size_t)s->rank[q]))
+        if (s->mark[s->rank[q]])
             s->slots[(*nq)++] = q;
+    for (size_t j = 0; j < k; j++)
+        s->mark[peer[j]] = 0;
     s->work += s->n + s->np;
 }
 
@@ -233,14 +248,36 @@ static bool keeps_held(const shift *s, int t, size_t i, size_t j, size_t h, size
     return true;
 }
 
+/* Rank r's load in target t. */
+static double target(const shift *s, int t, size_t r)
+{
+    if (t != JOINT)
+        return s->load[t][r];
+    double a = s->load[1][r] / s->mean[1], b = s->load[2][r] / s->mean[2];
+    return a > b ? a : b;
+}
+
+/* The larger of ranks h's and r's target after the step (d: its change in t). */
+static double after_step(const shift *s, int t, size_t i, size_t j, size_t h, size_t r)
+{
+    double after = 0;
+
+    for (int k = t == JOINT ? 1 : t; k <= (t == JOINT ? 2 : t); k++) {
+        double d = delta(s, k, i, j), sc = t == JOINT ? s->mean[k] : 1;
+        double x = (s->load[k][h] - d) / sc, y = (s->load[k][r] + d) / sc;
+        after = x > after ? x : after;
+        after = y > after ? y : after;
+    }
+    return after;
+}
+
 static void consider(const shift *s, int t, step cand, size_t h, step *best)
 {
     size_t r = (size_t)s->rank[cand.q];
-    double d = delta(s, t, cand.i, cand.j);
 
-    if (d <= 0)
+    if (t != JOINT && delta(s, t, cand.i, cand.j) <= 0)
         return;
-    cand.after = s->load[t][h] - d > s->load[t][r] + d ? s->load[t][h] - d : s->load[t][r] + d;
+    cand.after = after_step(s, t, cand.i, cand.j, h, r);
     if (cand.after < best->after && keeps_held(s, t, cand.i, cand.j, h, r))
         *best = cand;
 }
@@ -251,12 +288,12 @@ static bool fits(const shift *s, size_t q, double tokens_in, double tokens_out, 
            (s->max_items == 0 || s->cnt[q] - (tokens_out > 0) + items <= s->max_items);
 }
 
-static step best_step(shift *s, int t, size_t h)
+static step best_among(shift *s, int t, size_t h, size_t want)
 {
-    size_t peer[SHIFT_PEERS], k = pick_peers(s, t, h, peer), nm, nt, nq;
-    step best = {SIZE_MAX, SIZE_MAX, SIZE_MAX, s->load[t][h]};
+    size_t k = pick_peers(s, t, h, want, s->peer), nm, nt, nq;
+    step best = {SIZE_MAX, SIZE_MAX, SIZE_MAX, target(s, t, h)};
 
-    gather(s, h, peer, k, &nm, &nt, &nq);
+    gather(s, h, s->peer, k, &nm, &nt, &nq);
     s->work += (uint64_t)nm * (nt + nq);
     for (size_t a = 0; a < nm; a++) {
         size_t i = s->mine[a], p = s->at[i];
@@ -270,6 +307,16 @@ static step best_step(shift *s, int t, size_t h)
         }
     }
     return best;
+}
+
+/* The best step among the SHIFT_PEERS roomiest ranks, else among all. */
+static step best_step(shift *s, int t, size_t h)
+{
+    step b = best_among(s, t, h, SHIFT_PEERS);
+
+    if (b.i == SIZE_MAX && s->dp - 1 > SHIFT_PEERS && s->work < SHIFT_WORK)
+        b = best_among(s, t, h, s->dp - 1);
+    return b;
 }
 
 /* Move sample i to pack q (its tokens, count and rank loads follow). */
@@ -333,13 +380,13 @@ static vl_status pass(bl *c, dealer *d, shift *s, int t, unsigned hold, vl_err *
     for (int k = 0; k < NMEAS; k++)
         s->max[k] = s->load[k][argmax(s->load[k], s->dp)];
     for (size_t n = 0; n < s->n && s->work < SHIFT_WORK && taken && st == VL_OK; n++) {
-        size_t h = argmax(s->load[t], s->dp);
+        size_t h = 0;
+        for (size_t r = 1; r < s->dp; r++)
+            h = target(s, t, r) > target(s, t, h) ? r : h;
         step b = best_step(s, t, h);
         if (b.i == SIZE_MAX)
             break;
         st = take(c, d, s, b, h, &taken, err);
-        if (getenv("SHIFT_DEBUG"))
-            fprintf(stderr, "t%d step %zu h %zu i %zu j %zu q %zu after %.0f taken %d max %.4g %.4g %.4g work %llu\n", t, n, h, b.i, b.j, b.q, b.after, taken, s->max[0], s->max[1], s->max[2], (unsigned long long)s->work);
     }
     return st;
 }
@@ -384,6 +431,8 @@ vl_status vl__pk_shift_emit(bl *c, dealer *d, const packs *pk, const size_t *ids
         st = pass(c, d, &s, VL__PK_TOK, VL__PK_ALL, err);
         if (st == VL_OK)
             st = pass(c, d, &s, VL__PK_ATT, VL__PK_ALL, err);
+        if (st == VL_OK)
+            st = pass(c, d, &s, JOINT, 1u << VL__PK_TIME, err);
     } else if (st == VL_OK) {
         st = pass(c, d, &s, primary, 0, err);
         if (st == VL_OK)
