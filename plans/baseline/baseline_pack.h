@@ -94,6 +94,23 @@ vl_status vl__pk_time(bl *c, dealer *d, const uint32_t *it, size_t k, double *ou
 /** The cost model's time as a*len + b*pairs per sample, linearised at a full pack
  *  (a = 1, b = 0 without a cost model). */
 void vl__pk_linear_time(const bl *c, double *a, double *b);
+/* What the sample-level refinement needs besides the packs. */
+typedef struct vl__pk_shift_in {
+    const uint32_t *len;   /* item lengths */
+    uint32_t cap, max_items;   /* per pack: tokens, samples (0: no limit) */
+    size_t dp;
+    double a, b;           /* the modelled time linearised per sample: a*len + b*pairs */
+    int primary;           /* vl__pk_primary */
+    /* a pack's exact modelled time */
+    vl_status (*time)(void *ctx, const uint32_t *items, size_t k, double *out, vl_err *err);
+    void *ctx;
+} vl__pk_shift_in;
+
+/** Move or swap single samples between packs of different ranks (pack p of pk->n on
+ *  rank part[p]; ranks keep their packs, an empty one may fill) to lower the busiest
+ *  rank's load as vl__pk_refine does by packs (baseline_pack_shift.c); pk is rewritten
+ *  with the same items regrouped (pk->load is not read).  VL_ENOMEM. */
+vl_status vl__pk_shift(const vl__pk_shift_in *in, packs *pk, const int *part, vl_err *err);
 /** Sample-level refinement of one iteration (pk[ids[p]] on rank d->part[p], np = dp*m
  *  slots), then emit it (baseline_pack_shift.c). */
 vl_status vl__pk_shift_emit(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,

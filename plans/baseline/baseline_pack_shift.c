@@ -37,6 +37,7 @@
 #define JOINT 3     /* a target: the larger of a rank's tokens and attention over their means */
 
 typedef struct shift {
+    const vl__pk_shift_in *in;
     size_t n, np, dp;
     uint32_t *item;         /* [n] */
     size_t *at;             /* [n] the pack of sample i */
@@ -114,7 +115,7 @@ static vl_status shift_alloc(shift *s, vl_err *err)
 }
 
 /* Pack q's exact modelled time from its members (in sample order). */
-static vl_status pack_time(bl *c, dealer *d, shift *s, size_t q, vl_err *err)
+static vl_status pack_time(shift *s, size_t q, vl_err *err)
 {
     size_t k = 0;
 
@@ -122,30 +123,27 @@ static vl_status pack_time(bl *c, dealer *d, shift *s, size_t q, vl_err *err)
         if (s->at[i] == q)
             s->tmp[k++] = s->item[i];
     s->work += s->n;
-    return vl__pk_time(c, d, s->tmp, k, &s->time[q], err);
+    return s->in->time(s->in->ctx, s->tmp, k, &s->time[q], err);
 }
 
-static vl_status shift_init(bl *c, dealer *d, shift *s, const packs *pk, const size_t *ids,
-                            vl_err *err)
+static vl_status shift_init(shift *s, const packs *pk, const int *part, vl_err *err)
 {
-    const uint32_t *len = pk_ctx(c)->len;
-    double a, b;
+    const vl__pk_shift_in *in = s->in;
     vl_status st;
 
     for (size_t p = 0; p < s->np; p++)
-        s->n += pk->cnt[ids[p]];
+        s->n += pk->cnt[p];
     if ((st = shift_alloc(s, err)) != VL_OK)
         return st;
-    vl__pk_linear_time(c, &a, &b);
     for (size_t p = 0, i = 0; p < s->np; p++) {
-        s->rank[p] = d->part[p];
-        for (size_t k = 0; k < pk->cnt[ids[p]]; k++, i++) {
-            uint32_t it = pk->items[pk->off[ids[p]] + k], l = len[it];
+        s->rank[p] = part[p];
+        for (size_t k = 0; k < pk->cnt[p]; k++, i++) {
+            uint32_t it = pk->items[pk->off[p] + k], l = in->len[it];
             s->item[i] = it;
             s->at[i] = p;
             s->w[1][i] = l;
             s->w[2][i] = vl_cost_pairs(0, l);
-            s->w[0][i] = a * l + b * s->w[2][i];
+            s->w[0][i] = in->a * l + in->b * s->w[2][i];
             s->tok[p] += l;
             s->cnt[p]++;
             s->load[1][s->rank[p]] += s->w[1][i];
@@ -158,7 +156,7 @@ static vl_status shift_init(bl *c, dealer *d, shift *s, const packs *pk, const s
         s->mean[k] = s->mean[k] > 0 ? s->mean[k] : 1;
     }
     for (size_t p = 0; p < s->np && st == VL_OK; p++) {
-        st = vl__pk_time(c, d, pk->items + pk->off[ids[p]], pk->cnt[ids[p]], &s->time[p], err);
+        st = in->time(in->ctx, pk->items + pk->off[p], pk->cnt[p], &s->time[p], err);
         s->load[0][s->rank[p]] += s->time[p];
     }
     return st;
@@ -336,14 +334,14 @@ static void move(shift *s, size_t i, size_t q)
 }
 
 /* Re-time packs p and q exactly after a step. */
-static vl_status retime(bl *c, dealer *d, shift *s, size_t p, size_t q, vl_err *err)
+static vl_status retime(shift *s, size_t p, size_t q, vl_err *err)
 {
     vl_status st;
 
     s->load[0][s->rank[p]] -= s->time[p];
     s->load[0][s->rank[q]] -= s->time[q];
-    if ((st = pack_time(c, d, s, p, err)) == VL_OK)
-        st = pack_time(c, d, s, q, err);
+    if ((st = pack_time(s, p, err)) == VL_OK)
+        st = pack_time(s, q, err);
     s->load[0][s->rank[p]] += s->time[p];
     s->load[0][s->rank[q]] += s->time[q];
     return st;
@@ -351,7 +349,7 @@ static vl_status retime(bl *c, dealer *d, shift *s, size_t p, size_t q, vl_err *
 
 /* Take step b (busiest rank h); undo it where it raises the busiest modelled time while
  * time is held (*taken false). */
-static vl_status take(bl *c, dealer *d, shift *s, step b, size_t h, bool *taken, vl_err *err)
+static vl_status take(shift *s, step b, size_t h, bool *taken, vl_err *err)
 {
     size_t p = s->at[b.i], q = b.q, r = (size_t)s->rank[q];
     vl_status st;
@@ -359,7 +357,7 @@ static vl_status take(bl *c, dealer *d, shift *s, step b, size_t h, bool *taken,
     move(s, b.i, q);
     if (b.j != SIZE_MAX)
         move(s, b.j, p);
-    if ((st = retime(c, d, s, p, q, err)) != VL_OK)
+    if ((st = retime(s, p, q, err)) != VL_OK)
         return st;
     *taken = !(s->hold & 1) || (s->load[0][h] <= s->max[0] && s->load[0][r] <= s->max[0]);
     if (*taken)
@@ -367,11 +365,11 @@ static vl_status take(bl *c, dealer *d, shift *s, step b, size_t h, bool *taken,
     if (b.j != SIZE_MAX)
         move(s, b.j, q);
     move(s, b.i, p);
-    return retime(c, d, s, p, q, err);
+    return retime(s, p, q, err);
 }
 
 /* Lower the busiest rank's measure t, holding the measures in hold. */
-static vl_status pass(bl *c, dealer *d, shift *s, int t, unsigned hold, vl_err *err)
+static vl_status pass(shift *s, int t, unsigned hold, vl_err *err)
 {
     vl_status st = VL_OK;
     bool taken = true;
@@ -386,60 +384,99 @@ static vl_status pass(bl *c, dealer *d, shift *s, int t, unsigned hold, vl_err *
         step b = best_step(s, t, h);
         if (b.i == SIZE_MAX)
             break;
-        st = take(c, d, s, b, h, &taken, err);
+        st = take(s, b, h, &taken, err);
     }
     return st;
 }
 
-/* The shifted packs, grouped by pack in sample order, dealt and emitted. */
-static vl_status emit(bl *c, dealer *d, shift *s, vl_err *err)
+/* The shifted samples back into pk, grouped by pack in sample order. */
+static void regroup(const shift *s, packs *pk)
 {
-    packs pk = {.n = s->np};
-    vl_status st = VL_OK;
-
-    pk.items = malloc((s->n ? s->n : 1) * sizeof *pk.items);
-    pk.off = calloc(s->np + 1, sizeof *pk.off);
-    pk.cnt = malloc(s->np * sizeof *pk.cnt);
-    if (pk.items == NULL || pk.off == NULL || pk.cnt == NULL) {
-        st = vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", s->np);
-    } else {
-        for (size_t q = 0; q < s->np; q++) {
-            pk.off[q + 1] = pk.off[q] + s->cnt[q];
-            pk.cnt[q] = 0;
-            d->ids[q] = q;
-            d->part[q] = s->rank[q];
-        }
-        for (size_t i = 0; i < s->n; i++)
-            pk.items[pk.off[s->at[i]] + pk.cnt[s->at[i]]++] = s->item[i];
-        st = vl__pk_emit_dealt(c, d, &pk, d->ids, s->np, 0, err);
+    for (size_t q = 0; q < s->np; q++) {
+        pk->off[q] = q ? pk->off[q - 1] + s->cnt[q - 1] : 0;
+        pk->cnt[q] = 0;
     }
-    free(pk.items);
-    free(pk.off);
-    free(pk.cnt);
+    for (size_t i = 0; i < s->n; i++)
+        pk->items[pk->off[s->at[i]] + pk->cnt[s->at[i]]++] = s->item[i];
+}
+
+vl_status vl__pk_shift(const vl__pk_shift_in *in, packs *pk, const int *part, vl_err *err)
+{
+    shift s = {.in = in, .np = pk->n, .dp = in->dp, .cap = in->cap,
+               .max_items = in->max_items};
+    vl_status st = shift_init(&s, pk, part, err);
+
+    if (st == VL_OK && in->primary == VL__PK_TIME) {
+        st = pass(&s, VL__PK_TOK, VL__PK_ALL, err);
+        if (st == VL_OK)
+            st = pass(&s, VL__PK_ATT, VL__PK_ALL, err);
+        if (st == VL_OK)
+            st = pass(&s, JOINT, 1u << VL__PK_TIME, err);
+    } else if (st == VL_OK) {
+        st = pass(&s, in->primary, 0, err);
+        if (st == VL_OK)
+            st = pass(&s, VL__PK_TOK + VL__PK_ATT - in->primary, VL__PK_ALL, err);
+    }
+    if (st == VL_OK)
+        regroup(&s, pk);
+    shift_free(&s);
     return st;
+}
+
+typedef struct timer_ctx {
+    bl *c;
+    dealer *d;
+} timer_ctx;
+
+static vl_status time_of(void *ctx, const uint32_t *items, size_t k, double *out, vl_err *err)
+{
+    timer_ctx *t = ctx;
+    return vl__pk_time(t->c, t->d, items, k, out, err);
+}
+
+/* A copy of the iteration's packs in the order of ids (pack p on rank d->part[p]). */
+static vl_status copy_packs(const packs *pk, const size_t *ids, size_t np, packs *out,
+                            vl_err *err)
+{
+    size_t total = 0;
+
+    for (size_t p = 0; p < np; p++)
+        total += pk->cnt[ids[p]];
+    out->n = np;
+    out->items = malloc((total ? total : 1) * sizeof *out->items);
+    out->off = malloc(np * sizeof *out->off);
+    out->cnt = malloc(np * sizeof *out->cnt);
+    out->load = NULL;
+    if (out->items == NULL || out->off == NULL || out->cnt == NULL)
+        return vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", np);
+    for (size_t p = 0, pos = 0; p < np; p++) {
+        memcpy(out->items + pos, pk->items + pk->off[ids[p]], pk->cnt[ids[p]] * sizeof(uint32_t));
+        out->off[p] = pos;
+        out->cnt[p] = pk->cnt[ids[p]];
+        pos += out->cnt[p];
+    }
+    return VL_OK;
 }
 
 vl_status vl__pk_shift_emit(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
                             vl_err *err)
 {
-    int primary = vl__pk_primary(c);
-    shift s = {.np = np, .dp = c->dp, .cap = c->t->max_seq_len,
-               .max_items = c->job->cfg->pack.max_samples};
-    vl_status st = shift_init(c, d, &s, pk, ids, err);
+    timer_ctx tc = {c, d};
+    vl__pk_shift_in in = {.len = pk_ctx(c)->len, .cap = c->t->max_seq_len,
+                          .max_items = c->job->cfg->pack.max_samples, .dp = c->dp,
+                          .primary = vl__pk_primary(c), .time = time_of, .ctx = &tc};
+    packs local = {0};
+    vl_status st = copy_packs(pk, ids, np, &local, err);
 
-    if (st == VL_OK && primary == VL__PK_TIME) {
-        st = pass(c, d, &s, VL__PK_TOK, VL__PK_ALL, err);
-        if (st == VL_OK)
-            st = pass(c, d, &s, VL__PK_ATT, VL__PK_ALL, err);
-        if (st == VL_OK)
-            st = pass(c, d, &s, JOINT, 1u << VL__PK_TIME, err);
-    } else if (st == VL_OK) {
-        st = pass(c, d, &s, primary, 0, err);
-        if (st == VL_OK)
-            st = pass(c, d, &s, VL__PK_TOK + VL__PK_ATT - primary, VL__PK_ALL, err);
-    }
+    vl__pk_linear_time(c, &in.a, &in.b);
     if (st == VL_OK)
-        st = emit(c, d, &s, err);
-    shift_free(&s);
+        st = vl__pk_shift(&in, &local, d->part, err);
+    for (size_t p = 0; p < np; p++)
+        d->ids[p] = p;
+    if (st == VL_OK)
+        st = vl__pk_emit_dealt(c, d, &local, d->ids, np, 0, err);
+    free(local.items);
+    free(local.off);
+    free(local.cnt);
     return st;
 }
