@@ -109,8 +109,8 @@ static vl_status shift_alloc(shift *s, vl_err *err)
     s->peer = malloc(s->dp * sizeof *s->peer);
     s->full = malloc(s->dp * sizeof *s->full);
     s->mark = calloc(s->dp, 1);
-    ok = ok && s->peer && s->full && s->mark && s->item && s->at && s->tok && s->time && s->cnt && s->rank && s->mine &&
-         s->theirs && s->slots && s->tmp;
+    ok = ok && s->item && s->at && s->tok && s->time && s->cnt && s->rank && s->mine &&
+         s->theirs && s->slots && s->tmp && s->peer && s->full && s->mark;
     return ok ? VL_OK : vl_seterr(err, VL_ENOMEM, "out of memory for %zu samples", s->n);
 }
 
@@ -176,9 +176,11 @@ static double fullness(const shift *s, int t, size_t r)
 {
     double f = 0;
 
-    for (int k = 0; k < NMEAS; k++)
-        if ((k == t || (t == JOINT && k > 0) || (s->hold >> k & 1)) && s->max[k] > 0 && s->load[k][r] / s->max[k] > f)
+    for (int k = 0; k < NMEAS; k++) {
+        bool counts = k == t || (t == JOINT && k > 0) || (s->hold >> k & 1);
+        if (counts && s->max[k] > 0 && s->load[k][r] / s->max[k] > f)
             f = s->load[k][r] / s->max[k];
+    }
     return f;
 }
 
