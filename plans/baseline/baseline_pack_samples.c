@@ -16,8 +16,10 @@
  * m packs per rank, which the tokens decide.  A candidate where some rank's share does
  * not fit is out.  The iteration keeps whichever candidate, or the whole-pack dealing
  * (vl__pk_deal), has the least loaded busiest rank, a rank's load being the
- * pack.balance weight of its packs (vl__pk_weight) summed; ties keep whole packs.  The
- * kept dealing is then refined by swaps (baseline_pack_refine.c).  So an iteration never
+ * pack.balance weight of its packs (vl__pk_weight) summed; ties go to the lesser
+ * modelled time under pack.balance=tokens or attention, and keep whole packs under
+ * time.  The kept dealing is then refined by pack swaps (baseline_pack_refine.c) and
+ * sample moves (baseline_pack_shift.c).  So an iteration never
  * balances worse than whole packs under pack.balance and uses no more slots; only its
  * empty slots can become packs, so over an epoch the packs grow by at most R*dp - T < dp
  * (T packs, R rounds of dp).
