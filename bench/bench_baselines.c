@@ -285,7 +285,7 @@ int main(int argc, char **argv)
             continue;
         }
         measure(&p, cap, &f);
-        printf("| %s | %zu | %zu | %.4f | %.4f | %.4f, %.3f | %.4f, %.3f | %.4f, %.4f | %zu | %.1f | "
+        printf("| %s | %zu | %zu | %.4f | %.4f | %.5f, %.3f | %.5f, %.3f | %.5f, %.5f | %zu | %.1f | "
                "%.2f |\n",
                rows[i].label, p.niters, f.mbs, whole ? (double)f.mbs / (double)whole : 0,
                f.tokens / f.slots, f.tok_mean, f.tok_worst, f.sq_mean, f.sq_worst, f.verl_tok,

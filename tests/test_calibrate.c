@@ -322,3 +322,28 @@ Test(calibrate, cli_writes_a_fragment_that_config_accepts)
     free(bad);
     free(dir);
 }
+
+/* The "before calibration" figure compares a row with the analytic time of the layers it
+ * measured: a row timed exactly as the analytic model times 4 decoder layers of equal
+ * sequences (no LM head, as tools/profile_step.py measures and a cost.schemes row means)
+ * scores 0%, also under pp 1, where the stage would otherwise carry the head. */
+Test(calibrate, before_figure_is_the_layers_without_the_head)
+{
+    vl_cost c;
+    vl_seg segs[4];
+    vl_par par = {1, 1, 1, 0};
+
+    cr_assert_eq(vl_cost_init(&c, &cfg, &err), VL_OK, "%s", err.msg);
+    for (int i = 0; i < 4; i++)
+        segs[i] = (vl_seg){.sample = (uint32_t)i, .off = 0, .len = 2048};
+    vl_mb_time layers_only = vl_cost_mb_time(&c, segs, 4, &par, 4, 0);
+    vl_mb_time with_head = vl_cost_mb_time(&c, segs, 4, &par, 4, 1);
+    cr_assert_gt(with_head.fwd, layers_only.fwd * 1.05, "the head must matter here");
+    vl_calib_row row = {.tp = 1, .pp = 1, .sp = 1, .layers = 4, .mbs = 1, .tokens = 8192,
+                        .sum_len2 = 4.0 * 2048 * 2048,
+                        .seconds = layers_only.fwd + layers_only.bwd};
+    vl_calib_rows set = {.rows = &row, .n = 1, .cap = 1};
+    vl_calib_err e = vl_calib_score(NULL, 0, &c, &cfg, &set);
+    cr_expect_eq(e.n, 1);
+    cr_expect_lt(e.mape, 1e-9, "before-calibration error %g", e.mape);
+}

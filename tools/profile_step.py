@@ -61,6 +61,22 @@ def _by_length(cu):
     return out
 
 
+class LengthGroups:
+    """The token indices of each length's sequences and the permutation back, built once a
+    step on the CPU and copied once, so the layers launch no per-sequence kernels (a
+    varlen kernel has none either) and many short sequences are not timed as overhead."""
+
+    def __init__(self, cu, device):
+        self.lengths, order = [], []
+        for n, starts in sorted(_by_length(cu).items()):
+            idx = torch.cat([torch.arange(a, a + n) for a in starts])
+            self.lengths.append((n, len(starts), idx.to(device)))
+            order.append(idx)
+        inverse = torch.empty(cu[-1], dtype=torch.long)
+        inverse[torch.cat(order)] = torch.arange(cu[-1])
+        self.inverse = inverse.to(device)
+
+
 def causal_attention(q, k, v):
     """q, k, v [batch, heads, t, d] of sequences of one length: causal attention."""
     if hasattr(F, "scaled_dot_product_attention"):
@@ -81,32 +97,28 @@ class DecoderLayer(torch.nn.Module):
         self.gate_up = torch.nn.Linear(hidden, 2 * ffn, bias=False)
         self.down = torch.nn.Linear(ffn, hidden, bias=False)
 
-    def attention(self, x, cu, pos):
+    def attention(self, x, groups, pos):
         t = x.shape[0]
         qkv = self.qkv(x).view(t, self.heads + 2 * self.kv_heads, self.hd)
         q, k, v = qkv.split([self.heads, self.kv_heads, self.kv_heads], dim=1)
         q, k = rope(q, pos), rope(k, pos)
         rep = self.heads // self.kv_heads
-        outs, order = [], []
+        outs = []
         # sequences of one length run as one batched causal attention: a composition has
         # one or two lengths, so the kernel count does not grow with the sequence count
         # (as with a varlen kernel) and the time stays a*sum(l^2) + b*tokens + c
-        for n, starts in sorted(_by_length(cu).items()):
-            idx = torch.cat([torch.arange(a, a + n, device=x.device) for a in starts])
-            qs = q[idx].view(len(starts), n, self.heads, self.hd).transpose(1, 2)
-            ks = k[idx].view(len(starts), n, self.kv_heads, self.hd)
-            vs = v[idx].view(len(starts), n, self.kv_heads, self.hd)
+        for n, count, idx in groups.lengths:
+            qs = q[idx].view(count, n, self.heads, self.hd).transpose(1, 2)
+            ks = k[idx].view(count, n, self.kv_heads, self.hd)
+            vs = v[idx].view(count, n, self.kv_heads, self.hd)
             ks = ks.repeat_interleave(rep, dim=2).transpose(1, 2)
             vs = vs.repeat_interleave(rep, dim=2).transpose(1, 2)
             outs.append(causal_attention(qs, ks, vs).transpose(1, 2).reshape(-1, self.heads
                                                                             * self.hd))
-            order.append(idx)
-        inv = torch.empty(t, dtype=torch.long, device=x.device)
-        inv[torch.cat(order)] = torch.arange(t, device=x.device)
-        return self.o(torch.cat(outs)[inv])
+        return self.o(torch.cat(outs)[groups.inverse])
 
-    def forward(self, x, cu, pos):
-        x = x + self.attention(self.norm1(x), cu, pos)
+    def forward(self, x, groups, pos):
+        x = x + self.attention(self.norm1(x), groups, pos)
         g, u = self.gate_up(self.norm2(x)).chunk(2, dim=-1)
         return x + self.down(F.silu(g) * u)
 
@@ -141,14 +153,15 @@ class Runner:
         cu = [0]
         for n in lengths:
             cu.append(cu[-1] + n)
-        pos = torch.cat([torch.arange(n, device=self.device) for n in lengths])
+        pos = torch.cat([torch.arange(n) for n in lengths]).to(self.device)
+        groups = LengthGroups(cu, self.device)
         x = torch.randn(t, a.hidden, device=self.device, dtype=self.dtype, requires_grad=True)
         h = x
         for i, layer in enumerate(self.layers):
             if i < a.ckpt_layers:
-                h = torch.utils.checkpoint.checkpoint(layer, h, cu, pos, use_reentrant=False)
+                h = torch.utils.checkpoint.checkpoint(layer, h, groups, pos, use_reentrant=False)
             else:
-                h = layer(h, cu, pos)
+                h = layer(h, groups, pos)
         h.float().square().mean().backward()
 
     def sync(self):

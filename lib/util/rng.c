@@ -17,6 +17,13 @@ static uint64_t splitmix64(uint64_t *x)
     return z ^ (z >> 31);
 }
 
+uint64_t vl_rng_mix(uint64_t x)
+{
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
 void vl_rng_seed(vl_rng *r, uint64_t seed, uint64_t stream)
 {
     /* Mix the stream through its own splitmix64 output before combining, so that

@@ -13,6 +13,9 @@ typedef struct vl_rng {
 /** Seed from (seed, stream): distinct streams give independent sequences, so an epoch
  *  or a pass can have its own stream without consuming another's numbers. */
 void vl_rng_seed(vl_rng *r, uint64_t seed, uint64_t stream);
+/** The splitmix64 finaliser of x: a bijection on 64 bits, so mix(tag) + k, k an
+ *  injective encoding of (batch, rank), gives every pair a stream of its own. */
+uint64_t vl_rng_mix(uint64_t x);
 uint64_t vl_rng_next(vl_rng *r);
 /** Uniform in [0, n), unbiased (Lemire's method); n > 0. */
 uint64_t vl_rng_below(vl_rng *r, uint64_t n);

@@ -32,8 +32,10 @@
  * pack.deal: samples (default; epoch scope).  An iteration's samples may instead be
  *   dealt to ranks by KK and packed again on each rank within the same slots, where
  *   that makes the busiest rank lighter under pack.balance (baseline_pack_samples.c),
- *   and the dealing kept is refined by pack swaps that lower the busiest rank's
- *   tokens, then attention, without raising its time (baseline_pack_refine.c).  Only
+ *   and the dealing kept is refined by pack swaps (baseline_pack_refine.c) and then by
+ *   moving single samples between packs of different ranks (baseline_pack_shift.c):
+ *   under pack.balance=time lowering the busiest rank's tokens, then attention,
+ *   without raising its time; under tokens or attention that measure first.  Only
  *   empty slots become packs: fewer than dp more packs per epoch.
  * Seeds: every random step draws from (seed, tag ^ epoch<<32 ^ batch-or-window). */
 #include "baseline_pack.h"

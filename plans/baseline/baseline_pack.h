@@ -71,23 +71,61 @@ typedef struct vl__pk_weights {
     double *time, *tok, *att;
 } vl__pk_weights;
 
-/** Swap packs between ranks (part[p] of pack p, dp ranks, equal counts kept) to lower
- *  the busiest rank's tokens, then its attention work, without raising the busiest
- *  rank's time or the other measure (baseline_pack_refine.c).  VL_ENOMEM. */
-vl_status vl__pk_refine(const vl__pk_weights *w, int *part, size_t dp, vl_err *err);
-/** Build pk[ids[0 .. np)]'s weights and refine the dealing d->part (d->w: the
- *  pack.balance weight) by vl__pk_refine; nothing when pack.balance is attention. */
-vl_status vl__pk_refine_dealt(const bl *c, dealer *d, const packs *pk, const size_t *ids,
+/* The measures, in the order of vl__pk_weights; VL__PK_ALL: a mask of all three. */
+enum { VL__PK_TIME = 0, VL__PK_TOK = 1, VL__PK_ATT = 2, VL__PK_ALL = 7 };
+
+/** The measure pack.balance names (VL__PK_TIME, _TOK or _ATT). */
+int vl__pk_primary(const bl *c);
+/** Swap packs between ranks (part[p] of pack p, dp ranks, equal counts kept).  primary
+ *  VL__PK_TIME: lower the busiest rank's tokens, then its attention work, without
+ *  raising the busiest rank's time or the other measure.  VL__PK_TOK or _ATT: lower
+ *  that measure's busiest rank, then the other one's without raising the first or
+ *  time (baseline_pack_refine.c).  VL_ENOMEM. */
+vl_status vl__pk_refine(const vl__pk_weights *w, int *part, size_t dp, int primary,
+                        vl_err *err);
+/** Build pk[ids[0 .. np)]'s weights (modelled time, tokens, attention) and refine the
+ *  dealing d->part by vl__pk_refine under pack.balance's measure. */
+vl_status vl__pk_refine_dealt(bl *c, dealer *d, const packs *pk, const size_t *ids,
                               size_t np, vl_err *err);
+/** A pack's modelled time (forward + backward on the first stage; tokens without a
+ *  cost model); an empty pack: 0. */
+vl_status vl__pk_time(bl *c, dealer *d, const uint32_t *it, size_t k, double *out,
+                      vl_err *err);
+/** The cost model's time as a*len + b*pairs per sample, linearised at a full pack
+ *  (a = 1, b = 0 without a cost model). */
+void vl__pk_linear_time(const bl *c, double *a, double *b);
+/* What the sample-level refinement needs besides the packs. */
+typedef struct vl__pk_shift_in {
+    const uint32_t *len;   /* item lengths */
+    uint32_t cap, max_items;   /* per pack: tokens, samples (0: no limit) */
+    size_t dp;
+    double a, b;           /* the modelled time linearised per sample: a*len + b*pairs */
+    int primary;           /* vl__pk_primary */
+    /* a pack's exact modelled time */
+    vl_status (*time)(void *ctx, const uint32_t *items, size_t k, double *out, vl_err *err);
+    void *ctx;
+} vl__pk_shift_in;
+
+/** Move or swap single samples between packs of different ranks (pack p of pk->n on
+ *  rank part[p]; ranks keep their packs, an empty one may fill) to lower the busiest
+ *  rank's load as vl__pk_refine does by packs (baseline_pack_shift.c); pk is rewritten
+ *  with the same items regrouped (pk->load is not read).  VL_ENOMEM. */
+vl_status vl__pk_shift(const vl__pk_shift_in *in, packs *pk, const int *part, vl_err *err);
+/** Sample-level refinement of one iteration (pk[ids[p]] on rank d->part[p], np = dp*m
+ *  slots), then emit it (baseline_pack_shift.c). */
+vl_status vl__pk_shift_emit(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
+                            vl_err *err);
 /* One dealing of an iteration's samples: each rank's packs, the busiest rank's load. */
 typedef struct share {
     vl_bins *bins;        /* [dp] */
-    double worst;
+    double worst;         /* the busiest rank's pack.balance weight */
+    double time;          /* the busiest rank's modelled time (= worst under time) */
     bool fits;            /* every rank's packs within its m slots */
 } share;
 
 void vl__pk_share_free(share *sh, size_t dp);
-/** sh->worst: the largest rank's Σ vl__pk_weight over its packs. */
+/** sh->worst: the largest rank's Σ vl__pk_weight over its packs; sh->time: its
+ *  modelled time (the tie-break under pack.balance=tokens or attention). */
 vl_status vl__pk_share_weigh(bl *c, dealer *d, share *sh, vl_err *err);
 /** pack.balance as a per-sample weight a*len + b*pairs (time: the cost model
  *  linearised at a full pack). */

@@ -57,6 +57,27 @@ static vl_status pack_time(bl *c, dealer *d, const uint32_t *it, size_t k, doubl
     return VL_OK;
 }
 
+vl_status vl__pk_time(bl *c, dealer *d, const uint32_t *it, size_t k, double *out,
+                      vl_err *err)
+{
+    const uint32_t *len = pk_ctx(c)->len;
+
+    if (k > 0 && c->job->cost != NULL)
+        return pack_time(c, d, it, k, out, err);
+    *out = 0;
+    for (size_t i = 0; i < k; i++)
+        *out += len[it[i]];
+    return VL_OK;
+}
+
+int vl__pk_primary(const bl *c)
+{
+    vl_pack_balance b = c->job->cfg->pack.balance;
+
+    return b == VL_BALANCE_TOKENS ? VL__PK_TOK : b == VL_BALANCE_ATTENTION ? VL__PK_ATT
+                                                                           : VL__PK_TIME;
+}
+
 /* The weight pack.balance deals by; an empty pack weighs nothing. */
 vl_status vl__pk_weight(bl *c, dealer *d, const uint32_t *it, size_t k, double *out,
                              vl_err *err)

@@ -1,20 +1,22 @@
-/* plans/baseline/baseline_pack_refine.c -- `pack` with pack.deal=samples: after a dealing
- * balanced on time, swap packs between ranks to even out tokens, then attention work,
- * where that costs nothing in the other two.
+/* plans/baseline/baseline_pack_refine.c -- `pack` with pack.deal=samples: after a dealing,
+ * swap packs between ranks to even out pack.balance's own measure, then the other one of
+ * tokens and attention, where that costs nothing in the rest.
  *
- * KK on the packs' modelled times balances time; many dealings are about as good there
- * and they differ in how attention work (Σ len²) and tokens fall.  The cost model's
- * attention term is the part least sure to carry over to a real GPU (its efficiency
- * depends on the lengths), and tokens set activation memory, so among dealings no
- * slower we prefer the one with the fewest tokens and the least attention on its
- * busiest rank.  For a target (tokens, then attention; that order did a little better
- * on both on the Azure traces): repeatedly the rank with the
- * most of it swaps one of its packs for a pack of another rank -- the swap that lowers
- * the larger of the two ranks' target the most -- taken only when neither rank ends
- * above the iteration's busiest rank in the other two measures.  So the busiest rank's
- * time never grows, and neither does its attention or its tokens.  Swaps keep every
- * rank's pack count.  At most n swaps per target, and a swap costs (packs of the rank)
- * x n pair checks; the search stops after REFINE_WORK of them (a count, never a clock). */
+ * KK on the packs' weights balances one number; many dealings are about as good there
+ * and they differ in how attention work (Σ len²) and tokens fall.  Under
+ * pack.balance=time the cost model's attention term is the part least sure to carry
+ * over to a real GPU (its efficiency depends on the lengths), and tokens set activation
+ * memory, so among dealings no slower we prefer the one with the fewest tokens and the
+ * least attention on its busiest rank: targets tokens, then attention (that order did a
+ * little better on both on the Azure traces), each taken only where no rank ends above
+ * the iteration's busiest in the other two measures.  Under pack.balance=tokens or
+ * attention the user asked for that measure: it is lowered first with nothing else
+ * held (primary), then the other of the two, holding the primary and time.  A pass:
+ * repeatedly the rank with the most of the target swaps one of its packs for a pack of
+ * another rank -- the swap that lowers the larger of the two ranks' target the most.
+ * Swaps keep every rank's pack count.  At most n swaps per target, and a swap costs
+ * (packs of the rank) x n pair checks; the search stops after REFINE_WORK of them (a
+ * count, never a clock). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +31,7 @@ typedef struct refine {
     double max[NMEAS];           /* the busiest rank's, before the swaps */
     int *part;
     size_t n, dp;
+    unsigned hold;               /* measures a swap may not raise above max (bit k) */
     uint64_t work;
 } refine;
 
@@ -45,12 +48,14 @@ static size_t argmax(const double *x, size_t n)
     return at;
 }
 
-/* Would swapping p (rank h) and q (rank r) keep both ranks within the other maxima? */
+/* Would swapping p (rank h) and q (rank r) keep both ranks within the maxima of the
+ * measures held (bit k of hold: measure k)? */
 static bool keeps_others(const refine *f, int t, size_t p, size_t q, size_t h, size_t r)
 {
     for (int k = 0; k < NMEAS; k++) {
         double d = f->w[k][p] - f->w[k][q];
-        if (k != t && (f->load[k][r] + d > f->max[k] || f->load[k][h] - d > f->max[k]))
+        if (k != t && (f->hold >> k & 1) &&
+            (f->load[k][r] + d > f->max[k] || f->load[k][h] - d > f->max[k]))
             return false;
     }
     return true;
@@ -92,8 +97,9 @@ static void apply(refine *f, swap s, size_t h)
     f->part[s.q] = (int)h;
 }
 
-static void lower(refine *f, int t)
+static void lower(refine *f, int t, unsigned hold)
 {
+    f->hold = hold;
     for (int k = 0; k < NMEAS; k++)
         f->max[k] = f->load[k][argmax(f->load[k], f->dp)];
     for (size_t step = 0; step < f->n && f->work < REFINE_WORK; step++) {
@@ -105,7 +111,8 @@ static void lower(refine *f, int t)
     }
 }
 
-vl_status vl__pk_refine(const vl__pk_weights *w, int *part, size_t dp, vl_err *err)
+vl_status vl__pk_refine(const vl__pk_weights *w, int *part, size_t dp, int primary,
+                        vl_err *err)
 {
     refine f = {.w = {w->time, w->tok, w->att}, .part = part, .n = w->n, .dp = dp};
     vl_status st = VL_OK;
@@ -119,37 +126,41 @@ vl_status vl__pk_refine(const vl__pk_weights *w, int *part, size_t dp, vl_err *e
     for (size_t p = 0; p < w->n; p++)
         for (int k = 0; k < NMEAS; k++)
             f.load[k][part[p]] += f.w[k][p];
-    lower(&f, 1);   /* tokens */
-    lower(&f, 2);   /* attention */
+    if (primary == VL__PK_TIME) {
+        lower(&f, VL__PK_TOK, VL__PK_ALL);
+        lower(&f, VL__PK_ATT, VL__PK_ALL);
+    } else {   /* the measure asked for, then the other held to it and to time */
+        lower(&f, primary, 0);
+        lower(&f, VL__PK_TOK + VL__PK_ATT - primary, VL__PK_ALL);
+    }
 done:
     for (int k = 0; k < NMEAS; k++)
         free(f.load[k]);
     return st;
 }
 
-/* Not under pack.balance=attention: KK balanced attention there already. */
-vl_status vl__pk_refine_dealt(const bl *c, dealer *d, const packs *pk, const size_t *ids,
+vl_status vl__pk_refine_dealt(bl *c, dealer *d, const packs *pk, const size_t *ids,
                               size_t np, vl_err *err)
 {
     const uint32_t *len = pk_ctx(c)->len;
-    vl__pk_weights w = {np, d->w, malloc(np * sizeof(double)), malloc(np * sizeof(double))};
-    vl_status st;
+    double *t = malloc(np * sizeof(double));
+    vl__pk_weights w = {np, t, malloc(np * sizeof(double)), malloc(np * sizeof(double))};
+    vl_status st = VL_OK;
 
-    if (c->job->cfg->pack.balance == VL_BALANCE_ATTENTION)
-        st = VL_OK;
-    else if (w.tok == NULL || w.att == NULL)
+    if (t == NULL || w.tok == NULL || w.att == NULL)
         st = vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", np);
-    else {
-        for (size_t p = 0; p < np; p++) {
-            w.tok[p] = w.att[p] = 0;
-            for (size_t i = 0; i < pk->cnt[ids[p]]; i++) {
-                uint32_t l = len[pk->items[pk->off[ids[p]] + i]];
-                w.tok[p] += l;
-                w.att[p] += vl_cost_pairs(0, l);
-            }
+    for (size_t p = 0; p < np && st == VL_OK; p++) {
+        const uint32_t *it = pk->items + pk->off[ids[p]];
+        w.tok[p] = w.att[p] = 0;
+        for (size_t i = 0; i < pk->cnt[ids[p]]; i++) {
+            w.tok[p] += len[it[i]];
+            w.att[p] += vl_cost_pairs(0, len[it[i]]);
         }
-        st = vl__pk_refine(&w, d->part, c->dp, err);
+        st = vl__pk_time(c, d, it, pk->cnt[ids[p]], &t[p], err);
     }
+    if (st == VL_OK)
+        st = vl__pk_refine(&w, d->part, c->dp, vl__pk_primary(c), err);
+    free(t);
     free(w.tok);
     free(w.att);
     return st;

@@ -16,8 +16,10 @@
  * m packs per rank, which the tokens decide.  A candidate where some rank's share does
  * not fit is out.  The iteration keeps whichever candidate, or the whole-pack dealing
  * (vl__pk_deal), has the least loaded busiest rank, a rank's load being the
- * pack.balance weight of its packs (vl__pk_weight) summed; ties keep whole packs.  The
- * kept dealing is then refined by swaps (baseline_pack_refine.c).  So an iteration never
+ * pack.balance weight of its packs (vl__pk_weight) summed; ties go to the lesser
+ * modelled time under pack.balance=tokens or attention, and keep whole packs under
+ * time.  The kept dealing is then refined by pack swaps (baseline_pack_refine.c) and
+ * sample moves (baseline_pack_shift.c).  So an iteration never
  * balances worse than whole packs under pack.balance and uses no more slots; only its
  * empty slots can become packs, so over an epoch the packs grow by at most R*dp - T < dp
  * (T packs, R rounds of dp).
@@ -31,6 +33,7 @@
 #include <string.h>
 
 #include "baseline_pack.h"
+#include "rng.h"
 
 #define STREAM_RANK 0x504B524B00000000ull    /* "PKRK": a rank's packer in samples dealing */
 #define SAMPLES_WORK (1ull << 26)
@@ -65,11 +68,17 @@ static void samples_free(samples *s)
 /* The cost model's time of a pack as a*tokens + b*pairs at full capacity: one sequence
  * of cap tokens and two of cap/2 have the same tokens (the same GEMM efficiency) and
  * differ only in attention pairs. */
-static void linear_time(const bl *c, double *a, double *b)
+void vl__pk_linear_time(const bl *c, double *a, double *b)
 {
     const vl_par *par = &c->par;
-    int pp = par->pp < 1 ? 1 : par->pp, layers = vl_cost_stage_layers(c->job->cost, pp, 0);
+    int pp = par->pp < 1 ? 1 : par->pp;
     uint32_t cap = c->t->max_seq_len, h = cap / 2;
+
+    *a = 1;
+    *b = 0;
+    if (c->job->cost == NULL)
+        return;
+    int layers = vl_cost_stage_layers(c->job->cost, pp, 0);
     vl_seg one = {0, 0, cap}, two[2] = {{0, 0, h}, {1, 0, cap - h}};
     vl_mb_time t1 = vl_cost_mb_time(c->job->cost, &one, 1, par, layers, pp == 1);
     vl_mb_time t2 = vl_cost_mb_time(c->job->cost, two, 2, par, layers, pp == 1);
@@ -86,8 +95,8 @@ void vl__pk_linear(const bl *c, double *a, double *b)
 
     *a = bal == VL_BALANCE_ATTENTION ? 0 : 1;
     *b = bal == VL_BALANCE_ATTENTION ? 1 : 0;
-    if (bal == VL_BALANCE_TIME && c->job->cost != NULL)
-        linear_time(c, a, b);
+    if (bal == VL_BALANCE_TIME)
+        vl__pk_linear_time(c, a, b);
 }
 
 static void sample_weights(const bl *c, samples *s, double a, double b)
@@ -116,7 +125,9 @@ static void group_by_rank(samples *s, size_t dp)
 static vl_status try_share(bl *c, dealer *d, samples *s, size_t m, bool equal, share *sh,
                            vl_err *err)
 {
-    uint64_t stream = STREAM_RANK ^ ((uint64_t)c->epoch << 32) ^ ((uint64_t)c->batch << 16);
+    /* batch << 32 | rank is injective for both below 2^32, and adding the mixed tag is a
+     * bijection: within an epoch every (batch, rank) gets its own stream. */
+    uint64_t stream = vl_rng_mix(STREAM_RANK ^ (uint64_t)c->epoch) + ((uint64_t)c->batch << 32);
     size_t np = (s->n + c->dp - 1) / c->dp * c->dp;   /* zero-weight placeholders */
     vl_status st;
 
@@ -134,7 +145,7 @@ static vl_status try_share(bl *c, dealer *d, samples *s, size_t m, bool equal, s
         return st;
     group_by_rank(s, c->dp);
     for (size_t r = 0; r < c->dp && st == VL_OK && sh->fits; r++) {
-        vl_pack_opts po = vl__pk_opts(c, stream ^ r);
+        vl_pack_opts po = vl__pk_opts(c, stream + (uint64_t)r);
         vl_bins *b = &sh->bins[r];
         st = vl_pack(b, s->grouped + s->off[r], s->off[r + 1] - s->off[r], pk_ctx(c)->len,
                      &po, err);
@@ -145,19 +156,27 @@ static vl_status try_share(bl *c, dealer *d, samples *s, size_t m, bool equal, s
 
 vl_status vl__pk_share_weigh(bl *c, dealer *d, share *sh, vl_err *err)
 {
+    bool timed = vl__pk_primary(c) != VL__PK_TIME;
     vl_status st = VL_OK;
 
-    sh->worst = 0;
+    sh->worst = sh->time = 0;
     for (size_t r = 0; r < c->dp && st == VL_OK; r++) {
         const vl_bins *b = &sh->bins[r];
-        double load = 0, w;
+        double load = 0, time = 0, w;
         for (size_t q = 0; q < b->n && st == VL_OK; q++) {
-            st = vl__pk_weight(c, d, b->items + b->start[q], b->start[q + 1] - b->start[q], &w,
-                               err);
+            const uint32_t *it = b->items + b->start[q];
+            size_t k = b->start[q + 1] - b->start[q];
+            st = vl__pk_weight(c, d, it, k, &w, err);
             load += w;
+            if (st == VL_OK && timed)
+                st = vl__pk_time(c, d, it, k, &w, err);
+            time += timed ? w : 0;
         }
         sh->worst = load > sh->worst ? load : sh->worst;
+        sh->time = time > sh->time ? time : sh->time;
     }
+    if (!timed)
+        sh->time = sh->worst;
     return st;
 }
 
@@ -189,28 +208,44 @@ static vl_status emit_share(bl *c, dealer *d, const share *sh, size_t m, vl_err 
         st = vl__pk_weight(c, d, pk.items + pk.off[e], k, &d->w[e], err);
     }
     if (st == VL_OK && (st = vl__pk_refine_dealt(c, d, &pk, d->ids, np, err)) == VL_OK)
-        st = vl__pk_emit_dealt(c, d, &pk, d->ids, np, 0, err);
+        st = vl__pk_shift_emit(c, d, &pk, d->ids, np, err);
     free(pk.items);
     free(pk.off);
     free(pk.cnt);
     return st;
 }
 
-/* The busiest rank's load when d deals the packs whole: O(np + dp). */
-static vl_status packs_worst(const bl *c, const dealer *d, size_t np, double *worst,
-                             vl_err *err)
+/* The busiest rank's load (d->w) and modelled time when d deals the packs whole:
+ * O(np + dp) plus the packs' times under pack.balance=tokens or attention. */
+static vl_status packs_worst(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
+                             share *whole, vl_err *err)
 {
-    double *load = calloc(c->dp, sizeof *load);
+    bool timed = vl__pk_primary(c) != VL__PK_TIME;
+    double *load = calloc(2 * c->dp, sizeof *load), t;
+    vl_status st = VL_OK;
 
     if (load == NULL)
         return vl_seterr(err, VL_ENOMEM, "out of memory for %zu ranks", c->dp);
-    for (size_t p = 0; p < np; p++)
+    for (size_t p = 0; p < np && st == VL_OK; p++) {
         load[d->part[p]] += d->w[p];
-    *worst = 0;
-    for (size_t r = 0; r < c->dp; r++)
-        *worst = load[r] > *worst ? load[r] : *worst;
+        t = d->w[p];
+        if (timed)
+            st = vl__pk_time(c, d, pk->items + pk->off[ids[p]], pk->cnt[ids[p]], &t, err);
+        load[c->dp + (size_t)d->part[p]] += t;
+    }
+    whole->worst = whole->time = 0;
+    for (size_t r = 0; r < c->dp; r++) {
+        whole->worst = load[r] > whole->worst ? load[r] : whole->worst;
+        whole->time = load[c->dp + r] > whole->time ? load[c->dp + r] : whole->time;
+    }
     free(load);
-    return VL_OK;
+    return st;
+}
+
+/* Is a lighter than b under pack.balance, modelled time breaking ties? */
+static bool lighter(const share *a, const share *b)
+{
+    return a->worst < b->worst || (a->worst == b->worst && a->time < b->time);
 }
 
 static vl_status samples_init(samples *s, const packs *pk, const size_t *ids, size_t np,
@@ -252,7 +287,7 @@ static vl_status best_share(bl *c, dealer *d, samples *s, size_t m, share *best,
         share sh = {0};
         sample_weights(c, s, mix[k % nmix][0], mix[k % nmix][1]);
         st = try_share(c, d, s, m, k >= nmix, &sh, err);
-        if (st == VL_OK && sh.fits && (best->bins == NULL || sh.worst < best->worst)) {
+        if (st == VL_OK && sh.fits && (best->bins == NULL || lighter(&sh, best))) {
             vl__pk_share_free(best, c->dp);
             *best = sh;
         } else {
@@ -279,24 +314,23 @@ vl_status vl__pk_deal_iter(bl *c, dealer *d, const packs *pk, const size_t *ids,
 {
     size_t m = np / c->dp;
     samples s = {0};
-    share best = {0};
-    double whole = 0;
+    share best = {0}, whole = {0};
     vl_status st;
 
     if (!samples_apply(c, m))
         return vl__pk_deal(c, d, pk, ids, np, 0, err);
     if ((st = vl__pk_partition(c, d, pk, ids, np, err)) != VL_OK ||
         (st = vl__pk_refine_dealt(c, d, pk, ids, np, err)) != VL_OK ||
-        (st = packs_worst(c, d, np, &whole, err)) != VL_OK)
+        (st = packs_worst(c, d, pk, ids, np, &whole, err)) != VL_OK)
         return st;
     if ((st = samples_init(&s, pk, ids, np, c->dp, err)) == VL_OK &&
         (uint64_t)s.n * c->dp <= SAMPLES_WORK)
         st = best_share(c, d, &s, m, &best, err);
-    if (st == VL_OK && best.bins != NULL && best.worst < whole) {
+    if (st == VL_OK && best.bins != NULL && lighter(&best, &whole)) {
         c->dealt_samples++;
         st = emit_share(c, d, &best, m, err);
     } else if (st == VL_OK) {
-        st = vl__pk_emit_dealt(c, d, pk, ids, np, 0, err);
+        st = vl__pk_shift_emit(c, d, pk, ids, np, err);
     }
     vl__pk_share_free(&best, c->dp);
     samples_free(&s);

@@ -1,0 +1,33 @@
+#!/bin/sh
+# Measures the forward+backward step times that `vlplan calibrate` fits (issue 14, item 3),
+# on the GPU of the machine it runs on: a Llama-3.1-8B-shaped stack of decoder layers
+# (tools/profile_step.py), packed micro-batches of the same tokens and different sum len^2,
+# every other composition held out; then the same stack with every layer recomputed.
+#
+#     sh bench/calib_gpu.sh OUTDIR                 # on the GPU machine (needs PyTorch)
+#     vlplan calibrate -c OUTDIR/model.yaml --eval OUTDIR/held.csv -o calib.yaml OUTDIR/fit.csv
+#
+# SHAPE, TOKENS, CKPT_TOKENS, MIN_LEN, DEVICE and PYTHON override the defaults (a CPU smoke
+# run: DEVICE=cpu SHAPE="--layers 1 --hidden 64 --heads 4 --kv-heads 2 --ffn 128" ...).
+set -eu
+out=${1:?usage: calib_gpu.sh OUTDIR}
+py=${PYTHON:-python3}
+dev=${DEVICE:-cuda}
+shape=${SHAPE:---layers 4 --hidden 4096 --heads 32 --kv-heads 8 --ffn 14336}
+tokens=${TOKENS:-4096,8192,16384,32768}
+ckpt_tokens=${CKPT_TOKENS:-8192,32768}
+min_len=${MIN_LEN:-128}
+layers=$(echo "$shape" | sed -n 's/.*--layers \([0-9]*\).*/\1/p')
+mkdir -p "$out"
+{ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv || true
+  "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
+      torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no cuda")'
+} >"$out/gpu.txt" 2>&1
+# shellcheck disable=SC2086 # $shape is a list of options
+"$py" tools/profile_step.py --device "$dev" $shape --tokens "$tokens" --min-len "$min_len" \
+    --warmup 3 --repeat 7 -o "$out/fit.csv" --holdout "$out/held.csv" \
+    --model-yaml "$out/model.yaml" 2>"$out/log.txt"
+# shellcheck disable=SC2086
+"$py" tools/profile_step.py --device "$dev" $shape --ckpt-layers "$layers" \
+    --tokens "$ckpt_tokens" --min-len "$min_len" --warmup 2 --repeat 5 \
+    -o "$out/ckpt.csv" 2>>"$out/log.txt"
