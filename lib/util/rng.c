@@ -3,6 +3,8 @@
  * so every platform produces the same sequence. */
 #include "rng.h"
 
+#include "prefetch.h"
+
 static uint64_t rotl(uint64_t x, int k)
 {
     return (x << k) | (x >> (64 - k));
@@ -90,12 +92,6 @@ double vl_rng_unit(vl_rng *r)
 
 #define SHUFFLE_AHEAD 16
 
-#if defined(__GNUC__) || defined(__clang__)
-#define PREFETCH_RW(p) __builtin_prefetch((p), 1)
-#else
-#define PREFETCH_RW(p) ((void)(p))
-#endif
-
 typedef struct ahead {
     size_t ring[SHUFFLE_AHEAD];   /* the draw of step i sits at i % SHUFFLE_AHEAD */
     size_t next;                  /* the next step to draw for; <= 1: all drawn */
@@ -119,10 +115,10 @@ void vl_rng_shuffle_u32(vl_rng *r, uint32_t *a, size_t n)
     if (n < 2)
         return;   /* nothing to do, and a may be NULL */
     for (size_t k = 0; k < SHUFFLE_AHEAD; k++)
-        PREFETCH_RW(a + ahead_draw(r, &q, n));
+        VL_PREFETCH_RW(a + ahead_draw(r, &q, n));
     for (size_t i = n; i > 1; i--) {
         size_t j = q.ring[i % SHUFFLE_AHEAD];   /* read before step i - AHEAD reuses it */
-        PREFETCH_RW(a + ahead_draw(r, &q, n));
+        VL_PREFETCH_RW(a + ahead_draw(r, &q, n));
         uint32_t t = a[i - 1];
         a[i - 1] = a[j];
         a[j] = t;
@@ -136,10 +132,10 @@ void vl_rng_shuffle_u64(vl_rng *r, uint64_t *a, size_t n)
     if (n < 2)
         return;   /* nothing to do, and a may be NULL */
     for (size_t k = 0; k < SHUFFLE_AHEAD; k++)
-        PREFETCH_RW(a + ahead_draw(r, &q, n));
+        VL_PREFETCH_RW(a + ahead_draw(r, &q, n));
     for (size_t i = n; i > 1; i--) {
         size_t j = q.ring[i % SHUFFLE_AHEAD];
-        PREFETCH_RW(a + ahead_draw(r, &q, n));
+        VL_PREFETCH_RW(a + ahead_draw(r, &q, n));
         uint64_t t = a[i - 1];
         a[i - 1] = a[j];
         a[j] = t;
