@@ -2,6 +2,7 @@
  * independence, and distribution sanity of below(), unit() and the shuffle. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rng.h"
@@ -125,4 +126,43 @@ Test(rng, shuffle_is_a_permutation_and_uniform)
     cr_assert_lt(chi, 20.5, "chi-square %.2f", chi);
     vl_rng_shuffle_u32(&r, a, 0);
     vl_rng_shuffle_u32(&r, a, 1);
+}
+
+/* The plain Fisher-Yates loop: the prefetching shuffles must make the same swaps. */
+static void plain_shuffle(vl_rng *r, uint32_t *a, size_t n)
+{
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)vl_rng_below(r, i);
+        uint32_t t = a[i - 1];
+        a[i - 1] = a[j];
+        a[j] = t;
+    }
+}
+
+Test(rng, shuffles_equal_the_plain_loop)
+{
+    /* around the look-ahead distance (16) and beyond it */
+    const size_t sizes[] = {0, 1, 2, 3, 15, 16, 17, 18, 32, 33, 1000, 100003};
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        size_t n = sizes[k];
+        uint32_t *want = malloc((n + 1) * sizeof *want), *got = malloc((n + 1) * sizeof *got);
+        uint64_t *wide = malloc((n + 1) * sizeof *wide);
+        for (size_t i = 0; i < n; i++)
+            want[i] = got[i] = (uint32_t)i, wide[i] = (uint64_t)i << 32 | i;
+        vl_rng r0, r1, r2;
+        vl_rng_seed(&r0, 11, n);
+        r1 = r2 = r0;
+        plain_shuffle(&r0, want, n);
+        vl_rng_shuffle_u32(&r1, got, n);
+        vl_rng_shuffle_u64(&r2, wide, n);
+        for (size_t i = 0; i < n; i++) {
+            cr_assert_eq(got[i], want[i], "n=%zu: u32 differs at %zu", n, i);
+            cr_assert_eq(wide[i], (uint64_t)want[i] << 32 | want[i], "n=%zu: u64 at %zu", n, i);
+        }
+        cr_assert(memcmp(&r1, &r0, sizeof r0) == 0, "n=%zu: u32 generator state", n);
+        cr_assert(memcmp(&r2, &r0, sizeof r0) == 0, "n=%zu: u64 generator state", n);
+        free(want);
+        free(got);
+        free(wide);
+    }
 }

@@ -164,12 +164,7 @@ void vl__pk_shuffle(uint64_t *p, size_t n, uint64_t seed, uint64_t stream)
     vl_rng r;
 
     vl_rng_seed(&r, seed, stream);
-    for (size_t i = n; i > 1; i--) {
-        size_t j = (size_t)vl_rng_below(&r, i);
-        uint64_t t = p[i - 1];
-        p[i - 1] = p[j];
-        p[j] = t;
-    }
+    vl_rng_shuffle_u64(&r, p, n);
 }
 
 /* ---- shared helpers --------------------------------------------------------------- */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "grow.h"
+#include "prefetch.h"
 
 /* Epoch numbers beyond this, in a plan that does not say how many it has, are counted
  * as epochs without iterations rather than given a bitset each. */
@@ -195,6 +196,23 @@ void vl__cover_free(vl__cover *c)
     free(c);
 }
 
+/* Touches what add_range will read for the iteration's segments: samples of a shuffled
+ * plan lie anywhere in the manifest's lengths, beyond the caches at millions of samples;
+ * here the reads overlap, where add_range's checks would wait for each in turn. */
+static void warm_iter(const vl__cover *c, const vl_plan *p, const vl_iter *in,
+                      const epoch_cover *ec)
+{
+    for (uint64_t r = in->rank0; r < in->rank0 + in->nranks; r++)
+        for (uint64_t b = p->ranks[r].mb0; b < p->ranks[r].mb0 + p->ranks[r].nmb; b++) {
+            const vl_seg *sg = vl_plan_mb_segs(p, &p->mbs[b]);
+            for (uint32_t k = 0; k < p->mbs[b].nseg; k++)
+                if (sg[k].sample < c->m->n) {
+                    VL_PREFETCH(c->m->len + sg[k].sample);
+                    VL_PREFETCH(ec->whole + sg[k].sample / 64);
+                }
+        }
+}
+
 /* The primary copies of the iteration's forward packs (a shared pack counts once). */
 vl_status vl__cover_iter(vl__cover *c, const vl_plan *p, size_t it, vl_verify_report *rep,
                          vl_err *err)
@@ -206,6 +224,7 @@ vl_status vl__cover_iter(vl__cover *c, const vl_plan *p, size_t it, vl_verify_re
 
     if (!ec)
         return st;
+    warm_iter(c, p, in, ec);
     for (uint64_t r = in->rank0; r < in->rank0 + in->nranks; r++)
         for (uint64_t b = p->ranks[r].mb0; b < p->ranks[r].mb0 + p->ranks[r].nmb; b++) {
             const vl_mb *mb = &p->mbs[b];

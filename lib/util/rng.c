@@ -3,6 +3,8 @@
  * so every platform produces the same sequence. */
 #include "rng.h"
 
+#include "prefetch.h"
+
 static uint64_t rotl(uint64_t x, int k)
 {
     return (x << k) | (x >> (64 - k));
@@ -88,11 +90,60 @@ double vl_rng_unit(vl_rng *r)
     return (double)(vl_rng_next(r) >> 11) * 0x1.0p-53;
 }
 
+/* ---- Fisher-Yates with its draws made ahead ----------------------------------------
+ * Step i (n down to 2) swaps a[i-1] with a[j], j = below(i).  The draws depend on the
+ * generator alone, never on the array, so they can be made SHUFFLE_AHEAD steps early
+ * and a[j] prefetched: on an array beyond the caches the random reads then overlap
+ * instead of stalling one at a time.  Same draws in the same order, same swaps: the
+ * result and the generator's state afterwards are those of the plain loop. */
+
+#define SHUFFLE_AHEAD 16
+
+typedef struct ahead {
+    size_t ring[SHUFFLE_AHEAD];   /* the draw of step i sits at i % SHUFFLE_AHEAD */
+    size_t next;                  /* the next step to draw for; <= 1: all drawn */
+} ahead;
+
+/* Draws the next step's partner, returns it (the caller prefetches it), or n when
+ * every step is drawn. */
+static size_t ahead_draw(vl_rng *r, ahead *q, size_t n)
+{
+    if (q->next <= 1)
+        return n;
+    size_t j = (size_t)vl_rng_below(r, q->next);
+    q->ring[q->next-- % SHUFFLE_AHEAD] = j;
+    return j;
+}
+
 void vl_rng_shuffle_u32(vl_rng *r, uint32_t *a, size_t n)
 {
+    ahead q = {.next = n};
+
+    if (n < 2)
+        return;   /* nothing to do, and a may be NULL */
+    for (size_t k = 0; k < SHUFFLE_AHEAD; k++)
+        VL_PREFETCH_RW(a + ahead_draw(r, &q, n));
     for (size_t i = n; i > 1; i--) {
-        size_t j = (size_t)vl_rng_below(r, i);
+        size_t j = q.ring[i % SHUFFLE_AHEAD];   /* read before step i - AHEAD reuses it */
+        VL_PREFETCH_RW(a + ahead_draw(r, &q, n));
         uint32_t t = a[i - 1];
+        a[i - 1] = a[j];
+        a[j] = t;
+    }
+}
+
+void vl_rng_shuffle_u64(vl_rng *r, uint64_t *a, size_t n)
+{
+    ahead q = {.next = n};
+
+    if (n < 2)
+        return;   /* nothing to do, and a may be NULL */
+    for (size_t k = 0; k < SHUFFLE_AHEAD; k++)
+        VL_PREFETCH_RW(a + ahead_draw(r, &q, n));
+    for (size_t i = n; i > 1; i--) {
+        size_t j = q.ring[i % SHUFFLE_AHEAD];
+        VL_PREFETCH_RW(a + ahead_draw(r, &q, n));
+        uint64_t t = a[i - 1];
         a[i - 1] = a[j];
         a[j] = t;
     }

@@ -21,7 +21,9 @@ uint64_t vl_rng_next(vl_rng *r);
 uint64_t vl_rng_below(vl_rng *r, uint64_t n);
 /** Uniform double in [0, 1). */
 double vl_rng_unit(vl_rng *r);
-/** Fisher-Yates shuffle of a[0..n-1]. */
+/** Fisher-Yates shuffle of a[0..n-1]: for i = n..2, swap a[i-1] and a[below(i)]. */
 void vl_rng_shuffle_u32(vl_rng *r, uint32_t *a, size_t n);
+/** The same shuffle (the same draws and swaps) of 64-bit elements. */
+void vl_rng_shuffle_u64(vl_rng *r, uint64_t *a, size_t n);
 
 #endif

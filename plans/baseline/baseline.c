@@ -90,14 +90,20 @@ vl_status vl__bl_emit_mb(bl *c, uint32_t cap, const uint32_t *items, size_t n, v
     return st;
 }
 
-/* A padded micro-batch: every sample takes as many slots as the longest. */
-static vl_status emit_padded(bl *c, const uint32_t *items, size_t n, vl_err *err)
+static uint32_t longest_of(const uint32_t *len, const uint32_t *items, size_t n)
 {
     uint32_t longest = 0;
 
     for (size_t i = 0; i < n; i++)
-        if (c->job->sel->len[items[i]] > longest)
-            longest = c->job->sel->len[items[i]];
+        if (len[items[i]] > longest)
+            longest = len[items[i]];
+    return longest;
+}
+
+/* A padded micro-batch: every sample takes as many slots as the longest. */
+static vl_status emit_padded(bl *c, const uint32_t *items, size_t n, uint32_t longest,
+                             vl_err *err)
+{
     if (n == 0)
         c->empty++;
     if ((uint64_t)n * longest > UINT32_MAX)
@@ -218,19 +224,29 @@ static vl_status random_batch(bl *c, const uint32_t *items, size_t n, vl_err *er
 {
     size_t m = mbs_per_rank(n, c->dp, c->t->micro_batch), total = c->dp * m;
     size_t *start = malloc((total + 1) * sizeof *start);
+    uint32_t *longest = malloc(total * sizeof *longest);
     vl_status st = VL_OK;
 
-    if (start == NULL)
+    if (start == NULL || longest == NULL) {
+        free(start);
+        free(longest);
         return vl_seterr(err, VL_ENOMEM, "out of memory for %zu micro-batches", total);
+    }
     even_cuts(start, n, total);
+    /* The lengths in one tight pass first: the batch's samples lie anywhere in a length
+     * array that outgrows the caches at millions of samples, and here the reads overlap,
+     * where the emitting loop (a call chain per sample) would wait for each in turn. */
+    for (size_t j = 0; j < total; j++)
+        longest[j] = longest_of(c->job->sel->len, items + start[j], start[j + 1] - start[j]);
     for (size_t r = 0; r < c->dp && st == VL_OK; r++) {
         st = vl_plan_rank_begin(c->out, (int)r, &c->par, err);
         for (size_t q = 0; q < m && st == VL_OK; q++) {
             size_t j = r * m + q;
-            st = emit_padded(c, items + start[j], start[j + 1] - start[j], err);
+            st = emit_padded(c, items + start[j], start[j + 1] - start[j], longest[j], err);
         }
     }
     free(start);
+    free(longest);
     return st;
 }
 
@@ -294,7 +310,9 @@ static vl_status sorted_batch(bl *c, const uint32_t *items, size_t n, vl_err *er
         st = vl_plan_rank_begin(c->out, (int)r, &c->par, err);
         for (size_t q = 0; q < m && st == VL_OK; q++) {
             size_t j = (size_t)steps[q] * c->dp + who[(size_t)steps[q] * c->dp + r];
-            st = emit_padded(c, buf + start[j], start[j + 1] - start[j], err);
+            size_t k = start[j + 1] - start[j];
+            st = emit_padded(c, buf + start[j], k,
+                             longest_of(c->job->sel->len, buf + start[j], k), err);
         }
     }
 done:

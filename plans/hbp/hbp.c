@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "hbp_impl.h"
+#include "prefetch.h"
 
 const char *const vl__hbp_packers[] = {"isf", "ffd", "bfd", "ffs", "bfs", "spfhp", NULL};
 const char *const vl__hbp_profile_cols[] = {"len", "sp", "ckpt_layers", "time_s", NULL};
@@ -166,6 +167,27 @@ static uint64_t budget_of(const vl_training_cfg *t, const vl_selection *sel)
     return (uint64_t)t->global_batch * ((sel->tokens + sel->n - 1) / sel->n);
 }
 
+/* Touches the iteration's samples before it is emitted: its packs lie anywhere in
+ * ep->items and their samples anywhere in len, arrays beyond the caches at millions of
+ * samples; here the reads overlap, where the emitting loop (a call per sample) would
+ * wait for each in turn. */
+static void warm_iter(const hbp_epoch *ep, const hbp_iter *it, size_t nslots,
+                      const uint32_t *len)
+{
+    const uint32_t *slot = ep->slots + it->s0;
+
+    for (size_t k = 0; k < nslots; k++)
+        if (slot[k] != HBP_EMPTY)
+            VL_PREFETCH(ep->items + ep->packs[slot[k]].start);
+    for (size_t k = 0; k < nslots; k++) {
+        if (slot[k] == HBP_EMPTY)
+            continue;
+        const hbp_pack *pk = &ep->packs[slot[k]];
+        for (uint32_t i = 0; i < pk->count; i++)
+            VL_PREFETCH(len + ep->items[pk->start + i]);
+    }
+}
+
 static vl_status emit_iter(vl_plan *out, const hbp_groups *gs, const hbp_epoch *ep,
                            const hbp_iter *it, const uint32_t *len, uint32_t epoch,
                            vl_err *err)
@@ -173,6 +195,7 @@ static vl_status emit_iter(vl_plan *out, const hbp_groups *gs, const hbp_epoch *
     const hbp_group *g = &gs->g[it->group];
     vl_status st = vl_plan_iter_begin(out, epoch, err);
 
+    warm_iter(ep, it, (size_t)g->ranks * it->mbs, len);
     for (int r = 0; r < g->ranks && st == VL_OK; r++) {
         if ((st = vl_plan_rank_begin(out, r, &g->par, err)) != VL_OK)
             break;
