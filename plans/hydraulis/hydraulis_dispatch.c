@@ -29,6 +29,17 @@ void vl__hy_work_free(hy_work *w)
     free(w->t);
     free(w->load);
     free(w->tok);
+    free(w->st);
+    free(w->kind);
+    free(w->asc);
+    free(w->ffd);
+    free(w->next);
+    free(w->prev);
+    free(w->mem);
+    free(w->tmp);
+    free(w->head);
+    free(w->heap);
+    free(w->aside);
     *w = (hy_work){0};
 }
 

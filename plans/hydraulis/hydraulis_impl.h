@@ -157,10 +157,22 @@ typedef struct hy_work {
     uint32_t *perm, *owner, *best_owner; size_t seq_cap;
     double *C, *E; uint32_t *cnt; size_t pipe_cap;
     hy_pipe *pipes; size_t pipes_cap;
-    /* packing */
+    /* dispatch: each sequence's time on each distinct scheme of the candidate */
+    double *st; size_t st_cap;
+    uint32_t *kind; size_t kind_cap;      /* pipeline -> distinct scheme */
+    /* packing: orders shared by every micro-batch count, and per-count state */
     uint32_t *items, *bin, *best_bin; double *t; size_t item_cap;
+    uint32_t *asc, *ffd, *next, *prev, *mem, *tmp; size_t order_cap;
     double *load; uint64_t *tok; size_t bin_cap;
+    uint32_t *head, *heap, *aside; size_t heap_cap;
 } hy_work;
+
+/** fmax for values that are never NaN, inline (fmax is a libm call in the hot loops):
+ *  the same value, up to the sign of a zero, which no comparison sees. */
+static inline double hy_max(double a, double b)
+{
+    return a > b ? a : b;
+}
 
 void vl__hy_work_free(hy_work *w);
 
