@@ -217,6 +217,7 @@ static vl_status choose(hy_run *r, const uint32_t *seq, size_t n, uint64_t iter,
             if (e >= 0 && (*cand < 0 || e < *est)) {
                 *cand = (int)c;
                 *est = e;
+                vl__hy_keep(&r->it, c);   /* written as evaluated, not evaluated again */
             }
         }
     }
@@ -239,8 +240,7 @@ static vl_status plan_batch(hy_run *r, const uint32_t *seq, size_t n, uint32_t e
     if (r->job->verbose > 1)
         vl_job_log(r->job, "hydraulis: iteration %llu: candidate %d, estimate %.1f ms\n",
                    (unsigned long long)r->iters, cand, est);
-    st = vl__hy_emit(&r->it, (size_t)cand, seq, n, r->job->sel->len, stream_of(r->iters),
-                     relax, epoch, out, err);
+    st = vl__hy_emit_kept(&r->it, seq, n, r->job->sel->len, epoch, out, err);
     r->chosen[cand]++;
     r->relaxed += relax && r->fixed < 0;
     r->est_sum += est;

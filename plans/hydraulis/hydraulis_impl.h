@@ -206,6 +206,13 @@ double vl__hy_minmax(hy_work *w, const double *t, const uint32_t *tok, size_t n,
 
 /* ---- hydraulis_iter.c ---- */
 
+/* A batch's two-stage assignment on one candidate: per batch position its pipeline
+ * (dispatch order) and micro-batch, per pipeline its micro-batch count. */
+typedef struct hy_assign {
+    uint32_t *owner, *mb; size_t seq_cap;
+    uint32_t *nmb; size_t pipe_cap;
+} hy_assign;
+
 /* What one iteration's evaluation needs and keeps (grown, never shrunk). */
 typedef struct hy_iter {
     const hy_schemes *sch;
@@ -216,8 +223,10 @@ typedef struct hy_iter {
     uint64_t seed;
     hy_work w;
     hy_pipe *pipes; size_t pipes_cap;
-    uint32_t *owner, *sub, *bin; size_t seq_cap;
+    uint32_t *sub, *pos, *bin; size_t seq_cap;   /* one pipeline's sequences */
     double *pipe_est; size_t est_cap;     /* per pipeline (dispatch order) of the last eval */
+    hy_assign cur, kept;          /* the last evaluation, the one vl__hy_keep saved */
+    size_t kept_cand;
 } hy_iter;
 
 void vl__hy_iter_free(hy_iter *it);
@@ -231,10 +240,20 @@ double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
                    const uint32_t *len, uint64_t stream, bool allow_empty, vl_status *st,
                    vl_err *err);
 
-/** Evaluate as vl__hy_eval, then append the iteration to out: one rank per non-empty
- *  pipeline in candidate order, micro-batches by tokens descending with capacity
- *  rounded up to 128, sequences by length descending; the candidate recorded.
- *  VL_EINTERNAL when the candidate cannot run the batch. */
+/** Save the assignment of the last vl__hy_eval (which returned >= 0, on candidate cand)
+ *  for vl__hy_emit_kept: the chosen candidate is then written without evaluating it
+ *  again. */
+void vl__hy_keep(hy_iter *it, size_t cand);
+
+/** Append the iteration the kept assignment of batch seq[0..n) describes to out: one
+ *  rank per non-empty pipeline in candidate order, micro-batches by tokens descending
+ *  with capacity rounded up to 128, sequences by length descending; the candidate
+ *  recorded.  seq is the batch the kept evaluation was of. */
+vl_status vl__hy_emit_kept(hy_iter *it, const uint32_t *seq, size_t n, const uint32_t *len,
+                           uint32_t epoch, vl_plan *out, vl_err *err);
+
+/** vl__hy_eval, vl__hy_keep, then vl__hy_emit_kept.  VL_EINTERNAL when the candidate
+ *  cannot run the batch. */
 vl_status vl__hy_emit(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
                       const uint32_t *len, uint64_t stream, bool allow_empty, uint32_t epoch,
                       vl_plan *out, vl_err *err);

@@ -10,38 +10,57 @@
 
 #include "hydraulis_impl.h"
 
+static void assign_free(hy_assign *a)
+{
+    free(a->owner);
+    free(a->mb);
+    free(a->nmb);
+    *a = (hy_assign){0};
+}
+
 void vl__hy_iter_free(hy_iter *it)
 {
     vl__hy_work_free(&it->w);
     free(it->pipes);
-    free(it->owner);
     free(it->sub);
+    free(it->pos);
     free(it->bin);
     free(it->pipe_est);
+    assign_free(&it->cur);
+    assign_free(&it->kept);
     it->pipes = NULL;
-    it->owner = it->sub = it->bin = NULL;
+    it->sub = it->pos = it->bin = NULL;
     it->pipe_est = NULL;
     it->pipes_cap = it->seq_cap = it->est_cap = 0;
 }
 
 static vl_status reserve(hy_iter *it, size_t n, size_t np, vl_err *err)
 {
-    size_t c = it->seq_cap, e = it->est_cap;
+    size_t c = it->seq_cap, e = it->est_cap, ac = it->cur.seq_cap, pc = it->cur.pipe_cap;
     vl_status st;
 
     if ((st = vl_grow(&it->pipes, &it->pipes_cap, np + 1, sizeof *it->pipes, err)) ||
         (st = vl_grow(&it->pipe_est, &e, np + 1, sizeof *it->pipe_est, err)))
         return st;
     it->est_cap = e;
-    if ((st = vl_grow(&it->owner, &c, n + 1, sizeof *it->owner, err)) != VL_OK)
+    if ((st = vl_grow(&it->sub, &c, n + 1, sizeof *it->sub, err)) != VL_OK)
         return st;
     c = it->seq_cap;
-    if ((st = vl_grow(&it->sub, &c, n + 1, sizeof *it->sub, err)) != VL_OK)
+    if ((st = vl_grow(&it->pos, &c, n + 1, sizeof *it->pos, err)) != VL_OK)
         return st;
     c = it->seq_cap;
     if ((st = vl_grow(&it->bin, &c, n + 1, sizeof *it->bin, err)) != VL_OK)
         return st;
     it->seq_cap = c;
+    if ((st = vl_grow(&it->cur.owner, &ac, n + 1, sizeof *it->cur.owner, err)) != VL_OK)
+        return st;
+    ac = it->cur.seq_cap;
+    if ((st = vl_grow(&it->cur.mb, &ac, n + 1, sizeof *it->cur.mb, err)) != VL_OK)
+        return st;
+    it->cur.seq_cap = ac;
+    if ((st = vl_grow(&it->cur.nmb, &pc, np + 1, sizeof *it->cur.nmb, err)) != VL_OK)
+        return st;
+    it->cur.pipe_cap = pc;
     return VL_OK;
 }
 
@@ -74,13 +93,17 @@ static hy_scheme packing_scheme(const hy_iter *it, size_t j)
     return s;
 }
 
-/* The sequences of pipeline j (manifest indices, in batch order) into it->sub. */
-static size_t gather(hy_iter *it, const uint32_t *seq, size_t n, size_t j)
+/* The sequences of pipeline j under `owner` (manifest indices, in batch order) into
+ * it->sub, their batch positions into it->pos. */
+static size_t gather(hy_iter *it, const uint32_t *owner, const uint32_t *seq, size_t n,
+                     size_t j)
 {
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
-        if (it->owner[i] == j)
+        if (owner[i] == j) {
+            it->pos[m] = (uint32_t)i;
             it->sub[m++] = seq[i];
+        }
     return m;
 }
 
@@ -95,14 +118,15 @@ double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
         return -1;
     load_pipes(it, cand);
     if (vl__hy_dispatch(&it->w, it->pipes, np, seq, n, len, it->trials, it->seed, stream,
-                        allow_empty, it->owner, st, err) < 0)
+                        allow_empty, it->cur.owner, st, err) < 0)
         return -1;
     for (size_t j = 0; j < np && *st == VL_OK; j++) {
-        size_t m = gather(it, seq, n, j);
-        uint32_t v;
+        size_t m = gather(it, it->cur.owner, seq, n, j);
         hy_scheme s = packing_scheme(it, j);
-        it->pipe_est[j] = vl__hy_pack(&it->w, &s, it->sub, m, len, it->packing, it->bin, &v,
-                                      st, err);
+        it->pipe_est[j] = vl__hy_pack(&it->w, &s, it->sub, m, len, it->packing, it->bin,
+                                      &it->cur.nmb[j], st, err);
+        for (size_t q = 0; q < m; q++)
+            it->cur.mb[it->pos[q]] = it->bin[q];
         worst = it->pipe_est[j] > worst ? it->pipe_est[j] : worst;
     }
     return *st == VL_OK ? worst : -1;
@@ -167,33 +191,50 @@ static vl_status emit_rank(hy_iter *it, size_t j, int dp, size_t m, uint32_t v,
     return st;
 }
 
-vl_status vl__hy_emit(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
-                      const uint32_t *len, uint64_t stream, bool allow_empty, uint32_t epoch,
-                      vl_plan *out, vl_err *err)
+void vl__hy_keep(hy_iter *it, size_t cand)
 {
+    hy_assign t = it->kept;
+
+    it->kept = it->cur;
+    it->cur = t;
+    it->kept_cand = cand;
+}
+
+vl_status vl__hy_emit_kept(hy_iter *it, const uint32_t *seq, size_t n, const uint32_t *len,
+                           uint32_t epoch, vl_plan *out, vl_err *err)
+{
+    size_t cand = it->kept_cand, np = it->cands->c[cand].np;
     vl_status st;
-    size_t np = it->cands->c[cand].np;
     int dp = 0;
 
-    if (vl__hy_eval(it, cand, seq, n, len, stream, allow_empty, &st, err) < 0)
-        return st != VL_OK ? st : vl_seterr(err, VL_EINTERNAL, "hydraulis: candidate %zu "
-                                            "cannot run the batch it was chosen for", cand);
+    load_pipes(it, cand);
     if ((st = vl_plan_iter_begin(out, epoch, err)) != VL_OK)
         return st;
     vl_plan_iter_candidate(out, (int32_t)cand);
     for (uint32_t slot = 0; slot < np && st == VL_OK; slot++) {
         size_t j = 0, m;
-        uint32_t v;
         while (it->pipes[j].slot != slot)
             j++;
-        hy_scheme s = packing_scheme(it, j);
-        if ((m = gather(it, seq, n, j)) == 0)
+        if ((m = gather(it, it->kept.owner, seq, n, j)) == 0)
             continue;   /* an idle pipeline (allowed only without a better candidate) */
-        vl__hy_pack(&it->w, &s, it->sub, m, len, it->packing, it->bin, &v, &st, err);
-        if (st == VL_OK)
-            st = emit_rank(it, j, dp++, m, v, len, out, err);
+        for (size_t q = 0; q < m; q++)
+            it->bin[q] = it->kept.mb[it->pos[q]];
+        st = emit_rank(it, j, dp++, m, it->kept.nmb[j], len, out, err);
     }
     return st;
+}
+
+vl_status vl__hy_emit(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
+                      const uint32_t *len, uint64_t stream, bool allow_empty, uint32_t epoch,
+                      vl_plan *out, vl_err *err)
+{
+    vl_status st;
+
+    if (vl__hy_eval(it, cand, seq, n, len, stream, allow_empty, &st, err) < 0)
+        return st != VL_OK ? st : vl_seterr(err, VL_EINTERNAL, "hydraulis: candidate %zu "
+                                            "cannot run the batch it was chosen for", cand);
+    vl__hy_keep(it, cand);
+    return vl__hy_emit_kept(it, seq, n, len, epoch, out, err);
 }
 
 void vl__hy_cand_text(const hy_cands *cs, const hy_schemes *sch, size_t c, char *buf,
