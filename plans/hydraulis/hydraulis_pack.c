@@ -289,24 +289,53 @@ static uint32_t heaviest(const hy_work *w, uint32_t v)
     return h;
 }
 
+static double lightest_load(const hy_work *w, uint32_t v)
+{
+    double m = w->load[0];
+    for (uint32_t b = 1; b < v; b++)
+        m = w->load[b] < m ? w->load[b] : m;
+    return m;
+}
+
 /* A chosen move (j = NONE) or swap of i off the heaviest micro-batch. */
 typedef struct {
     double best;
     uint32_t i, j, b;
 } step;
 
+/* The first position of w->asc from which j can give a swap below bx: before it the
+ * receiving side load[b] + t[i] − t[j] >= lightest + t[i] − t[j] >= bx already (both
+ * sides are monotone in t[j] as rounded, so the positions to skip are a prefix). */
+static size_t swap_start(const hy_work *w, const pk_in *in, double lightest, uint32_t i,
+                         double bx)
+{
+    double k = lightest + in->t[i];
+    size_t lo = 0, hi = in->n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (k - in->t[w->asc[mid]] >= bx)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* The best swap of i (in h, load top) with a lighter item of another micro-batch that
  * beats s->best.  Items by time ascending: the heavy side top − t[i] + t[j] only grows,
- * so the walk stops where it reaches the best (equal: only a lower index could tie). */
+ * so the walk stops where it reaches the best (equal: only a lower index could tie);
+ * it starts where the receiving side, bounded by the lightest micro-batch, falls below
+ * the best. */
 static void best_swap(const hy_work *w, const pk_in *in, const uint32_t *bin, uint32_t h,
-                      double top, uint32_t i, step *s)
+                      double top, double lightest, uint32_t i, step *s)
 {
     const double *t = in->t;
     const uint32_t *tok = in->tok;
     double rest = top - t[i], bx = s->best;
     uint32_t sj = NONE, sb = 0;
 
-    for (size_t q = 0; q < in->n; q++) {
+    for (size_t q = swap_start(w, in, lightest, i, bx); q < in->n; q++) {
         uint32_t j = w->asc[q], b = bin[j];
         double first = rest + t[j], x;
         if (!(t[j] < t[i]) || first > bx || (first == bx && sj == NONE))
@@ -349,7 +378,7 @@ static bool improve(hy_work *w, const pk_in *in, uint32_t v, uint32_t *bin)
 {
     uint32_t h = heaviest(w, v);
     size_t m = members(w, h);
-    double top = w->load[h];
+    double top = w->load[h], light = lightest_load(w, v);
     step s = {.best = top, .i = NONE, .j = NONE};
 
     for (size_t k = 0; k < m; k++) {
@@ -357,12 +386,12 @@ static bool improve(hy_work *w, const pk_in *in, uint32_t v, uint32_t *bin)
         double rest = top - in->t[i];
         if (in->nonneg && !(rest < s.best))
             continue;   /* whatever i does, h keeps at least rest */
-        for (uint32_t b = 0; b < v; b++) {   /* move i to b */
+        for (uint32_t b = 0; b < v && light + in->t[i] < s.best; b++) {   /* move i to b */
             double x = hy_max(rest, w->load[b] + in->t[i]);
             if (b != h && w->tok[b] + in->tok[i] <= in->cap && x < s.best)
                 s = (step){.best = x, .i = i, .j = NONE, .b = b};
         }
-        best_swap(w, in, bin, h, top, i, &s);
+        best_swap(w, in, bin, h, top, light, i, &s);
     }
     if (s.i == NONE)
         return false;
