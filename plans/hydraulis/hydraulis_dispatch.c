@@ -32,6 +32,7 @@ void vl__hy_work_free(hy_work *w)
     free(w->st);
     free(w->kind);
     free(w->kinds);
+    free(w->fits);
     free(w->asc);
     free(w->ffd);
     free(w->next);
@@ -71,7 +72,8 @@ static vl_status reserve(hy_work *w, size_t n, size_t np, vl_err *err)
 }
 
 /* Each sequence's time t and bubble term (pp − 1)·t on each distinct scheme of the
- * pipelines (w->kind[j] for pipeline j): every trial reads them instead of recomputing
+ * pipelines (w->kind[j] for pipeline j), and the pipelines that hold it (w->fits[i]:
+ * the first ones, MaxLen descending): every trial reads them instead of recomputing
  * them per pipeline.  Returns the number of distinct schemes, 0 on ENOMEM (*st). */
 static size_t tabulate(hy_work *w, const hy_pipe *pipes, size_t np, const uint32_t *seq,
                        size_t n, const uint32_t *len, vl_status *st, vl_err *err)
@@ -95,6 +97,16 @@ static size_t tabulate(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
     if ((*st = vl_grow(&w->st, &c, 2 * n * nk + 1, sizeof *w->st, err)) != VL_OK)
         return 0;
     w->st_cap = c;
+    c = w->fits_cap;
+    if ((*st = vl_grow(&w->fits, &c, n + 1, sizeof *w->fits, err)) != VL_OK)
+        return 0;
+    w->fits_cap = c;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t f = 0;
+        while (f < np && pipes[f].s->maxlen >= len[seq[i]])
+            f++;
+        w->fits[i] = f;
+    }
     for (size_t i = 0; i < n; i++)
         for (size_t k = 0; k < nk; k++) {
             double t = hy_t(w->kinds[k], len[seq[i]]);
@@ -115,11 +127,14 @@ static void add(hy_work *w, const double *row, size_t j, size_t *empty)
     *empty -= w->cnt[j]++ == 0;
 }
 
-/* One trial over the order w->perm; owner[i] = pipeline.  Returns its objective.  A
- * pipeline's estimate never falls below the running maximum mx, so once no pipeline is
- * empty (an empty one would win a tie) the first to stay at mx is the answer. */
+/* One trial over the order w->perm; owner[i] = pipeline.  Returns its objective, or
+ * INFINITY as soon as it reaches `bound` (the objective only grows: such a trial cannot
+ * beat the best one).  A pipeline's estimate never falls below the running maximum mx,
+ * so once no pipeline is empty (an empty one would win a tie) the first to stay at mx
+ * is the answer. */
 static double trial(hy_work *w, const hy_pipe *pipes, size_t np, size_t nk,
-                    const uint32_t *seq, size_t n, const uint32_t *len, uint32_t *owner)
+                    const uint32_t *seq, size_t n, const uint32_t *len, double bound,
+                    uint32_t *owner)
 {
     double mx = 0;
     uint32_t second = np > 1 ? pipes[1].s->maxlen : 0;
@@ -139,14 +154,14 @@ static double trial(hy_work *w, const hy_pipe *pipes, size_t np, size_t nk,
     }
     for (size_t j = 0; j < np; j++)
         mx = hy_max(mx, w->C[j] + w->E[j]);
-    for (size_t k = 0; k < n; k++) {
-        uint32_t i = w->perm[k], l = len[seq[i]];
+    for (size_t k = 0; k < n && mx < bound; k++) {
+        uint32_t i = w->perm[k];
         const double *row = w->st + (size_t)i * nk * 2;
         double best = INFINITY;
         size_t at = 0;
         if (owner[i] != UINT32_MAX)
             continue;
-        for (size_t j = 0; j < np && pipes[j].s->maxlen >= l; j++) {
+        for (size_t j = 0; j < w->fits[i]; j++) {
             const double *te = row + 2 * w->kind[j];
             double x = hy_max(mx, w->C[j] + te[0] + hy_max(w->E[j], te[1]));
             if (x < best || (x == best && w->cnt[j] == 0)) {
@@ -160,7 +175,7 @@ static double trial(hy_work *w, const hy_pipe *pipes, size_t np, size_t nk,
         add(w, row, at, &empty);
         mx = hy_max(mx, w->C[at] + w->E[at]);
     }
-    return mx;
+    return mx < bound ? mx : INFINITY;
 }
 
 double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32_t *seq,
@@ -188,7 +203,7 @@ double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
             vl_rng_seed(&r, seed, stream + tr);
             vl_rng_shuffle_u32(&r, w->perm, n);
         }
-        obj = trial(w, pipes, np, nk, seq, n, len, w->owner);
+        obj = trial(w, pipes, np, nk, seq, n, len, best >= 0 ? best : INFINITY, w->owner);
         for (size_t j = 0; j < np; j++)
             empty = empty || w->cnt[j] == 0;
         if ((empty && !allow_empty) || (best >= 0 && obj >= best))

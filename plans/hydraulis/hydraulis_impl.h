@@ -159,6 +159,7 @@ typedef struct hy_work {
     hy_pipe *pipes; size_t pipes_cap;
     /* dispatch: each sequence's time on each distinct scheme of the candidate */
     double *st; size_t st_cap;
+    uint32_t *fits; size_t fits_cap;      /* per sequence: the pipelines holding it */
     uint32_t *kind; const hy_scheme **kinds; size_t kind_cap;   /* pipeline -> scheme */
     /* packing: orders shared by every micro-batch count, and per-count state */
     uint32_t *items, *bin, *best_bin; double *t; size_t item_cap;
