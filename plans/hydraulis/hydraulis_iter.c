@@ -134,60 +134,79 @@ double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
 
 /* ---- emission ---- */
 
-/* Sequence a before b in a micro-batch: longer first, then sample index. */
-static bool seq_before(const uint32_t *len, uint32_t a, uint32_t b)
+/* A sequence of a rank in emission order: its micro-batch, then longer first, then
+ * sample index. */
+typedef struct {
+    uint32_t mb, len, sample;
+} mb_seq;
+
+static int seq_cmp(const void *pa, const void *pb)
 {
-    return len[a] != len[b] ? len[a] > len[b] : a < b;
+    const mb_seq *a = pa, *b = pb;
+
+    if (a->mb != b->mb)
+        return a->mb < b->mb ? -1 : 1;
+    if (a->len != b->len)
+        return a->len > b->len ? -1 : 1;
+    return (a->sample > b->sample) - (a->sample < b->sample);
 }
 
-static vl_status emit_mb(hy_iter *it, size_t m, uint32_t b, uint64_t tokens,
-                         const uint32_t *len, vl_plan *out, vl_err *err)
-{
-    uint32_t cap = (uint32_t)((tokens + HY_ALIGN - 1) / HY_ALIGN * HY_ALIGN);
-    vl_status st = vl_plan_mb_begin(out, cap, err);
-    uint32_t last = UINT32_MAX;
+/* A micro-batch in emission order: more tokens first, then index. */
+typedef struct {
+    uint64_t tokens;
+    uint32_t mb, first;           /* its sequences: seqs[first ..] of the same mb */
+} mb_key;
 
-    /* selection by (length desc, sample asc) without sorting: a pack holds few */
-    for (size_t done = 0; st == VL_OK; done++) {
-        uint32_t pick = UINT32_MAX;
-        for (size_t i = 0; i < m; i++) {
-            uint32_t s = it->sub[i];
-            if (it->bin[i] != b || (last != UINT32_MAX && !seq_before(len, last, s)))
-                continue;
-            if (pick == UINT32_MAX || seq_before(len, s, pick))
-                pick = s;
-        }
-        if (pick == UINT32_MAX)
-            break;
-        st = vl_plan_seg(out, pick, 0, len[pick], err);
-        last = pick;
+static int mb_cmp(const void *pa, const void *pb)
+{
+    const mb_key *a = pa, *b = pb;
+
+    if (a->tokens != b->tokens)
+        return a->tokens > b->tokens ? -1 : 1;
+    return (a->mb > b->mb) - (a->mb < b->mb);
+}
+
+static vl_status emit_mbs(const mb_seq *seqs, size_t m, const mb_key *mbs, uint32_t v,
+                          vl_plan *out, vl_err *err)
+{
+    vl_status st = VL_OK;
+
+    for (uint32_t k = 0; k < v && st == VL_OK; k++) {
+        uint64_t cap = (mbs[k].tokens + HY_ALIGN - 1) / HY_ALIGN * HY_ALIGN;
+        st = vl_plan_mb_begin(out, (uint32_t)cap, err);
+        for (size_t q = mbs[k].first; q < m && seqs[q].mb == mbs[k].mb && st == VL_OK; q++)
+            st = vl_plan_seg(out, seqs[q].sample, 0, seqs[q].len, err);
     }
     return st;
 }
 
-/* Pipeline j's rank: its micro-batches by tokens descending (then index). */
+/* Pipeline j's rank: its micro-batches by tokens descending (then index), each one's
+ * sequences by length descending (then sample index). */
 static vl_status emit_rank(hy_iter *it, size_t j, int dp, size_t m, uint32_t v,
                            const uint32_t *len, vl_plan *out, vl_err *err)
 {
     vl_par par = {.tp = it->pipes[j].s->tp, .pp = it->pipes[j].s->pp, .sp = 1,
                   .ckpt_layers = 0};
-    uint64_t *tok = calloc(v + 1, sizeof *tok);
-    bool *done = calloc(v + 1, sizeof *done);
-    vl_status st = tok && done ? vl_plan_rank_begin(out, dp, &par, err)
+    mb_seq *seqs = malloc((m + 1) * sizeof *seqs);
+    mb_key *mbs = calloc(v + 1, sizeof *mbs);
+    vl_status st = seqs && mbs ? vl_plan_rank_begin(out, dp, &par, err)
                                : vl_seterr(err, VL_ENOMEM, "hydraulis: out of memory");
 
-    for (size_t i = 0; i < m && st == VL_OK; i++)
-        tok[it->bin[i]] += len[it->sub[i]];
-    for (uint32_t k = 0; k < v && st == VL_OK; k++) {
-        uint32_t b = UINT32_MAX;
-        for (uint32_t q = 0; q < v; q++)
-            if (!done[q] && (b == UINT32_MAX || tok[q] > tok[b]))
-                b = q;
-        done[b] = true;
-        st = emit_mb(it, m, b, tok[b], len, out, err);
+    if (st == VL_OK) {
+        for (uint32_t b = 0; b < v; b++)
+            mbs[b] = (mb_key){.mb = b, .first = (uint32_t)m};
+        for (size_t i = 0; i < m; i++) {
+            seqs[i] = (mb_seq){.mb = it->bin[i], .len = len[it->sub[i]], .sample = it->sub[i]};
+            mbs[it->bin[i]].tokens += seqs[i].len;
+        }
+        qsort(seqs, m, sizeof *seqs, seq_cmp);
+        for (size_t q = m; q-- > 0;)
+            mbs[seqs[q].mb].first = (uint32_t)q;
+        qsort(mbs, v, sizeof *mbs, mb_cmp);
+        st = emit_mbs(seqs, m, mbs, v, out, err);
     }
-    free(tok);
-    free(done);
+    free(seqs);
+    free(mbs);
     return st;
 }
 
