@@ -178,20 +178,63 @@ static double trial(hy_work *w, const hy_pipe *pipes, size_t np, size_t nk,
     return mx < bound ? mx : INFINITY;
 }
 
+/* trial() with the pipeline of each sequence from the kinds' trees (many pipelines). */
+static double trial_tree(hy_work *w, hy_dtree *d, const hy_pipe *pipes, size_t np,
+                         size_t nk, const uint32_t *seq, size_t n, const uint32_t *len,
+                         double bound, uint32_t *owner)
+{
+    double mx = 0;
+    uint32_t second = np > 1 ? pipes[1].s->maxlen : 0;
+    size_t empty = np;
+
+    memset(w->C, 0, np * sizeof *w->C);
+    memset(w->E, 0, np * sizeof *w->E);
+    memset(w->cnt, 0, np * sizeof *w->cnt);
+    vl__hy_dtree_reset(d);
+    for (size_t i = 0; i < n; i++)
+        owner[i] = UINT32_MAX;
+    for (size_t k = 0; k < n && np > 1; k++) {   /* what only pipeline 0 can hold */
+        uint32_t i = w->perm[k];
+        if (len[seq[i]] > second) {
+            owner[i] = 0;
+            add(w, w->st + (size_t)i * nk * 2, 0, &empty);
+        }
+    }
+    if (w->cnt[0] > 0)
+        vl__hy_dtree_set(d, 0, w->kind[0], w->C[0], w->E[0], w->cnt);
+    for (size_t j = 0; j < np; j++)
+        mx = hy_max(mx, w->C[j] + w->E[j]);
+    for (size_t k = 0; k < n && mx < bound; k++) {
+        uint32_t i = w->perm[k];
+        const double *row = w->st + (size_t)i * nk * 2;
+        size_t at;
+        if (owner[i] != UINT32_MAX)
+            continue;
+        at = vl__hy_dtree_pick(d, row, w->kinds, len[seq[i]], mx);
+        owner[i] = (uint32_t)at;
+        add(w, row, at, &empty);
+        vl__hy_dtree_set(d, at, w->kind[at], w->C[at], w->E[at], w->cnt);
+        mx = hy_max(mx, w->C[at] + w->E[at]);
+    }
+    return mx < bound ? mx : INFINITY;
+}
+
 double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32_t *seq,
                        size_t n, const uint32_t *len, uint32_t trials, uint64_t seed,
                        uint64_t stream, bool allow_empty, uint32_t *owner, vl_status *st,
                        vl_err *err)
 {
     double best = -1;
-    size_t nk;
+    size_t nk, from = w->tree_from ? w->tree_from : HY_TREE_FROM;
+    hy_dtree d = {0};
 
     if ((*st = reserve(w, n, np, err)) != VL_OK || np == 0)
         return -1;
     for (size_t i = 0; i < n; i++)
         if (len[seq[i]] > pipes[0].s->maxlen)
             return -1;   /* no pipeline holds it */
-    if ((nk = tabulate(w, pipes, np, seq, n, len, st, err)) == 0)
+    if ((nk = tabulate(w, pipes, np, seq, n, len, st, err)) == 0 ||
+        (np >= from && (*st = vl__hy_dtree_init(&d, w->kind, np, nk, err)) != VL_OK))
         return -1;
     for (uint32_t tr = 0; tr < (trials ? trials : 1); tr++) {
         vl_rng r;
@@ -203,7 +246,10 @@ double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
             vl_rng_seed(&r, seed, stream + tr);
             vl_rng_shuffle_u32(&r, w->perm, n);
         }
-        obj = trial(w, pipes, np, nk, seq, n, len, best >= 0 ? best : INFINITY, w->owner);
+        obj = np >= from ? trial_tree(w, &d, pipes, np, nk, seq, n, len,
+                                      best >= 0 ? best : INFINITY, w->owner)
+                         : trial(w, pipes, np, nk, seq, n, len, best >= 0 ? best : INFINITY,
+                                 w->owner);
         for (size_t j = 0; j < np; j++)
             empty = empty || w->cnt[j] == 0;
         if ((empty && !allow_empty) || (best >= 0 && obj >= best))
@@ -211,5 +257,6 @@ double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
         best = obj;
         memcpy(owner, w->owner, n * sizeof *owner);
     }
+    vl__hy_dtree_free(&d);
     return best;
 }

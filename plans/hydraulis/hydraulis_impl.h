@@ -160,6 +160,7 @@ typedef struct hy_work {
     /* dispatch: each sequence's time on each distinct scheme of the candidate */
     double *st; size_t st_cap;
     uint32_t *fits; size_t fits_cap;      /* per sequence: the pipelines holding it */
+    size_t tree_from;                     /* pipelines from which trees pick; 0: HY_TREE_FROM */
     uint32_t *kind; const hy_scheme **kinds; size_t kind_cap;   /* pipeline -> scheme */
     /* packing: orders shared by every micro-batch count, and per-count state */
     uint32_t *items, *bin, *best_bin; double *t; size_t item_cap;
@@ -175,6 +176,11 @@ static inline double hy_max(double a, double b)
     return a > b ? a : b;
 }
 
+static inline double hy_min(double a, double b)
+{
+    return a < b ? a : b;
+}
+
 void vl__hy_work_free(hy_work *w);
 
 /** Alg. 1 with the code's rules (research/hydraulis.md §2 DISPATCH): pipes[0..np) sorted
@@ -187,6 +193,38 @@ double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
                        size_t n, const uint32_t *len, uint32_t trials, uint64_t seed,
                        uint64_t stream, bool allow_empty, uint32_t *owner, vl_status *st,
                        vl_err *err);
+
+/* ---- hydraulis_dtree.c ---- */
+
+/* Dispatch uses the trees from this many pipelines (a scan is faster below). */
+#define HY_TREE_FROM 64
+
+/* The pipelines of one dispatch by kind (distinct scheme), each kind a min-tree of C and
+ * E over its pipelines in index order, and its last empty pipeline. */
+typedef struct hy_dtree {
+    size_t np, nk;
+    size_t *kstart;               /* [nk + 1]: kind k lists list[kstart[k] .. kstart[k+1]) */
+    size_t *list;                 /* pipelines by kind, ascending */
+    size_t *leaf;                 /* [np]: position in its kind's list */
+    size_t *toff, *tsz;           /* [nk]: tree offset in c, e; leaves (a power of two) */
+    double *c, *e;                /* node minima; node v of kind k at toff[k] + v */
+    size_t *last;                 /* [nk]: 1 + position of the last empty pipeline, 0 none */
+} hy_dtree;
+
+/** The kinds' lists and trees for kind[j] of pipelines j < np.  VL_ENOMEM. */
+vl_status vl__hy_dtree_init(hy_dtree *d, const uint32_t *kind, size_t np, size_t nk,
+                            vl_err *err);
+void vl__hy_dtree_free(hy_dtree *d);
+/** Every pipeline empty, C = E = 0. */
+void vl__hy_dtree_reset(hy_dtree *d);
+/** Pipeline j (kind k) now has C, E; cnt[] says which pipelines are no longer empty. */
+void vl__hy_dtree_set(hy_dtree *d, size_t j, size_t k, double C, double E,
+                      const uint32_t *cnt);
+/** The pipeline Alg. 1's scan picks for a sequence of l tokens whose t and (pp − 1)·t on
+ *  kind k are row[2k], row[2k + 1], at running maximum mx: the kinds of MaxLen >= l
+ *  (kinds[k]) are searched. */
+size_t vl__hy_dtree_pick(const hy_dtree *d, const double *row, const hy_scheme *const *kinds,
+                         uint32_t l, double mx);
 
 /* ---- hydraulis_pack.c ---- */
 
