@@ -262,7 +262,8 @@ typedef struct hy_iter {
     uint64_t seed;
     hy_work w;
     hy_pipe *pipes; size_t pipes_cap;
-    uint32_t *sub, *pos, *bin; size_t seq_cap;   /* one pipeline's sequences */
+    uint32_t *sub, *pos, *bin, *gpos; size_t seq_cap;   /* one pipeline's sequences */
+    size_t *gstart; size_t gstart_cap;    /* gpos[gstart[j] ..]: pipeline j's positions */
     double *pipe_est; size_t est_cap;     /* per pipeline (dispatch order) of the last eval */
     hy_assign cur, kept;          /* the last evaluation, the one vl__hy_keep saved */
     size_t kept_cand;

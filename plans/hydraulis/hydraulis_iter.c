@@ -25,11 +25,15 @@ void vl__hy_iter_free(hy_iter *it)
     free(it->sub);
     free(it->pos);
     free(it->bin);
+    free(it->gpos);
+    free(it->gstart);
     free(it->pipe_est);
     assign_free(&it->cur);
     assign_free(&it->kept);
     it->pipes = NULL;
-    it->sub = it->pos = it->bin = NULL;
+    it->sub = it->pos = it->bin = it->gpos = NULL;
+    it->gstart = NULL;
+    it->gstart_cap = 0;
     it->pipe_est = NULL;
     it->pipes_cap = it->seq_cap = it->est_cap = 0;
 }
@@ -51,7 +55,12 @@ static vl_status reserve(hy_iter *it, size_t n, size_t np, vl_err *err)
     c = it->seq_cap;
     if ((st = vl_grow(&it->bin, &c, n + 1, sizeof *it->bin, err)) != VL_OK)
         return st;
+    c = it->seq_cap;
+    if ((st = vl_grow(&it->gpos, &c, n + 1, sizeof *it->gpos, err)) != VL_OK)
+        return st;
     it->seq_cap = c;
+    if ((st = vl_grow(&it->gstart, &it->gstart_cap, np + 2, sizeof *it->gstart, err)))
+        return st;
     if ((st = vl_grow(&it->cur.owner, &ac, n + 1, sizeof *it->cur.owner, err)) != VL_OK)
         return st;
     ac = it->cur.seq_cap;
@@ -93,17 +102,32 @@ static hy_scheme packing_scheme(const hy_iter *it, size_t j)
     return s;
 }
 
-/* The sequences of pipeline j under `owner` (manifest indices, in batch order) into
- * it->sub, their batch positions into it->pos. */
-static size_t gather(hy_iter *it, const uint32_t *owner, const uint32_t *seq, size_t n,
-                     size_t j)
+/* Batch positions grouped by pipeline under `owner`, each group in batch order
+ * (it->gpos[it->gstart[j] .. it->gstart[j + 1]) for pipeline j): one pass, not one per
+ * pipeline. */
+static void group(hy_iter *it, const uint32_t *owner, size_t n, size_t np)
+{
+    memset(it->gstart, 0, (np + 1) * sizeof *it->gstart);
+    for (size_t i = 0; i < n; i++)
+        it->gstart[owner[i] + 1]++;
+    for (size_t j = 0; j < np; j++)
+        it->gstart[j + 1] += it->gstart[j];
+    for (size_t i = 0; i < n; i++)
+        it->gpos[it->gstart[owner[i]]++] = (uint32_t)i;
+    for (size_t j = np; j > 0; j--)   /* the fill moved every start to the next one */
+        it->gstart[j] = it->gstart[j - 1];
+    it->gstart[0] = 0;
+}
+
+/* The sequences of pipeline j of the last group() (manifest indices, in batch order)
+ * into it->sub, their batch positions into it->pos. */
+static size_t gather(hy_iter *it, const uint32_t *seq, size_t j)
 {
     size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (owner[i] == j) {
-            it->pos[m] = (uint32_t)i;
-            it->sub[m++] = seq[i];
-        }
+    for (size_t q = it->gstart[j]; q < it->gstart[j + 1]; q++) {
+        it->pos[m] = it->gpos[q];
+        it->sub[m++] = seq[it->gpos[q]];
+    }
     return m;
 }
 
@@ -120,8 +144,9 @@ double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
     if (vl__hy_dispatch(&it->w, it->pipes, np, seq, n, len, it->trials, it->seed, stream,
                         allow_empty, it->cur.owner, st, err) < 0)
         return -1;
+    group(it, it->cur.owner, n, np);
     for (size_t j = 0; j < np && *st == VL_OK; j++) {
-        size_t m = gather(it, it->cur.owner, seq, n, j);
+        size_t m = gather(it, seq, j);
         hy_scheme s = packing_scheme(it, j);
         it->pipe_est[j] = vl__hy_pack(&it->w, &s, it->sub, m, len, it->packing, it->bin,
                                       &it->cur.nmb[j], st, err);
@@ -227,6 +252,7 @@ vl_status vl__hy_emit_kept(hy_iter *it, const uint32_t *seq, size_t n, const uin
     int dp = 0;
 
     load_pipes(it, cand);
+    group(it, it->kept.owner, n, np);
     if ((st = vl_plan_iter_begin(out, epoch, err)) != VL_OK)
         return st;
     vl_plan_iter_candidate(out, (int32_t)cand);
@@ -234,7 +260,7 @@ vl_status vl__hy_emit_kept(hy_iter *it, const uint32_t *seq, size_t n, const uin
         size_t j = 0, m;
         while (it->pipes[j].slot != slot)
             j++;
-        if ((m = gather(it, it->kept.owner, seq, n, j)) == 0)
+        if ((m = gather(it, seq, j)) == 0)
             continue;   /* an idle pipeline (allowed only without a better candidate) */
         for (size_t q = 0; q < m; q++)
             it->bin[q] = it->kept.mb[it->pos[q]];
