@@ -236,6 +236,9 @@ double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
     if ((nk = tabulate(w, pipes, np, seq, n, len, st, err)) == 0 ||
         (np >= from && (*st = vl__hy_dtree_init(&d, w->kind, np, nk, err)) != VL_OK))
         return -1;
+    d.nonneg = true;
+    for (size_t q = 0; q < 2 * n * nk && np >= from; q++)
+        d.nonneg = d.nonneg && w->st[q] >= 0;
     for (uint32_t tr = 0; tr < (trials ? trials : 1); tr++) {
         vl_rng r;
         bool empty = false;

@@ -6,9 +6,11 @@
  * The scan's answer: with x_j = max(mx, inner_j), inner_j = (C_j + t) + max(E_j, e) for
  * the pipeline's scheme (its kind), the minimum m* of x over the pipelines holding the
  * sequence; among the pipelines at m*, the last empty one, else the first.  Here each
- * kind keeps a min-tree of C and E over its pipelines in index order; (min C + t) +
- * max(min E, e) bounds inner below in every subtree (rounding is monotone), so a descent
- * finds the first pipeline at or under mx, or the first minimum above it.  Empty
+ * kind keeps a min-tree of C, E and C + E over its pipelines in index order; (min C +
+ * t) + max(min E, e) bounds inner below in every subtree (rounding is monotone), and so
+ * does (min (C + E) + t)·(1 − 1e-12) when every time is >= 0 (the margin is far above
+ * the rounding of either side), so a descent finds the first pipeline at or under mx, or
+ * the first minimum above it.  Empty
  * pipelines of a kind share one inner value, and the last of them is tracked per kind.
  * The answer is the scan's to the bit. */
 #include <math.h>
@@ -27,6 +29,7 @@ void vl__hy_dtree_free(hy_dtree *d)
     free(d->tsz);
     free(d->c);
     free(d->e);
+    free(d->s);
     free(d->last);
     *d = (hy_dtree){0};
 }
@@ -65,7 +68,8 @@ vl_status vl__hy_dtree_init(hy_dtree *d, const uint32_t *kind, size_t np, size_t
     }
     d->c = malloc(nodes * sizeof *d->c);
     d->e = malloc(nodes * sizeof *d->e);
-    if (d->c && d->e)
+    d->s = malloc(nodes * sizeof *d->s);
+    if (d->c && d->e && d->s)
         return VL_OK;
 nomem:
     vl__hy_dtree_free(d);
@@ -76,14 +80,16 @@ void vl__hy_dtree_reset(hy_dtree *d)
 {
     for (size_t k = 0; k < d->nk; k++) {
         size_t cnt = d->kstart[k + 1] - d->kstart[k], sz = d->tsz[k];
-        double *c = d->c + d->toff[k], *e = d->e + d->toff[k];
+        double *c = d->c + d->toff[k], *e = d->e + d->toff[k], *s = d->s + d->toff[k];
         for (size_t p = 0; p < sz; p++) {   /* pads never win: +inf */
             c[sz + p] = p < cnt ? 0 : INFINITY;
             e[sz + p] = p < cnt ? 0 : INFINITY;
+            s[sz + p] = p < cnt ? 0 : INFINITY;
         }
         for (size_t v = sz; v-- > 1;) {
             c[v] = hy_min(c[2 * v], c[2 * v + 1]);
             e[v] = hy_min(e[2 * v], e[2 * v + 1]);
+            s[v] = hy_min(s[2 * v], s[2 * v + 1]);
         }
         d->last[k] = cnt;
     }
@@ -93,13 +99,15 @@ void vl__hy_dtree_set(hy_dtree *d, size_t j, size_t k, double C, double E,
                       const uint32_t *cnt)
 {
     size_t sz = d->tsz[k], v = sz + d->leaf[j];
-    double *c = d->c + d->toff[k], *e = d->e + d->toff[k];
+    double *c = d->c + d->toff[k], *e = d->e + d->toff[k], *s = d->s + d->toff[k];
 
     c[v] = C;
     e[v] = E;
+    s[v] = C + E;
     for (v /= 2; v >= 1; v /= 2) {
         c[v] = hy_min(c[2 * v], c[2 * v + 1]);
         e[v] = hy_min(e[2 * v], e[2 * v + 1]);
+        s[v] = hy_min(s[2 * v], s[2 * v + 1]);
     }
     while (d->last[k] > 0 && cnt[d->list[d->kstart[k] + d->last[k] - 1]] > 0)
         d->last[k]--;
@@ -108,7 +116,7 @@ void vl__hy_dtree_set(hy_dtree *d, size_t j, size_t k, double C, double E,
 /* One kind's tree searched for sequence times t, e. */
 typedef struct {
     const hy_dtree *d;
-    const double *c, *e;
+    const double *c, *e, *s;
     const size_t *list;
     size_t sz;
     double t, te;
@@ -116,7 +124,13 @@ typedef struct {
 
 static double bound(const ksearch *s, size_t v)
 {
-    return s->c[v] + s->t + hy_max(s->e[v], s->te);
+    double b = s->c[v] + s->t + hy_max(s->e[v], s->te);
+
+    if (v >= s->sz || !s->d->nonneg)
+        return b;   /* a leaf: inner itself */
+    /* (C + t) + max(E, e) >= C + E + t for every pipeline below; with everything >= 0
+     * the rounding of either side is far below the margin */
+    return hy_max(b, (s->s[v] + s->t) * (1 - 1e-12));
 }
 
 /* The first pipeline of the subtree v with inner <= mx, or NONE. */
@@ -151,6 +165,7 @@ static void first_min(const ksearch *s, size_t v, double *best, size_t *at)
 static ksearch kind_search(const hy_dtree *d, size_t k, const double *row)
 {
     return (ksearch){.d = d, .c = d->c + d->toff[k], .e = d->e + d->toff[k],
+                     .s = d->s + d->toff[k],
                      .list = d->list + d->kstart[k], .sz = d->tsz[k], .t = row[2 * k],
                      .te = row[2 * k + 1]};
 }

@@ -207,7 +207,9 @@ typedef struct hy_dtree {
     size_t *list;                 /* pipelines by kind, ascending */
     size_t *leaf;                 /* [np]: position in its kind's list */
     size_t *toff, *tsz;           /* [nk]: tree offset in c, e; leaves (a power of two) */
-    double *c, *e;                /* node minima; node v of kind k at toff[k] + v */
+    double *c, *e, *s;            /* node minima of C, E, C + E; node v of kind k at
+                                   * toff[k] + v */
+    bool nonneg;                  /* every t >= 0 (the caller sets it): the C + E bound holds */
     size_t *last;                 /* [nk]: 1 + position of the last empty pipeline, 0 none */
 } hy_dtree;
 
