@@ -104,10 +104,14 @@ void vl__hy_dtree_set(hy_dtree *d, size_t j, size_t k, double C, double E,
     c[v] = C;
     e[v] = E;
     s[v] = C + E;
-    for (v /= 2; v >= 1; v /= 2) {
-        c[v] = hy_min(c[2 * v], c[2 * v + 1]);
-        e[v] = hy_min(e[2 * v], e[2 * v + 1]);
-        s[v] = hy_min(s[2 * v], s[2 * v + 1]);
+    for (v /= 2; v >= 1; v /= 2) {   /* up to the first node whose minima stay */
+        double mc = hy_min(c[2 * v], c[2 * v + 1]), me = hy_min(e[2 * v], e[2 * v + 1]);
+        double ms = hy_min(s[2 * v], s[2 * v + 1]);
+        if (mc == c[v] && me == e[v] && ms == s[v])
+            break;
+        c[v] = mc;
+        e[v] = me;
+        s[v] = ms;
     }
     while (d->last[k] > 0 && cnt[d->list[d->kstart[k] + d->last[k] - 1]] > 0)
         d->last[k]--;
