@@ -13,8 +13,12 @@
  * Params: mode (dynamic | static | homo, the Fig. 13 ablations), packing (balanced | max),
  * trials, max_candidates, s_step, n_step, candidates.
  * Complexity: proposal O(N/n_step · (L/s_step)² · K · d) once, pruned; per iteration
- * O(candidates · trials · B · D) dispatch plus per pipeline up to 20 min-max packings of
- * its U sequences (O(U²) per improving step).
+ * candidates · trials dispatches of the B sequences over D pipelines (a scan of the
+ * pipelines per sequence below 64 of them, per-scheme min-trees above), plus per
+ * pipeline up to 20 min-max packings of its U sequences (LPT from a heap; each improving
+ * step searches the heaviest micro-batch's sequences against a window of the others;
+ * counts that cannot win skipped); the chosen candidate is written as evaluated.  All
+ * exact: the same plans as the plain scans (tests/test_hydraulis_fast.c).
  * Deviations (man page, HYDRAULIS): the integer DP of the authors' code, not the paper's
  * continuous relaxation; a min-max heuristic instead of the code's CBC MILP per v; the
  * histogram scaled to one iteration's expected sequence count; code quirks fixed as
@@ -217,6 +221,7 @@ static vl_status choose(hy_run *r, const uint32_t *seq, size_t n, uint64_t iter,
             if (e >= 0 && (*cand < 0 || e < *est)) {
                 *cand = (int)c;
                 *est = e;
+                vl__hy_keep(&r->it, c);   /* written as evaluated, not evaluated again */
             }
         }
     }
@@ -239,8 +244,7 @@ static vl_status plan_batch(hy_run *r, const uint32_t *seq, size_t n, uint32_t e
     if (r->job->verbose > 1)
         vl_job_log(r->job, "hydraulis: iteration %llu: candidate %d, estimate %.1f ms\n",
                    (unsigned long long)r->iters, cand, est);
-    st = vl__hy_emit(&r->it, (size_t)cand, seq, n, r->job->sel->len, stream_of(r->iters),
-                     relax, epoch, out, err);
+    st = vl__hy_emit_kept(&r->it, seq, n, r->job->sel->len, epoch, out, err);
     r->chosen[cand]++;
     r->relaxed += relax && r->fixed < 0;
     r->est_sum += est;

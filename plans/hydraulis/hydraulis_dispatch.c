@@ -29,6 +29,19 @@ void vl__hy_work_free(hy_work *w)
     free(w->t);
     free(w->load);
     free(w->tok);
+    free(w->st);
+    free(w->kind);
+    free(w->kinds);
+    free(w->fits);
+    free(w->asc);
+    free(w->ffd);
+    free(w->next);
+    free(w->prev);
+    free(w->mem);
+    free(w->tmp);
+    free(w->head);
+    free(w->heap);
+    free(w->aside);
     *w = (hy_work){0};
 }
 
@@ -58,22 +71,74 @@ static vl_status reserve(hy_work *w, size_t n, size_t np, vl_err *err)
     return VL_OK;
 }
 
-static void add(hy_work *w, const hy_pipe *pipes, size_t j, uint32_t l)
+/* Each sequence's time t and bubble term (pp − 1)·t on each distinct scheme of the
+ * pipelines (w->kind[j] for pipeline j), and the pipelines that hold it (w->fits[i]:
+ * the first ones, MaxLen descending): every trial reads them instead of recomputing
+ * them per pipeline.  Returns the number of distinct schemes, 0 on ENOMEM (*st). */
+static size_t tabulate(hy_work *w, const hy_pipe *pipes, size_t np, const uint32_t *seq,
+                       size_t n, const uint32_t *len, vl_status *st, vl_err *err)
 {
-    const hy_scheme *s = pipes[j].s;
-    double t = hy_t(s, l);
+    size_t nk = 0, c = w->st_cap, kc = w->kind_cap;
 
-    w->C[j] += t;
-    w->E[j] = fmax(w->E[j], (s->pp - 1) * t);
-    w->cnt[j]++;
+    if ((*st = vl_grow(&w->kind, &kc, np + 1, sizeof *w->kind, err)) != VL_OK)
+        return 0;
+    kc = w->kind_cap;
+    if ((*st = vl_grow(&w->kinds, &kc, np + 1, sizeof *w->kinds, err)) != VL_OK)
+        return 0;
+    w->kind_cap = kc;
+    for (size_t j = 0; j < np; j++) {
+        size_t k = 0;
+        while (k < nk && w->kinds[k] != pipes[j].s)
+            k++;
+        if (k == nk)
+            w->kinds[nk++] = pipes[j].s;
+        w->kind[j] = (uint32_t)k;
+    }
+    if ((*st = vl_grow(&w->st, &c, 2 * n * nk + 1, sizeof *w->st, err)) != VL_OK)
+        return 0;
+    w->st_cap = c;
+    c = w->fits_cap;
+    if ((*st = vl_grow(&w->fits, &c, n + 1, sizeof *w->fits, err)) != VL_OK)
+        return 0;
+    w->fits_cap = c;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t f = 0;
+        while (f < np && pipes[f].s->maxlen >= len[seq[i]])
+            f++;
+        w->fits[i] = f;
+    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < nk; k++) {
+            double t = hy_t(w->kinds[k], len[seq[i]]);
+            w->st[(i * nk + k) * 2] = t;
+            w->st[(i * nk + k) * 2 + 1] = (w->kinds[k]->pp - 1) * t;
+        }
+    return nk;
 }
 
-/* One trial over the order w->perm; owner[i] = pipeline.  Returns its objective. */
-static double trial(hy_work *w, const hy_pipe *pipes, size_t np, const uint32_t *seq,
-                    size_t n, const uint32_t *len, uint32_t *owner)
+/* Sequence i (its row of the table) onto pipeline j; *empty counts pipelines still
+ * empty. */
+static void add(hy_work *w, const double *row, size_t j, size_t *empty)
+{
+    const double *te = row + 2 * w->kind[j];
+
+    w->C[j] += te[0];
+    w->E[j] = hy_max(w->E[j], te[1]);
+    *empty -= w->cnt[j]++ == 0;
+}
+
+/* One trial over the order w->perm; owner[i] = pipeline.  Returns its objective, or
+ * INFINITY as soon as it reaches `bound` (the objective only grows: such a trial cannot
+ * beat the best one).  A pipeline's estimate never falls below the running maximum mx,
+ * so once no pipeline is empty (an empty one would win a tie) the first to stay at mx
+ * is the answer. */
+static double trial(hy_work *w, const hy_pipe *pipes, size_t np, size_t nk,
+                    const uint32_t *seq, size_t n, const uint32_t *len, double bound,
+                    uint32_t *owner)
 {
     double mx = 0;
     uint32_t second = np > 1 ? pipes[1].s->maxlen : 0;
+    size_t empty = np;
 
     memset(w->C, 0, np * sizeof *w->C);
     memset(w->E, 0, np * sizeof *w->E);
@@ -84,30 +149,74 @@ static double trial(hy_work *w, const hy_pipe *pipes, size_t np, const uint32_t 
         uint32_t i = w->perm[k];
         if (len[seq[i]] > second) {
             owner[i] = 0;
-            add(w, pipes, 0, len[seq[i]]);
+            add(w, w->st + (size_t)i * nk * 2, 0, &empty);
         }
     }
     for (size_t j = 0; j < np; j++)
-        mx = fmax(mx, w->C[j] + w->E[j]);
-    for (size_t k = 0; k < n; k++) {
-        uint32_t i = w->perm[k], l = len[seq[i]];
+        mx = hy_max(mx, w->C[j] + w->E[j]);
+    for (size_t k = 0; k < n && mx < bound; k++) {
+        uint32_t i = w->perm[k];
+        const double *row = w->st + (size_t)i * nk * 2;
         double best = INFINITY;
         size_t at = 0;
         if (owner[i] != UINT32_MAX)
             continue;
-        for (size_t j = 0; j < np && pipes[j].s->maxlen >= l; j++) {
-            double t = hy_t(pipes[j].s, l);
-            double x = fmax(mx, w->C[j] + t + fmax(w->E[j], (pipes[j].s->pp - 1) * t));
+        for (size_t j = 0; j < w->fits[i]; j++) {
+            const double *te = row + 2 * w->kind[j];
+            double x = hy_max(mx, w->C[j] + te[0] + hy_max(w->E[j], te[1]));
             if (x < best || (x == best && w->cnt[j] == 0)) {
                 best = x;
                 at = j;
             }
+            if (best == mx && empty == 0)
+                break;
         }
         owner[i] = (uint32_t)at;
-        add(w, pipes, at, l);
-        mx = fmax(mx, w->C[at] + w->E[at]);
+        add(w, row, at, &empty);
+        mx = hy_max(mx, w->C[at] + w->E[at]);
     }
-    return mx;
+    return mx < bound ? mx : INFINITY;
+}
+
+/* trial() with the pipeline of each sequence from the kinds' trees (many pipelines). */
+static double trial_tree(hy_work *w, hy_dtree *d, const hy_pipe *pipes, size_t np,
+                         size_t nk, const uint32_t *seq, size_t n, const uint32_t *len,
+                         double bound, uint32_t *owner)
+{
+    double mx = 0;
+    uint32_t second = np > 1 ? pipes[1].s->maxlen : 0;
+    size_t empty = np;
+
+    memset(w->C, 0, np * sizeof *w->C);
+    memset(w->E, 0, np * sizeof *w->E);
+    memset(w->cnt, 0, np * sizeof *w->cnt);
+    vl__hy_dtree_reset(d);
+    for (size_t i = 0; i < n; i++)
+        owner[i] = UINT32_MAX;
+    for (size_t k = 0; k < n && np > 1; k++) {   /* what only pipeline 0 can hold */
+        uint32_t i = w->perm[k];
+        if (len[seq[i]] > second) {
+            owner[i] = 0;
+            add(w, w->st + (size_t)i * nk * 2, 0, &empty);
+        }
+    }
+    if (w->cnt[0] > 0)
+        vl__hy_dtree_set(d, 0, w->kind[0], w->C[0], w->E[0], w->cnt);
+    for (size_t j = 0; j < np; j++)
+        mx = hy_max(mx, w->C[j] + w->E[j]);
+    for (size_t k = 0; k < n && mx < bound; k++) {
+        uint32_t i = w->perm[k];
+        const double *row = w->st + (size_t)i * nk * 2;
+        size_t at;
+        if (owner[i] != UINT32_MAX)
+            continue;
+        at = vl__hy_dtree_pick(d, row, w->kinds, len[seq[i]], mx);
+        owner[i] = (uint32_t)at;
+        add(w, row, at, &empty);
+        vl__hy_dtree_set(d, at, w->kind[at], w->C[at], w->E[at], w->cnt);
+        mx = hy_max(mx, w->C[at] + w->E[at]);
+    }
+    return mx < bound ? mx : INFINITY;
 }
 
 double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32_t *seq,
@@ -116,12 +225,20 @@ double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
                        vl_err *err)
 {
     double best = -1;
+    size_t nk, from = w->tree_from ? w->tree_from : HY_TREE_FROM;
+    hy_dtree d = {0};
 
     if ((*st = reserve(w, n, np, err)) != VL_OK || np == 0)
         return -1;
     for (size_t i = 0; i < n; i++)
         if (len[seq[i]] > pipes[0].s->maxlen)
             return -1;   /* no pipeline holds it */
+    if ((nk = tabulate(w, pipes, np, seq, n, len, st, err)) == 0 ||
+        (np >= from && (*st = vl__hy_dtree_init(&d, w->kind, np, nk, err)) != VL_OK))
+        return -1;
+    d.nonneg = true;
+    for (size_t q = 0; q < 2 * n * nk && np >= from; q++)
+        d.nonneg = d.nonneg && w->st[q] >= 0;
     for (uint32_t tr = 0; tr < (trials ? trials : 1); tr++) {
         vl_rng r;
         bool empty = false;
@@ -132,7 +249,10 @@ double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
             vl_rng_seed(&r, seed, stream + tr);
             vl_rng_shuffle_u32(&r, w->perm, n);
         }
-        obj = trial(w, pipes, np, seq, n, len, w->owner);
+        obj = np >= from ? trial_tree(w, &d, pipes, np, nk, seq, n, len,
+                                      best >= 0 ? best : INFINITY, w->owner)
+                         : trial(w, pipes, np, nk, seq, n, len, best >= 0 ? best : INFINITY,
+                                 w->owner);
         for (size_t j = 0; j < np; j++)
             empty = empty || w->cnt[j] == 0;
         if ((empty && !allow_empty) || (best >= 0 && obj >= best))
@@ -140,5 +260,6 @@ double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
         best = obj;
         memcpy(owner, w->owner, n * sizeof *owner);
     }
+    vl__hy_dtree_free(&d);
     return best;
 }

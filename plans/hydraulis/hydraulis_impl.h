@@ -157,10 +157,29 @@ typedef struct hy_work {
     uint32_t *perm, *owner, *best_owner; size_t seq_cap;
     double *C, *E; uint32_t *cnt; size_t pipe_cap;
     hy_pipe *pipes; size_t pipes_cap;
-    /* packing */
+    /* dispatch: each sequence's time on each distinct scheme of the candidate */
+    double *st; size_t st_cap;
+    uint32_t *fits; size_t fits_cap;      /* per sequence: the pipelines holding it */
+    size_t tree_from;                     /* pipelines from which trees pick; 0: HY_TREE_FROM */
+    uint32_t *kind; const hy_scheme **kinds; size_t kind_cap;   /* pipeline -> scheme */
+    /* packing: orders shared by every micro-batch count, and per-count state */
     uint32_t *items, *bin, *best_bin; double *t; size_t item_cap;
+    uint32_t *asc, *ffd, *next, *prev, *mem, *tmp; size_t order_cap;
     double *load; uint64_t *tok; size_t bin_cap;
+    uint32_t *head, *heap, *aside; size_t heap_cap;
 } hy_work;
+
+/** fmax for values that are never NaN, inline (fmax is a libm call in the hot loops):
+ *  the same value, up to the sign of a zero, which no comparison sees. */
+static inline double hy_max(double a, double b)
+{
+    return a > b ? a : b;
+}
+
+static inline double hy_min(double a, double b)
+{
+    return a < b ? a : b;
+}
 
 void vl__hy_work_free(hy_work *w);
 
@@ -174,6 +193,40 @@ double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
                        size_t n, const uint32_t *len, uint32_t trials, uint64_t seed,
                        uint64_t stream, bool allow_empty, uint32_t *owner, vl_status *st,
                        vl_err *err);
+
+/* ---- hydraulis_dtree.c ---- */
+
+/* Dispatch uses the trees from this many pipelines (a scan is faster below). */
+#define HY_TREE_FROM 64
+
+/* The pipelines of one dispatch by kind (distinct scheme), each kind a min-tree of C and
+ * E over its pipelines in index order, and its last empty pipeline. */
+typedef struct hy_dtree {
+    size_t np, nk;
+    size_t *kstart;               /* [nk + 1]: kind k lists list[kstart[k] .. kstart[k+1]) */
+    size_t *list;                 /* pipelines by kind, ascending */
+    size_t *leaf;                 /* [np]: position in its kind's list */
+    size_t *toff, *tsz;           /* [nk]: tree offset in c, e; leaves (a power of two) */
+    double *c, *e, *s;            /* node minima of C, E, C + E; node v of kind k at
+                                   * toff[k] + v */
+    bool nonneg;                  /* every t >= 0 (the caller sets it): the C + E bound holds */
+    size_t *last;                 /* [nk]: 1 + position of the last empty pipeline, 0 none */
+} hy_dtree;
+
+/** The kinds' lists and trees for kind[j] of pipelines j < np.  VL_ENOMEM. */
+vl_status vl__hy_dtree_init(hy_dtree *d, const uint32_t *kind, size_t np, size_t nk,
+                            vl_err *err);
+void vl__hy_dtree_free(hy_dtree *d);
+/** Every pipeline empty, C = E = 0. */
+void vl__hy_dtree_reset(hy_dtree *d);
+/** Pipeline j (kind k) now has C, E; cnt[] says which pipelines are no longer empty. */
+void vl__hy_dtree_set(hy_dtree *d, size_t j, size_t k, double C, double E,
+                      const uint32_t *cnt);
+/** The pipeline Alg. 1's scan picks for a sequence of l tokens whose t and (pp − 1)·t on
+ *  kind k are row[2k], row[2k + 1], at running maximum mx: the kinds of MaxLen >= l
+ *  (kinds[k]) are searched. */
+size_t vl__hy_dtree_pick(const hy_dtree *d, const double *row, const hy_scheme *const *kinds,
+                         uint32_t l, double mx);
 
 /* ---- hydraulis_pack.c ---- */
 
@@ -194,6 +247,13 @@ double vl__hy_minmax(hy_work *w, const double *t, const uint32_t *tok, size_t n,
 
 /* ---- hydraulis_iter.c ---- */
 
+/* A batch's two-stage assignment on one candidate: per batch position its pipeline
+ * (dispatch order) and micro-batch, per pipeline its micro-batch count. */
+typedef struct hy_assign {
+    uint32_t *owner, *mb; size_t seq_cap;
+    uint32_t *nmb; size_t pipe_cap;
+} hy_assign;
+
 /* What one iteration's evaluation needs and keeps (grown, never shrunk). */
 typedef struct hy_iter {
     const hy_schemes *sch;
@@ -204,8 +264,11 @@ typedef struct hy_iter {
     uint64_t seed;
     hy_work w;
     hy_pipe *pipes; size_t pipes_cap;
-    uint32_t *owner, *sub, *bin; size_t seq_cap;
+    uint32_t *sub, *pos, *bin, *gpos; size_t seq_cap;   /* one pipeline's sequences */
+    size_t *gstart; size_t gstart_cap;    /* gpos[gstart[j] ..]: pipeline j's positions */
     double *pipe_est; size_t est_cap;     /* per pipeline (dispatch order) of the last eval */
+    hy_assign cur, kept;          /* the last evaluation, the one vl__hy_keep saved */
+    size_t kept_cand;
 } hy_iter;
 
 void vl__hy_iter_free(hy_iter *it);
@@ -219,10 +282,20 @@ double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
                    const uint32_t *len, uint64_t stream, bool allow_empty, vl_status *st,
                    vl_err *err);
 
-/** Evaluate as vl__hy_eval, then append the iteration to out: one rank per non-empty
- *  pipeline in candidate order, micro-batches by tokens descending with capacity
- *  rounded up to 128, sequences by length descending; the candidate recorded.
- *  VL_EINTERNAL when the candidate cannot run the batch. */
+/** Save the assignment of the last vl__hy_eval (which returned >= 0, on candidate cand)
+ *  for vl__hy_emit_kept: the chosen candidate is then written without evaluating it
+ *  again. */
+void vl__hy_keep(hy_iter *it, size_t cand);
+
+/** Append the iteration the kept assignment of batch seq[0..n) describes to out: one
+ *  rank per non-empty pipeline in candidate order, micro-batches by tokens descending
+ *  with capacity rounded up to 128, sequences by length descending; the candidate
+ *  recorded.  seq is the batch the kept evaluation was of. */
+vl_status vl__hy_emit_kept(hy_iter *it, const uint32_t *seq, size_t n, const uint32_t *len,
+                           uint32_t epoch, vl_plan *out, vl_err *err);
+
+/** vl__hy_eval, vl__hy_keep, then vl__hy_emit_kept.  VL_EINTERNAL when the candidate
+ *  cannot run the batch. */
 vl_status vl__hy_emit(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
                       const uint32_t *len, uint64_t stream, bool allow_empty, uint32_t epoch,
                       vl_plan *out, vl_err *err);

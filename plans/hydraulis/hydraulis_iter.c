@@ -10,38 +10,66 @@
 
 #include "hydraulis_impl.h"
 
+static void assign_free(hy_assign *a)
+{
+    free(a->owner);
+    free(a->mb);
+    free(a->nmb);
+    *a = (hy_assign){0};
+}
+
 void vl__hy_iter_free(hy_iter *it)
 {
     vl__hy_work_free(&it->w);
     free(it->pipes);
-    free(it->owner);
     free(it->sub);
+    free(it->pos);
     free(it->bin);
+    free(it->gpos);
+    free(it->gstart);
     free(it->pipe_est);
+    assign_free(&it->cur);
+    assign_free(&it->kept);
     it->pipes = NULL;
-    it->owner = it->sub = it->bin = NULL;
+    it->sub = it->pos = it->bin = it->gpos = NULL;
+    it->gstart = NULL;
+    it->gstart_cap = 0;
     it->pipe_est = NULL;
     it->pipes_cap = it->seq_cap = it->est_cap = 0;
 }
 
 static vl_status reserve(hy_iter *it, size_t n, size_t np, vl_err *err)
 {
-    size_t c = it->seq_cap, e = it->est_cap;
+    size_t c = it->seq_cap, e = it->est_cap, ac = it->cur.seq_cap, pc = it->cur.pipe_cap;
     vl_status st;
 
     if ((st = vl_grow(&it->pipes, &it->pipes_cap, np + 1, sizeof *it->pipes, err)) ||
         (st = vl_grow(&it->pipe_est, &e, np + 1, sizeof *it->pipe_est, err)))
         return st;
     it->est_cap = e;
-    if ((st = vl_grow(&it->owner, &c, n + 1, sizeof *it->owner, err)) != VL_OK)
+    if ((st = vl_grow(&it->sub, &c, n + 1, sizeof *it->sub, err)) != VL_OK)
         return st;
     c = it->seq_cap;
-    if ((st = vl_grow(&it->sub, &c, n + 1, sizeof *it->sub, err)) != VL_OK)
+    if ((st = vl_grow(&it->pos, &c, n + 1, sizeof *it->pos, err)) != VL_OK)
         return st;
     c = it->seq_cap;
     if ((st = vl_grow(&it->bin, &c, n + 1, sizeof *it->bin, err)) != VL_OK)
         return st;
+    c = it->seq_cap;
+    if ((st = vl_grow(&it->gpos, &c, n + 1, sizeof *it->gpos, err)) != VL_OK)
+        return st;
     it->seq_cap = c;
+    if ((st = vl_grow(&it->gstart, &it->gstart_cap, np + 2, sizeof *it->gstart, err)))
+        return st;
+    if ((st = vl_grow(&it->cur.owner, &ac, n + 1, sizeof *it->cur.owner, err)) != VL_OK)
+        return st;
+    ac = it->cur.seq_cap;
+    if ((st = vl_grow(&it->cur.mb, &ac, n + 1, sizeof *it->cur.mb, err)) != VL_OK)
+        return st;
+    it->cur.seq_cap = ac;
+    if ((st = vl_grow(&it->cur.nmb, &pc, np + 1, sizeof *it->cur.nmb, err)) != VL_OK)
+        return st;
+    it->cur.pipe_cap = pc;
     return VL_OK;
 }
 
@@ -74,13 +102,32 @@ static hy_scheme packing_scheme(const hy_iter *it, size_t j)
     return s;
 }
 
-/* The sequences of pipeline j (manifest indices, in batch order) into it->sub. */
-static size_t gather(hy_iter *it, const uint32_t *seq, size_t n, size_t j)
+/* Batch positions grouped by pipeline under `owner`, each group in batch order
+ * (it->gpos[it->gstart[j] .. it->gstart[j + 1]) for pipeline j): one pass, not one per
+ * pipeline. */
+static void group(hy_iter *it, const uint32_t *owner, size_t n, size_t np)
+{
+    memset(it->gstart, 0, (np + 1) * sizeof *it->gstart);
+    for (size_t i = 0; i < n; i++)
+        it->gstart[owner[i] + 1]++;
+    for (size_t j = 0; j < np; j++)
+        it->gstart[j + 1] += it->gstart[j];
+    for (size_t i = 0; i < n; i++)
+        it->gpos[it->gstart[owner[i]]++] = (uint32_t)i;
+    for (size_t j = np; j > 0; j--)   /* the fill moved every start to the next one */
+        it->gstart[j] = it->gstart[j - 1];
+    it->gstart[0] = 0;
+}
+
+/* The sequences of pipeline j of the last group() (manifest indices, in batch order)
+ * into it->sub, their batch positions into it->pos. */
+static size_t gather(hy_iter *it, const uint32_t *seq, size_t j)
 {
     size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (it->owner[i] == j)
-            it->sub[m++] = seq[i];
+    for (size_t q = it->gstart[j]; q < it->gstart[j + 1]; q++) {
+        it->pos[m] = it->gpos[q];
+        it->sub[m++] = seq[it->gpos[q]];
+    }
     return m;
 }
 
@@ -95,14 +142,16 @@ double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
         return -1;
     load_pipes(it, cand);
     if (vl__hy_dispatch(&it->w, it->pipes, np, seq, n, len, it->trials, it->seed, stream,
-                        allow_empty, it->owner, st, err) < 0)
+                        allow_empty, it->cur.owner, st, err) < 0)
         return -1;
+    group(it, it->cur.owner, n, np);
     for (size_t j = 0; j < np && *st == VL_OK; j++) {
-        size_t m = gather(it, seq, n, j);
-        uint32_t v;
+        size_t m = gather(it, seq, j);
         hy_scheme s = packing_scheme(it, j);
-        it->pipe_est[j] = vl__hy_pack(&it->w, &s, it->sub, m, len, it->packing, it->bin, &v,
-                                      st, err);
+        it->pipe_est[j] = vl__hy_pack(&it->w, &s, it->sub, m, len, it->packing, it->bin,
+                                      &it->cur.nmb[j], st, err);
+        for (size_t q = 0; q < m; q++)
+            it->cur.mb[it->pos[q]] = it->bin[q];
         worst = it->pipe_est[j] > worst ? it->pipe_est[j] : worst;
     }
     return *st == VL_OK ? worst : -1;
@@ -110,60 +159,113 @@ double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
 
 /* ---- emission ---- */
 
-/* Sequence a before b in a micro-batch: longer first, then sample index. */
-static bool seq_before(const uint32_t *len, uint32_t a, uint32_t b)
+/* A sequence of a rank in emission order: its micro-batch, then longer first, then
+ * sample index. */
+typedef struct {
+    uint32_t mb, len, sample;
+} mb_seq;
+
+static int seq_cmp(const void *pa, const void *pb)
 {
-    return len[a] != len[b] ? len[a] > len[b] : a < b;
+    const mb_seq *a = pa, *b = pb;
+
+    if (a->mb != b->mb)
+        return a->mb < b->mb ? -1 : 1;
+    if (a->len != b->len)
+        return a->len > b->len ? -1 : 1;
+    return (a->sample > b->sample) - (a->sample < b->sample);
 }
 
-static vl_status emit_mb(hy_iter *it, size_t m, uint32_t b, uint64_t tokens,
-                         const uint32_t *len, vl_plan *out, vl_err *err)
-{
-    uint32_t cap = (uint32_t)((tokens + HY_ALIGN - 1) / HY_ALIGN * HY_ALIGN);
-    vl_status st = vl_plan_mb_begin(out, cap, err);
-    uint32_t last = UINT32_MAX;
+/* A micro-batch in emission order: more tokens first, then index. */
+typedef struct {
+    uint64_t tokens;
+    uint32_t mb, first;           /* its sequences: seqs[first ..] of the same mb */
+} mb_key;
 
-    /* selection by (length desc, sample asc) without sorting: a pack holds few */
-    for (size_t done = 0; st == VL_OK; done++) {
-        uint32_t pick = UINT32_MAX;
-        for (size_t i = 0; i < m; i++) {
-            uint32_t s = it->sub[i];
-            if (it->bin[i] != b || (last != UINT32_MAX && !seq_before(len, last, s)))
-                continue;
-            if (pick == UINT32_MAX || seq_before(len, s, pick))
-                pick = s;
-        }
-        if (pick == UINT32_MAX)
-            break;
-        st = vl_plan_seg(out, pick, 0, len[pick], err);
-        last = pick;
+static int mb_cmp(const void *pa, const void *pb)
+{
+    const mb_key *a = pa, *b = pb;
+
+    if (a->tokens != b->tokens)
+        return a->tokens > b->tokens ? -1 : 1;
+    return (a->mb > b->mb) - (a->mb < b->mb);
+}
+
+static vl_status emit_mbs(const mb_seq *seqs, size_t m, const mb_key *mbs, uint32_t v,
+                          vl_plan *out, vl_err *err)
+{
+    vl_status st = VL_OK;
+
+    for (uint32_t k = 0; k < v && st == VL_OK; k++) {
+        uint64_t cap = (mbs[k].tokens + HY_ALIGN - 1) / HY_ALIGN * HY_ALIGN;
+        st = vl_plan_mb_begin(out, (uint32_t)cap, err);
+        for (size_t q = mbs[k].first; q < m && seqs[q].mb == mbs[k].mb && st == VL_OK; q++)
+            st = vl_plan_seg(out, seqs[q].sample, 0, seqs[q].len, err);
     }
     return st;
 }
 
-/* Pipeline j's rank: its micro-batches by tokens descending (then index). */
+/* Pipeline j's rank: its micro-batches by tokens descending (then index), each one's
+ * sequences by length descending (then sample index). */
 static vl_status emit_rank(hy_iter *it, size_t j, int dp, size_t m, uint32_t v,
                            const uint32_t *len, vl_plan *out, vl_err *err)
 {
     vl_par par = {.tp = it->pipes[j].s->tp, .pp = it->pipes[j].s->pp, .sp = 1,
                   .ckpt_layers = 0};
-    uint64_t *tok = calloc(v + 1, sizeof *tok);
-    bool *done = calloc(v + 1, sizeof *done);
-    vl_status st = tok && done ? vl_plan_rank_begin(out, dp, &par, err)
+    mb_seq *seqs = malloc((m + 1) * sizeof *seqs);
+    mb_key *mbs = calloc(v + 1, sizeof *mbs);
+    vl_status st = seqs && mbs ? vl_plan_rank_begin(out, dp, &par, err)
                                : vl_seterr(err, VL_ENOMEM, "hydraulis: out of memory");
 
-    for (size_t i = 0; i < m && st == VL_OK; i++)
-        tok[it->bin[i]] += len[it->sub[i]];
-    for (uint32_t k = 0; k < v && st == VL_OK; k++) {
-        uint32_t b = UINT32_MAX;
-        for (uint32_t q = 0; q < v; q++)
-            if (!done[q] && (b == UINT32_MAX || tok[q] > tok[b]))
-                b = q;
-        done[b] = true;
-        st = emit_mb(it, m, b, tok[b], len, out, err);
+    if (st == VL_OK) {
+        for (uint32_t b = 0; b < v; b++)
+            mbs[b] = (mb_key){.mb = b, .first = (uint32_t)m};
+        for (size_t i = 0; i < m; i++) {
+            seqs[i] = (mb_seq){.mb = it->bin[i], .len = len[it->sub[i]], .sample = it->sub[i]};
+            mbs[it->bin[i]].tokens += seqs[i].len;
+        }
+        qsort(seqs, m, sizeof *seqs, seq_cmp);
+        for (size_t q = m; q-- > 0;)
+            mbs[seqs[q].mb].first = (uint32_t)q;
+        qsort(mbs, v, sizeof *mbs, mb_cmp);
+        st = emit_mbs(seqs, m, mbs, v, out, err);
     }
-    free(tok);
-    free(done);
+    free(seqs);
+    free(mbs);
+    return st;
+}
+
+void vl__hy_keep(hy_iter *it, size_t cand)
+{
+    hy_assign t = it->kept;
+
+    it->kept = it->cur;
+    it->cur = t;
+    it->kept_cand = cand;
+}
+
+vl_status vl__hy_emit_kept(hy_iter *it, const uint32_t *seq, size_t n, const uint32_t *len,
+                           uint32_t epoch, vl_plan *out, vl_err *err)
+{
+    size_t cand = it->kept_cand, np = it->cands->c[cand].np;
+    vl_status st;
+    int dp = 0;
+
+    load_pipes(it, cand);
+    group(it, it->kept.owner, n, np);
+    if ((st = vl_plan_iter_begin(out, epoch, err)) != VL_OK)
+        return st;
+    vl_plan_iter_candidate(out, (int32_t)cand);
+    for (uint32_t slot = 0; slot < np && st == VL_OK; slot++) {
+        size_t j = 0, m;
+        while (it->pipes[j].slot != slot)
+            j++;
+        if ((m = gather(it, seq, j)) == 0)
+            continue;   /* an idle pipeline (allowed only without a better candidate) */
+        for (size_t q = 0; q < m; q++)
+            it->bin[q] = it->kept.mb[it->pos[q]];
+        st = emit_rank(it, j, dp++, m, it->kept.nmb[j], len, out, err);
+    }
     return st;
 }
 
@@ -172,28 +274,12 @@ vl_status vl__hy_emit(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
                       vl_plan *out, vl_err *err)
 {
     vl_status st;
-    size_t np = it->cands->c[cand].np;
-    int dp = 0;
 
     if (vl__hy_eval(it, cand, seq, n, len, stream, allow_empty, &st, err) < 0)
         return st != VL_OK ? st : vl_seterr(err, VL_EINTERNAL, "hydraulis: candidate %zu "
                                             "cannot run the batch it was chosen for", cand);
-    if ((st = vl_plan_iter_begin(out, epoch, err)) != VL_OK)
-        return st;
-    vl_plan_iter_candidate(out, (int32_t)cand);
-    for (uint32_t slot = 0; slot < np && st == VL_OK; slot++) {
-        size_t j = 0, m;
-        uint32_t v;
-        while (it->pipes[j].slot != slot)
-            j++;
-        hy_scheme s = packing_scheme(it, j);
-        if ((m = gather(it, seq, n, j)) == 0)
-            continue;   /* an idle pipeline (allowed only without a better candidate) */
-        vl__hy_pack(&it->w, &s, it->sub, m, len, it->packing, it->bin, &v, &st, err);
-        if (st == VL_OK)
-            st = emit_rank(it, j, dp++, m, v, len, out, err);
-    }
-    return st;
+    vl__hy_keep(it, cand);
+    return vl__hy_emit_kept(it, seq, n, len, epoch, out, err);
 }
 
 void vl__hy_cand_text(const hy_cands *cs, const hy_schemes *sch, size_t c, char *buf,
