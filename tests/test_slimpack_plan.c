@@ -2,8 +2,8 @@
  * once (vl_plan_verify), the same seed giving the same plan under every mode
  * (asymmetric on/off/auto, MILP on), a valid schedule the simulator runs, backward
  * packs within 1% of their rank's mean backward work, DP-Merge lowering the rank gap when
- * an outlier exceeds a rank's capacity, a 128-rank merge group through a file, and the -v
- * candidate table. */
+ * an outlier exceeds a rank's capacity, a 128-rank merge group through a file, the -v
+ * candidate table, and refine critical keeping refine all's simulated iteration time. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
