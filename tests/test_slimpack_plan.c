@@ -2,8 +2,8 @@
  * once (vl_plan_verify), the same seed giving the same plan under every mode
  * (asymmetric on/off/auto, MILP on), a valid schedule the simulator runs, backward
  * packs within 1% of their rank's mean backward work, DP-Merge lowering the rank gap when
- * an outlier exceeds a rank's capacity, a 128-rank merge group through a file, and the -v
- * candidate table. */
+ * an outlier exceeds a rank's capacity, a 128-rank merge group through a file, the -v
+ * candidate table, and refine critical keeping refine all's simulated iteration time. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -533,5 +533,126 @@ Test(slimpack_plan, lanes_only_trace_matches_the_full_one)
     vl_sim_trace_free(&lanes);
     vl_plan_free(&p);
     vl_config_free(&cfg);
+    vl_manifest_free(m);
+}
+
+/* Every iteration's simulated time and memory verdict, plan a against plan b. */
+static void same_iteration_times(const vl_plan *a, const vl_plan *b, const vl_config *cfg,
+                                 const char *what)
+{
+    vl_cost c;
+    vl_err err;
+
+    cr_assert_eq(vl_cost_init(&c, cfg, &err), VL_OK);
+    cr_assert_eq(a->niters, b->niters, "%s", what);
+    for (size_t it = 0; it < a->niters; it++) {
+        vl_sim_iter_result x, y;
+        cr_assert_eq(vl_sim_iter(a, it, &c, NULL, &x, NULL, NULL, &err), VL_OK, "%s", err.msg);
+        cr_assert_eq(vl_sim_iter(b, it, &c, NULL, &y, NULL, NULL, &err), VL_OK, "%s", err.msg);
+        cr_assert(x.iter_time_ms == y.iter_time_ms, "%s, iteration %zu: %.9f ms against %.9f",
+                  what, it, x.iter_time_ms, y.iter_time_ms);
+        cr_assert_eq(x.oom, y.oom, "%s, iteration %zu", what, it);
+    }
+}
+
+/* The refinement's counters from the verbose log: solves, improvements, rank plans
+ * refined and left greedy. */
+static void refine_counts(const char *log, unsigned long long *improved,
+                          unsigned long long *refined, unsigned long long *greedy)
+{
+    const char *at = log ? strstr(log, "improved ") : NULL;
+    cr_assert_not_null(at, "%s", log);
+    cr_assert_eq(sscanf(at, "improved %llu; rank plans refined %llu, left greedy (refine "
+                        "critical) %llu", improved, refined, greedy), 3, "%s", at);
+}
+
+/* slimpack.refine critical refines only the ranks that can set the iteration time: the
+ * same simulated time as refining every rank (all, the paper), iteration by iteration,
+ * with pp 1 and pp > 1, merge groups, the MILP forced or automatic; some ranks are left
+ * greedy (so the comparison is not of two equal plans), and the plan is deterministic. */
+Test(slimpack_plan, refine_critical_keeps_the_iteration_time)
+{
+    static const struct {
+        const char *dist, *sets;
+        size_t n;
+        uint64_t seed;
+    } cases[] = {
+        {"lognormal:7.5:1.6", "cluster.gpus=32;training.tp=2;training.pp=4;"
+         "training.max_seq_len=32768;training.global_batch=128;training.oversize=truncate;"
+         "slimpack.milp=on", 512, 3},
+        {"lognormal:7.5:1.6", "cluster.gpus=16;training.max_seq_len=32768;"
+         "training.global_batch=256;training.oversize=truncate;slimpack.milp=on", 1024, 5},
+        {"lognormal:8:1.2", "cluster.gpus=32;training.pp=2;training.max_seq_len=32768;"
+         "training.global_batch=256;training.oversize=truncate", 1024, 9},
+        {"tulu3-longcite", "cluster.gpus=8192;training.tp=4;training.pp=16;training.sp=2;"
+         "training.global_tokens=524288;training.oversize=drop", 3000, 2},
+        {"tulu3-longcite", "cluster.gpus=16384;training.tp=4;training.pp=16;training.sp=8;"
+         "training.global_tokens=262144;training.oversize=drop", 8000, 1},
+    };
+    static const char *const none[] = {NULL};
+    unsigned long long left_greedy = 0;
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char all_sets[512], what[600];
+        vl_config all_cfg, crit_cfg;
+        vl_manifest *m = tu_gen_manifest(cases[i].dist, cases[i].n, cases[i].seed);
+        vl_plan a, b, c;
+        char *log_a = NULL, *log_b = NULL;
+        unsigned long long imp_a, ref_a, gr_a, imp_b, ref_b, gr_b;
+
+        if (cases[i].seed == 3)
+            m->len[7] = 32768;   /* an outlier: a merge group */
+        snprintf(all_sets, sizeof all_sets, "%s;slimpack.refine=all", cases[i].sets);
+        snprintf(what, sizeof what, "%s, %s", cases[i].dist, cases[i].sets);
+        config(&all_cfg, none, all_sets);
+        config(&crit_cfg, none, cases[i].sets);
+        run(&a, m, &all_cfg, 1, &log_a);
+        run(&b, m, &crit_cfg, 1, &log_b);
+        run(&c, m, &crit_cfg, 0, NULL);
+        refine_counts(log_a, &imp_a, &ref_a, &gr_a);
+        refine_counts(log_b, &imp_b, &ref_b, &gr_b);
+        cr_assert_gt(imp_a, 0, "%s: the MILP improved nothing, nothing to compare", what);
+        cr_assert_eq(gr_a, 0, "%s", what);
+        cr_assert_eq(ref_b + gr_b, ref_a, "%s", what);
+        left_greedy += gr_b;
+        same_iteration_times(&a, &b, &crit_cfg, what);
+        cr_assert(plans_equal(&b, &c), "%s: same seed, different plans", what);
+        verify_ok(&b, &crit_cfg);
+        free(log_a);
+        free(log_b);
+        vl_plan_free(&a);
+        vl_plan_free(&b);
+        vl_plan_free(&c);
+        vl_config_free(&all_cfg);
+        vl_config_free(&crit_cfg);
+        vl_manifest_free(m);
+    }
+    cr_assert_gt(left_greedy, 0, "critical refined every rank everywhere");
+}
+
+/* With a gradient reduction after every micro-step, a rank's backward passes set the
+ * barriers every rank waits on, so any rank may matter: critical refines every rank,
+ * and its plan is all's. */
+Test(slimpack_plan, refine_critical_refines_every_rank_under_micro_step_sync)
+{
+    static const char *const none[] = {NULL};
+    const char *sets = "cluster.gpus=32;training.pp=2;training.max_seq_len=32768;"
+                       "training.global_batch=256;training.oversize=truncate;"
+                       "training.dp_sync=micro_step";
+    char all_sets[300];
+    vl_config all_cfg, crit_cfg;
+    vl_manifest *m = tu_gen_manifest("lognormal:8:1.2", 1024, 9);
+    vl_plan a, b;
+
+    snprintf(all_sets, sizeof all_sets, "%s;slimpack.refine=all", sets);
+    config(&all_cfg, none, all_sets);
+    config(&crit_cfg, none, sets);
+    run(&a, m, &all_cfg, 0, NULL);
+    run(&b, m, &crit_cfg, 0, NULL);
+    cr_assert(plans_equal(&a, &b));
+    vl_plan_free(&a);
+    vl_plan_free(&b);
+    vl_config_free(&all_cfg);
+    vl_config_free(&crit_cfg);
     vl_manifest_free(m);
 }

@@ -12,7 +12,7 @@
  * backward packs of equal backward work; the PackFlow list orders them; candidates over
  * M (and asymmetric on/off) are simulated with checkpointing per M, the fastest that fits
  * kept per rank; an MILP refines a rank's forward packs when the greedy is off by more
- * than 1%.
+ * than 1% (by default only the ranks that can set the iteration time, slimpack_refine.c).
  * Complexity per batch of n samples over dp ranks, C candidates of at most M packs:
  * O(n log n) phase 1, O(n M) phase 2 per candidate (LPT scans), O(M² s) scheduling (s
  * segments per pack), and C simulations linear in tasks and edges (only the M some
@@ -33,6 +33,7 @@
 static const char *const asym_names[] = {"on", "off", "auto", NULL};
 static const char *const milp_names[] = {"auto", "on", "off", NULL};
 static const char *const mem_names[] = {"baseline", "device", NULL};
+static const char *const refine_names[] = {"critical", "all", NULL};
 
 static const vl_param slimpack_params[] = {
     {"micropacks", VL_P_AUTO_UINT, offsetof(sp_opts, micropacks), 1, 65536, NULL, "auto",
@@ -53,6 +54,9 @@ static const vl_param slimpack_params[] = {
      "spread outliers heavier than a rank's capacity over k DP ranks with CP k"},
     {"milp", VL_P_ENUM, offsetof(sp_opts, milp), 0, 0, milp_names, "auto",
      "MILP refinement of the forward packs: auto = when the greedy is off by > 1%"},
+    {"refine", VL_P_ENUM, offsetof(sp_opts, refine), 0, 0, refine_names, "critical",
+     "ranks the MILP refines: those that can set the iteration time (critical: the "
+     "same simulated time, fewer solves) or every rank (all: the paper)"},
     {"milp_nodes", VL_P_UINT, offsetof(sp_opts, milp_nodes), 1, 1e9, NULL, "500",
      "branch-and-bound node cap of the MILP (a count, never wall time)"},
     {"mem_cap_gib", VL_P_DOUBLE, offsetof(sp_opts, mem_cap_gib), 0, 1e6, NULL, "0",
@@ -116,12 +120,14 @@ static void log_summary(const vl_job *job, const sp_work *w)
     vl_job_log(job,
                "slimpack: %llu iterations, %llu forward packs, %llu backward packs, %llu "
                "slices continuing a sample, %llu DP-Merge groups, %llu of the rank plans "
-               "asymmetric; MILP solved %llu times, %llu left out (no search within the node cap), improved %llu\n",
+               "asymmetric; MILP solved %llu times, %llu left out (no search within the node cap), improved %llu; "
+               "rank plans refined %llu, left greedy (refine critical) %llu\n",
                (unsigned long long)w->stat_iters, (unsigned long long)w->stat_packs,
                (unsigned long long)w->stat_bwd_packs, (unsigned long long)w->stat_slices,
                (unsigned long long)w->stat_merges, (unsigned long long)w->stat_asym_ranks,
                (unsigned long long)w->stat_milp_runs, (unsigned long long)w->stat_milp_skipped,
-               (unsigned long long)w->stat_milp_better);
+               (unsigned long long)w->stat_milp_better, (unsigned long long)w->stat_refined,
+               (unsigned long long)w->stat_not_refined);
     vl_job_log(job, "slimpack: chosen M/pp: <=1 %llu, <=2 %llu, <=4 %llu, <=8 %llu, <=16 %llu, "
                "<=32 %llu, <=64 %llu, more %llu\n",
                (unsigned long long)w->stat_m_hist[0], (unsigned long long)w->stat_m_hist[1],

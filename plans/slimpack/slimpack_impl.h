@@ -2,7 +2,8 @@
  * slice work and the closed-form cut (slimpack_work.c), phase 1 and DP-Merge
  * (slimpack_dp.c), phase 2 forward and backward packs (slimpack_pack.c), the schedule and
  * a rank's emission (slimpack_sched.c), the candidate search (slimpack_search.c), the MILP
- * refinement (slimpack_milp.c) and the driver (slimpack.c).  Not API; tests include it
+ * refinement (slimpack_milp.c), which ranks it refines and the batch's emission
+ * (slimpack_refine.c) and the driver (slimpack.c).  Not API; tests include it
  * to check each step against research/slimpack.md's hand examples. */
 #ifndef VLPLAN_SLIMPACK_INT_H
 #define VLPLAN_SLIMPACK_INT_H
@@ -16,6 +17,7 @@
 enum { SP_ASYM_ON = 0, SP_ASYM_OFF = 1, SP_ASYM_AUTO = 2 };
 enum { SP_MILP_AUTO = 0, SP_MILP_ON = 1, SP_MILP_OFF = 2 };
 enum { SP_MEM_BASELINE = 0, SP_MEM_DEVICE = 1 };
+enum { SP_REFINE_CRITICAL = 0, SP_REFINE_ALL = 1 };
 #define SP_MAX_FACTORS 32
 
 /* Options bound from the `slimpack:` section. */
@@ -32,6 +34,7 @@ typedef struct sp_opts {
     uint32_t milp_nodes;       /* branch-and-bound node cap (determinism) */
     double mem_cap_gib;        /* plan within this much per GPU; 0 = mem_budget's */
     int mem_budget;            /* SP_MEM_*: without a cap, the baseline's memory or the device's */
+    int refine;                /* SP_REFINE_*: which ranks the MILP refines */
 } sp_opts;
 
 /* Work of a token slice [a, b): alpha * pairs + beta * tokens, forward and backward. */
@@ -84,6 +87,19 @@ typedef struct sp_res {
     int ckpt;                  /* checkpointed layers per stage it needed */
 } sp_res;
 
+/* One candidate: M packs per rank, asymmetric backward packs or not. */
+typedef struct sp_cand {
+    uint32_t M;
+    bool asym;
+} sp_cand;
+
+/* A unit of the refinement (a merge group, or a rank alone): ranks [r0, r1) and the
+ * greedy (chosen candidate's) makespan of its slowest member. */
+typedef struct sp_unit {
+    int r0, r1;
+    double ms;
+} sp_unit;
+
 /* Reusable buffers and statistics (grown, never shrunk). */
 typedef struct sp_work {
     /* the batch */
@@ -113,9 +129,13 @@ typedef struct sp_work {
     sp_packing *refined; size_t refined_cap;           /* per rank: its MILP-refined own
                                                           forward packs, solved once a batch */
     bool *keep; size_t keep_cap;                       /* per rank: keeps the refinement */
+    uint8_t *mark; size_t mark_cap;                    /* per rank: refinement state */
+    double *fin; size_t fin_cap;                       /* per rank: makespan after it */
+    sp_unit *units; size_t units_cap;                  /* refine critical: slowest first */
     /* statistics over everything planned */
     uint64_t stat_iters, stat_packs, stat_bwd_packs, stat_slices, stat_merges;
     uint64_t stat_asym_ranks, stat_milp_runs, stat_milp_skipped, stat_milp_better;
+    uint64_t stat_refined, stat_not_refined;          /* rank plans (refine critical) */
     uint64_t stat_m_hist[8];   /* chosen M / pp: <=1, <=2, <=4, <=8, <=16, <=32, more */
 } sp_work;
 
@@ -200,6 +220,17 @@ vl_status vl__sp_plan_batch(sp_work *w, const sp_setting *s, const vl_job *job,
                             const uint32_t *len, uint32_t epoch, vl_plan *out, vl_err *err);
 /** The M candidates of a rank of `tokens` tokens (ascending, distinct).  Returns count. */
 size_t vl__sp_candidates(const sp_setting *s, uint64_t tokens, uint32_t *out, size_t cap);
+/** Bytes a GPU may hold in this batch: w->room, the device's capacity without one. */
+double vl__sp_room(const sp_work *w, double capacity);
+
+/* slimpack_refine.c */
+/** The chosen candidate of every rank (w->choice into cs, results in w->res), its forward
+ *  packs refined by the MILP where that helps (slimpack.refine: every rank, or only the
+ *  ranks that can set the iteration time), as iteration `epoch` of out.  VL_ENOMEM,
+ *  VL_EDATA from the simulator. */
+vl_status vl__sp_emit_batch(sp_work *w, const sp_setting *s, const vl_cost *cost,
+                            const uint32_t *len, const sp_cand *cs, uint32_t epoch,
+                            vl_plan *out, vl_err *err);
 
 /* slimpack_milp.c */
 /** Refine the forward packs [p0, npacks) of w->rp by the MILP when their deviation is

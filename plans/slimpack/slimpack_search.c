@@ -9,7 +9,8 @@
  * group jointly) then keeps its fastest feasible candidate, ties to the smaller M and to
  * the asymmetric partition; a candidate whose packs average fewer than min_pack_tokens
  * is not eligible unless it is the rank's smallest.  Under ZeRO-3 every rank takes the
- * same M (parameters are gathered per micro-batch on all ranks together). */
+ * same M (parameters are gathered per micro-batch on all ranks together).  The MILP
+ * refinement of the chosen packs and the emission are in slimpack_refine.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,10 +48,7 @@ size_t vl__sp_candidates(const sp_setting *s, uint64_t tokens, uint32_t *out, si
 
 /* ---- one candidate ---- */
 
-typedef struct cand {
-    uint32_t M;
-    bool asym;
-} cand;
+typedef sp_cand cand;
 
 static vl_status build(sp_work *w, const sp_setting *s, const uint32_t *len, const cand *c,
                        vl_err *err)
@@ -96,9 +94,14 @@ static int more_ckpt(const vl_cost *cost, int layers, int c, double act, double 
 }
 
 /* Bytes a GPU may hold in this batch (slimpack_mem.c), the device's without a budget. */
+double vl__sp_room(const sp_work *w, double capacity)
+{
+    return w->room > 0 && w->room < capacity ? w->room : capacity;
+}
+
 static double room(const sp_work *w, const vl_sim_trace *t)
 {
-    return w->room > 0 && w->room < t->capacity ? w->room : t->capacity;
+    return vl__sp_room(w, t->capacity);
 }
 
 /* Simulate the scratch iteration, fill res[0..dp) and raise the checkpointing of ranks
@@ -326,132 +329,6 @@ static void log_table(const vl_job *job, const sp_work *w, const sp_setting *s,
                    "would average min_pack_tokens)\n", nall - nc);
 }
 
-static void count_choice(sp_work *w, const sp_setting *s, const cand *c)
-{
-    int pp = s->par.pp > 1 ? s->par.pp : 1, b = 0;
-    double f = (double)c->M / pp;
-
-    while (b < 7 && f > (double)(1u << b))
-        b++;
-    w->stat_m_hist[b]++;
-    w->stat_asym_ranks += c->asym;
-}
-
-/* What build_rank does with the MILP: nothing, solve it (and keep the refined packs in
- * w->refined), or take the refined packs solved earlier in this batch (the solver is
- * deterministic: solving again gave the same packs at the cost of a second solve). */
-enum { MILP_NONE, MILP_SOLVE, MILP_CACHED };
-
-/* Rank r's packs and schedule under candidate c into w->rp, its forward packs refined
- * by the MILP as milp says (*refined: the MILP changed them). */
-static vl_status build_rank(sp_work *w, const sp_setting *s, const uint32_t *len, int r,
-                            const cand *c, int milp, bool *refined, vl_err *err)
-{
-    sp_rankplan *rp = &w->rp;
-    vl_status st = vl__sp_rank_packs(w, s, len, r, c->M, c->asym, err);
-
-    *refined = false;
-    if (st == VL_OK && milp == MILP_SOLVE) {
-        st = vl__sp_milp_refine(w, s, len, w->own + w->own0[r], w->own0[r + 1] - w->own0[r],
-                                rp->nshared_f, refined, err);
-        vl__sp_packing_reset(&w->refined[r]);
-        if (st == VL_OK && *refined)
-            st = vl__sp_packing_append(&w->refined[r], &rp->fwd, rp->nshared_f, err);
-    } else if (st == VL_OK && milp == MILP_CACHED) {
-        vl__sp_packing_truncate(&rp->fwd, rp->nshared_f);
-        st = vl__sp_packing_append(&rp->fwd, &w->refined[r], 0, err);
-        *refined = st == VL_OK;
-    }
-    if (st == VL_OK && *refined && c->asym) {   /* the backward packs follow the new ones */
-        vl__sp_packing_truncate(&rp->bwd, rp->nshared_b);
-        uint32_t Mown = (uint32_t)(rp->fwd.npacks - rp->nshared_f);
-        st = vl__sp_backward(w, s, len, &rp->fwd, rp->nshared_f, Mown, &rp->bwd, err);
-    }
-    return st == VL_OK ? vl__sp_schedule(w, s, err) : st;
-}
-
-/* Per-rank room for the refined packs and the keep flags. */
-static vl_status ensure_refined(sp_work *w, size_t dp, vl_err *err)
-{
-    size_t had = w->refined_cap;
-    vl_status st = vl_grow(&w->refined, &w->refined_cap, dp, sizeof *w->refined, err);
-
-    if (st != VL_OK)
-        return st;
-    if (w->refined_cap > had)
-        memset(w->refined + had, 0, (w->refined_cap - had) * sizeof *w->refined);
-    if ((st = vl_grow(&w->keep, &w->keep_cap, dp, sizeof *w->keep, err)) == VL_OK)
-        memset(w->keep, 0, dp * sizeof *w->keep);
-    return st;
-}
-
-/* Which ranks keep their MILP-refined packs: every rank is refined into the scratch
- * iteration, which is simulated once; a rank keeps
- * the refinement only when it fits and its makespan is no worse than the greedy's (a
- * better balanced pack can hold more tokens, hence more activations). */
-static vl_status judge_milp(sp_work *w, const sp_setting *s, const vl_cost *cost,
-                            const uint32_t *len, const cand *cs, bool *keep, vl_err *err)
-{
-    vl_status st;
-    bool any = false;
-
-    vl_plan_clear_iters(&w->scratch, 0);
-    if ((st = vl_plan_iter_begin(&w->scratch, 0, err)) != VL_OK)
-        return st;
-    for (int r = 0; r < s->dp && st == VL_OK; r++) {
-        const sp_res *x = &w->res[(size_t)w->choice[r] * s->dp + r];
-        if ((st = build_rank(w, s, len, r, &cs[w->choice[r]], MILP_SOLVE, &keep[r], err)) ==
-            VL_OK)
-            st = vl__sp_emit_rank(w, s, r, x->ckpt, &w->scratch, err);
-        any = any || keep[r];
-    }
-    if (st != VL_OK || !any)
-        return st;
-    vl_sim_trace *t = w->trace;
-    vl_sim_iter_result res;
-    if ((st = vl_sim_iter(&w->scratch, 0, cost, NULL, &res, w->sim, t, err)) != VL_OK)
-        return st;
-    for (size_t i = 0; i < t->nlanes; i++) {
-        const vl_sim_lane *l = &t->lanes[i];
-        const sp_res *x = &w->res[(size_t)w->choice[l->rank] * s->dp + l->rank];
-        if (l->states + l->act_peak > room(w, t) || l->makespan > x->ms)
-            keep[l->rank] = false;
-    }
-    for (int r = 0; r < s->dp; r++)
-        w->stat_milp_better += keep[r];
-    return VL_OK;
-}
-
-/* The chosen candidate of every rank, refined where that helps, as iteration `epoch`. */
-static vl_status emit_batch(sp_work *w, const sp_setting *s, const vl_cost *cost,
-                            const uint32_t *len, const cand *cs, uint32_t epoch, vl_plan *out,
-                            vl_err *err)
-{
-    bool refined, *keep;
-    vl_status st = ensure_refined(w, (size_t)s->dp, err);
-
-    keep = w->keep;
-    if (st == VL_OK && s->o->milp != SP_MILP_OFF)
-        st = judge_milp(w, s, cost, len, cs, keep, err);
-    if (st == VL_OK)
-        st = vl_plan_iter_begin(out, epoch, err);
-    for (int r = 0; r < s->dp && st == VL_OK; r++) {
-        const cand *c = &cs[w->choice[r]];
-        const sp_res *x = &w->res[(size_t)w->choice[r] * s->dp + r];
-        if ((st = build_rank(w, s, len, r, c, keep[r] ? MILP_CACHED : MILP_NONE, &refined,
-                             err)) == VL_OK)
-            st = vl__sp_emit_rank(w, s, r, x->ckpt, out, err);
-        count_choice(w, s, c);
-        w->stat_packs += w->rp.fwd.npacks;
-        w->stat_bwd_packs += w->rp.bwd.npacks;
-        for (size_t p = 0; p < w->rp.fwd.nsegs; p++)
-            w->stat_slices += w->rp.fwd.segs[p].off > 0;
-    }
-    w->stat_merges += w->ngroups;
-    w->stat_iters++;
-    return st;
-}
-
 vl_status vl__sp_plan_batch(sp_work *w, const sp_setting *s, const vl_job *job,
                             vl_manifest *m, const uint32_t *samples, size_t n,
                             const uint32_t *len, uint32_t epoch, vl_plan *out, vl_err *err)
@@ -482,7 +359,7 @@ vl_status vl__sp_plan_batch(sp_work *w, const sp_setting *s, const vl_job *job,
     choose(w, s, len, cs, neval, Ms);
     if (w->stat_iters == 0)
         log_table(job, w, s, cs, neval, nc);
-    return emit_batch(w, s, job->cost, len, cs, epoch, out, err);
+    return vl__sp_emit_batch(w, s, job->cost, len, cs, epoch, out, err);
 }
 
 void vl__sp_work_free(sp_work *w)
@@ -514,5 +391,8 @@ void vl__sp_work_free(sp_work *w)
         vl__sp_packing_free(&w->refined[r]);
     free(w->refined);
     free(w->keep);
+    free(w->mark);
+    free(w->fin);
+    free(w->units);
     memset(w, 0, sizeof *w);
 }
