@@ -208,6 +208,31 @@ Test(verify_model, gpus_distinct_and_within_the_cluster)
     fx_fini(&f);
 }
 
+/* Past 4,096 GPUs an iteration's ids are radix sorted: the same repeat is found */
+Test(verify_model, gpus_distinct_at_thousands_of_gpus)
+{
+    fx f;
+    vl_par par = {3000, 1, 1, 0};
+    static uint32_t ids[2][3000];
+
+    fx_init(&f, 4);
+    for (uint32_t k = 0; k < 3000; k++) {
+        ids[0][k] = 5998 - k;           /* 5998 .. 2999 */
+        ids[1][k] = k;                  /* 0 .. 2999: 2999 twice */
+    }
+    cr_assert_eq(vl_plan_iter_begin(&f.p, 0, &f.err), VL_OK);
+    for (int r = 0; r < 2; r++) {
+        cr_assert_eq(vl_plan_rank_begin(&f.p, r, &par, &f.err), VL_OK);
+        cr_assert_eq(vl_plan_rank_gpus(&f.p, ids[r], 3000, &f.err), VL_OK);
+        cr_assert_eq(vl_plan_mb_begin(&f.p, 1000, &f.err), VL_OK);
+        fx_seg(&f, (uint32_t)r, 0, 1000);
+    }
+    expect(&f, NULL, 5, 1, "GPU 2999 belongs to two ranks");
+    f.p.gpus[f.p.ranks[1].gpu0 + 2999] = 5999;
+    expect(&f, NULL, 5, 0, NULL);
+    fx_fini(&f);
+}
+
 Test(verify_model, uneven_counts_need_the_capability)
 {
     fx f;

@@ -285,6 +285,7 @@ void vl_verifier_free(vl_verifier *v)
     vl_sim_scratch_free(v->sim);
     free(v->gpus);
     free(v->dps);
+    free(v->sort_tmp);
     free(v->fpos);
     free(v->bpos);
     free(v->iv);

@@ -42,6 +42,7 @@ typedef struct vl_verifier {
     /* scratch */
     uint32_t *gpus; size_t gpus_cap;
     uint32_t *dps; size_t dps_cap;
+    uint32_t *sort_tmp; size_t sort_tmp_cap;   /* radix sort of many GPU ids */
     int64_t *fpos; size_t fpos_cap;
     int64_t *bpos; size_t bpos_cap;
     vl_interval *iv; size_t iv_cap;
