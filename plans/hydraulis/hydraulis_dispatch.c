@@ -132,28 +132,40 @@ static void add(hy_work *w, const double *row, size_t j, size_t *empty)
  * beat the best one).  A pipeline's estimate never falls below the running maximum mx,
  * so once no pipeline is empty (an empty one would win a tie) the first to stay at mx
  * is the answer. */
-static double trial(hy_work *w, const hy_pipe *pipes, size_t np, size_t nk,
-                    const uint32_t *seq, size_t n, const uint32_t *len, double bound,
-                    uint32_t *owner)
+/* A trial's start, shared by both kinds: every pipeline empty, no sequence owned, then
+ * the sequences only pipeline 0 can hold placed there.  Returns the running maximum. */
+static double trial_start(hy_work *w, const hy_pipe *pipes, size_t np, size_t nk,
+                          const uint32_t *seq, size_t n, const uint32_t *len,
+                          uint32_t *owner, size_t *empty)
 {
     double mx = 0;
     uint32_t second = np > 1 ? pipes[1].s->maxlen : 0;
-    size_t empty = np;
 
+    *empty = np;
     memset(w->C, 0, np * sizeof *w->C);
     memset(w->E, 0, np * sizeof *w->E);
     memset(w->cnt, 0, np * sizeof *w->cnt);
     for (size_t i = 0; i < n; i++)
         owner[i] = UINT32_MAX;
-    for (size_t k = 0; k < n && np > 1; k++) {   /* what only pipeline 0 can hold */
+    for (size_t k = 0; k < n && np > 1; k++) {
         uint32_t i = w->perm[k];
         if (len[seq[i]] > second) {
             owner[i] = 0;
-            add(w, w->st + (size_t)i * nk * 2, 0, &empty);
+            add(w, w->st + (size_t)i * nk * 2, 0, empty);
         }
     }
     for (size_t j = 0; j < np; j++)
         mx = hy_max(mx, w->C[j] + w->E[j]);
+    return mx;
+}
+
+static double trial(hy_work *w, const hy_pipe *pipes, size_t np, size_t nk,
+                    const uint32_t *seq, size_t n, const uint32_t *len, double bound,
+                    uint32_t *owner)
+{
+    size_t empty;
+    double mx = trial_start(w, pipes, np, nk, seq, n, len, owner, &empty);
+
     for (size_t k = 0; k < n && mx < bound; k++) {
         uint32_t i = w->perm[k];
         const double *row = w->st + (size_t)i * nk * 2;
@@ -183,27 +195,12 @@ static double trial_tree(hy_work *w, hy_dtree *d, const hy_pipe *pipes, size_t n
                          size_t nk, const uint32_t *seq, size_t n, const uint32_t *len,
                          double bound, uint32_t *owner)
 {
-    double mx = 0;
-    uint32_t second = np > 1 ? pipes[1].s->maxlen : 0;
-    size_t empty = np;
+    size_t empty;
+    double mx = trial_start(w, pipes, np, nk, seq, n, len, owner, &empty);
 
-    memset(w->C, 0, np * sizeof *w->C);
-    memset(w->E, 0, np * sizeof *w->E);
-    memset(w->cnt, 0, np * sizeof *w->cnt);
     vl__hy_dtree_reset(d);
-    for (size_t i = 0; i < n; i++)
-        owner[i] = UINT32_MAX;
-    for (size_t k = 0; k < n && np > 1; k++) {   /* what only pipeline 0 can hold */
-        uint32_t i = w->perm[k];
-        if (len[seq[i]] > second) {
-            owner[i] = 0;
-            add(w, w->st + (size_t)i * nk * 2, 0, &empty);
-        }
-    }
     if (w->cnt[0] > 0)
         vl__hy_dtree_set(d, 0, w->kind[0], w->C[0], w->E[0], w->cnt);
-    for (size_t j = 0; j < np; j++)
-        mx = hy_max(mx, w->C[j] + w->E[j]);
     for (size_t k = 0; k < n && mx < bound; k++) {
         uint32_t i = w->perm[k];
         const double *row = w->st + (size_t)i * nk * 2;
