@@ -194,12 +194,19 @@ static size_t list_units(sp_work *w, const sp_setting *s)
     return n;
 }
 
-static double unit_fin(const sp_work *w, const sp_unit *u)
+/* The unit's makespan as it will be emitted, when it was simulated that way; -INFINITY
+ * for a DP-Merge group whose members split on keeping the refinement: the mix emitted
+ * was never simulated, so it cannot bound the ranks left greedy (the stopping rule
+ * goes on past it, and the iteration time stays the one refine=all gives) */
+static double unit_fin(const sp_work *w, const sp_unit *u, const bool *keep)
 {
     double ms = 0.0;
 
-    for (int r = u->r0; r < u->r1; r++)
+    for (int r = u->r0; r < u->r1; r++) {
+        if (keep[r] != keep[u->r0])
+            return -INFINITY;
         ms = fmax(ms, w->fin[r]);
+    }
     return ms;
 }
 
@@ -253,7 +260,7 @@ static vl_status judge_critical(sp_work *w, const sp_setting *s, const vl_cost *
             mark_unit(w, &w->units[i], MARK_ROUND);
         st = refine_round(w, s, cost, len, cs, keep, err);
         for (size_t i = done; i < end && stop == nu && st == VL_OK; i++) {
-            slowest = fmax(slowest, unit_fin(w, &w->units[i]));
+            slowest = fmax(slowest, unit_fin(w, &w->units[i], keep));
             if (i + 1 == nu || slowest >= w->units[i + 1].ms)
                 stop = i + 1;
         }
