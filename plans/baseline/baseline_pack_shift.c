@@ -24,8 +24,10 @@
  * Work: a step looks at the busiest rank's samples against the samples and packs of the
  * SHIFT_PEERS ranks with the most room (the least of their loads over the maxima, in the
  * target and the measures held), and only where they offer no step, all ranks':
- * O(n + np + |h| * (their samples + packs)).  At most n steps per pass; the iteration
- * stops after SHIFT_WORK candidate checks (a count, never a clock). */
+ * O(n + np + dp * SHIFT_PEERS + |h| * (their samples + packs)), the all-ranks fallback
+ * O(dp log dp + |h| * (n + np)).  At most n steps per pass; the iteration stops once it
+ * has made SHIFT_WORK candidate checks (a count, never a clock; the step that crosses
+ * it completes). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +55,7 @@ typedef struct shift {
     uint32_t *tmp;          /* [n] a pack's items */
     size_t *peer;           /* [dp] this step's receiving ranks */
     double *full;           /* [dp] their fullness */
+    struct roomy { double f; size_t r; } *all;   /* [dp] every rank by fullness */
     unsigned char *mark;    /* [dp] 1: a peer, while gathering */
     unsigned hold;
     uint32_t cap, max_items;
@@ -83,6 +86,7 @@ static void shift_free(shift *s)
     free(s->tmp);
     free(s->peer);
     free(s->full);
+    free(s->all);
     free(s->mark);
 }
 
@@ -108,9 +112,10 @@ static vl_status shift_alloc(shift *s, vl_err *err)
     s->tmp = malloc(n * sizeof *s->tmp);
     s->peer = malloc(s->dp * sizeof *s->peer);
     s->full = malloc(s->dp * sizeof *s->full);
+    s->all = malloc(s->dp * sizeof *s->all);
     s->mark = calloc(s->dp, 1);
     ok = ok && s->item && s->at && s->tok && s->time && s->cnt && s->rank && s->mine &&
-         s->theirs && s->slots && s->tmp && s->peer && s->full && s->mark;
+         s->theirs && s->slots && s->tmp && s->peer && s->full && s->all && s->mark;
     return ok ? VL_OK : vl_seterr(err, VL_ENOMEM, "out of memory for %zu samples", s->n);
 }
 
@@ -184,6 +189,33 @@ static double fullness(const shift *s, int t, size_t r)
     return f;
 }
 
+static int by_room(const void *a, const void *b)
+{
+    const struct roomy *x = a, *y = b;
+
+    if (x->f != y->f)
+        return x->f < y->f ? -1 : 1;
+    return (x->r > y->r) - (x->r < y->r);
+}
+
+/* Every rank but h, least full first (lowest index on ties), as pick_peers orders them:
+ * by a sort, since an insertion into dp - 1 places is quadratic at many ranks. */
+static size_t all_peers(shift *s, int t, size_t h, size_t *peer)
+{
+    size_t k = 0;
+
+    for (size_t r = 0; r < s->dp; r++)
+        if (r != h)
+            s->all[k++] = (struct roomy){fullness(s, t, r), r};
+    qsort(s->all, k, sizeof *s->all, by_room);
+    for (size_t j = 0; j < k; j++) {
+        peer[j] = s->all[j].r;
+        s->full[j] = s->all[j].f;
+    }
+    s->work += (uint64_t)s->dp * k;   /* counted as the insertion was: same stopping point */
+    return k;
+}
+
 /* The want ranks other than h with the most room (least fullness, lowest index on
  * ties) into peer: the ones a step can load without reaching a held maximum. */
 static size_t pick_peers(shift *s, int t, size_t h, size_t want, size_t *peer)
@@ -191,6 +223,8 @@ static size_t pick_peers(shift *s, int t, size_t h, size_t want, size_t *peer)
     double *full = s->full;
     size_t k = 0;
 
+    if (want + 1 >= s->dp)
+        return all_peers(s, t, h, peer);
     for (size_t r = 0; r < s->dp; r++) {
         double f = fullness(s, t, r);
         if (r == h || (k == want && f >= full[k - 1]))
