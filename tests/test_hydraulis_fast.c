@@ -41,14 +41,12 @@ Test(hydraulis_fast, dispatch_trees_pick_what_the_scan_picks)
     vl_rng_seed(&r, 42, 0);
     for (int c = 0; c < 120; c++) {
         size_t np = 1 + vl_rng_below(&r, c < 60 ? 12 : NP), n = 1 + vl_rng_below(&r, N);
-        uint32_t top = 0;
         bool quad = vl_rng_below(&r, 2);
         for (int k = 0; k < 4; k++) {   /* MaxLen ties between kinds too */
             s[k] = (hy_scheme){.tp = 1, .pp = 1 + (int)vl_rng_below(&r, 4),
                                .a = quad ? 1e-7 * (double)(k + 1) : 0,
                                .b = 0.01 * (double)(1 + vl_rng_below(&r, 3)),
                                .maxlen = 512 * (uint32_t)(1 + vl_rng_below(&r, 3))};
-            top = s[k].maxlen > top ? s[k].maxlen : top;
         }
         for (size_t j = 0; j < np; j++) {   /* MaxLen descending, stable */
             hy_pipe p = {.s = &s[vl_rng_below(&r, 4)], .slot = (uint32_t)j};
@@ -71,7 +69,6 @@ Test(hydraulis_fast, dispatch_trees_pick_what_the_scan_picks)
             if (x >= 0)
                 cr_assert_arr_eq(a, b, n * sizeof *a, "case %d: owners differ", c);
         }
-        (void)top;
     }
 }
 

@@ -91,8 +91,8 @@ static vl_status push(pending **a, size_t *n, size_t *cap, uint32_t row, uint32_
 
 /* The edges of one sample: forward entries f[0..nf), B-side entries b[0..nb) (the
  * forward ones again without backward packs), each sorted by offset. */
-static vl_status sample_edges(edges *E, const vl_interval *f, size_t nf, const vl_interval *b, size_t nb,
-                              bool asym, vl_err *err)
+static vl_status sample_edges(edges *E, const vl_interval *f, size_t nf, const vl_interval *b,
+                              size_t nb, bool asym, vl_err *err)
 {
     uint32_t last = 0, last_pack = 0;
     vl_status st;

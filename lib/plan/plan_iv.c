@@ -57,9 +57,10 @@ static void merge(const vl_interval *a, size_t na, const vl_interval *b, size_t 
 
 /* A stable merge sort of v[0, n) through tmp[0, n), typed so that comparisons and moves
  * inline: the simulator sorts every rank's intervals each time it runs an iteration,
- * and qsort's calls and byte-wise moves were half of SlimPack's search.  The order is
- * qsort's: iv_before orders any two intervals that differ in a compared field, and
- * ties keep their input order as qsort's merge sort did. */
+ * and qsort's calls and byte-wise moves were half of SlimPack's search.  iv_before
+ * orders any two intervals that differ in a compared field; exact ties (only in an
+ * invalid plan, which verify reports) keep their input order, so the result never
+ * depends on a library's sort. */
 static void sort_intervals(vl_interval *v, vl_interval *tmp, size_t n)
 {
     enum { RUN = 16 };

@@ -37,7 +37,9 @@
  *   under pack.balance=time lowering the busiest rank's tokens, then attention,
  *   without raising its time; under tokens or attention that measure first.  Only
  *   empty slots become packs: fewer than dp more packs per epoch.
- * Seeds: every random step draws from (seed, tag ^ epoch<<32 ^ batch-or-window). */
+ * Seeds: every random step draws from (seed, tag ^ epoch<<32 ^ batch-or-window), except
+ * the per-rank packers of a sample dealing: (seed, vl_rng_mix(tag ^ epoch) + (batch<<32 |
+ * rank)), distinct for every batch and rank of an epoch. */
 #include "baseline_pack.h"
 
 static bool splits(const vl_config *cfg)

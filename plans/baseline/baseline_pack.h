@@ -119,13 +119,14 @@ vl_status vl__pk_shift_emit(bl *c, dealer *d, const packs *pk, const size_t *ids
 typedef struct share {
     vl_bins *bins;        /* [dp] */
     double worst;         /* the busiest rank's pack.balance weight */
-    double time;          /* the busiest rank's modelled time (= worst under time) */
+    double time;          /* the largest modelled time of any rank (= worst under time) */
     bool fits;            /* every rank's packs within its m slots */
 } share;
 
 void vl__pk_share_free(share *sh, size_t dp);
-/** sh->worst: the largest rank's Σ vl__pk_weight over its packs; sh->time: its
- *  modelled time (the tie-break under pack.balance=tokens or attention). */
+/** sh->worst: the largest rank's Σ vl__pk_weight over its packs; sh->time: the largest
+ *  rank modelled time, which need not be that rank's (the tie-break under
+ *  pack.balance=tokens or attention). */
 vl_status vl__pk_share_weigh(bl *c, dealer *d, share *sh, vl_err *err);
 /** pack.balance as a per-sample weight a*len + b*pairs (time: the cost model
  *  linearised at a full pack). */

@@ -127,11 +127,6 @@ static void add(hy_work *w, const double *row, size_t j, size_t *empty)
     *empty -= w->cnt[j]++ == 0;
 }
 
-/* One trial over the order w->perm; owner[i] = pipeline.  Returns its objective, or
- * INFINITY as soon as it reaches `bound` (the objective only grows: such a trial cannot
- * beat the best one).  A pipeline's estimate never falls below the running maximum mx,
- * so once no pipeline is empty (an empty one would win a tie) the first to stay at mx
- * is the answer. */
 /* A trial's start, shared by both kinds: every pipeline empty, no sequence owned, then
  * the sequences only pipeline 0 can hold placed there.  Returns the running maximum. */
 static double trial_start(hy_work *w, const hy_pipe *pipes, size_t np, size_t nk,
@@ -159,6 +154,11 @@ static double trial_start(hy_work *w, const hy_pipe *pipes, size_t np, size_t nk
     return mx;
 }
 
+/* One trial over the order w->perm; owner[i] = pipeline.  Returns its objective, or
+ * INFINITY as soon as it reaches `bound` (the objective only grows: such a trial cannot
+ * beat the best one).  A pipeline's estimate never falls below the running maximum mx,
+ * so once no pipeline is empty (an empty one would win a tie) the first to stay at mx
+ * is the answer. */
 static double trial(hy_work *w, const hy_pipe *pipes, size_t np, size_t nk,
                     const uint32_t *seq, size_t n, const uint32_t *len, double bound,
                     uint32_t *owner)

@@ -120,7 +120,8 @@ static void log_summary(const vl_job *job, const sp_work *w)
     vl_job_log(job,
                "slimpack: %llu iterations, %llu forward packs, %llu backward packs, %llu "
                "slices continuing a sample, %llu DP-Merge groups, %llu of the rank plans "
-               "asymmetric; MILP solved %llu times, %llu left out (no search within the node cap), improved %llu; "
+               "asymmetric; MILP solved %llu times, %llu left out (no search within the node "
+               "cap), improved %llu; "
                "rank plans refined %llu, left greedy (refine critical) %llu\n",
                (unsigned long long)w->stat_iters, (unsigned long long)w->stat_packs,
                (unsigned long long)w->stat_bwd_packs, (unsigned long long)w->stat_slices,

@@ -13,9 +13,9 @@
  * the greedy is off by more than 1% (milp auto) and there are at most 2000 binaries,
  * warm-started from the greedy, stopped by min(slimpack.milp_nodes, 60000 / columns)
  * nodes (NODE_WORK), and left out when that is under MIN_NODES unless z = 0 is within
- * the greedy placement's reach (zero_reachable); the refined packs replace the greedy ones only when their
- * deviation, after rounding the cuts to tokens, is lower, and (slimpack_search.c) the
- * rank's simulated makespan is no worse and it still fits. */
+ * the greedy placement's reach (zero_reachable); the refined packs replace the greedy
+ * ones only when their deviation, after rounding the cuts to tokens, is lower, and
+ * (slimpack_search.c) the rank's simulated makespan is no worse and it still fits. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,8 +246,9 @@ static vl_status rebuild(const model *md, const sp_work *w, const sp_setting *s,
 
 /* GLPK on the model from the warm point, stopped by its node cap.  r->outcome
  * VL_MILP_NONE when it found nothing. */
-static vl_status run_glpk(const model *md, const sp_work *w, const uint32_t *items, const double *warm, int nodes, double *x,
-                          vl_milp_result *r, vl_err *err)
+static vl_status run_glpk(const model *md, const sp_work *w, const uint32_t *items,
+                          const double *warm, int nodes, double *x, vl_milp_result *r,
+                          vl_err *err)
 {
     vl_milp *lp = NULL;
     vl_status st = vl_milp_new(&lp, md->ncols, err);
