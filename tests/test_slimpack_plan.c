@@ -639,20 +639,36 @@ Test(slimpack_plan, refine_critical_refines_every_rank_under_micro_step_sync)
     const char *sets = "cluster.gpus=32;training.pp=2;training.max_seq_len=32768;"
                        "training.global_batch=256;training.oversize=truncate;"
                        "training.dp_sync=micro_step";
-    char all_sets[300];
-    vl_config all_cfg, crit_cfg;
+    char all_sets[300], step_sets[300];
+    vl_config all_cfg, crit_cfg, step_cfg;
     vl_manifest *m = tu_gen_manifest("lognormal:8:1.2", 1024, 9);
-    vl_plan a, b;
+    vl_plan a, b, c;
+    char *log_b = NULL, *log_c = NULL;
+    unsigned long long imp_b, ref_b, gr_b, imp_c, ref_c, gr_c;
 
     snprintf(all_sets, sizeof all_sets, "%s;slimpack.refine=all", sets);
+    snprintf(step_sets, sizeof step_sets, "%.*s", (int)(strstr(sets, ";training.dp_sync") - sets),
+             sets);
     config(&all_cfg, none, all_sets);
     config(&crit_cfg, none, sets);
+    config(&step_cfg, none, step_sets);
     run(&a, m, &all_cfg, 0, NULL);
-    run(&b, m, &crit_cfg, 0, NULL);
+    run(&b, m, &crit_cfg, 1, &log_b);
+    run(&c, m, &step_cfg, 1, &log_c);
+    refine_counts(log_b, &imp_b, &ref_b, &gr_b);
+    refine_counts(log_c, &imp_c, &ref_c, &gr_c);
+    /* the exception matters here: without micro-step barriers, ranks are left greedy */
+    cr_assert_gt(gr_c, 0, "%s", log_c);
+    cr_assert_gt(imp_b, 0, "the MILP improved nothing, nothing to compare");
+    cr_assert_eq(gr_b, 0, "%s", log_b);
     cr_assert(plans_equal(&a, &b));
+    free(log_b);
+    free(log_c);
     vl_plan_free(&a);
     vl_plan_free(&b);
+    vl_plan_free(&c);
     vl_config_free(&all_cfg);
     vl_config_free(&crit_cfg);
+    vl_config_free(&step_cfg);
     vl_manifest_free(m);
 }
