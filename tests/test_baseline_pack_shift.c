@@ -137,8 +137,12 @@ Test(baseline_pack_shift, property_on_random_packs)
             off[q] = q ? off[q - 1] + cnt[q - 1] : 0;
         }
         int primary = (int)(seed % 3);
+        uint32_t most = 0;   /* every other seed caps samples per pack at today's most */
+        for (size_t q = 0; q < np; q++)
+            most = cnt[q] > most ? (uint32_t)cnt[q] : most;
         vl__pk_shift_in in = {.len = len, .cap = cap, .dp = dp, .a = 1, .b = 0.01,
-                              .primary = primary, .time = tokens_time, .ctx = len};
+                              .primary = primary, .time = tokens_time, .ctx = len,
+                              .max_items = seed % 2 ? most : 0};
         packs pk = {items, off, cnt, NULL, np};
         double tok[8], att[8], tok2[8], att2[8];
         rank_loads(&pk, part, len, dp, 1, tok);
@@ -156,11 +160,18 @@ Test(baseline_pack_shift, property_on_random_packs)
             for (size_t i = 0; i < cnt[q]; i++)
                 t += len[items[off[q] + i]];
             cr_assert_leq(t, (double)cap, "seed %llu pack %zu", (unsigned long long)seed, q);
+            cr_assert(in.max_items == 0 || cnt[q] <= in.max_items, "seed %llu pack %zu: %zu",
+                      (unsigned long long)seed, q, cnt[q]);
             total += cnt[q];
         }
         cr_assert_eq(total, n);
-        for (size_t i = 0; i < n; i++)
+        unsigned char *seen = calloc(np * 8, 1);   /* each sample once: the same multiset */
+        for (size_t i = 0; i < n; i++) {
             sum_after += items[i] * 2654435761u;
+            cr_assert_lt(items[i], np * 8);
+            cr_assert_eq(seen[items[i]]++, 0, "sample %u twice", items[i]);
+        }
+        free(seen);
         cr_assert_eq(sum_after, sum_before, "the same samples");
         double mt = 0, ma = 0;
         for (size_t r = 0; r < dp; r++) {
