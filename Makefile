@@ -21,6 +21,15 @@ ifeq ($(SAN),1)
 OPT      := -O1 -g -fno-omit-frame-pointer -ffp-contract=off \
             -fsanitize=address,undefined -fno-sanitize-recover=all
 endif
+# Quiet build lines ("CC lib/x.c"); `make V=1` prints the full commands.  Warnings
+# are shown either way.
+ifeq ($(V),1)
+Q :=
+say = @:
+else
+Q := @
+say = @printf '  %-5s %s\n' $(1) $(2)
+endif
 CFLAGS   := -std=c11 -pthread $(WARN) $(OPT) $(EXTRA_CFLAGS)
 LDFLAGS  := $(filter -fsanitize%,$(OPT)) $(EXTRA_LDFLAGS)
 PKG_LIBS  = $(shell pkg-config --libs $(PKGS))
@@ -35,18 +44,20 @@ CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/tests/testutil.o
 DEPFILES := $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 
-.PHONY: all deps demo test test-release test-clang test-clang-san fault-all bench lint \
+.PHONY: all deps deps-test deps-clang deps-lint demo test test-release test-clang test-clang-san fault-all bench lint \
         man-lint clean help fmt golden fuzz fuzz-smoke
 
 all: $(BUILD)/vlplan $(BUILD)/libvlplan.a man/vlplan.1
 
 # The strategy list and parameters come from the registry, so the page needs the binary.
 man/vlplan.1: man/vlplan.1.in $(wildcard man/*.mdoc) tools/mkman.sh $(BUILD)/vlplan
-	VLPLAN=$(BUILD)/vlplan sh tools/mkman.sh
+	$(call say,MAN,$@)
+	$(Q)VLPLAN=$(BUILD)/vlplan sh tools/mkman.sh
 
 help:
 	@echo "make            build build/vlplan and build/libvlplan.a"
-	@echo "make deps       install missing Debian packages (tools/deps.sh)"
+	@echo "make deps       install the missing build packages (tools/deps.sh build; test targets add theirs)"
+	@echo "make V=1        print full compiler commands (default: one short line a file)"
 	@echo "make demo       deps + build + plan the bundled manifest, print metrics"
 	@echo "make test       ASan+UBSan build, full Criterion suite, leaks fail it"
 	@echo "make test-release  the suite on the optimised build"
@@ -60,17 +71,30 @@ help:
 	@echo "make fuzz-smoke replay every corpus, then FUZZ_TIME=10 seconds each (CI)"
 	@echo "make soak       SOAK_CASES (10000) random plan-then-verify cases; failing seeds printed"
 
+# Each target installs only what it needs (tools/deps.sh GROUP): the build and the demo
+# never pull in the test tools.
 deps:
-	@sh tools/deps.sh
+	@sh tools/deps.sh build
+deps-test:
+	@sh tools/deps.sh build test
+deps-clang:
+	@sh tools/deps.sh build test clang
+deps-lint:
+	@sh tools/deps.sh build lint
 
 $(BUILD)/obj/%.o: %.c | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# the test files need Criterion's headers: the test tools come with them
+$(TEST_OBJ): | deps-test
 
 $(BUILD)/libvlplan.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	rm -f $@
-	ar rcs $@ $^
+	$(call say,AR,$@)
+	$(Q)rm -f $@
+	$(Q)ar rcs $@ $^
 
 # The sanitizer builds are the test builds: their vlplan also takes faults to inject
 # (tests/fault_inject.c: VLPLAN_FAULT=malloc:N, write:N, fsync:N or rename:N).
@@ -81,17 +105,20 @@ FAULT_LD  := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap
 endif
 
 $(BUILD)/vlplan: $(CMD_OBJ) $(FAULT_OBJ) $(BUILD)/libvlplan.a
-	$(CC) $(LDFLAGS) $(FAULT_LD) -o $@ $(CMD_OBJ) $(FAULT_OBJ) $(BUILD)/libvlplan.a $(LDLIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) $(FAULT_LD) -o $@ $(CMD_OBJ) $(FAULT_OBJ) $(BUILD)/libvlplan.a $(LDLIBS)
 
 # All test files in one Criterion binary, so the suite ends with one Synthesis line.
 $(BUILD)/tests/vlplan_tests: $(TEST_OBJ) $(BUILD)/libvlplan.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libvlplan.a $(LDLIBS) $(TEST_LIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libvlplan.a $(LDLIBS) $(TEST_LIBS)
 
 # One binary per test file, for working on one unit: make build/tests/test_pack
 $(BUILD)/tests/test_%: $(BUILD)/obj/tests/test_%.o $(BUILD)/obj/tests/testutil.o $(BUILD)/libvlplan.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LIBS)
 
 # The suite under ASan+UBSan, built by $(1) in $(2).  Criterion reports a leak in a
 # worker as a pass, so sanitizer reports go to files and any file fails the run
@@ -110,19 +137,20 @@ define san_suite
 	 exit $$rc
 endef
 
-test: deps
+test: deps-test
 	$(call san_suite,$(CC),build/san)
 
-test-clang-san: deps
+test-clang-san: deps-clang
 	$(call san_suite,clang,build/clangsan)
 
-fault-all: deps
+fault-all: deps-clang
 	$(call san_suite,clang,build/clangsan,VLPLAN_FAULT_POINTS=all,--filter 'faults/*')
 
-test-release: $(BUILD)/vlplan $(BUILD)/tests/vlplan_tests
+test-release: deps-test
+	@$(MAKE) --no-print-directory $(BUILD)/vlplan $(BUILD)/tests/vlplan_tests
 	VLPLAN_BIN=$(CURDIR)/$(BUILD)/vlplan $(BUILD)/tests/vlplan_tests --jobs 2
 
-test-clang: deps
+test-clang: deps-clang
 	@$(MAKE) --no-print-directory CC=clang BUILD=build/clang build/clang/vlplan build/clang/tests/vlplan_tests
 
 demo: $(BUILD)/vlplan
@@ -139,9 +167,10 @@ bench: $(BUILD)/vlplan $(BENCHES)
 
 $(BUILD)/bench/bench_%: $(BUILD)/obj/bench/bench_%.o $(BENCH_UTIL) $(BUILD)/libvlplan.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-lint man-lint: man/vlplan.1 | deps
+lint man-lint: man/vlplan.1 | deps-lint
 	mandoc -Tlint -W warning man/vlplan.1
 
 # Regenerate the golden plans (tests/test_golden.c) after an intended change.
@@ -158,7 +187,7 @@ FUZZERS   := $(patsubst fuzz/fuzz_%.c,build/fuzz/%,$(wildcard fuzz/fuzz_*.c))
 
 # the library built by clang with coverage for libFuzzer, in its own build directory
 .PHONY: fuzz-lib
-fuzz-lib: | deps
+fuzz-lib: | deps-clang
 	@$(MAKE) --no-print-directory CC=clang BUILD=build/fuzzlib OPT="$(FUZZ_OPT)" \
 	    build/fuzzlib/libvlplan.a
 
@@ -202,7 +231,8 @@ SOAK_SEED  ?= 1000000
 .PHONY: soak
 $(BUILD)/tools/soak: $(BUILD)/obj/tools/soak.o $(BUILD)/libvlplan.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/obj/tools/soak.o: CPPFLAGS += -Itests
 -include $(BUILD)/obj/tools/soak.d

@@ -1,22 +1,65 @@
 #!/bin/sh
-# tools/deps.sh -- install the Debian packages vlplan needs, only those missing.
-# Used by `make deps` (every build target depends on it) and by .ci/run.
+# tools/deps.sh -- install the Debian packages a make target needs, only those missing.
+#
+#   sh tools/deps.sh GROUP...
+#
+# Each group is what one kind of target needs, so `make` and `make demo` install only
+# the build (and run) dependencies and the test tools come with the test targets:
+#   build    compile and run vlplan (make, make demo, make bench)
+#   lint     mandoc, for make lint
+#   test     the Criterion suite and the Python package's tests (make test*)
+#   clang    clang and its sanitizer runtime (make test-clang*, make fuzz*)
+#   browser  Debian's Chromium, for the HTML report's browser test
+# Every install says on one line what it installs and for which group.  With no group,
+# `build`.
 set -eu
-pkgs="gcc make pkg-config libyaml-dev libjansson-dev libglpk-dev libzstd-dev zstd
-libcriterion-dev clang libclang-rt-14-dev mandoc valgrind python3 python3-pytest python3-torch"
-missing=""
-for p in $pkgs; do
-    s=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-    case "$s" in
-    *"install ok installed"*) ;;
-    *) missing="$missing $p" ;;
+
+group_pkgs() {
+    case "$1" in
+    build) echo "gcc make pkg-config libyaml-dev libjansson-dev libglpk-dev libzstd-dev" ;;
+    lint) echo "mandoc" ;;
+    test) echo "libcriterion-dev mandoc zstd python3 python3-pytest python3-torch" ;;
+    clang) echo "clang libclang-rt-14-dev" ;;
+    browser) echo "chromium" ;;
+    *) echo "deps.sh: unknown group '$1' (build, lint, test, clang, browser)" >&2; return 64 ;;
     esac
+}
+
+group_why() {
+    case "$1" in
+    build) echo "to build vlplan" ;;
+    lint) echo "to check the man page" ;;
+    test) echo "to run the test suite" ;;
+    clang) echo "for the clang and sanitizer builds" ;;
+    browser) echo "to test the HTML report in a browser" ;;
+    esac
+}
+
+missing_of() {
+    out=""
+    for p in $1; do
+        s=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+        case "$s" in
+        *"install ok installed"*) ;;
+        *) case " $all_missing $out " in *" $p "*) ;; *) out="$out $p" ;; esac ;;
+        esac
+    done
+    echo "$out"
+}
+
+[ $# -gt 0 ] || set -- build
+all_missing=""
+for g in "$@"; do
+    pkgs=$(group_pkgs "$g") || exit 64
+    m=$(missing_of "$pkgs")
+    [ -z "$m" ] && continue
+    echo "deps: installing$m ($(group_why "$g"))" >&2
+    all_missing="$all_missing$m"
 done
-[ -z "$missing" ] && exit 0
-echo "deps: installing$missing" >&2
+[ -z "$all_missing" ] && exit 0
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 # shellcheck disable=SC2086
-$sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
+$sudo apt-get install -y -qq --no-install-recommends $all_missing >/dev/null
