@@ -129,8 +129,11 @@ int cli_parse(int argc, char **argv, const char *cmd, const char *usage, const c
         if (c == '?' || c == ':') {
             char shortopt[3] = {'-', (char)optopt, '\0'};
             const char *bad = (optopt > 0 && optopt < 256) ? shortopt : argv[optind - 1];
+            const char *near = c == '?' ? cli_nearest_option(bad, table) : NULL;
             if (c == ':')
                 cli_error(cmd, "option '%s' needs an argument", bad);
+            else if (near)
+                cli_error(cmd, "unknown option '%s' (did you mean '--%s'?)", bad, near);
             else
                 cli_error(cmd, "unknown option '%s'", bad);
             fprintf(stderr, "usage: vlplan %s %s\n", cmd, usage);

@@ -47,6 +47,12 @@ enum {
 int cli_parse(int argc, char **argv, const char *cmd, const char *usage, const cli_opt *table,
               int (*fn)(int key, const char *arg, void *ud), void *ud, int *first_operand);
 
+/** Levenshtein distance between two short words (99 when either is 31 bytes or more). */
+size_t cli_edit_distance(const char *a, const char *b);
+/** The long option of table t nearest to the mistyped argument arg ("--sett=x"), or
+ *  NULL when none is near enough to be a typo. */
+const char *cli_nearest_option(const char *arg, const cli_opt *t);
+
 /** Print "vlplan CMD: error: MSG" (CMD may be NULL) on stderr. */
 void cli_error(const char *cmd, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -127,6 +133,23 @@ void cli_progress(const cli_log *l, bool done, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/** A progress meter for long work: after the first 2 s it redraws, at most 4 times a
+ *  second, "WHAT: iteration DONE/TOTAL (P%), about T s left" (without the share and
+ *  the time left when the total is unknown, total < 0). */
+typedef struct cli_meter {
+    const cli_log *log;
+    char what[96];
+    int64_t total;
+    double t0, drawn;
+} cli_meter;
+void cli_meter_start(cli_meter *m, const cli_log *l, int64_t total, const char *what);
+void cli_meter_step(cli_meter *m, uint64_t done);
+/** v with thousands separators ("1,234,567"), as tables print counts.  Returns buf. */
+const char *cli_count(uint64_t v, char *buf, size_t cap);
+
+/** Seconds on the monotonic clock. */
+double cli_now_s(void);
+
 /** Erase a progress line still on the terminal, before anything else goes to stderr
  *  (cli_error does it itself). */
 void cli_progress_clear(void);

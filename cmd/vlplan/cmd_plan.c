@@ -120,6 +120,8 @@ typedef struct plan_sink {
     vl_cost cost;
     vl_sim_opts so;
     eval_acc acc;
+    cli_meter meter;      /* iterations handed over, against the announced count */
+    uint64_t done;
 } plan_sink;
 
 static vl_status sink_begin(void *ud, const vl_plan *p, int64_t iterations, vl_err *err)
@@ -127,6 +129,7 @@ static vl_status sink_begin(void *ud, const vl_plan *p, int64_t iterations, vl_e
     plan_sink *k = ud;
     const char *out = k->a->output;
 
+    k->meter.total = iterations;
     if (k->figures && eval_acc_init(&k->acc, &k->cost, &k->so, err) != VL_OK)
         return err->code;
     if (!k->o) {
@@ -145,6 +148,8 @@ static vl_status sink_iters(void *ud, const vl_plan *p, vl_err *err)
 
     for (size_t it = 0; st == VL_OK && k->figures && it < p->niters; it++)
         st = eval_acc_iter(&k->acc, p, it, NULL, err);
+    k->done += p->niters;
+    cli_meter_step(&k->meter, k->done);
     return st;
 }
 
@@ -171,8 +176,9 @@ static int commit_outputs(plan_sink *k, int rc)
 }
 
 /* What the oversize policy took away, always said (unless -q). */
-static void report_drops(const plan_args *a, const vl_plan *p)
+static void report_drops(const plan_args *a, const vl_plan *p, const vl_run_result *res)
 {
+    char cn[32], ct[32], lim[32];
     uint64_t tok[2] = {0, 0}, n[2] = {0, 0};
 
     for (size_t i = 0; i < p->ndrops; i++) {
@@ -184,14 +190,17 @@ static void report_drops(const plan_args *a, const vl_plan *p)
         return;
     double total = p->m && p->m->tokens ? (double)p->m->tokens : 1.0;
     cli_progress_clear();
+    cli_count(res->max_len, lim, sizeof lim);
     if (n[0])
-        fprintf(stderr, "vlplan plan: dropped %llu samples over the length limit (%llu tokens, "
-                        "%.2f%% of all tokens)\n", (unsigned long long)n[0],
-                (unsigned long long)tok[0], 100.0 * (double)tok[0] / total);
+        fprintf(stderr, "vlplan plan: dropped %s samples over the length limit of %s tokens "
+                        "(%s tokens, %.2f%% of all tokens); the limit is %s\n",
+                cli_count(n[0], cn, sizeof cn), lim, cli_count(tok[0], ct, sizeof ct),
+                100.0 * (double)tok[0] / total, res->max_len_why);
     if (n[1])
-        fprintf(stderr, "vlplan plan: truncated %llu samples to the length limit (%llu tokens "
-                        "cut, %.2f%% of all tokens)\n", (unsigned long long)n[1],
-                (unsigned long long)tok[1], 100.0 * (double)tok[1] / total);
+        fprintf(stderr, "vlplan plan: truncated %s samples to the length limit of %s tokens "
+                        "(%s tokens cut, %.2f%% of all tokens); the limit is %s\n",
+                cli_count(n[1], cn, sizeof cn), lim, cli_count(tok[1], ct, sizeof ct),
+                100.0 * (double)tok[1] / total, res->max_len_why);
 }
 
 static void report_oom(const plan_args *a, const vl_run_result *res)
@@ -247,13 +256,6 @@ static int write_metrics(const plan_args *a, plan_sink *k, const vl_plan *p, dou
                    : cli_write_text(CMD, a->metrics, text);
     free(text);
     return rc;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* The output files opened (temporaries) before any work, so that a name that cannot
@@ -320,15 +322,18 @@ static int run(plan_args *a, char **ins, int nin)
     if ((rc = cli_manifest_load(CMD, &a->man, ins, nin, &m)) != 0)
         goto done_out;
     cli_progress(&a->log, false, "planning %zu samples with %s...", m->n, s->name);
-    double t0 = now_s();
+    char what[96];
+    snprintf(what, sizeof what, "planning %zu samples with %s", m->n, s->name);
+    cli_meter_start(&k.meter, &a->log, -1, what);
+    double t0 = cli_now_s();
     if ((rc = plan_into(a, &k, s, m, &cfg, &p, &res)) == 0) {
-        double secs = now_s() - t0;
+        double secs = cli_now_s() - t0;
         cli_progress(&a->log, true, " ");
         if (res.log && a->log.verbose) {
             cli_progress_clear();
             fputs(res.log, stderr);
         }
-        report_drops(a, &p);
+        report_drops(a, &p, &res);
         report_oom(a, &res);
         rc = write_metrics(a, &k, &p, secs);
     }

@@ -34,12 +34,12 @@ static int on_option(int key, const char *arg, void *ud)
         a->verbose++;
         return 0;
     }
-    if (key == OPT_FORMAT && strcmp(arg, "mdoc") == 0) {
-        a->mdoc = true;
-        return 0;
+    if (key == OPT_FORMAT) {
+        int rc = report_parse_format(CMD, arg, 1u << FMT_TABLE | 1u << FMT_CSV | 1u << FMT_MDOC,
+                                     &a->fmt);
+        a->mdoc = rc == 0 && a->fmt == FMT_MDOC;
+        return rc;
     }
-    if (key == OPT_FORMAT)
-        return report_parse_format(CMD, arg, 1u << FMT_TABLE | 1u << FMT_CSV, &a->fmt);
     return EX_USAGE_;
 }
 

@@ -30,33 +30,13 @@ static void usage(FILE *f)
     fputs("\nRun 'vlplan COMMAND --help' for a command's options; see vlplan(1).\n", f);
 }
 
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b), prev[32], cur[32];
-
-    if (la >= 31 || lb >= 31)
-        return 99;
-    for (size_t j = 0; j <= lb; j++)
-        prev[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        cur[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
-            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-        }
-        memcpy(prev, cur, sizeof cur);
-    }
-    return prev[lb];
-}
-
 static int unknown_command(const char *name)
 {
     const char *best = NULL;
     size_t bestd = 3;
 
     for (const cli_cmd *c = commands; c->name; c++) {
-        size_t d = edit_distance(name, c->name);
+        size_t d = cli_edit_distance(name, c->name);
         if (d < bestd) {
             bestd = d;
             best = c->name;
@@ -70,6 +50,19 @@ static int unknown_command(const char *name)
     return EX_USAGE_;
 }
 
+/* `vlplan help CMD` is `vlplan CMD --help`, as in git. */
+static int help_for(const char *name)
+{
+    char help[] = "--help";
+
+    for (const cli_cmd *c = commands; c->name; c++)
+        if (strcmp(name, c->name) == 0) {
+            char *argv[] = {(char *)c->name, help, NULL};
+            return cli_finish(c->name, c->fn(2, argv));
+        }
+    return unknown_command(name);
+}
+
 int main(int argc, char **argv)
 {
     /* SIGPIPE as inherited (default: `vlplan plan m | head` ends quietly, like
@@ -79,6 +72,8 @@ int main(int argc, char **argv)
         usage(stderr);
         return EX_USAGE_;
     }
+    if (strcmp(argv[1], "help") == 0 && argc > 2)
+        return help_for(argv[2]);
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         usage(stdout);

@@ -5,17 +5,17 @@
 
 #include "cli.h"
 
-static const char *const format_names[] = {"table", "json", "csv", "md"};
+static const char *const format_names[FMT_COUNT] = {"table", "json", "csv", "md", "mdoc"};
 
 int report_parse_format(const char *cmd, const char *s, unsigned allowed, report_format *out)
 {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < FMT_COUNT; i++)
         if ((allowed & (1u << i)) && strcmp(s, format_names[i]) == 0) {
             *out = (report_format)i;
             return 0;
         }
     char list[64] = "";
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < FMT_COUNT; i++)
         if (allowed & (1u << i)) {
             if (list[0])
                 strcat(list, ", ");

@@ -22,16 +22,16 @@ void vl_selection_free(vl_selection *sel)
     memset(sel, 0, sizeof *sel);
 }
 
-static vl_status oversize_error(const vl_manifest *m, uint32_t limit, size_t count,
-                                size_t first, vl_err *err)
+static vl_status oversize_error(const vl_manifest *m, uint32_t limit, const char *why,
+                                size_t count, size_t first, vl_err *err)
 {
     char id[128];
 
     vl_manifest_id_json(m, first, id, sizeof id);
     return vl_seterr(err, VL_EDATA,
-                     "%zu samples exceed %u tokens (first: id %s, length %u); "
-                     "set training.oversize=truncate or drop",
-                     count, limit, id, m->len[first]);
+                     "%zu samples exceed %u tokens, the length limit (%s; first: id %s, "
+                     "length %u); set training.oversize=truncate or drop",
+                     count, limit, why ? why : "training.max_seq_len", id, m->len[first]);
 }
 
 /* Record what the policy removes (over of them) and, for truncation, shorten the
@@ -74,6 +74,12 @@ static vl_status select_alloc(vl_selection *sel, const vl_manifest *m, size_t ke
 vl_status vl_select(vl_selection *sel, const vl_manifest *m, uint32_t limit,
                     vl_oversize policy, vl_err *err)
 {
+    return vl_select_why(sel, m, limit, NULL, policy, err);
+}
+
+vl_status vl_select_why(vl_selection *sel, const vl_manifest *m, uint32_t limit,
+                        const char *why, vl_oversize policy, vl_err *err)
+{
     size_t over = 0, first = 0;
     vl_status st;
 
@@ -86,12 +92,12 @@ vl_status vl_select(vl_selection *sel, const vl_manifest *m, uint32_t limit,
             first = i;
         }
     if (over > 0 && policy == VL_OVERSIZE_ERROR)
-        return oversize_error(m, limit, over, first, err);
+        return oversize_error(m, limit, why, over, first, err);
     if (over > 0 && policy == VL_OVERSIZE_SPLIT)   /* a splitting strategy sets no limit */
         return vl_seterr(err, VL_ECONFIG,
-                         "training.oversize=split: %zu samples exceed %u tokens and this "
-                         "strategy cannot split them (only pack does); use truncate or drop",
-                         over, limit);
+                         "training.oversize=split: %zu samples exceed %u tokens (%s) and "
+                         "this strategy cannot split them (only pack does); use truncate or "
+                         "drop", over, limit, why ? why : "training.max_seq_len");
 
     int truncating = over > 0 && policy == VL_OVERSIZE_TRUNCATE;
     size_t keep = policy == VL_OVERSIZE_DROP ? m->n - over : m->n;

@@ -30,6 +30,10 @@ typedef struct vl_selection {
  *  sel->drops.  Free with vl_selection_free. */
 vl_status vl_select(vl_selection *sel, const vl_manifest *m, uint32_t limit,
                     vl_oversize policy, vl_err *err);
+/** vl_select naming where the limit comes from in its error ("skrull's BucketSize 10527
+ *  x CP 8"; NULL: training.max_seq_len). */
+vl_status vl_select_why(vl_selection *sel, const vl_manifest *m, uint32_t limit,
+                        const char *why, vl_oversize policy, vl_err *err);
 void vl_selection_free(vl_selection *sel);
 
 /** order[0..n-1] = sel->idx permuted for epoch `epoch` (seeded shuffle; the same seed and

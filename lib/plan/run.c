@@ -241,6 +241,16 @@ static void result_out(run_ctx *c)
     r->first_oom = c->vrep.first_oom;
 }
 
+/* Where the strategy's length limit comes from, for the messages that name it. */
+static void describe_limit(const vl_strategy *s, const void *opts, const vl_config *cfg,
+                           uint32_t limit, char *buf, size_t n)
+{
+    if (limit < cfg->training.max_seq_len && s->describe_max_len)
+        s->describe_max_len(opts, cfg, buf, n);
+    else
+        snprintf(buf, n, "training.max_seq_len");
+}
+
 vl_status vl_run_plan(vl_plan *out, const vl_strategy *s, vl_manifest *m,
                       const vl_config *cfg, const vl_run_opts *o, vl_run_result *res,
                       vl_err *err)
@@ -261,7 +271,14 @@ vl_status vl_run_plan(vl_plan *out, const vl_strategy *s, vl_manifest *m,
         goto done;
     c.opts = opts;
     c.cost = &cost;
-    st = vl_select(&sel, m, s->max_len(opts, cfg), cfg->training.oversize, err);
+    uint32_t limit = s->max_len(opts, cfg);
+    char why[160];
+    describe_limit(s, opts, cfg, limit, why, sizeof why);
+    if (res) {
+        res->max_len = limit;
+        memcpy(res->max_len_why, why, sizeof why);
+    }
+    st = vl_select_why(&sel, m, limit, why, cfg->training.oversize, err);
     if (st == VL_OK)
         st = vl_plan_add_drops(out, sel.drops, sel.ndrops, err);
     if (st == VL_OK)

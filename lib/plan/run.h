@@ -40,6 +40,9 @@ typedef struct vl_run_result {
     size_t oom_iters;     /* iterations over device memory (only with allow_oom) */
     vl_verify_oom first_oom;
     char fit_hint[192];   /* with oom_iters: what would fit, "" when nothing simple */
+    uint32_t max_len;     /* the longest sample the strategy places (training.oversize
+                           * applies beyond it) */
+    char max_len_why[160];/* where that limit comes from, with its numbers */
 } vl_run_result;
 
 /** Plan manifest m with strategy s under cfg into *out (initialised here; free with

@@ -79,6 +79,10 @@ typedef struct vl_strategy {
     /** Longest sample (tokens) it can place under cfg; the runner applies
      *  training.oversize to longer ones before plan() sees them. */
     uint32_t (*max_len)(const void *opts, const vl_config *cfg);
+    /** Optional: where max_len's limit comes from when it is shorter than
+     *  training.max_seq_len, in words with its numbers ("skrull's BucketSize 10527 x CP
+     *  8"), written into buf (n bytes); NULL: the limit is training.max_seq_len. */
+    void (*describe_max_len)(const void *opts, const vl_config *cfg, char *buf, size_t n);
     /** Optional: the largest micro-batch capacity (token slots) it writes under cfg, which
      *  verify holds every pack to; NULL: the strategy states none (verify then checks
      *  only that a pack's tokens fit its capacity). */

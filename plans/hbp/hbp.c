@@ -148,6 +148,11 @@ static uint32_t hbp_max_len(const void *opts, const vl_config *cfg)
     return g[n - 1].len;   /* validated: ascending */
 }
 
+static void hbp_describe_max_len(const void *opts, const vl_config *cfg, char *buf, size_t n)
+{
+    snprintf(buf, n, "hbp's longest group, %u; set by hbp.groups", hbp_max_len(opts, cfg));
+}
+
 /* A pack is one group's length: the longest group at most. */
 static uint64_t hbp_max_cap(const void *opts, const vl_config *cfg)
 {
@@ -352,6 +357,7 @@ const vl_strategy vl_strategy_hbp = {
     .params = hbp_params,
     .opts_size = sizeof(hbp_opts),
     .max_len = hbp_max_len,
+    .describe_max_len = hbp_describe_max_len,
     .max_cap = hbp_max_cap,
     .validate = hbp_validate,
     .plan = hbp_plan,

@@ -426,6 +426,13 @@ static uint32_t hydraulis_max_len(const void *opts, const vl_config *cfg)
     return best < cfg->training.max_seq_len ? best : cfg->training.max_seq_len;
 }
 
+static void hydraulis_describe_max_len(const void *opts, const vl_config *cfg, char *buf,
+                                       size_t n)
+{
+    snprintf(buf, n, "hydraulis's MaxLen of its largest pipeline scheme, %u; set by "
+                     "hydraulis.candidates and hydraulis.mode", largest_maxlen(opts, cfg));
+}
+
 /* A micro-batch holds at most its pipeline's MaxLen tokens (a multiple of HY_ALIGN), or
  * with packing max the context length when that is shorter; its capacity is its tokens
  * rounded up to HY_ALIGN. */
@@ -465,6 +472,7 @@ const vl_strategy vl_strategy_hydraulis = {
     .opts_size = sizeof(hy_opts),
     .caps = VL_CAP_UNEVEN_MBS | VL_CAP_WORLD_OPTIM,
     .max_len = hydraulis_max_len,
+    .describe_max_len = hydraulis_describe_max_len,
     .max_cap = hydraulis_max_cap,
     .validate = hydraulis_validate,
     .plan = hydraulis_plan,

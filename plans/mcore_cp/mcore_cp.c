@@ -32,6 +32,7 @@
  * (the memory model's, as Skrull's BucketSize). */
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "mcore_cp_impl.h"
@@ -109,6 +110,19 @@ static uint32_t mcore_cp_max_len(const void *opts, const vl_config *cfg)
         return 0;
     most = (uint64_t)per_rank * (uint64_t)pool_of(cfg);
     return most < cfg->training.max_seq_len ? (uint32_t)most : cfg->training.max_seq_len;
+}
+
+static void mcore_cp_describe_max_len(const void *opts, const vl_config *cfg, char *buf,
+                                      size_t n)
+{
+    uint32_t per_rank = 0, fits = 0;
+    vl_err err;
+
+    if (resolve(opts, cfg, &per_rank, &fits, &err) != VL_OK)
+        per_rank = 0;
+    snprintf(buf, n, "mcore_cp's tokens per GPU x GPUs in the CP pool = %u x %d; "
+                     "mcore_cp.max_seqlen_per_rank, training.dp x training.sp",
+             per_rank, pool_of(cfg));
 }
 
 /* A pack holds one sample unpadded: its capacity is its length. */
@@ -346,6 +360,7 @@ const vl_strategy vl_strategy_mcore_cp = {
     .opts_size = sizeof(vl_mc_opts),
     .caps = VL_CAP_SHARED | VL_CAP_UNEVEN_MBS,
     .max_len = mcore_cp_max_len,
+    .describe_max_len = mcore_cp_describe_max_len,
     .max_cap = mcore_cp_max_cap,
     .validate = mcore_cp_validate,
     .plan = mcore_cp_plan,

@@ -28,6 +28,7 @@
  * call, one per micro-batch and micro-batch count tried. */
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "skrull_impl.h"
@@ -133,6 +134,19 @@ static uint32_t skrull_max_len(const void *opts, const vl_config *cfg)
         return 0;
     most = (uint64_t)bucket * (uint64_t)(cfg->training.sp > 1 ? cfg->training.sp : 1);
     return most < cfg->training.max_seq_len ? (uint32_t)most : cfg->training.max_seq_len;
+}
+
+static void skrull_describe_max_len(const void *opts, const vl_config *cfg, char *buf,
+                                    size_t n)
+{
+    uint32_t bucket = 0, fits = 0;
+    vl_err err;
+
+    if (resolve_bucket(opts, cfg, &bucket, &fits, &err) != VL_OK)
+        bucket = 0;
+    snprintf(buf, n, "skrull's BucketSize C x CP N = %u x %d; C: skrull.bucket_size%s, "
+                     "N: training.sp", bucket, cfg->training.sp > 1 ? cfg->training.sp : 1,
+             ((const vl_sk_opts *)opts)->bucket_size ? "" : " (auto: what device memory holds)");
 }
 
 /* A micro-batch holds at most C·N tokens, and its "cap" says so (emit). */
@@ -310,6 +324,7 @@ const vl_strategy vl_strategy_skrull = {
     .opts_size = sizeof(vl_sk_opts),
     .caps = VL_CAP_SEG_CP | VL_CAP_UNEVEN_MBS,
     .max_len = skrull_max_len,
+    .describe_max_len = skrull_describe_max_len,
     .max_cap = skrull_max_cap,
     .validate = skrull_validate,
     .plan = skrull_plan,
