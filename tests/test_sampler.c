@@ -25,7 +25,13 @@ Test(select, oversize_error_names_count_and_first)
     vl_selection sel;
     vl_err err = {0};
     cr_assert_eq(vl_select(&sel, m, 10, VL_OVERSIZE_ERROR, &err), VL_EDATA);
-    cr_assert_str_eq(err.msg, "2 samples exceed 10 tokens (first: id 1, length 20); "
+    cr_assert_str_eq(err.msg, "2 samples exceed 10 tokens, the length limit "
+                              "(training.max_seq_len; first: id 1, length 20); "
+                              "set training.oversize=truncate or drop");
+    cr_assert_eq(vl_select_why(&sel, m, 10, "skrull's BucketSize C x CP N = 5 x 2",
+                               VL_OVERSIZE_ERROR, &err), VL_EDATA);
+    cr_assert_str_eq(err.msg, "2 samples exceed 10 tokens, the length limit "
+                              "(skrull's BucketSize C x CP N = 5 x 2; first: id 1, length 20); "
                               "set training.oversize=truncate or drop");
     cr_assert_eq(vl_select(&sel, m, 30, VL_OVERSIZE_ERROR, &err), VL_OK);
     cr_assert_eq(sel.n, 4);
@@ -47,7 +53,8 @@ Test(select, oversize_error_with_string_id)
     vl_err err = {0};
     cr_assert_eq(vl_manifest_read(&m, paths, 1, NULL, &err), VL_OK, "%s", err.msg);
     cr_assert_eq(vl_select(&sel, m, 50, VL_OVERSIZE_ERROR, &err), VL_EDATA);
-    cr_assert_str_eq(err.msg, "1 samples exceed 50 tokens (first: id \"long \\\"one\\\"\", "
+    cr_assert_str_eq(err.msg, "1 samples exceed 50 tokens, the length limit "
+                              "(training.max_seq_len; first: id \"long \\\"one\\\"\", "
                               "length 99); set training.oversize=truncate or drop");
     vl_manifest_free(m);
     tu_rmtree(dir);

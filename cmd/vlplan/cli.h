@@ -140,7 +140,7 @@ typedef struct cli_meter {
     const cli_log *log;
     char what[96];
     int64_t total;
-    double t0, drawn;
+    double t0, drawn, delay;
 } cli_meter;
 void cli_meter_start(cli_meter *m, const cli_log *l, int64_t total, const char *what);
 void cli_meter_step(cli_meter *m, uint64_t done);

@@ -1,7 +1,8 @@
 /* cmd/vlplan/meter.c -- the progress meter of long work (cli.h): silent for the first
- * two seconds, so short runs never flicker, then a count, a share and the time left,
+ * two seconds (VLPLAN_PROGRESS_DELAY), so short runs never flicker, then a count, a share and the time left,
  * drawn on the progress line (a terminal only, never under -q). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -41,13 +42,20 @@ void cli_meter_start(cli_meter *m, const cli_log *l, int64_t total, const char *
     snprintf(m->what, sizeof m->what, "%s", what);
     m->t0 = cli_now_s();
     m->drawn = 0;
+    m->delay = METER_DELAY_S;
+    /* VLPLAN_PROGRESS_DELAY: seconds before the meter shows (0: at once) */
+    const char *env = getenv("VLPLAN_PROGRESS_DELAY");
+    char *end = NULL;
+    double d = env && *env ? strtod(env, &end) : -1.0;
+    if (end && *end == '\0' && d >= 0.0 && d <= 3600.0)
+        m->delay = d;
 }
 
 void cli_meter_step(cli_meter *m, uint64_t done)
 {
     double now = cli_now_s(), spent = now - m->t0;
 
-    if (!m->log->tty || m->log->quiet || spent < METER_DELAY_S ||
+    if (!m->log->tty || m->log->quiet || spent < m->delay ||
         now - m->drawn < METER_REDRAW_S)
         return;
     m->drawn = now;

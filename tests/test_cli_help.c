@@ -1,0 +1,144 @@
+/* tests/test_cli_help.c -- help where git users look for it, "did you mean" for
+ * options, the --format lists, the progress meter on a terminal, and length limits
+ * named by their source. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static tu_result run(const char *const *args)
+{
+    tu_result r;
+
+    cr_assert_eq(tu_run(&r, NULL, args), 0);
+    return r;
+}
+
+Test(cli_help, help_cmd_is_cmd_help)
+{
+    const char *a1[] = {"help", "simulate", NULL}, *a2[] = {"simulate", "--help", NULL};
+    tu_result r1 = run(a1), r2 = run(a2);
+
+    cr_expect_eq(r1.status, 0, "%s", r1.err);
+    cr_expect(strstr(r1.out, "usage: vlplan simulate") != NULL, "%s", r1.out);
+    cr_expect_str_eq(r1.out, r2.out);
+    tu_result_free(&r1);
+    tu_result_free(&r2);
+}
+
+Test(cli_help, help_of_unknown_command_suggests)
+{
+    const char *args[] = {"help", "simulte", NULL};
+    tu_result r = run(args);
+
+    cr_expect_eq(r.status, 64);
+    cr_expect(strstr(r.err, "did you mean 'simulate'?") != NULL, "%s", r.err);
+    tu_result_free(&r);
+}
+
+Test(cli_help, mistyped_option_suggests_the_nearest)
+{
+    const char *a1[] = {"plan", "--allow-om", "-s", "pack", "testdata/demo.jsonl", NULL};
+    const char *a2[] = {"compare", "--chek=x", "testdata/demo.jsonl", NULL};
+    const char *a3[] = {"plan", "--frobnicate", "testdata/demo.jsonl", NULL};
+    tu_result r1 = run(a1), r2 = run(a2), r3 = run(a3);
+
+    cr_expect_eq(r1.status, 64);
+    cr_expect(strstr(r1.err, "unknown option '--allow-om' (did you mean '--allow-oom'?)"),
+              "%s", r1.err);
+    cr_expect(strstr(r2.err, "(did you mean '--check'?)") != NULL, "%s", r2.err);
+    cr_expect(strstr(r3.err, "did you mean") == NULL, "%s", r3.err);
+    tu_result_free(&r1);
+    tu_result_free(&r2);
+    tu_result_free(&r3);
+}
+
+Test(cli_help, strategies_format_lists_mdoc)
+{
+    const char *a1[] = {"strategies", "--format", "x", NULL};
+    const char *a2[] = {"strategies", "--format", "mdoc", NULL};
+    tu_result r1 = run(a1), r2 = run(a2);
+
+    cr_expect(strstr(r1.err, "expected one of: table, csv, mdoc") != NULL, "%s", r1.err);
+    cr_expect_eq(r2.status, 0);
+    cr_expect(strstr(r2.out, ".Bl -tag") != NULL);
+    tu_result_free(&r1);
+    tu_result_free(&r2);
+}
+
+/* On a terminal with the delay at 0 the meter draws "iteration k/K (p%)". */
+Test(cli_help, progress_meter_counts_iterations)
+{
+    char *dir = tu_tmpdir(), *out = tu_path(dir, "p.jsonl");
+    const char *args[] = {"plan", "-s", "random", "-o", out, "testdata/demo.jsonl", NULL};
+    tu_result r;
+
+    setenv("VLPLAN_PROGRESS_DELAY", "0", 1);
+    cr_assert_eq(tu_run_tty(&r, args), 0);
+    unsetenv("VLPLAN_PROGRESS_DELAY");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.err, "planning 8819 samples with random: iteration 1/9 (11%), about ")
+              != NULL, "%s", r.err);
+    tu_result_free(&r);
+    tu_rmtree(dir);
+    free(out);
+    free(dir);
+}
+
+/* Without a terminal, nothing: the meter never reaches a pipe or a file. */
+Test(cli_help, no_progress_without_a_terminal)
+{
+    char *dir = tu_tmpdir(), *out = tu_path(dir, "p.jsonl");
+    const char *args[] = {"plan", "-s", "random", "-o", out, "testdata/demo.jsonl", NULL};
+    tu_result r;
+
+    setenv("VLPLAN_PROGRESS_DELAY", "0", 1);
+    r = run(args);
+    unsetenv("VLPLAN_PROGRESS_DELAY");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect_eq(r.errlen, 0, "%s", r.err);
+    tu_result_free(&r);
+    tu_rmtree(dir);
+    free(out);
+    free(dir);
+}
+
+/* A limit shorter than training.max_seq_len is named by its source, with its numbers. */
+Test(cli_help, skrull_limit_named_with_bucket_and_cp)
+{
+    char *dir = tu_tmpdir(), *man = tu_path(dir, "m.txt");
+    cr_assert_eq(tu_write_file(man, "1000\n2000\n900000\n3000\n"), 0);
+    const char *args[] = {"plan", "-s", "skrull", "-c", "configs/qwen2.5-7b_h100x32_dp4cp8.yaml",
+                          "--set", "training.max_seq_len=1048576", "--set",
+                          "skrull.bucket_size=5000", man, NULL};
+    tu_result r = run(args);
+
+    cr_expect_eq(r.status, 65, "%s", r.err);
+    cr_expect(strstr(r.err, "1 samples exceed 40000 tokens, the length limit (skrull's "
+                            "BucketSize C x CP N = 5000 x 8; C: skrull.bucket_size, "
+                            "N: training.sp;") != NULL, "%s", r.err);
+    tu_result_free(&r);
+    tu_rmtree(dir);
+    free(man);
+    free(dir);
+}
+
+Test(cli_help, drop_report_names_the_limit)
+{
+    char *dir = tu_tmpdir(), *man = tu_path(dir, "m.txt"), *out = tu_path(dir, "p.jsonl");
+    cr_assert_eq(tu_write_file(man, "1000\n2000\n9000\n3000\n"), 0);
+    const char *args[] = {"plan", "-s", "pack", "--set", "training.oversize=drop", "-o", out,
+                          man, NULL};
+    tu_result r = run(args);
+
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.err, "dropped 1 samples over the length limit of 8,192 tokens (9,000 "
+                            "tokens, 60.00% of all tokens); the limit is training.max_seq_len")
+              != NULL, "%s", r.err);
+    tu_result_free(&r);
+    tu_rmtree(dir);
+    free(man);
+    free(out);
+    free(dir);
+}
