@@ -91,9 +91,11 @@ static int each_iter(void *ud, const vl_plan *p, const vl_cost *cost,
     vl_err err = {0};
 
     if (a->fmt == FMT_TABLE && (!a->have_iter || it == want)) {
+        char t[2][32];
         print_head(w);
-        printf("%6llu %5u %12.2f %10.2f %8.4f %8.4f %10.2f %6.1f%%%s\n",
-               (unsigned long long)it, p->iters[0].epoch, r->iter_time_ms, r->sync_ms,
+        printf("%6llu %5u %12s %10s %8.4f %8.4f %10.2f %6.1f%%%s\n",
+               (unsigned long long)it, p->iters[0].epoch,
+               cli_fixed(r->iter_time_ms, 2, t[0], 32), cli_fixed(r->sync_ms, 2, t[1], 32),
                r->bubble + 0.0, r->tbr + 0.0, r->peak_mem_gib, 100 * r->mfu,
                r->oom ? "  OOM" : "");
     }
@@ -129,11 +131,13 @@ static int run(const sim_args *a, const char *path)
         rc = check_found(a, r.mt.iterations);
     if (rc == 0 && a->fmt == FMT_TABLE) {
         print_head(&w);
-        putchar('\n');
+        if (!a->have_iter)
+            putchar('\n');
     }
+    /* --iter N: iteration N alone, its row above; the whole-plan figures otherwise */
     if (rc == 0 && a->fmt == FMT_JSON)
         rc = eval_print_json(stdout, CMD, &r);
-    else if (rc == 0)
+    else if (rc == 0 && !a->have_iter)
         eval_print_table(stdout, &r);
     if (rc == 0 && a->svg)
         rc = cli_write_text(CMD, a->svg, w.svg);

@@ -44,16 +44,20 @@ static int on_option(int key, const char *arg, void *ud)
     return EX_USAGE_;
 }
 
+/* Counts with thousands separators, as every table prints them; the CSV and JSON keep
+ * plain numbers. */
 static void print_table(const vl_stats *s)
 {
-    printf("samples %zu, tokens %llu, mean %.1f, min %u, p50 %u, p90 %u, p99 %u, "
-           "longest %u\n\n",
-           s->n, (unsigned long long)s->tokens, s->mean, s->min, s->p50, s->p90, s->p99, s->max);
+    char c[7][32];
+
+    printf("samples %s, tokens %s, mean %.1f, min %s, p50 %s, p90 %s, p99 %s, longest %s\n\n",
+           cli_count(s->n, c[0], 32), cli_count(s->tokens, c[1], 32), s->mean,
+           cli_count(s->min, c[2], 32), cli_count(s->p50, c[3], 32), cli_count(s->p90, c[4], 32),
+           cli_count(s->p99, c[5], 32), cli_count(s->max, c[6], 32));
     printf("%-8s %10s %10s\n", "length", "samples", "tokens");
     for (int k = 0; k < VL_STATS_NTHRESH; k++)
         printf("%-8s %9.3f%% %9.3f%%\n", bucket_labels[k], 100 * s->frac_below[k],
                100 * s->token_frac_below[k]);
-    printf("%-8s %10u\n", "longest", s->max);
 }
 
 static void print_csv(const vl_stats *s)

@@ -49,13 +49,32 @@ static int on_option(int key, const char *arg, void *ud)
     return EX_USAGE_;
 }
 
+/* "every sample accounted for", and for how many that means a listed drop. */
+static void print_drops(const vl_plan *p)
+{
+    uint64_t n[2] = {0, 0}, tok[2] = {0, 0};
+    char c[4][32];
+
+    for (size_t i = 0; i < p->ndrops; i++) {
+        int t = p->drops[i].reason == VL_DROP_TRUNCATED;
+        n[t]++;
+        tok[t] += p->drops[i].len;
+    }
+    printf("every sample accounted for: %s dropped (%s tokens), %s truncated (%s tokens cut)",
+           cli_count(n[0], c[0], 32), cli_count(tok[0], c[1], 32), cli_count(n[1], c[2], 32),
+           cli_count(tok[1], c[3], 32));
+}
+
 static int report(const verify_args *a, const char *path, const vl_plan *p,
                   const vl_verify_report *rep, vl_status st)
 {
     if (st == VL_OK) {
-        if (!a->log.quiet)
-            printf("%s: ok: %llu iterations, %zu epochs, every sample accounted for\n", path,
+        if (!a->log.quiet) {
+            printf("%s: ok: %llu iterations, %zu epochs, ", path,
                    (unsigned long long)p->iter_base, (size_t)p->epochs);
+            print_drops(p);
+            putchar('\n');
+        }
         return 0;
     }
     if (!a->log.quiet) {

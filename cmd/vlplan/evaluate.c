@@ -124,6 +124,8 @@ int eval_json_into(vl_jw *o, const eval_result *r)
     bad |= vl_jw_int(o, "tokens", (int64_t)r->mt.tokens);
     bad |= vl_jw_int(o, "dropped_samples", (int64_t)r->mt.dropped_samples);
     bad |= vl_jw_int(o, "dropped_tokens", (int64_t)r->mt.dropped_tokens);
+    bad |= vl_jw_int(o, "truncated_samples", (int64_t)r->mt.truncated_samples);
+    bad |= vl_jw_int(o, "truncated_tokens", (int64_t)r->mt.truncated_tokens);
     if (r->has_sim) {
         bad |= vl_jw_num(o, "mfu_overall", r->sim.mfu_overall);
         bad |= vl_jw_num(o, "peak_mem_gib_mean", r->sim.peak_mem_gib.mean);
@@ -148,7 +150,7 @@ int eval_print_json(FILE *f, const char *cmd, const eval_result *r)
 
 void eval_print_table(FILE *f, const eval_result *r)
 {
-    char m[4][32];
+    char m[4][32], c[3][32];
 
     fprintf(f, "%-13s %-6s %12s %12s %12s %12s  %s\n", "metric", "unit", "mean", "p50", "p99",
             "max", "meaning");
@@ -160,16 +162,23 @@ void eval_print_table(FILE *f, const eval_result *r)
                 fig_format(g, d->mean, m[0], sizeof m[0]), fig_format(g, d->p50, m[1], 32),
                 fig_format(g, d->p99, m[2], 32), fig_format(g, d->max, m[3], 32), g->what);
     }
-    fprintf(f, "\n%s: %zu iterations, %llu samples, %llu tokens", r->strategy, r->mt.iterations,
-            (unsigned long long)r->mt.samples, (unsigned long long)r->mt.tokens);
-    if (r->mt.dropped_samples)
-        fprintf(f, ", %zu samples dropped or truncated (%llu tokens)", r->mt.dropped_samples,
-                (unsigned long long)r->mt.dropped_tokens);
+    fprintf(f, "\n%s: %s iterations, %s samples, %s tokens", r->strategy,
+            cli_count(r->mt.iterations, c[0], sizeof c[0]),
+            cli_count(r->mt.samples, c[1], sizeof c[1]), cli_count(r->mt.tokens, c[2], 32));
+    size_t whole = r->mt.dropped_samples - r->mt.truncated_samples;
+    if (whole)
+        fprintf(f, ", %s samples dropped (%s tokens)", cli_count(whole, c[0], sizeof c[0]),
+                cli_count(r->mt.dropped_tokens - r->mt.truncated_tokens, c[1], sizeof c[1]));
+    if (r->mt.truncated_samples)
+        fprintf(f, ", %s truncated (%s tokens cut)",
+                cli_count(r->mt.truncated_samples, c[0], sizeof c[0]),
+                cli_count(r->mt.truncated_tokens, c[1], sizeof c[1]));
     fputc('\n', f);
     if (r->has_sim) {
-        fprintf(f, "epoch %.1f s simulated, %.0f tokens/s, MFU %.1f%%, peak %.2f GiB",
-                r->sim.epoch_time_s, r->sim.tokens_per_s, 100 * r->sim.mfu_overall,
-                r->sim.peak_mem_gib.max);
+        fprintf(f, "epoch %.1f s simulated, %s tokens/s, epoch MFU %.1f%% (all model FLOPs "
+                   "/ epoch time; the mfu row is per iteration), peak %.2f GiB",
+                r->sim.epoch_time_s, cli_count((uint64_t)(r->sim.tokens_per_s + 0.5), c[0], 32),
+                100 * r->sim.mfu_overall, r->sim.peak_mem_gib.max);
         if (r->sim.oom)
             fprintf(f, "; OUT OF MEMORY in %zu of %zu iterations (first: %zu)",
                     r->sim.oom_iters, r->sim.iterations, r->sim.first_oom_iter);

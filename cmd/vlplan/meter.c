@@ -11,22 +11,6 @@
 #define METER_DELAY_S 2.0
 #define METER_REDRAW_S 0.25
 
-const char *cli_count(uint64_t v, char *buf, size_t cap)
-{
-    char raw[24];
-    size_t digits, n = 0;
-
-    snprintf(raw, sizeof raw, "%llu", (unsigned long long)v);
-    digits = strlen(raw);
-    for (size_t i = 0; i < digits && n + 2 < cap; i++) {
-        if (i > 0 && (digits - i) % 3 == 0)
-            buf[n++] = ',';
-        buf[n++] = raw[i];
-    }
-    buf[n] = '\0';
-    return buf;
-}
-
 double cli_now_s(void)
 {
     struct timespec ts;

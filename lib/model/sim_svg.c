@@ -194,7 +194,7 @@ static void draw_lane(vl_svg *g, const layout *L, const vl_sim_trace *t, size_t 
     double y = lane_y(L, t, l), peak = ln->act_peak + ln->states;
     char tip[256], lab[32];
 
-    snprintf(tip, sizeof tip, "rank %u stage %u: %d layers, busy %.3g %s (%.1f%% of the "
+    snprintf(tip, sizeof tip, "rank %u stage %u: %d layers, busy %.1f %s (%.1f%% of the "
              "iteration), peak memory %.2f GiB of %.2f GiB%s", ln->rank, ln->stage,
              ln->layers, ln->busy / L->unit, L->uname,
              t->iter_time > 0 ? 100.0 * ln->busy / t->iter_time : 0.0, peak / 1073741824.0,
@@ -303,7 +303,8 @@ vl_status vl_sim_svg(const vl_plan *p, size_t it, const vl_cost *c, const vl_sim
 
     if (st == VL_OK) {
         snprintf(title, sizeof title, "%s: iteration %zu (epoch %u), %.1f ms, bubble "
-                 "%.1f%%, peak %.2f GiB%s", p->strategy[0] ? p->strategy : "plan", it,
+                 "%.1f%%, peak %.2f GiB%s", p->strategy[0] ? p->strategy : "plan",
+                 (size_t)p->iter_base + it,
                  p->iters[it].epoch, r.iter_time_ms, 100.0 * r.bubble, r.peak_mem_gib,
                  r.oom ? ", OUT OF MEMORY" : "");
         st = vl_svg_gantt(&t, title, svg, err);

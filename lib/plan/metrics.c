@@ -133,6 +133,10 @@ static vl_status count_dropped(const vl_plan *p, vl_metrics *out, vl_err *err)
 
     for (size_t i = 0; i < p->ndrops; i++) {
         out->dropped_tokens += p->drops[i].len;
+        if (p->drops[i].reason == VL_DROP_TRUNCATED) {   /* one tail per sample */
+            out->truncated_tokens += p->drops[i].len;
+            out->truncated_samples++;
+        }
         sorted = sorted && (i == 0 || p->drops[i - 1].sample <= p->drops[i].sample);
     }
     if (p->ndrops == 0)

@@ -23,6 +23,8 @@ typedef struct vl_metrics {
     uint64_t tokens;      /* tokens planned, all epochs */
     uint64_t dropped_tokens;
     size_t dropped_samples; /* samples with a dropped range (oversize drop or truncate) */
+    uint64_t truncated_tokens;  /* of dropped_*: the tails cut by truncation */
+    size_t truncated_samples;
     vl_dist abr, dbr, pr, cr, ave_t;
 } vl_metrics;
 
