@@ -66,17 +66,25 @@ class _ZstdProcess:
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.thread = threading.Thread(target=_feed, args=(raw, self.proc.stdin), daemon=True)
         self.thread.start()
+        self.eof = False
 
     def read(self, n):
-        return self.proc.stdout.read(n)
+        data = self.proc.stdout.read(n)
+        self.eof = self.eof or not data
+        return data
 
     def close(self):
+        # A reader that stopped early (a loop's break) closes the pipe under zstd, which
+        # then dies of SIGPIPE: that is the reader's choice, not a failure to report.
+        stopped_early = not self.eof
+        if stopped_early:
+            self.proc.kill()
         self.proc.stdout.close()
         err = self.proc.stderr.read().decode(errors="replace").strip()
         self.proc.stderr.close()
         rc = self.proc.wait()
         self.thread.join()
-        if rc != 0:
+        if rc != 0 and not stopped_early:
             raise PlanError(f"{self.name}: zstd failed: {err or 'exit status %d' % rc}")
 
 
