@@ -44,7 +44,7 @@ CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/tests/testutil.o
 DEPFILES := $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 
-.PHONY: all deps deps-test deps-clang deps-lint demo test test-release test-clang test-clang-san fault-all bench lint \
+.PHONY: all deps deps-test deps-clang deps-lint demo test test-release test-cmake test-clang test-clang-san fault-all bench lint \
         man-lint clean help fmt golden fuzz fuzz-smoke
 
 all: $(BUILD)/vlplan $(BUILD)/libvlplan.a man/vlplan.1
@@ -62,6 +62,7 @@ help:
 	@echo "make test       ASan+UBSan build, full Criterion suite, leaks fail it"
 	@echo "make test-release  the suite on the optimised build"
 	@echo "make test-clang warnings-as-errors build with clang"
+	@echo "make test-cmake the CMake build and its ctest run (CI runs it too)"
 	@echo "make test-clang-san  the suite built by clang with ASan+UBSan (CI runs both)"
 	@echo "make fault-all  fault injection at every allocation, not 40 per command (slow)"
 	@echo "make bench      benchmarks (bench/run.sh), results to compare with bench/RESULTS.md"
@@ -149,6 +150,13 @@ fault-all: deps-clang
 test-release: deps-test
 	@$(MAKE) --no-print-directory $(BUILD)/vlplan $(BUILD)/tests/vlplan_tests
 	VLPLAN_BIN=$(CURDIR)/$(BUILD)/vlplan $(BUILD)/tests/vlplan_tests --jobs 2
+
+# The CMake build (CMakeLists.txt) of the same sources, and its ctest run.
+test-cmake: deps-test
+	@sh tools/deps.sh cmake
+	@cmake -S . -B build/cmake -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build build/cmake -j2 -- --no-print-directory >/dev/null
+	@ctest --test-dir build/cmake --output-on-failure
 
 test-clang: deps-clang
 	@$(MAKE) --no-print-directory CC=clang BUILD=build/clang build/clang/vlplan build/clang/tests/vlplan_tests

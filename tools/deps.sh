@@ -9,6 +9,7 @@
 #   lint     mandoc, for make lint
 #   test     the Criterion suite and the Python package's tests (make test*)
 #   clang    clang and its sanitizer runtime (make test-clang*, make fuzz*)
+#   cmake    CMake, for make test-cmake (the CMake build and ctest)
 #   browser  Debian's Chromium, for the HTML report's browser test
 # Every install says on one line what it installs and for which group.  With no group,
 # `build`.
@@ -20,8 +21,10 @@ group_pkgs() {
     lint) echo "mandoc" ;;
     test) echo "libcriterion-dev mandoc zstd python3 python3-pytest python3-torch" ;;
     clang) echo "clang libclang-rt-14-dev" ;;
+    cmake) echo "cmake" ;;
     browser) echo "chromium" ;;
-    *) echo "deps.sh: unknown group '$1' (build, lint, test, clang, browser)" >&2; return 64 ;;
+    *) echo "deps.sh: unknown group '$1' (build, lint, test, clang, cmake, browser)" >&2
+       return 64 ;;
     esac
 }
 
@@ -31,6 +34,7 @@ group_why() {
     lint) echo "to check the man page" ;;
     test) echo "to run the test suite" ;;
     clang) echo "for the clang and sanitizer builds" ;;
+    cmake) echo "for the CMake build" ;;
     browser) echo "to test the HTML report in a browser" ;;
     esac
 }
