@@ -66,7 +66,7 @@ help:
 	@echo "make test-clang-san  the suite built by clang with ASan+UBSan (CI runs both)"
 	@echo "make fault-all  fault injection at every allocation, not 40 per command (slow)"
 	@echo "make bench      benchmarks (bench/run.sh), results to compare with bench/RESULTS.md"
-	@echo "make lint       mandoc -Tlint on the man page"
+	@echo "make lint       mandoc -Tlint on the man page, the layer check (tools/layers.py)"
 	@echo "make golden     rewrite testdata/golden/*.jsonl after an intended plan change"
 	@echo "make fuzz       run every fuzz/fuzz_*.c harness FUZZ_TIME seconds (default 60)"
 	@echo "make fuzz-smoke replay every corpus, then FUZZ_TIME=10 seconds each (CI)"
@@ -180,6 +180,7 @@ $(BUILD)/bench/bench_%: $(BUILD)/obj/bench/bench_%.o $(BENCH_UTIL) $(BUILD)/libv
 
 lint man-lint: man/vlplan.1 | deps-lint
 	mandoc -Tlint -W warning man/vlplan.1
+	@python3 tools/layers.py
 
 # Regenerate the golden plans (tests/test_golden.c) after an intended change.
 golden: $(BUILD)/vlplan

@@ -18,7 +18,7 @@ set -eu
 group_pkgs() {
     case "$1" in
     build) echo "gcc make pkg-config libyaml-dev libjansson-dev libglpk-dev libzstd-dev" ;;
-    lint) echo "mandoc" ;;
+    lint) echo "mandoc python3" ;;
     test) echo "libcriterion-dev mandoc zstd python3 python3-pytest python3-torch" ;;
     clang) echo "clang libclang-rt-14-dev" ;;
     cmake) echo "cmake" ;;
