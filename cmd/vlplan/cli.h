@@ -211,5 +211,6 @@ int cmd_config(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+int cmd_advise(int argc, char **argv);
 
 #endif

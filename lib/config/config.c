@@ -271,6 +271,16 @@ static vl_status apply_doc(apply *a)
     return VL_OK;
 }
 
+const char *vl_config_key_source(const vl_config *cfg, const char *path)
+{
+    const vl_config_raw *raw = cfg->raw;
+    int k = vl__key_find(path);
+
+    if (raw == NULL || k < 0 || raw->where[k].doc == NULL)
+        return NULL;
+    return raw->where[k].doc->name;
+}
+
 vl_config_raw *vl__raw_get(vl_config *cfg)
 {
     vl_config_raw *raw = cfg->raw;

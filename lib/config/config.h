@@ -230,6 +230,11 @@ vl_status vl_params_dump_json(const vl_param *params, const void *opts, char **o
 
 void vl_config_free(vl_config *cfg);
 
+/** Where key (a path such as "training.tp") got its value: the name of the file, YAML
+ *  string or "--set KEY=VALUE" that last set it, or NULL when it holds its built-in
+ *  default (or path names no key). */
+const char *vl_config_key_source(const vl_config *cfg, const char *path);
+
 /* One built-in key, for listings (`vlplan strategies -v`, generated man text). */
 typedef struct vl_key_info {
     const char *path;           /* "pack.algo" */

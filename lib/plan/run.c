@@ -72,6 +72,18 @@ static vl_status bind_opts(void **opts, const vl_strategy *s, const vl_config *c
     return VL_OK;
 }
 
+vl_status vl_run_max_len(const vl_strategy *s, const vl_config *cfg, uint32_t *limit,
+                         vl_err *err)
+{
+    void *opts = NULL;
+    vl_status st = bind_opts(&opts, s, cfg, err);
+
+    if (st == VL_OK)
+        *limit = s->max_len(opts, cfg);
+    free(opts);
+    return st;
+}
+
 /* One run's state, shared with the flush hook. */
 typedef struct run_ctx {
     const vl_strategy *s;

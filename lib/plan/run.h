@@ -55,6 +55,11 @@ vl_status vl_run_plan(vl_plan *out, const vl_strategy *s, vl_manifest *m,
                       const vl_config *cfg, const vl_run_opts *o, vl_run_result *res,
                       vl_err *err);
 
+/** The longest sample s places under cfg (its parameters bound and validated, as a run
+ *  would): training.oversize applies beyond it.  The statuses of binding. */
+vl_status vl_run_max_len(const vl_strategy *s, const vl_config *cfg, uint32_t *limit,
+                         vl_err *err);
+
 /** What would make the rank of iteration it (held by p) that holds the first OOM fit:
  *  more checkpointed layers, a larger sp, or smaller micro-batches; "" when none of
  *  these alone does.  Writes into hint (n bytes). */
