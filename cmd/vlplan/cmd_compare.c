@@ -1,27 +1,35 @@
 /* cmd/vlplan/cmd_compare.c -- `vlplan compare -s S1,S2,... [--row LABEL=S:K=V,...]`:
  * plan one manifest with several rows -- a strategy, its own settings over the shared
- * config, a label -- and print every figure side by side, with whether each plan fits
- * device memory, the speedup against the first row (only between plans that fit),
- * planning time and peak planner memory.  --check turns conditions into an exit status
- * for CI; a condition on a plan that does not fit fails unless --allow-oom. */
+ * config, a label -- and print every figure side by side, with the work each row did
+ * (tokens, optimizer steps, batch scope), whether each plan fits device memory, the
+ * speedup against the baseline row (only between plans that fit and planned the same
+ * tokens), planning time and peak planner memory.  A strategy that refuses is a row with
+ * its reason.  --check turns conditions into an exit status for CI; a condition on a
+ * plan that does not fit, or planned fewer tokens, fails unless allowed.  Every export
+ * comes from the one run (compare_work.c marks the work, compare_out.c and
+ * compare_html.c print it). */
 #include <errno.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "check_expr.h"
 #include "cli.h"
 #include "compare_out.h"
+#include "compare_work.h"
 #include "evaluate.h"
 #include "run.h"
 
 static const char *const CMD = "compare";
 static const char *const USAGE =
     "-s S1,S2,... | --row [LABEL=]STRATEGY[:KEY=VALUE,...]... [-c CONFIG] [--set KEY=VALUE]... "
-    "[--format table|json|csv|md] [--svg FILE] [--check EXPR]... [--allow-oom] MANIFEST...";
+    "[--seed N] [--baseline LABEL] [--same-tokens] [--format table|json|csv|md] "
+    "[--export-json FILE] [--export-csv FILE] [--export-md FILE] [--svg FILE] [--html FILE] "
+    "[--check EXPR]... [--allow-oom] [--allow-dropped] [-q] MANIFEST...";
+
+enum { OPT_BASELINE = 600, OPT_SAME_TOKENS, OPT_ALLOW_DROPPED, OPT_EXPORT_JSON,
+       OPT_EXPORT_CSV, OPT_EXPORT_MD, OPT_HTML };
 
 #define MAX_STRATEGIES 16
 #define MAX_CHECKS 32
@@ -34,11 +42,20 @@ static const cli_opt options[] = {
     {"config", 'c', "FILE", "cluster/model YAML (default: built-in preset)"},
     {"set", OPT_SET, "KEY=VALUE", "override a config key (repeatable)"},
     {"seed", OPT_SEED, "N", "seed (overrides training.seed)"},
-    {"format", OPT_FORMAT, "FMT", "table (default), json, csv or md"},
-    {"svg", OPT_SVG, "FILE", "grouped bar chart of the figures"},
+    {"baseline", OPT_BASELINE, "LABEL", "the row speedups are against (default: the first)"},
+    {"same-tokens", OPT_SAME_TOKENS, NULL, "cut every row's samples at the smallest length "
+                                           "limit any row has (training.oversize)"},
+    {"format", OPT_FORMAT, "FMT", "table (default), json, csv or md, on standard output"},
+    {"export-json", OPT_EXPORT_JSON, "FILE", "also the JSON into FILE"},
+    {"export-csv", OPT_EXPORT_CSV, "FILE", "also the CSV into FILE"},
+    {"export-md", OPT_EXPORT_MD, "FILE", "also the Markdown into FILE"},
+    {"svg", OPT_SVG, "FILE", "also the chart of the figures (SVG) into FILE"},
+    {"html", OPT_HTML, "FILE", "also a self-contained HTML report into FILE"},
     {"check", OPT_CHECK, "EXPR", "condition such as 'hbp.abr<=0.01' on LABEL.KEY (repeatable; "
                                  "exit 1)"},
     {"allow-oom", OPT_ALLOW_OOM, NULL, "let --check judge plans that exceed device memory"},
+    {"allow-dropped", OPT_ALLOW_DROPPED, NULL, "let --check judge rows that planned fewer "
+                                               "tokens than the most"},
     CLI_MANIFEST_OPTIONS,
     {"quiet", 'q', NULL, "no progress line"},
     {"help", 'h', NULL, "show this help"},
@@ -58,10 +75,12 @@ typedef struct compare_args {
     int nspecs;
     row rows[MAX_STRATEGIES];
     int nrows;
-    bool allow_oom;
+    compare_row_view rows_view[MAX_STRATEGIES];
+    bool allow_oom, allow_dropped, same_tokens;
+    const char *baseline;
     const char *checks[MAX_CHECKS];
     int nchecks;
-    const char *svg;
+    const char *svg, *html, *export_json, *export_csv, *export_md;
     report_format fmt;
     cli_config_args cfg;
     cli_manifest_args man;
@@ -87,6 +106,13 @@ static int on_option(int key, const char *arg, void *ud)
         a->specs[a->nspecs++] = (char *)arg;
         return 0;
     case OPT_ALLOW_OOM: a->allow_oom = true; return 0;
+    case OPT_ALLOW_DROPPED: a->allow_dropped = true; return 0;
+    case OPT_SAME_TOKENS: a->same_tokens = true; return 0;
+    case OPT_BASELINE: a->baseline = arg; return 0;
+    case OPT_EXPORT_JSON: a->export_json = arg; return 0;
+    case OPT_EXPORT_CSV: a->export_csv = arg; return 0;
+    case OPT_EXPORT_MD: a->export_md = arg; return 0;
+    case OPT_HTML: a->html = arg; return 0;
     case OPT_FORMAT:
         return report_parse_format(CMD, arg, 0xfu, &a->fmt);
     case OPT_SVG: a->svg = arg; return 0;
@@ -223,108 +249,20 @@ static int row_config(const compare_args *a, const row *r, vl_config *cfg)
     return cli_config_load(CMD, &c, cfg);
 }
 
-static double now_s(void)
+static int plan_one(const compare_args *a, const row *rw, vl_manifest *m, const vl_config *cfg,
+                    eval_result *r, compare_detail *d)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Child side: plan, evaluate, send the result.  Runs in its own process so that its
- * peak memory is its own. */
-static int child_plan(const row *rw, vl_manifest *m, const vl_config *cfg, int fd)
-{
-    const vl_strategy *s = vl_strategy_find(rw->strategy);
-    vl_run_opts ro = {.seed = cfg->training.seed, .allow_oom = true};
-    vl_sim_opts so = VL_SIM_OPTS_INIT;
-    vl_err err = {0};
-    vl_plan p;
-    vl_cost cost;
-    eval_result r;
-    double t0 = now_s();
-    int rc;
-
-    if (vl_run_plan(&p, s, m, cfg, &ro, NULL, &err) != VL_OK)
-        return cli_fail(CMD, &err);
-    double secs = now_s() - t0;
-    if (vl_cost_init(&cost, cfg, &err) != VL_OK)
-        rc = cli_fail(CMD, &err);
-    else
-        rc = eval_plan(CMD, &p, &cost, &so, &r);
-    vl_plan_free(&p);
-    if (rc)
-        return rc;
-    snprintf(r.label, sizeof r.label, "%s", rw->label);
-    r.has_timing = true;
-    r.plan_time_s = secs;
-    /* a forked child's high-water mark starts at what it shares with the parent (the
-     * manifest), so this is the memory planning with this strategy needs */
-    r.peak_rss_mib = cli_peak_rss_mib();
-    if (write(fd, &r, sizeof r) != (ssize_t)sizeof r)
-        return EX_IOERR_;
-    return 0;
-}
-
-static int collect(pid_t pid, int fd, eval_result *r)
-{
-    int status;
-    size_t got = 0;
-
-    while (got < sizeof *r) {
-        ssize_t n = read(fd, (char *)r + got, sizeof *r - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR)
-            return EX_OSERR_;
-    if (!WIFEXITED(status))
-        return EX_SOFTWARE_;
-    if (WEXITSTATUS(status) != 0)
-        return WEXITSTATUS(status);
-    return got == sizeof *r ? 0 : EX_SOFTWARE_;
-}
-
-static int plan_one(const row *rw, vl_manifest *m, const vl_config *cfg, eval_result *r)
-{
-    int fds[2];
-    pid_t pid;
-    int rc;
-
-    if (pipe(fds) != 0) {
-        cli_error(CMD, "pipe: %s", strerror(errno));
-        return EX_OSERR_;
-    }
-    fflush(NULL);
-    if ((pid = fork()) < 0) {
-        cli_error(CMD, "fork: %s", strerror(errno));
-        close(fds[0]);
-        close(fds[1]);
-        return EX_OSERR_;
-    }
-    if (pid == 0) {
-        close(fds[0]);
-        rc = child_plan(rw, m, cfg, fds[1]);
-        close(fds[1]);
-        fflush(NULL);
-        _exit(rc);
-    }
-    close(fds[1]);
-    rc = collect(pid, fds[0], r);
-    close(fds[0]);
-    return rc;
+    return compare_plan_row(rw->label, rw->strategy, m, cfg, a->html != NULL, r, d);
 }
 
 static int run_checks(const compare_args *a, const eval_result *res, size_t n)
 {
-    char why[256];
+    check_allow allow = {a->allow_oom, a->allow_dropped};
+    char why[512];
     int failed = 0;
 
     for (int i = 0; i < a->nchecks; i++) {
-        int ok = check_expr(a->checks[i], res, n, a->allow_oom, why, sizeof why);
+        int ok = check_expr(a->checks[i], res, n, allow, why, sizeof why);
         if (ok < 0) {
             cli_error(CMD, "--check '%s': %s", a->checks[i], why);
             return EX_USAGE_;
@@ -342,7 +280,8 @@ static int run_checks(const compare_args *a, const eval_result *res, size_t n)
 static int precheck(const compare_args *a)
 {
     static eval_result res[MAX_STRATEGIES];
-    char why[256];
+    check_allow allow = {true, true};
+    char why[512];
 
     for (int i = 0; i < a->nrows; i++) {
         memset(&res[i], 0, sizeof res[i]);
@@ -351,33 +290,50 @@ static int precheck(const compare_args *a)
         res[i].has_sim = res[i].has_timing = true;
     }
     for (int i = 0; i < a->nchecks; i++)
-        if (check_expr(a->checks[i], res, (size_t)a->nrows, true, why, sizeof why) < 0) {
+        if (check_expr(a->checks[i], res, (size_t)a->nrows, allow, why, sizeof why) < 0) {
             cli_error(CMD, "--check '%s': %s", a->checks[i], why);
             return EX_USAGE_;
         }
+    if (a->baseline) {
+        for (int i = 0; i < a->nrows; i++)
+            if (strcmp(a->rows[i].label, a->baseline) == 0)
+                return 0;
+        cli_error(CMD, "--baseline '%s' is not among the rows compared", a->baseline);
+        return EX_USAGE_;
+    }
     return 0;
 }
 
-/* Speedups only between plans that fit; every plan that does not is said. */
-static void speedups(const compare_args *a, eval_result *res, size_t n)
+/* Every output: the terminal's, then each export; all from the same rows. */
+static int outputs(const compare_args *a, const compare_ctx *ctx, const eval_result *res,
+                   size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        bool both = eval_fits(&res[0]) && eval_fits(&res[i]);
-        res[i].speedup = both && res[i].sim.epoch_time_s > 0
-                             ? res[0].sim.epoch_time_s / res[i].sim.epoch_time_s : NAN;
-        if (!eval_fits(&res[i]) && !a->log.quiet)
-            fprintf(stderr, "vlplan compare: warning: %s does not fit device memory: %zu of "
-                            "%zu iterations over, worst %.2f GiB; its speedup is n/a%s\n",
-                    res[i].label, res[i].sim.oom_iters, res[i].sim.iterations,
-                    res[i].sim.peak_mem_gib.max,
-                    i == 0 ? ", and so is every row's against it" : "");
+    static const struct {
+        size_t off;
+        report_format fmt;
+    } exports[] = {
+        {offsetof(compare_args, export_json), FMT_JSON},
+        {offsetof(compare_args, export_csv), FMT_CSV},
+        {offsetof(compare_args, export_md), FMT_MD},
+    };
+    int rc = compare_print(stdout, CMD, a->fmt, ctx, res, n);
+
+    fflush(stdout);
+    for (size_t k = 0; rc == 0 && k < sizeof exports / sizeof exports[0]; k++) {
+        const char *path = *(const char *const *)((const char *)a + exports[k].off);
+        if (path)
+            rc = compare_export(CMD, path, exports[k].fmt, ctx, res, n);
     }
+    if (rc == 0 && a->svg)
+        rc = compare_svg(CMD, a->svg, ctx, res, n);
+    if (rc == 0 && a->html)
+        rc = compare_html(CMD, a->html, ctx, res, n);
+    return rc;
 }
 
-static int compare(const compare_args *a, vl_manifest *m)
+static int plan_rows(const compare_args *a, vl_manifest *m, eval_result *res,
+                     compare_detail *det)
 {
-    eval_result res[MAX_STRATEGIES];
-    size_t n = (size_t)a->nrows;
     int rc = 0;
 
     for (int i = 0; i < a->nrows && rc == 0; i++) {
@@ -386,18 +342,44 @@ static int compare(const compare_args *a, vl_manifest *m)
                      a->rows[i].label);
         if ((rc = row_config(a, &a->rows[i], &cfg)) != 0)
             break;
-        rc = plan_one(&a->rows[i], m, &cfg, &res[i]);
+        rc = plan_one(a, &a->rows[i], m, &cfg, &res[i], &det[i]);
+        if (rc == 0)
+            res[i].epoch_scope = compare_epoch_scope(a->rows[i].strategy, &cfg);
         vl_config_free(&cfg);
     }
     cli_progress(&a->log, true, " ");
-    if (rc)
+    return rc;
+}
+
+static int compare(const compare_args *a, vl_manifest *m, compare_ctx *ctx)
+{
+    eval_result res[MAX_STRATEGIES];
+    compare_detail det[MAX_STRATEGIES];
+    size_t n = (size_t)a->nrows, refused = 0;
+    int rc;
+
+    memset(det, 0, sizeof det);
+    ctx->details = det;
+    rc = plan_rows(a, m, res, det);
+    if (rc != 0) {
+        compare_details_free(det, n);
         return rc;
-    speedups(a, res, n);
-    if ((rc = compare_print(stdout, CMD, a->fmt, res, n)) != 0)
+    }
+    compare_annotate(res, n, a->baseline, a->log.quiet);
+    if ((rc = outputs(a, ctx, res, n)) != 0) {
+        compare_details_free(det, n);
         return rc;
-    if (a->svg && (rc = compare_svg(CMD, a->svg, res, n)) != 0)
-        return rc;
-    return run_checks(a, res, n);
+    }
+    rc = run_checks(a, res, n);
+    compare_details_free(det, n);
+    ctx->details = NULL;
+    for (size_t i = 0; i < n; i++)
+        refused += res[i].refused;
+    if (rc == 0 && refused == n) {
+        cli_error(CMD, "every row was refused (see the reasons above)");
+        return EX_DATAERR_;
+    }
+    return rc;
 }
 
 /* Every row's config loads before anything is planned: a bad KEY=VALUE is found at once. */
@@ -413,31 +395,78 @@ static int check_configs(const compare_args *a)
     return 0;
 }
 
+static int check_outputs(const compare_args *a, char **ins, int nin)
+{
+    const char *outs[] = {a->svg, a->html, a->export_json, a->export_csv, a->export_md};
+    const char *names[] = {"--svg", "--html", "--export-json", "--export-csv", "--export-md"};
+
+    for (size_t k = 0; k < sizeof outs / sizeof outs[0]; k++) {
+        if (!outs[k])
+            continue;
+        if (cli_is_stdout(outs[k])) {
+            cli_error(CMD, "%s needs a file: standard output has the table", names[k]);
+            return EX_USAGE_;
+        }
+        if (cli_check_not_input(CMD, names[k], outs[k], a->cfg.paths, a->cfg.npaths) ||
+            cli_check_not_input(CMD, names[k], outs[k], (const char *const *)ins, nin))
+            return EX_USAGE_;
+    }
+    return 0;
+}
+
+/* The rows' limits and, with --same-tokens, the manifest every row then plans. */
+static int prepare(const compare_args *a, vl_manifest **m, compare_ctx *ctx)
+{
+    vl_config cfg;
+    int rc;
+
+    if ((rc = cli_config_load(CMD, &a->cfg, &cfg)) != 0)
+        return rc;
+    compare_ctx_describe(ctx, *m, &cfg);
+    if (a->same_tokens) {
+        rc = compare_same_tokens(a->rows_view, (size_t)a->nrows, &a->cfg, &cfg, m, ctx,
+                                 a->log.quiet);
+    }
+    vl_config_free(&cfg);
+    return rc;
+}
+
 int cmd_compare(int argc, char **argv)
 {
     compare_args a;
+    compare_ctx ctx;
     vl_manifest *m = NULL;
     int first = 0, rc;
 
     memset(&a, 0, sizeof a);
+    memset(&ctx, 0, sizeof ctx);
     cli_log_init(&a.log);
     rc = cli_parse(argc, argv, CMD, USAGE, options, on_option, &a, &first);
     if (rc)
         return rc < 0 ? 0 : rc;
     if ((rc = make_rows(&a)) != 0 || (rc = precheck(&a)) != 0)
         return rc;
-    if (a.svg && cli_is_stdout(a.svg)) {
-        cli_error(CMD, "--svg needs a file: standard output has the table");
-        return EX_USAGE_;
-    }
-    if (cli_check_not_input(CMD, "--svg", a.svg, a.cfg.paths, a.cfg.npaths) ||
-        cli_check_not_input(CMD, "--svg", a.svg, (const char *const *)argv + first,
-                            argc - first))
-        return EX_USAGE_;
+    if ((rc = check_outputs(&a, argv + first, argc - first)) != 0)
+        return rc;
     if ((rc = check_configs(&a)) != 0)
         return rc;
+    for (int i = 0; i < a.nrows; i++) {
+        a.rows_view[i].label = a.rows[i].label;
+        a.rows_view[i].strategy = a.rows[i].strategy;
+        a.rows_view[i].sets = a.rows[i].sets;
+        a.rows_view[i].nsets = a.rows[i].nsets;
+    }
+    for (int i = first; i < argc; i++) {   /* the manifests' names, for the chart */
+        size_t k = strlen(ctx.manifest);
+        snprintf(ctx.manifest + k, sizeof ctx.manifest - k, "%s%s", i > first ? ", " : "",
+                 strcmp(argv[i], "-") == 0 ? "<stdin>" : argv[i]);
+    }
+    if (first == argc)
+        snprintf(ctx.manifest, sizeof ctx.manifest, "<stdin>");
     if ((rc = cli_manifest_load(CMD, &a.man, argv + first, argc - first, &m)) == 0)
-        rc = compare(&a, m);
+        rc = prepare(&a, &m, &ctx);
+    if (rc == 0)
+        rc = compare(&a, m, &ctx);
     vl_manifest_free(m);
     return rc;
 }

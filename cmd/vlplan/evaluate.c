@@ -87,12 +87,28 @@ bool eval_get(const eval_result *r, const char *key, double *v)
         {"tokens", (double)r->mt.tokens, 1},
         {"dropped_samples", (double)r->mt.dropped_samples, 1},
         {"dropped_tokens", (double)r->mt.dropped_tokens, 1},
+        {"truncated_samples", (double)r->mt.truncated_samples, 1},
+        {"truncated_tokens", (double)r->mt.truncated_tokens, 1},
+        {"token_share", r->token_share, 1},
+        {"scope", r->epoch_scope ? 1.0 : 0.0, 1},
     };
     for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
         if (strcmp(key, extra[i].k) == 0 && extra[i].ok) {
             *v = extra[i].v;
             return true;
         }
+    return false;
+}
+
+bool eval_work_key(const char *key)
+{
+    static const char *const work[] = {"fits", "oom_iters", "iterations", "samples", "tokens",
+                                       "dropped_samples", "dropped_tokens", "truncated_samples",
+                                       "truncated_tokens", "token_share", "scope"};
+
+    for (size_t i = 0; i < sizeof work / sizeof work[0]; i++)
+        if (strcmp(key, work[i]) == 0)
+            return true;
     return false;
 }
 

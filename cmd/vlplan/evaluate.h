@@ -25,8 +25,16 @@ typedef struct eval_result {
     bool has_timing;      /* planning time and memory known (plan, compare) */
     double plan_time_s;
     double peak_rss_mib;
-    double speedup;       /* compare: the first row's epoch time / this one's; NaN (n/a)
-                           * unless both fit device memory */
+    double speedup;       /* compare: the baseline row's epoch time / this one's; NaN (n/a)
+                           * unless both fit device memory and plan the same tokens */
+    /* compare: what work the row did, so that rows of other work are marked */
+    bool epoch_scope;     /* samples regrouped across the epoch's iterations (pack, hbp);
+                           * false: each sampled global batch kept (batch scope) */
+    double token_share;   /* tokens / the most any row planned */
+    bool less_work;       /* token_share below 0.999 */
+    bool other_steps;     /* iterations differ from the baseline's by more than 1% */
+    bool refused;         /* the strategy refused the configuration: why says it */
+    char why[VL_ERRMSG_MAX];
 } eval_result;
 
 /* Figures taken an iteration at a time: from a plan being made (plan, compare) or read
@@ -62,8 +70,14 @@ void eval_print_csv(FILE *f, const eval_result *r);
 /** Value of a key ("abr", "epoch_time_s", ...) of r: the figures of figures.h (the
  *  headline value: the mean over iterations, but peak_mem_gib's worst iteration) and
  *  mfu_overall, peak_mem_gib_mean, fits (1/0), iterations, samples, tokens,
- *  dropped_samples, dropped_tokens.  False when unknown or not available (speedup n/a). */
+ *  dropped_samples, dropped_tokens, truncated_samples, truncated_tokens, token_share,
+ *  scope (0 batch, 1 epoch).  False when unknown or not available (speedup n/a). */
 bool eval_get(const eval_result *r, const char *key, double *v);
+/** key describes the work a plan did or whether it fits (fits, oom_iters, iterations,
+ *  samples, tokens, dropped_*, truncated_*, token_share, scope): a --check may judge it
+ *  whatever the row's memory or work. */
+bool eval_work_key(const char *key);
+
 /** Simulated, and no iteration over device memory. */
 bool eval_fits(const eval_result *r);
 

@@ -72,16 +72,28 @@ static vl_status bind_opts(void **opts, const vl_strategy *s, const vl_config *c
     return VL_OK;
 }
 
-vl_status vl_run_max_len(const vl_strategy *s, const vl_config *cfg, uint32_t *limit,
-                         vl_err *err)
+static void describe_limit(const vl_strategy *s, const void *opts, const vl_config *cfg,
+                           uint32_t limit, char *buf, size_t n);
+
+vl_status vl_run_limit(const vl_strategy *s, const vl_config *cfg, uint32_t *limit, char *why,
+                       size_t whylen, vl_err *err)
 {
     void *opts = NULL;
     vl_status st = bind_opts(&opts, s, cfg, err);
 
-    if (st == VL_OK)
+    if (st == VL_OK) {
         *limit = s->max_len(opts, cfg);
+        if (why)
+            describe_limit(s, opts, cfg, *limit, why, whylen);
+    }
     free(opts);
     return st;
+}
+
+vl_status vl_run_max_len(const vl_strategy *s, const vl_config *cfg, uint32_t *limit,
+                         vl_err *err)
+{
+    return vl_run_limit(s, cfg, limit, NULL, 0, err);
 }
 
 /* One run's state, shared with the flush hook. */

@@ -59,6 +59,9 @@ vl_status vl_run_plan(vl_plan *out, const vl_strategy *s, vl_manifest *m,
  *  would): training.oversize applies beyond it.  The statuses of binding. */
 vl_status vl_run_max_len(const vl_strategy *s, const vl_config *cfg, uint32_t *limit,
                          vl_err *err);
+/** The same, and where the limit comes from in words (why may be NULL). */
+vl_status vl_run_limit(const vl_strategy *s, const vl_config *cfg, uint32_t *limit, char *why,
+                       size_t whylen, vl_err *err);
 
 /** What would make the rank of iteration it (held by p) that holds the first OOM fit:
  *  more checkpointed layers, a larger sp, or smaller micro-batches; "" when none of
