@@ -77,9 +77,9 @@ help:
 deps:
 	@sh tools/deps.sh build
 deps-test:
-	@sh tools/deps.sh build test
+	@sh tools/deps.sh build test browser
 deps-clang:
-	@sh tools/deps.sh build test clang
+	@sh tools/deps.sh build test clang browser
 deps-lint:
 	@sh tools/deps.sh build lint
 

@@ -94,7 +94,8 @@ Test(cli_sim, compare_table_json_and_checks)
                         "--check", "pack.pr<=1", "--check", "pack.dbr<random.dbr", "--format",
                         "csv", manifest, NULL};
     r = run_ok(ok);
-    cr_expect(strncmp(r.out, "label,strategy,fits,abr,", 24) == 0, "%s", r.out);
+    cr_expect(strncmp(r.out, "label,strategy,fits,scope,samples,tokens,token_share,", 53) == 0,
+              "%s", r.out);
     tu_result_free(&r);
 
     const char *bad[] = {"compare", "-s", "random,pack", "--set", "training.oversize=drop",
@@ -140,8 +141,9 @@ Test(cli_sim, compare_rows_and_memory)
                            "--set", "training.oversize=drop", "--check", "big.abr>=0",
                            "--allow-oom", "--format", "json", manifest, NULL};
     r = run_ok(allow);
-    cr_expect(strstr(r.out, "\"label\":\"big\",\"strategy\":\"pack\",\"speedup\":null") !=
-              NULL, "%s", r.out);
+    cr_expect(strstr(r.out, "\"label\":\"big\",\"strategy\":\"pack\",\"refused\":false,"
+                            "\"scope\":\"epoch\",\"token_share\":1.0,\"less_work\":false,"
+                            "\"other_steps\":false,\"speedup\":null") != NULL, "%s", r.out);
     cr_expect(strstr(r.out, "\"fits\":false") != NULL, "%s", r.out);
     tu_result_free(&r);
 
