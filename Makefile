@@ -58,7 +58,7 @@ help:
 	@echo "make            build build/vlplan and build/libvlplan.a"
 	@echo "make deps       install the missing build packages (tools/deps.sh build; test targets add theirs)"
 	@echo "make V=1        print full compiler commands (default: one short line a file)"
-	@echo "make demo       deps + build + plan the bundled manifest, print metrics"
+	@echo "make demo       deps + build + plan the bundled manifest, print metrics, compare strategies"
 	@echo "make test       ASan+UBSan build, full Criterion suite, leaks fail it"
 	@echo "make test-release  the suite on the optimised build"
 	@echo "make test-clang warnings-as-errors build with clang"
@@ -165,6 +165,9 @@ demo: $(BUILD)/vlplan
 	$(BUILD)/vlplan plan -s pack -o $(BUILD)/demo-plan.jsonl --metrics $(BUILD)/demo-metrics.json testdata/demo.jsonl
 	$(BUILD)/vlplan verify $(BUILD)/demo-plan.jsonl testdata/demo.jsonl
 	$(BUILD)/vlplan metrics $(BUILD)/demo-plan.jsonl
+	$(BUILD)/vlplan compare -q -s pack,hbp,chunkflow,skrull,sorted \
+	    --row packb=pack:pack.scope=batch --html $(BUILD)/demo-report.html testdata/demo.jsonl
+	@echo "demo: the comparison's HTML report is $(BUILD)/demo-report.html"
 
 # bench/bench_util.c is the benchmarks' shared code, linked into each, not one of them.
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(filter-out bench/bench_util.c,$(wildcard bench/bench_*.c)))

@@ -4,13 +4,17 @@
 # and ChunkFlow Tables 3/4/6 (Megatron-LM, one sample per micro-batch with Table 3's
 # recompute, against ChunkFlow with Table 4's settings).  Numbers go to stdout; the
 # papers' figures are beside them in bench/RESULTS.md.  Cluster sizes the papers leave
-# open are ASSUMPTIONS: two data-parallel replicas of each Table 3 layout.
+# open are ASSUMPTIONS: two data-parallel replicas of each Table 3 layout.  Each per-batch
+# paper strategy also meets packing of the same global batches (pack.scope=batch, row
+# packb): what the papers compare with, and the strongest baseline of the same scope.
 set -eu
 B=${BUILD:-build}
 V="$B/vlplan"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/vlplan-papers.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
-show() { grep -E '^(figure|fits|abr|cr |iter_time_ms|peak_mem_gib|mfu|epoch_time_s|speedup)'; }
+show() {
+    grep -E '^(figure|scope|token_share|iterations|fits|abr|cr |iter_time_ms|peak_mem_gib|mfu|epoch_time_s|speedup)'
+}
 
 echo "## HBP Table 11: llama3.1-8b, 32 x h100, 128K, 512K-token batches, 100K tulu3-longcite"
 "$V" gen --dist tulu3-longcite -n 100000 --seed 1 -o "$tmp/tl.txt"
@@ -29,6 +33,7 @@ cf() {  # model ctx tp sp pp megatron-recompute chunk k
         --set training.global_batch=256 --set training.oversize=drop \
         --row "megatron=random:training.micro_batch=1,training.recompute=$6" \
         --row "chunkflow=chunkflow:chunkflow.chunk_size=$7,chunkflow.k=$8,training.recompute=selective" \
+        --row "packb=pack:pack.scope=batch,training.recompute=selective" \
         "$tmp/cf.txt" | show
 }
 cf qwen2.5-7b 32768 4 4 1 selective 32768 1
@@ -68,7 +73,7 @@ sk() {  # model dataset dp cp per-dp-rank max_seq_len
         --set training.max_seq_len="$6" \
         --row 'deepspeed=random:training.micro_batch=1,training.dp_sync=micro_step' \
         --row 'skrull=skrull:training.dp_sync=micro_step' --row skrull_it=skrull \
-        --row mcore=mcore_cp "$tmp/sk_$2.txt" | show
+        --row mcore=mcore_cp --row packb=pack:pack.scope=batch "$tmp/sk_$2.txt" | show
 }
 sk qwen2.5-0.5b wiki 4 8 64 216264
 sk qwen2.5-0.5b lmsys 4 8 64 216264
