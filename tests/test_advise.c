@@ -48,7 +48,7 @@ static long long count(json_t *j, const char *key)
 
 /* With the layout pinned, packing beats padded random batching on a long-tailed set:
  * known without a search (random pads every micro-batch to its longest sample). */
-Test(advise, known_answer_with_the_layout_pinned, .timeout = 120)
+Test(advise, known_answer_with_the_layout_pinned)
 {
     char *dir = tu_tmpdir(), *man = tu_path(dir, "m.jsonl");
     const char *gen[] = {"gen", "--dist", "lmsys", "-n", "2000", "--seed", "3", "-o", man,
@@ -76,7 +76,7 @@ Test(advise, known_answer_with_the_layout_pinned, .timeout = 120)
 
 /* Pruning never discards the best: the pruned search and the exhaustive one agree on
  * the winner and its time, on small data sets of three shapes. */
-Test(advise, pruning_keeps_the_best_of_a_brute_force_search, .timeout = 600)
+Test(advise, pruning_keeps_the_best_of_a_brute_force_search)
 {
     static const char *const dists[] = {"lmsys", "wikipedia", "tulu3-longcite"};
     char *dir = tu_tmpdir(), *man = tu_path(dir, "m.jsonl");
@@ -110,7 +110,7 @@ Test(advise, pruning_keeps_the_best_of_a_brute_force_search, .timeout = 600)
     free(dir);
 }
 
-Test(advise, same_output_twice, .timeout = 120)
+Test(advise, same_output_twice)
 {
     const char *args[] = {"advise", "-s", "pack,hbp", "--set", "cluster.gpus=8", "--set",
                           "training.oversize=drop", "testdata/demo.jsonl", NULL};
@@ -123,7 +123,7 @@ Test(advise, same_output_twice, .timeout = 120)
 }
 
 /* A key a config file gives is pinned; --free searches it; --set always pins. */
-Test(advise, config_keys_pinned_unless_freed, .timeout = 120)
+Test(advise, config_keys_pinned_unless_freed)
 {
     char *dir = tu_tmpdir(), *cfg = tu_path(dir, "c.yaml");
     cr_assert_eq(tu_write_file(cfg, "cluster:\n  gpus: 8\ntraining:\n  tp: 2\n  pp: 1\n  sp: 1\n"
@@ -144,7 +144,7 @@ Test(advise, config_keys_pinned_unless_freed, .timeout = 120)
     free(dir);
 }
 
-Test(advise, write_plan_writes_the_winner_which_verifies, .timeout = 120)
+Test(advise, write_plan_writes_the_winner_which_verifies)
 {
     char *dir = tu_tmpdir(), *plan = tu_path(dir, "p.jsonl"), *met = tu_path(dir, "m.json");
     const char *args[] = {"advise", "-q", "-s", "pack,sorted", "--set", "cluster.gpus=8",
