@@ -81,7 +81,7 @@ Test(sim, bubble_equal_microbatches_is_3_over_7)
     vl_sim_iter_result r = sim(&f, VL_SCHED_1F1B, NULL);
     cr_assert_float_eq(r.bubble, 3.0 / 7.0, EPS, "bubble %g", r.bubble);
     cr_assert_float_eq(r.makespan_ms, 21000.0, 1e-6);
-    cr_assert_float_eq(r.iter_time_ms, r.makespan_ms + r.sync_ms, 1e-6);
+    cr_assert_float_eq(r.iter_time_ms, r.makespan_ms + r.sync_ms + r.optimizer_ms, 1e-6);
     cr_assert_eq(r.tokens, 4);
     cr_assert_eq(r.gpus, 4);
     fx_fini(&f);
@@ -435,7 +435,7 @@ Test(sim, ranks_sync_and_tbr)
         whole_mb(&f, 2);
     vl_sim_iter_result r = sim(&f, VL_SCHED_1F1B, NULL);
     cr_assert_float_eq(r.makespan_ms, 42000.0, 1e-6);
-    cr_assert_float_eq(r.iter_time_ms, r.makespan_ms + r.sync_ms, 1e-6);
+    cr_assert_float_eq(r.iter_time_ms, r.makespan_ms + r.sync_ms + r.optimizer_ms, 1e-6);
     cr_assert_float_eq(r.tbr, (24.0 - 12.0) / (24.0 * 2), EPS);
     cr_assert_float_eq(r.bubble, (4 * 9.0 + 4 * 18.0) / (4 * 21.0 + 4 * 42.0), EPS);
     cr_assert_eq(r.gpus, 8);
@@ -522,7 +522,7 @@ Test(sim, analytic_model_with_communication)
     }
     cr_assert_eq(vl_sim_iter(&p, 0, &c, NULL, &r, NULL, &t, &err), VL_OK, "%s", err.msg);
     cr_assert(r.sync_ms > 0.0);
-    cr_assert_float_eq(r.iter_time_ms, r.makespan_ms + r.sync_ms, 1e-9);
+    cr_assert_float_eq(r.iter_time_ms, r.makespan_ms + r.sync_ms + r.optimizer_ms, 1e-9);
     cr_assert(r.bubble > 0.0 && r.bubble < 1.0);
     cr_assert(r.mfu > 0.0 && r.mfu < 1.0, "mfu %g", r.mfu);
     cr_assert(r.tbr >= 0.0 && r.tbr < 1.0);

@@ -80,6 +80,9 @@ bool eval_get(const eval_result *r, const char *key, double *v)
         return g->value(r, v);
     struct { const char *k; double v; int ok; } extra[] = {
         {"mfu_overall", r->sim.mfu_overall, r->has_sim},
+        {"epoch_propagation_s", r->sim.epoch_propagation_s, r->has_sim},
+        {"epoch_sync_s", r->sim.epoch_sync_s, r->has_sim},
+        {"epoch_optimizer_s", r->sim.epoch_optimizer_s, r->has_sim},
         {"peak_mem_gib_mean", r->sim.peak_mem_gib.mean, r->has_sim},
         {"fits", eval_fits(r), r->has_sim},
         {"iterations", (double)r->mt.iterations, 1},
@@ -144,6 +147,9 @@ int eval_json_into(vl_jw *o, const eval_result *r)
     bad |= vl_jw_int(o, "truncated_tokens", (int64_t)r->mt.truncated_tokens);
     if (r->has_sim) {
         bad |= vl_jw_num(o, "mfu_overall", r->sim.mfu_overall);
+        bad |= vl_jw_num(o, "epoch_propagation_s", r->sim.epoch_propagation_s);
+        bad |= vl_jw_num(o, "epoch_sync_s", r->sim.epoch_sync_s);
+        bad |= vl_jw_num(o, "epoch_optimizer_s", r->sim.epoch_optimizer_s);
         bad |= vl_jw_num(o, "peak_mem_gib_mean", r->sim.peak_mem_gib.mean);
         bad |= vl_jw_int(o, "oom_iters", (int64_t)r->sim.oom_iters);
         bad |= vl_jw_bool(o, "fits", eval_fits(r));
@@ -191,9 +197,12 @@ void eval_print_table(FILE *f, const eval_result *r)
                 cli_count(r->mt.truncated_tokens, c[1], sizeof c[1]));
     fputc('\n', f);
     if (r->has_sim) {
-        fprintf(f, "epoch %.1f s simulated, %s tokens/s, epoch MFU %.1f%% (all model FLOPs "
+        fprintf(f, "epoch %.1f s simulated end to end (propagation %.1f s, synchronisation "
+                   "%.1f s, optimizer %.1f s), %s tokens/s, epoch MFU %.1f%% (all model FLOPs "
                    "/ epoch time; the mfu row is per iteration), peak %.2f GiB",
-                r->sim.epoch_time_s, cli_count((uint64_t)(r->sim.tokens_per_s + 0.5), c[0], 32),
+                r->sim.epoch_time_s, r->sim.epoch_propagation_s, r->sim.epoch_sync_s,
+                r->sim.epoch_optimizer_s,
+                cli_count((uint64_t)(r->sim.tokens_per_s + 0.5), c[0], 32),
                 100 * r->sim.mfu_overall, r->sim.peak_mem_gib.max);
         if (r->sim.oom)
             fprintf(f, "; OUT OF MEMORY in %zu of %zu iterations (first: %zu)",

@@ -182,6 +182,9 @@ const vl_key vl__keys[] = {
       "Backward/forward ratio of the attention work (FlashAttention recomputes scores)."),
     K("cost.act_bytes", VL_K_DOUBLE, cost.act_bytes, 0, 1e12, "0", "bytes",
       "Activation bytes per token per layer; 0 = derived from the shape."),
+    K("cost.optimizer_fixed_ms", VL_K_DOUBLE, cost.optimizer_fixed_ms, 0, 1e6, "1", "ms",
+      "Fixed cost of one optimizer step (kernel launches of a fused multi-tensor Adam), "
+      "beside its state bytes read and written at cluster.hbm_gbs."),
     K("cost.logits_bytes", VL_K_DOUBLE, cost.logits_bytes, 0.5, 64, "6", "bytes",
       "Bytes per token per vocabulary entry the loss holds at its peak on the last stage: "
       "6 = bf16 logits + their fp32 copy (Megatron's cross-entropy), 4 = the fp32 logits "

@@ -321,8 +321,26 @@ static vl_mb_time fitted_time(const vl_cost *c, double T, double P, double g, in
     return t;
 }
 
+static vl_mb_time mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const vl_par *par,
+                          int layers, int last_stage);
+
+/* ZeRO-3 gathers the stage's parameters for every micro-batch's forward and again for
+ * its backward: exposed communication of the micro-batch itself. */
 vl_mb_time vl_cost_mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const vl_par *par,
                            int layers, int last_stage)
+{
+    vl_mb_time t = mb_time(c, segs, n, par, layers, last_stage);
+    double z3 = t.fwd > 0 ? vl_cost_z3_gather_time(c, par, layers) : 0;
+
+    t.fwd += z3;
+    t.bwd += z3;
+    t.comm_fwd += z3;
+    t.comm_bwd += z3;
+    return t;
+}
+
+static vl_mb_time mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const vl_par *par,
+                          int layers, int last_stage)
 {
     const vl_scheme *measured = vl_cost_scheme(c, par);   /* cost.schemes (cost_pack.c) */
     if (measured)
@@ -457,22 +475,76 @@ double vl_cost_mem_capacity(const vl_cost *c)
     return (cl->mem_gib - cl->mem_reserve_gib) * 1073741824.0;
 }
 
-double vl_cost_dp_sync_time(const vl_cost *c, const vl_par *par, int dp, int layers)
+/* The replicas a stage's states are sharded over, its parameters (the heaviest stage:
+ * with pp = 1 it holds everything, else one embedding matrix), and the tp stride. */
+static int sync_group(const vl_cost *c, const vl_par *par, int dp, int layers, double *psi,
+                      int *tp)
+{
+    *tp = par->tp > 1 ? par->tp : 1;
+    *psi = stage_params(c, par, layers, 1, par->pp <= 1);
+    return comm_on(c) ? (dp > 1 ? dp : 1) * (par->sp > 1 ? par->sp : 1) : 1;
+}
+
+double vl_cost_dp_grad_time(const vl_cost *c, const vl_par *par, int dp, int layers)
 {
     const vl_training_cfg *tr = &c->cfg->training;
-    int tp = par->tp > 1 ? par->tp : 1, n = (dp > 1 ? dp : 1) * (par->sp > 1 ? par->sp : 1);
-    /* the heaviest stage: with pp = 1 it holds everything, else one embedding matrix */
-    double psi = stage_params(c, par, layers, 1, par->pp <= 1), t;
+    double psi;
+    int tp, n = sync_group(c, par, dp, layers, &psi, &tp);
 
-    if (!comm_on(c) || n <= 1)
+    if (n <= 1)
         return 0;
-    if (tr->zero == VL_ZERO_0)
-        t = coll_time(c, VL_COMM_AR, BF16 * psi, n, tp);
-    else
-        t = coll_time(c, VL_COMM_RS, tr->grad_bytes * psi, n, tp) +
-            coll_time(c, VL_COMM_AG, BF16 * psi, n, tp) *
-                (tr->zero == VL_ZERO_3 ? 2 : 1); /* ZeRO-3 gathers for fwd and bwd */
-    return (1 - tr->overlap_dp) * t;
+    /* DDP all-reduces the gradients; every sharded optimizer reduce-scatters them */
+    return coll_time(c, tr->zero == VL_ZERO_0 ? VL_COMM_AR : VL_COMM_RS,
+                     tr->grad_bytes * psi, n, tp);
+}
+
+double vl_cost_dp_param_time(const vl_cost *c, const vl_par *par, int dp, int layers)
+{
+    const vl_training_cfg *tr = &c->cfg->training;
+    double psi;
+    int tp, n = sync_group(c, par, dp, layers, &psi, &tp);
+
+    /* ZeRO-0 keeps whole parameters; ZeRO-3 gathers them per micro-step (in the
+     * micro-batch's own time, vl_cost_z3_gather_time) */
+    if (n <= 1 || tr->zero == VL_ZERO_0 || tr->zero == VL_ZERO_3)
+        return 0;
+    return coll_time(c, VL_COMM_AG, BF16 * psi, n, tp);
+}
+
+double vl_cost_z3_gather_time(const vl_cost *c, const vl_par *par, int layers)
+{
+    const vl_training_cfg *tr = &c->cfg->training;
+    double psi;
+    int tp, n = sync_group(c, par, tr->dp, layers, &psi, &tp);
+
+    if (n <= 1 || tr->zero != VL_ZERO_3)
+        return 0;
+    return (1 - tr->overlap_dp) * coll_time(c, VL_COMM_AG, BF16 * psi, n, tp);
+}
+
+double vl_cost_dp_exposed(const vl_cost *c, double grad, double param)
+{
+    /* the reduction hides behind the backward, the parameter gather behind the next
+     * forward, each by the configured fraction */
+    return (1 - c->cfg->training.overlap_dp) * (grad + param);
+}
+
+double vl_cost_dp_sync_time(const vl_cost *c, const vl_par *par, int dp, int layers)
+{
+    double o = c->cfg->training.overlap_dp;
+
+    return (1 - o) * (vl_cost_dp_grad_time(c, par, dp, layers) +
+                      vl_cost_dp_param_time(c, par, dp, layers));
+}
+
+double vl_cost_optimizer_time(const vl_cost *c, double state_bytes)
+{
+    const vl_cluster_cfg *cl = &c->cfg->cluster;
+    double hbm = cl->hbm_gbs * 1e9;
+
+    /* the step reads and writes every state byte of its shard once (Adam: master
+     * weights, moments, the gradient in, the parameter out), plus its fixed cost */
+    return c->cfg->cost.optimizer_fixed_ms * 1e-3 + (hbm > 0 ? 2 * state_bytes / hbm : 0);
 }
 
 /* ---- memory of a rank, and the fewest checkpointed layers that fit ---- */

@@ -110,8 +110,27 @@ double vl_cost_mem_capacity(const vl_cost *c);
  *  contiguously (spanning nodes when n > gpus_per_node). */
 double vl_cost_comm_time(const vl_cost *c, vl_comm_op op, double bytes, int n);
 
-/** Exposed time of the per-iteration gradient synchronisation over dp·sp ranks. */
+/** Exposed DP synchronisation of one iteration over dp·sp ranks: a gradient reduction
+ *  and a parameter gather (vl_cost_dp_grad_time, vl_cost_dp_param_time), each with
+ *  training.overlap.dp hidden. */
 double vl_cost_dp_sync_time(const vl_cost *c, const vl_par *par, int dp, int layers);
+
+/** Gradient reduction of the heaviest stage of par over dp·sp replicas, unhidden:
+ *  all-reduce (ZeRO-0) or reduce-scatter (ZeRO-1, 2, 3, mdo) of training.grad_bytes per
+ *  parameter; once per iteration, or per micro-step under training.dp_sync=micro_step. */
+double vl_cost_dp_grad_time(const vl_cost *c, const vl_par *par, int dp, int layers);
+/** Parameter all-gather after the optimizer step, unhidden: once per iteration under
+ *  ZeRO-1, 2 and mdo; 0 under ZeRO-0 (nothing sharded) and ZeRO-3 (gathered per
+ *  micro-step instead: vl_cost_z3_gather_time). */
+double vl_cost_dp_param_time(const vl_cost *c, const vl_par *par, int dp, int layers);
+/** ZeRO-3's exposed parameter gather of one stage, paid by every micro-batch's forward
+ *  and again by its backward (0 under the other stages). */
+double vl_cost_z3_gather_time(const vl_cost *c, const vl_par *par, int layers);
+/** Exposed sync: grad and param with training.overlap.dp of them hidden. */
+double vl_cost_dp_exposed(const vl_cost *c, double grad, double param);
+/** The optimizer step of a device holding state_bytes of model states: each read and
+ *  written once at cluster.hbm_gbs, plus cost.optimizer_fixed_ms. */
+double vl_cost_optimizer_time(const vl_cost *c, double state_bytes);
 
 /** Parameters one GPU of a stage of `layers` layers holds (its layers, the embedding on
  *  the first stage, the LM head on the last), split by TP. */

@@ -132,13 +132,15 @@ static double stage_states(const vl_sim_scratch *w, const vl_sim_rank *R, uint32
     return vl_cost_state_bytes(w->c, &par, (int)w->nranks, layers, s == 0, s + 1 == R->pp);
 }
 
-/* Exposed gradient sync of the iteration: the worst stage of any rank.  With the
- * optimizer sharded over the world, a stage reduces over the job's copies of it. */
-static double sync_time(const vl_sim_scratch *w)
+/* Exposed synchronisation, the worst stage of any rank: per micro-step (the gradient
+ * reduction alone, under training.dp_sync=micro_step) and at the end of the iteration
+ * (the last reduction and the parameter gather).  With the optimizer sharded over the
+ * world, a stage reduces over the job's copies of it. */
+static void sync_times(const vl_sim_scratch *w, double *step, double *end)
 {
-    double t = 0.0;
     int world = w->c->cfg->cluster.gpus;
 
+    *step = *end = 0.0;
     for (uint32_t r = 0; r < w->nranks; r++) {
         const vl_sim_rank *R = &w->rk[r];
         vl_par par = R->rk->par;
@@ -148,9 +150,23 @@ static double sync_time(const vl_sim_scratch *w)
             uint32_t g = vl_plan_rank_size(R->rk);
             copies = g ? (int)(world / (int)g) : 1;
         }
-        for (int k = 0; k < R->ncls; k++)
-            t = fmax(t, vl_cost_dp_sync_time(w->c, &par, copies, R->cls_layers[k]));
+        for (int k = 0; k < R->ncls; k++) {
+            double grad = vl_cost_dp_grad_time(w->c, &par, copies, R->cls_layers[k]);
+            double param = vl_cost_dp_param_time(w->c, &par, copies, R->cls_layers[k]);
+            *step = fmax(*step, vl_cost_dp_exposed(w->c, grad, 0.0));
+            *end = fmax(*end, vl_cost_dp_exposed(w->c, grad, param));
+        }
     }
+}
+
+/* The optimizer step after the synchronisation: the slowest device's. */
+static double optimizer_time(const vl_sim_scratch *w)
+{
+    double t = 0.0;
+
+    for (uint32_t r = 0; r < w->nranks; r++)
+        for (uint32_t s = 0; s < w->rk[r].pp; s++)
+            t = fmax(t, vl_cost_optimizer_time(w->c, stage_states(w, &w->rk[r], s)));
     return t;
 }
 
@@ -161,8 +177,9 @@ static void set_barriers(vl_sim_scratch *w, uint64_t maxb)
     w->step_sync = 0.0;
     if (w->c->cfg->training.dp_sync != VL_DP_SYNC_MICRO_STEP || w->nranks < 2)
         return;
+    double end;
     w->nbar = (uint32_t)maxb;
-    w->step_sync = sync_time(w);
+    sync_times(w, &w->step_sync, &end);
     for (uint32_t k = 0; k < w->nbar; k++) {
         w->bar_left[k] = 0;
         w->bar_time[k] = 0.0;
@@ -343,10 +360,10 @@ static void add_rank(iter_acc *a, const rank_out *ro, size_t r, uint32_t pp)
     }
 }
 
-static void finish_iter(const iter_acc *a, size_t nranks, double sync, const vl_cost *c,
-                        vl_sim_iter_result *out)
+static void finish_iter(const iter_acc *a, size_t nranks, double sync, double opt,
+                        const vl_cost *c, vl_sim_iter_result *out)
 {
-    double t = a->makespan + sync, dev = 0.0;
+    double t = a->makespan + sync + opt, dev = 0.0;
 
     for (size_t r = 0; r < nranks; r++)
         dev += a->tmax - a->tbusy[r];
@@ -354,6 +371,7 @@ static void finish_iter(const iter_acc *a, size_t nranks, double sync, const vl_
     out->iter_time_ms = t * 1e3;
     out->makespan_ms = a->makespan * 1e3;
     out->sync_ms = sync * 1e3;
+    out->optimizer_ms = opt * 1e3;
     out->rank_gap = a->makespan > 0.0 ? (a->makespan - a->fastest) / a->makespan : 0.0;
     if (out->rank_gap < 1e-12)
         out->rank_gap = 0.0;
@@ -402,15 +420,17 @@ static vl_status run_iter(vl_sim_scratch *w, vl_sim_iter_result *out, vl_sim_tra
         if ((st = rank_results(w, r, &ro, t, err)) == VL_OK)
             add_rank(&a, &ro, r, w->rk[r].pp);
     }
-    /* micro-step sync: the last step's reduction ends the iteration; the earlier ones
-     * are inside the makespan (the barriers) */
-    sync = w->nbar > 0 ? w->step_sync : sync_time(w);
+    /* the last step's reduction and the parameter gather end the iteration (under
+     * micro-step sync the earlier reductions are inside the makespan: the barriers), then
+     * the optimizer step */
+    double step, opt = optimizer_time(w);
+    sync_times(w, &step, &sync);
     if (st == VL_OK && t != NULL) {
         t->capacity = vl_cost_mem_capacity(w->c);
-        st = trace_sync(t, a.makespan, sync, err);
+        st = trace_sync(t, a.makespan, sync + opt, err);
     }
     if (st == VL_OK)
-        finish_iter(&a, w->nranks, sync, w->c, out);
+        finish_iter(&a, w->nranks, sync, opt, w->c, out);
     return st;
 }
 
@@ -502,6 +522,9 @@ vl_status vl_sim_acc_iter(vl_sim_acc *a, const vl_plan *p, size_t it, vl_sim_ite
                         [COL_TBR] = r.tbr, [COL_MEM] = r.peak_mem_gib, [COL_MFU] = r.mfu,
                         [COL_GAP] = r.rank_gap};
     out->total_time_s += t;
+    out->epoch_propagation_s += r.makespan_ms / 1e3;   /* summed; per epoch at finish */
+    out->epoch_sync_s += r.sync_ms / 1e3;
+    out->epoch_optimizer_s += r.optimizer_ms / 1e3;
     a->flops += r.flops;
     a->denom += t * r.gpus * a->c->peak;
     a->tokens += (double)r.tokens;
@@ -525,6 +548,9 @@ void vl_sim_acc_finish(vl_sim_acc *a, vl_sim_summary *out)
     vl_series_dist(&a->s, COL_MFU, &out->mfu);
     vl_series_dist(&a->s, COL_GAP, &out->rank_gap);
     out->epoch_time_s = out->epochs ? out->total_time_s / out->epochs : 0.0;
+    out->epoch_propagation_s = out->epochs ? out->epoch_propagation_s / out->epochs : 0.0;
+    out->epoch_sync_s = out->epochs ? out->epoch_sync_s / out->epochs : 0.0;
+    out->epoch_optimizer_s = out->epochs ? out->epoch_optimizer_s / out->epochs : 0.0;
     out->tokens_per_s = out->total_time_s > 0.0 ? a->tokens / out->total_time_s : 0.0;
     out->mfu_overall = a->denom > 0.0 ? a->flops / a->denom : 0.0;
 }

@@ -83,10 +83,12 @@ typedef struct vl_sim_opts {
 #define VL_SIM_OPTS_INIT {VL_SCHED_1F1B, false}
 
 typedef struct vl_sim_iter_result {
-    double iter_time_ms;  /* slowest rank's makespan + exposed gradient sync */
-    double makespan_ms;   /* slowest rank's makespan */
+    double iter_time_ms;  /* end to end: slowest rank's makespan (propagation) + exposed
+                           * synchronisation + the optimizer step */
+    double makespan_ms;   /* slowest rank's makespan: forward and backward propagation */
     double rank_gap;      /* (slowest - fastest rank makespan) / slowest; 0 for one rank */
-    double sync_ms;       /* exposed gradient all-reduce */
+    double sync_ms;       /* exposed gradient reduction and parameter gather at the end */
+    double optimizer_ms;  /* the optimizer step of the slowest device */
     double bubble;        /* see the file comment */
     double tbr;
     double mfu;
@@ -104,7 +106,10 @@ typedef struct vl_sim_summary {
     uint32_t epochs;      /* largest iteration epoch + 1 */
     vl_dist iter_time_ms, bubble, tbr, peak_mem_gib, mfu, rank_gap; /* over iterations */
     double total_time_s;  /* sum of iteration times */
-    double epoch_time_s;  /* total_time_s / epochs */
+    double epoch_time_s;  /* total_time_s / epochs: end to end */
+    double epoch_propagation_s; /* the makespans alone, per epoch */
+    double epoch_sync_s;  /* exposed synchronisation at the iterations' ends, per epoch */
+    double epoch_optimizer_s;   /* optimizer steps, per epoch */
     double tokens_per_s;  /* all tokens / total_time_s */
     double mfu_overall;   /* all model FLOPs / sum of iter_time * gpus * peak */
     bool oom;
