@@ -123,7 +123,7 @@ $(BUILD)/tests/test_%: $(BUILD)/obj/tests/test_%.o $(BUILD)/obj/tests/testutil.o
 
 # The suite under ASan+UBSan, built by $(1) in $(2).  Criterion reports a leak in a
 # worker as a pass, so sanitizer reports go to files and any file fails the run
-# (reliability notes §2.6).  The CLI tests run $(2)/vlplan, whose leaks change its exit
+# (docs/reliability.md §2.6).  The CLI tests run $(2)/vlplan, whose leaks change its exit
 # status, and which takes faults to inject (tests/test_faults.c).  gcc's UBSan misses
 # what clang's finds (NULL + 0, qsort(NULL, 0)): CI runs both.
 define san_suite

@@ -1,4 +1,4 @@
-/* bench/bench_skrull.c -- Skrull on the paper's settings (papers/skrull.txt §5): Qwen2.5-0.5B
+/* bench/bench_skrull.c -- Skrull on the paper's settings (the skrull paper, docs/papers.md §5): Qwen2.5-0.5B
  * and 7B on 32 H100, <DP 4, CP 8>, 64 sequences per DP rank (7B on ChatQA2: <DP 2, CP 16>,
  * 40 per DP rank), ZeRO-2 with gradients reduced every micro-step (DeepSpeed), selective
  * recompute, ring CP, lengths from `vlplan gen` wikipedia, lmsys and chatqa2-long.

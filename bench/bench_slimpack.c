@@ -1,4 +1,4 @@
-/* bench/bench_slimpack.c -- SlimPack on the paper's setting (papers/slimpack.txt §6): the 13B
+/* bench/bench_slimpack.c -- SlimPack on the paper's setting (the slimpack paper, docs/papers.md §6): the 13B
  * shape (llama2-13b) on 128 H800 as TP 8 x PP 4 x DP 4, global batch 1024, against
  * best-fit packing (`pack`, pack.algo=bfd, capacity = the context) with 1F1B and
  * recompute auto (the fewest checkpointed layers that fit), both simulated by the

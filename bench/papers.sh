@@ -54,7 +54,7 @@ echo "## ChunkFlow Table 6: qwen2.5-7b, 256K, <4, 4, 4, selective>, 128 GPUs"
     --row 'c8k=chunkflow:chunkflow.chunk_size=8192,chunkflow.k=4' \
     --row 'c32k=chunkflow:chunkflow.chunk_size=32768,chunkflow.k=1' "$tmp/cf.txt" | show
 
-# Skrull's setting (papers/skrull.txt §5, bench/bench_skrull.c) with Megatron-Core's hybrid
+# Skrull's setting (the skrull paper, docs/papers.md §5, bench/bench_skrull.c) with Megatron-Core's hybrid
 # CP beside it: DeepSpeed (every sequence sharded, one per micro-batch, gradients reduced
 # every micro-step) first, Skrull under the same runtime, Skrull reducing once per
 # iteration, then mcore_cp (Megatron reduces once per iteration).  training.max_seq_len is

@@ -1,5 +1,5 @@
 /* tests/test_cli.c -- the vlplan binary on bad input: every case checks the exit code
- * (sysexits) and the one-line message (reliability notes §2.5).  The suite runs the
+ * (sysexits) and the one-line message (docs/reliability.md §2.5).  The suite runs the
  * ASan build of the binary, so a leak on an error path changes the exit status. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>

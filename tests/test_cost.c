@@ -1,4 +1,4 @@
-/* tests/test_cost.c -- lib/model/cost.c against research/costmodel.md §1, §4 and §9 (the
+/* tests/test_cost.c -- lib/model/cost.c against docs/costmodel.md §1, §4 and §9 (the
  * derived test vectors), the fitted-curve contract the simulator relies on, and
  * monotonicity of time and memory. */
 #include <criterion/criterion.h>

@@ -1,5 +1,5 @@
 /* tests/test_hydraulis.c -- Hydraulis step by step: the hand examples H1 (dispatch), H2
- * (packing) and H4 (proposal DP) of research/hydraulis.md §4, exactly; and the properties:
+ * (packing) and H4 (proposal DP) of docs/hydraulis.md §4, exactly; and the properties:
  * packing never beats the Eq. 2 lower bound, MaxLen tokens fit the simulator's memory
  * timeline and MaxLen + 128 do not, MaxLen never falls as tp or pp grows. */
 #include <criterion/criterion.h>

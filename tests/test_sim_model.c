@@ -1,5 +1,5 @@
 /* tests/test_sim_model.c -- the simulator on the vocabulary the three later strategies
- * need, with hand-computed answers: SlimPack's backward packs (research/slimpack.md
+ * need, with hand-computed answers: SlimPack's backward packs (docs/slimpack.md
  * examples A and C, the 3/7 regression), its DP-Merge shared pack (example D), a Skrull
  * micro-batch of local and sharded segments (Eq. 2), two pipelines of different depth in
  * one iteration (rank_gap), micro-step synchronisation (training.dp_sync), measured

@@ -1,4 +1,4 @@
-/* tests/test_skrull.c -- Skrull's parts on the hand examples of research/skrull.md §5, exact,
+/* tests/test_skrull.c -- Skrull's parts on the hand examples of docs/skrull.md §5, exact,
  * with F(s) = s²: DACP (S1 both roll-back orders, S2), GDS (S3 on [1..8] and [1..12]), the
  * capacity boundary, and the ablation and padding settings.  Whole plans are in
  * test_skrull_plan.c. */

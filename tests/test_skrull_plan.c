@@ -1,4 +1,4 @@
-/* tests/test_skrull_plan.c -- Skrull plans end to end: the properties of research/skrull.md
+/* tests/test_skrull_plan.c -- Skrull plans end to end: the properties of docs/skrull.md
  * §5 on seeded random batches through vl_plan_verify (coverage, sums, modelled memory)
  * and direct checks of the placement (every CP rank within C, N = 1 never shards, an
  * all-short batch never shards, every C < S <= C·N sharded), determinism, BucketSize

@@ -1,4 +1,4 @@
-/* tests/test_slimpack.c -- SlimPack's steps against research/slimpack.md's hand examples,
+/* tests/test_slimpack.c -- SlimPack's steps against docs/slimpack.md's hand examples,
  * exact: the closed-form cut and example A's slices and schedule, example C's forward
  * and backward packs (asymmetric loses with two packs, and auto keeps the symmetric
  * plan), example D's DP-Merge (k = 2, shared pack first, copies in step), the negative

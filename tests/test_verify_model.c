@@ -1,5 +1,5 @@
 /* tests/test_verify_model.c -- verify on the vocabulary of issue "one plan model", each
- * negative case named by its invariant (research/slimpack.md "Negatives" and more):
+ * negative case named by its invariant (docs/slimpack.md "Negatives" and more):
  * backward tokens missing or twice (I1), a backward pack before its forward, slices
  * out of LIFO order, forward slices out of token order, a recompute on a rank with
  * backward packs, mismatched copies of a shared pack, CP coordinates out of range, GPUs

@@ -1,5 +1,5 @@
 /* lib/config/config_presets.c -- built-in model shapes, GPU/node presets and named efficiency
- * curves (research/costmodel.md §1, §5, §7, §8; the sources are cited there).  Values
+ * curves (docs/costmodel.md §1, §5, §7, §8; the sources are cited there).  Values
  * marked ASSUMPTION in that file are defaults to calibrate, not measurements. */
 #include <stdio.h>
 #include <string.h>

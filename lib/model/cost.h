@@ -1,5 +1,5 @@
-/* lib/model/cost.h -- the cost model, the single source of every estimate (design §5,
- * research/costmodel.md §7): FLOPs, compute time, activation and model-state memory,
+/* lib/model/cost.h -- the cost model, the single source of every estimate (docs/design.md §5,
+ * docs/costmodel.md §7): FLOPs, compute time, activation and model-state memory,
  * and alpha-beta communication, for a micro-batch given as segments [a, b) of samples. */
 #ifndef VLPLAN_COST_H
 #define VLPLAN_COST_H

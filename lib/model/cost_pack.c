@@ -3,7 +3,7 @@
  * model states sharded over every GPU.  Built on vl_cost_mb_time and vl_cost_act_bytes,
  * which keep the analytic model; nothing here changes a plan without the new vocabulary.
  *
- *  - CP placement (Skrull Eq. 1-2, research/skrull.md §1): per CP coordinate j,
+ *  - CP placement (Skrull Eq. 1-2, docs/skrull.md §1): per CP coordinate j,
  *      Time_j = max(exposed communication of the sharded segments, compute of the segments
  *               local to j) + compute of the sharded segments (already divided by N),
  *    and the pack takes the slowest j.  The sharded part is timed at sp = N (its exposed

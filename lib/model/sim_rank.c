@@ -10,7 +10,7 @@
  *    its slice (causal dK/dV flow from later tokens), besides F(f) and R(f);
  *  - with backward packs, B(b) waits for B of the backward pack holding the token right
  *    after each of its slices, and, for a slice that ends the sample's tokens on this
- *    rank, for F of the forward pack holding that last token (research/slimpack.md §7).
+ *    rank, for F of the forward pack holding that last token (docs/slimpack.md §2.7).
  * Tokens held by another rank or iteration give no edge: their state is already there. */
 #include "sim_impl.h"
 #include "sort.h"

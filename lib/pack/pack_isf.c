@@ -1,5 +1,5 @@
 /* lib/pack/pack_isf.c -- OmniBal's iterative sampling and filtering (ISF), the baseline
- * packer of HBP, as research/strategies.md §2 reads it from ModelTC/OmniBal:
+ * packer of HBP, as docs/strategies.md §2 reads it from ModelTC/OmniBal:
  *
  *   pass 0      shuffle all items, next-fit them into packs of at most cap tokens;
  *   pass 1..C-1 keep every pack with load >= cap - slack, dissolve the rest into

@@ -1,6 +1,6 @@
-/* lib/plan/verify.c -- the plan checker's driver (verify.h; design §7, reliability notes
- * §2.3): the report, I2 sums, I3 capacities and memory, I4 lockstep, I5 epochs, what a
- * file claimed and what simulate refuses.  Coverage (verify_cover.c), slice and schedule
+/* lib/plan/verify.c -- the plan checker's driver (verify.h; docs/design.md §7): the
+ * report, I2 sums, I3 capacities and memory, I4 lockstep, I5 epochs, what a file
+ * claimed and what simulate refuses.  Coverage (verify_cover.c), slice and schedule
  * order (verify_order.c), placement (verify_layout.c) and what the config and strategy
  * permit (verify_config.c) are checked apart.  Every violation is counted; the first
  * VL_VERIFY_MAX_MSGS are kept, each naming its invariant and its place. */

@@ -1,6 +1,6 @@
 /* plans/baseline/baseline_verl.c -- `verl`: what veRL users run today (volcengine/verl,
  * verl/utils/seqlen_balancing.py and the trainer's _balance_batch, as
- * research/peers.md §1.4 reads them), as a baseline.
+ * docs/peers.md §1.4 reads them), as a baseline.
  *
  * Per global batch (the sampler's, as every baseline):
  *  1. the batch's samples go to the training.dp ranks by Karmarkar-Karp with equal

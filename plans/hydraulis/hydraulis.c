@@ -2,7 +2,7 @@
  * the candidates, the epoch/batch driver and its vl_strategy entry.  Helpers:
  * hydraulis_scheme.c, _propose.c, _dispatch.c, _pack.c, _iter.c.
  *
- * Design.  Hydraulis (Li et al., papers/hydraulis.txt; research/hydraulis.md), objective:
+ * Design.  Hydraulis (Li et al., the hydraulis paper, docs/papers.md; docs/hydraulis.md), objective:
  * the slowest pipeline of each iteration.  The GPUs are split into pipelines of
  * different <tp, pp>, chosen per iteration from candidates the proposal DP derives once
  * from the dataset's length histogram (§7); each batch is dispatched to the pipelines
@@ -22,7 +22,7 @@
  * Deviations (man page, HYDRAULIS): the integer DP of the authors' code, not the paper's
  * continuous relaxation; a min-max heuristic instead of the code's CBC MILP per v; the
  * histogram scaled to one iteration's expected sequence count; code quirks fixed as
- * research/hydraulis.md §2 lists. */
+ * docs/hydraulis.md §2 lists. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* plans/hydraulis/hydraulis_dispatch.c -- stage one of the two-stage assignment (§6.2,
- * Alg. 1 as the authors' dispatch code runs it, research/hydraulis.md §2 DISPATCH): a
+ * Alg. 1 as the authors' dispatch code runs it, docs/hydraulis.md §2 DISPATCH): a
  * randomised greedy that sends each sequence to the pipeline that least worsens the
  * slowest pipeline's lower bound (Eq. 2), over `trials` shuffles, keeping the best.
  *

@@ -117,7 +117,7 @@ vl_status vl__hy_hist(hy_hist *h, const uint32_t *idx, size_t n, const uint32_t 
                       uint32_t step, double w, vl_err *err);
 void vl__hy_hist_free(hy_hist *h);
 
-/** The proposal DP (research/hydraulis.md §2 PROPOSE) over h with schemes sch, N GPUs in
+/** The proposal DP (docs/hydraulis.md §2 PROPOSE) over h with schemes sch, N GPUs in
  *  steps of nstep: append to out, for every maximum length s = step..nb·step held by
  *  some scheme, the best strategy S[N][s] not already in out (est = t[N][s], s).
  *  VL_ENOMEM. */
@@ -183,7 +183,7 @@ static inline double hy_min(double a, double b)
 
 void vl__hy_work_free(hy_work *w);
 
-/** Alg. 1 with the code's rules (research/hydraulis.md §2 DISPATCH): pipes[0..np) sorted
+/** Alg. 1 with the code's rules (docs/hydraulis.md §2 DISPATCH): pipes[0..np) sorted
  *  by MaxLen descending, lengths len[seq[i]] (i < n).  `trials` shuffles from rng seeded
  *  (seed, stream + trial) (trials 0: one trial in the given order); owner[i] receives
  *  the pipeline of sequence i in the best trial.  Returns the best objective, or -1 when every trial leaves a pipeline empty
@@ -230,7 +230,7 @@ size_t vl__hy_dtree_pick(const hy_dtree *d, const double *row, const hy_scheme *
 
 /* ---- hydraulis_pack.c ---- */
 
-/** Pack sequences seq[0..n) of one pipeline (research/hydraulis.md §2 PACK): bin[i]
+/** Pack sequences seq[0..n) of one pipeline (docs/hydraulis.md §2 PACK): bin[i]
  *  receives the micro-batch of sequence i, *v the count.  packing HY_MAXPACK: first fit
  *  decreasing to MaxLen (the fewest micro-batches).  Returns the estimate
  *  (max micro-batch Σt + c)·(pp − 1 + v) in ms (0 for n = 0).  VL_ENOMEM through *st. */

@@ -3,7 +3,7 @@
  * candidate list (unique multisets of pipelines), explicit candidates from the config,
  * and trimming to hydraulis.max_candidates.
  *
- * DP (research/hydraulis.md §2 PROPOSE): t[n][s] is the best latency with n GPUs for
+ * DP (docs/hydraulis.md §2 PROPOSE): t[n][s] is the best latency with n GPUs for
  * every sequence of length <= s, each length interval (s - l, s] given to d pipelines of
  * one scheme k: v = max(t[n - d·g_k][s - l], cost_k(s - l, s) / d), with
  * cost_k = Σ hist·T_k + (pp_k − 1)·T_k(longest in the interval).  Ties keep the first

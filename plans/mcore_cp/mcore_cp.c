@@ -1,6 +1,6 @@
 /* plans/mcore_cp/mcore_cp.c -- `mcore_cp`: Megatron-Core's hybrid ("dynamic") context
  * parallelism as a baseline (hybrid_context_parallel=True: BalancedCPScheduler and
- * hybrid_context_parallel_forward_backward; research/strategies.md §8.1, peers.md §1.8).
+ * hybrid_context_parallel_forward_backward; docs/strategies.md §8.1, docs/peers.md §1.8).
  * Options, max_seqlen_per_rank, the epoch/batch driver, emission, the vl_strategy entry;
  * the scheduler itself: mcore_cp_sched.c.
  *

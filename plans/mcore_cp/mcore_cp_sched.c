@@ -1,5 +1,5 @@
 /* plans/mcore_cp/mcore_cp_sched.c -- Megatron-Core's BalancedCPScheduler
- * (megatron/core/pipeline_parallel/hybrid_cp_schedule.py; research/strategies.md §8.1)
+ * (megatron/core/pipeline_parallel/hybrid_cp_schedule.py; docs/strategies.md §8.1)
  * on lengths alone, step for step, quirks included, so that its groups are the ones
  * Megatron forms for the same global batch:
  *  - gpus_needed(s) = max(1, 2^ceil(log2(s / per_rank))), computed in integers (the

@@ -1,7 +1,7 @@
 /* plans/skrull/skrull.c -- the Skrull strategy: options, BucketSize, the epoch/batch driver,
  * emission, and its vl_strategy entry.  DACP: skrull_dacp.c; GDS: skrull_gds.c.
  *
- * Design.  Skrull (papers/skrull.txt; research/skrull.md is the specification) keeps one
+ * Design.  Skrull (the skrull paper, docs/papers.md; docs/skrull.md is the specification) keeps one
  * layout -- DP = training.dp ranks of CP = training.sp GPUs -- and per global
  * batch decides where every sequence runs: GDS splits the batch over the DP ranks (LPT
  * on forward FLOPs) and cuts each rank's share into the fewest strided micro-batches of

@@ -1,5 +1,5 @@
 /* plans/skrull/skrull_dacp.c -- DACP, Skrull's Algorithm 1 with the published listing's
- * bugs fixed (research/skrull.md §2), in two placements.
+ * bugs fixed (docs/skrull.md §2), in two placements.
  *
  * paper: each sequence of a micro-batch, shortest first, goes local to the CP rank of
  * least load, else local to the rank with the most bucket left, else sharded over all N

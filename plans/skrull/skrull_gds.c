@@ -1,5 +1,5 @@
 /* plans/skrull/skrull_gds.c -- GDS, Skrull's Algorithm 2 with the listing's off-by-one
- * fixed (research/skrull.md §2): the global batch is split over the DP ranks by LPT on
+ * fixed (docs/skrull.md §2): the global batch is split over the DP ranks by LPT on
  * forward FLOPs; each rank sorts its share ascending and tries m = ceil(Σ / C·N), m + 1,
  * ... micro-batches, micro-batch j taking the sequences j, j + m, j + 2m, ... (so long
  * and short ones mix), until every micro-batch holds ≤ C·N tokens (Eq. 7: equality

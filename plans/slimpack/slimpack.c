@@ -2,7 +2,7 @@
  * vl_strategy entry.  Helpers: slimpack_work.c, _dp.c, _pack.c, _sched.c, _search.c,
  * _milp.c.
  *
- * Design.  SlimPack (papers/slimpack.txt; research/slimpack.md reconstructs what the
+ * Design.  SlimPack (the slimpack paper, docs/papers.md; docs/slimpack.md reconstructs what the
  * extraction lost), objective: the simulated step time within device memory, losing
  * nothing (every token once, slice order kept, no sample moved to another iteration).
  * Per global batch: phase 1 balances forward work over DP ranks (LPT, whole samples),
@@ -18,7 +18,7 @@
  * segments per pack), and C simulations linear in tasks and edges (only the M some
  * rank may choose); the MILP is capped by slimpack.milp_nodes branch-and-bound nodes
  * and solved once per rank and batch.
- * Reconstructions and deviations (research/slimpack.md; the man page says so): the work
+ * Reconstructions and deviations (docs/slimpack.md; the man page says so): the work
  * formulas and closed-form cut, DP-Merge's k and capacity, the slim threshold, the
  * backward stream order, the MILP (reduced to cut positions in the slim stream plus
  * atomic placements near the greedy's, see slimpack_milp.c), the candidate factors;

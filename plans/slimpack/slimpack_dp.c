@@ -1,4 +1,4 @@
-/* plans/slimpack/slimpack_dp.c -- phase 1 (paper §4.1.1, research/slimpack.md §2.2-2.3):
+/* plans/slimpack/slimpack_dp.c -- phase 1 (paper §4.1.1, docs/slimpack.md §2.2-2.3):
  * every DP rank gets the same forward-work capacity C = Σ W_F / N_dp; outliers first get
  * a DP-Merge group of k contiguous ranks (largest outlier first, disjoint groups) that
  * carry W_F / k each -- a sample heavier than C (k the next power of two ≥ W_F / C), or

@@ -4,7 +4,7 @@
  * a rank's emission (slimpack_sched.c), the candidate search (slimpack_search.c), the MILP
  * refinement (slimpack_milp.c), which ranks it refines and the batch's emission
  * (slimpack_refine.c) and the driver (slimpack.c).  Not API; tests include it
- * to check each step against research/slimpack.md's hand examples. */
+ * to check each step against docs/slimpack.md's hand examples. */
 #ifndef VLPLAN_SLIMPACK_INT_H
 #define VLPLAN_SLIMPACK_INT_H
 

@@ -1,5 +1,5 @@
 /* plans/slimpack/slimpack_mem.c -- the memory a batch's plan must stay within, and the
- * DP-Merge degree a sample needs to fit at all (research/slimpack.md §2.3, §2.8).
+ * DP-Merge degree a sample needs to fit at all (docs/slimpack.md §2.3, §2.8).
  *
  * The budget (a documented choice; the paper only says candidates must fit device
  * memory, and claims SlimPack's peak is lower than sample packing's): with

@@ -1,6 +1,6 @@
 /* plans/slimpack/slimpack_milp.c -- the MILP refinement of a rank's forward packs
  * (paper §4.1.1 says only that an MILP turns work targets into slice boundaries;
- * research/slimpack.md §2.9 reconstructs one; this is a reduced form of it, a
+ * docs/slimpack.md §2.9 reconstructs one; this is a reduced form of it, a
  * RECONSTRUCTION).  Phase 2's slimmable samples form one stream laid out from pack 0;
  * the MILP moves the M - 1 cut positions c_m in that stream (continuous, monotone: each
  * sample keeps one contiguous run of packs and the stream keeps its order, which is

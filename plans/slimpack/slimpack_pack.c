@@ -1,4 +1,4 @@
-/* plans/slimpack/slimpack_pack.c -- phase 2 (paper §4.1.1-4.1.2, research/slimpack.md
+/* plans/slimpack/slimpack_pack.c -- phase 2 (paper §4.1.1-4.1.2, docs/slimpack.md
  * §2.4-2.5), per rank and candidate M.
  *  Forward: target tau = W_rank / M.  Samples heavier than theta·tau ("slimmable"),
  *  heaviest first, are laid out consecutively from pack 0 and cut where the running

@@ -1,5 +1,5 @@
 /* plans/slimpack/slimpack_refine.c -- which ranks the MILP refines, whether they keep it,
- * and the emission of a batch (paper §4.1.2 refinement; research/slimpack.md §2.7).
+ * and the emission of a batch (paper §4.1.2 refinement; docs/slimpack.md §2.7).
  * A rank keeps its refined forward packs only when, simulated, it fits the batch's room
  * and its makespan is no worse than the greedy's (a better balanced pack can hold more
  * tokens, hence more activations), so the refinement never makes a rank slower.

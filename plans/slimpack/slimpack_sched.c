@@ -1,4 +1,4 @@
-/* plans/slimpack/slimpack_sched.c -- the PackFlow schedule (paper §4.2, research/slimpack.md
+/* plans/slimpack/slimpack_sched.c -- the PackFlow schedule (paper §4.2, docs/slimpack.md
  * §2.6) and a rank's emission into the plan.
  * The list is the last stage's order.  A backward pack is ready when every sample it
  * touches is fully forwarded and the backward packs holding those samples' later tokens

@@ -1,5 +1,5 @@
 /* plans/slimpack/slimpack_search.c -- candidate selection (paper §4.1.2, §5.1;
- * research/slimpack.md §2.8) and the batch driver.
+ * docs/slimpack.md §2.8) and the batch driver.
  * Candidates are M = round(pp·f) over the factors list (duplicates dropped), each with
  * the asymmetric partition, the symmetric one, or both (slimpack.asymmetric auto).
  * Every candidate is planned for all ranks at once into a scratch iteration and run

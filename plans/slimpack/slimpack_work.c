@@ -1,4 +1,4 @@
-/* plans/slimpack/slimpack_work.c -- slice work and the closed-form cut (research/slimpack.md
+/* plans/slimpack/slimpack_work.c -- slice work and the closed-form cut (docs/slimpack.md
  * §2.1): the work of tokens [a, b) of a sample is alpha·P + beta·T with P = (b(b+1) −
  * a(a+1))/2 causal pairs and T = b − a tokens, forward and backward separately; the
  * token where a slice reaches a work target is the root of that quadratic.  Also the
