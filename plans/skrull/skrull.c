@@ -18,8 +18,9 @@
  * paper's selective recompute costs nothing extra with FlashAttention in this model).
  * Deviations and choices (each in the man page):
  *  - the listing's four bugs fixed (skrull_dacp.c, skrull_gds.c);
- *  - DACP's default placement is balanced (longest first, sharding what would slow
- *    the slowest CP rank); skrull.placement=paper is Algorithm 1 (skrull_dacp.c);
+ *  - DACP's default placement is the paper's Algorithm 1 (shortest first, sharding for
+ *    memory only); skrull.placement=balanced, ours, goes longest first and also shards
+ *    what would slow the slowest CP rank (skrull_dacp.c);
  *  - micro-batch counts may differ per DP rank (VL_CAP_UNEVEN_MBS), as the paper's GDS
  *    yields, except under skrull.equal_mbs (auto: with micro-step gradient sync),
  *    where GDS searches one count for all ranks, heaviest micro-batch first;
@@ -46,7 +47,7 @@ static const vl_param skrull_params[] = {
      .choices = rollback_names, .def = "shortest",
      .help = "which local sequence a DACP roll-back shards: shortest (paper) or longest"},
     {.key = "placement", .type = VL_P_ENUM, .offset = offsetof(vl_sk_opts, placement),
-     .choices = placement_names, .def = "balanced",
+     .choices = placement_names, .def = "paper",
      .help = "DACP order: balanced (longest first, shard what would slow the slowest CP "
              "rank) or paper (shortest first, shard only for memory)"},
     {.key = "balance_slack", .type = VL_P_DOUBLE,
