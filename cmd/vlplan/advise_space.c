@@ -20,7 +20,6 @@ static const struct {
     {"pack", "pack.deal=packs"},
     {"pack", "pack.balance=tokens"},
     {"chunkflow", "chunkflow.chunk_size=auto,chunkflow.k=auto"},
-    {"skrull", "skrull.placement=paper"},
     {"skrull", "skrull.placement=balanced"},
     {"hydraulis", "hydraulis.mode=homo"},
     {"slimpack", "slimpack.mem_budget=device"},
