@@ -44,6 +44,9 @@ class PlanBatchSampler(Sampler):
                 yield [PlanKey(_IDLE, 0, 0, -1, it.it, 0, 0, it.loss_tokens)]
                 continue
             n = it.steps
+            if n == 0:   # in a rank, but with nothing to run: it still steps
+                yield [PlanKey(_IDLE, 0, 0, -1, it.it, 0, 0, it.loss_tokens)]
+                continue
             for mb in it.micro_batches:
                 yield [PlanKey(i, o, ln, cp, it.it, mb.index, n, it.loss_tokens)
                        for i, o, ln, cp in mb.segments()] or \
@@ -99,13 +102,34 @@ def collate_packed(items):
             "loss_tokens": first.loss_tokens, "active": active, "keys": keys}
 
 
-def packed_seq_params_kwargs(cu_seqlens, max_seqlen, device=None):
-    """Keyword arguments of megatron.core.packed_seq_params.PackedSeqParams for one
-    micro-batch (cu_seqlens: a MicroBatch's array, a list or a tensor):
+def _int32(values, device):
+    return torch.as_tensor(list(values) if not torch.is_tensor(values) else values,
+                           dtype=torch.int32, device=device)
 
-        PackedSeqParams(**packed_seq_params_kwargs(mb.cu_seqlens, mb.max_seqlen, "cuda"))
-    """
-    cu = torch.as_tensor(list(cu_seqlens) if not torch.is_tensor(cu_seqlens) else cu_seqlens,
-                         dtype=torch.int32, device=device)
+
+def packed_seq_params_kwargs(cu_seqlens, max_seqlen=None, device=None):
+    """Keyword arguments of megatron.core.packed_seq_params.PackedSeqParams for one
+    micro-batch.  Given a MicroBatch:
+
+        PackedSeqParams(**packed_seq_params_kwargs(mb, device="cuda"))
+
+    the queries are the micro-batch's tokens and the keys every token each segment attends
+    to: a slice at offset o of its sample has o earlier keys, which the trainer keeps from
+    the sample's earlier slices (man page, "Reading a plan in a training job"), so
+    cu_seqlens_kv counts offset + length per segment.  Given cu_seqlens (an array, list or
+    tensor) and max_seqlen, the micro-batch is taken to hold whole samples."""
+    if hasattr(cu_seqlens, "offsets"):
+        mb = cu_seqlens
+        ends = [o + n for o, n in zip(mb.offsets, mb.lengths)]
+        kv = [0]
+        for e in ends:
+            kv.append(kv[-1] + e)
+        return {"cu_seqlens_q": _int32(mb.cu_seqlens, device), "cu_seqlens_kv": _int32(kv, device),
+                "max_seqlen_q": int(mb.max_seqlen), "max_seqlen_kv": max(ends, default=0),
+                "qkv_format": "thd"}
+    if max_seqlen is None:
+        raise TypeError("packed_seq_params_kwargs: give a MicroBatch, or cu_seqlens and "
+                        "max_seqlen")
+    cu = _int32(cu_seqlens, device)
     return {"cu_seqlens_q": cu, "cu_seqlens_kv": cu, "max_seqlen_q": int(max_seqlen),
             "max_seqlen_kv": int(max_seqlen), "qkv_format": "thd"}

@@ -9,6 +9,7 @@ consecutive blocks in rank order -- the rule of lib/plan/plan.c, so every proces
 computes the same map.
 """
 import os
+import warnings
 from array import array
 
 from .plan import Plan
@@ -141,16 +142,36 @@ class GpuView:
     dataset index (default: the id itself; vlplan.manifest_index(MANIFEST).__getitem__
     maps ids to manifest positions)."""
 
-    def __init__(self, plan, rank=None, world_size=None, start_iter=0, id_to_index=None):
+    def __init__(self, plan, rank=None, world_size=None, start_iter=0, id_to_index=None,
+                 allow_larger_world=False):
         self.plan = plan if isinstance(plan, Plan) else Plan(plan)
         self.rank = _env_int("RANK") if rank is None else int(rank)
         self.world_size = _env_int("WORLD_SIZE") if world_size is None else int(world_size)
         if not 0 <= self.rank < self.world_size:
             raise PlanError(f"rank {self.rank} outside 0..{self.world_size - 1}")
+        planned = self.plan.world_size
+        # a world of another size would leave GPUs idle all epoch, or ask for GPUs that
+        # do not exist: say so before the first step (a larger world only on request)
+        if planned is not None and self.world_size != planned and \
+                not (allow_larger_world and self.world_size > planned):
+            raise PlanError(f"{self.plan.name}: the plan is for {planned} GPUs, the world has "
+                            f"{self.world_size} (WORLD_SIZE); plan for this world, or pass "
+                            "allow_larger_world=True to leave the extra GPUs idle")
         if start_iter < 0:
             raise PlanError(f"start_iter {start_iter} is negative")
+        total = self._known_length()
+        if total is not None and start_iter >= total > 0:
+            raise PlanError(f"{self.plan.name}: start_iter {start_iter} is past the plan's "
+                            f"last iteration ({total - 1})")
         self.start_iter = start_iter
         self.id_to_index = id_to_index or _default_index
+        self._warned_loss = False
+
+    def _known_length(self):
+        try:
+            return len(self.plan)
+        except TypeError:   # a stream whose header does not say
+            return None
 
     def __len__(self):
         return max(0, len(self.plan) - self.start_iter)
@@ -181,6 +202,14 @@ class GpuView:
     def view(self, it):
         """The IterationView of one Iteration for this GPU."""
         v = IterationView(it, self.rank)
+        if v.loss_tokens == 0 and v.tokens > 0:
+            # every token of the iteration was truncated away from its loss: the summed
+            # loss is 0, so dividing by 1 keeps it 0 instead of NaN on every GPU
+            if not self._warned_loss:
+                warnings.warn(f"{self.plan.name}: iteration {v.it} has no loss tokens (all "
+                              "cut by truncation?); its normaliser is taken as 1", stacklevel=2)
+                self._warned_loss = True
+            v.loss_tokens = 1
         r, gpus, k, placed = self._placement(it)
         if r is None:
             return v
@@ -198,6 +227,24 @@ class GpuView:
         v.micro_batches = [self._mb(m, pk, v, by_dp, t, c, p) for m, pk in enumerate(r.mbs)]
         v.bwd = [self._mb(m, pk, v, by_dp, t, c, p) for m, pk in enumerate(r.bwd)]
         return v
+
+    def process_groups(self):
+        """Every process group of the plan, in the one order every process must create
+        them (torch.distributed.new_group is collective): ("tp" | "cp" | "pp", GPUs)
+        tuples, each once, sorted.  Reads the plan once more."""
+        groups = set()
+        for it in self.plan.iterations():
+            for r, gpus in zip(it.ranks, rank_gpus(it)):
+                tp, sp, pp = r.tp, r.sp, r.pp
+                for k in range(len(gpus)):
+                    t, c, p = k % tp, (k // tp) % sp, k // (tp * sp)
+                    if tp > 1:
+                        groups.add(("tp", tuple(gpus[x + tp * (c + sp * p)] for x in range(tp))))
+                    if sp > 1:
+                        groups.add(("cp", tuple(gpus[t + tp * (x + sp * p)] for x in range(sp))))
+                    if pp > 1:
+                        groups.add(("pp", tuple(gpus[t + tp * (c + sp * x)] for x in range(pp))))
+        return sorted(groups)
 
     def _mb(self, m, pack, v, by_dp, t, c, p):
         if pack.shared is None:
