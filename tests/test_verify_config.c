@@ -369,3 +369,16 @@ Test(verify_config, what_simulate_refuses)
               strstr(r.msgs[0], "deadlocks"), "%s", r.msgs[0]);
     fx_fini(&f);
 }
+
+/* tp 32 x sp 2^22 x pp 32 is 2^32 GPUs: in 32 bits the product wraps to 0; counted in 64
+ * bits (saturating) it is far over the 8 GPUs of the cluster. */
+Test(verify_config, gpu_count_does_not_wrap)
+{
+    config((const char *const[]){"training.sp_kind=ring", NULL});
+    plan_of("pack");
+    drop2();
+    p.ranks[0].par = (vl_par){32, 32, 1 << 22, 0};
+    cr_assert_eq(vl_plan_rank_size(&p.ranks[0]), 0u, "the 32-bit product wraps");
+    cr_assert_eq(vl_plan_rank_size64(&p.ranks[0]), 1ull << 32);
+    expect(3, "tp 32 x sp 4194304 x pp 32 needs more than the 8 GPUs of the cluster");
+}

@@ -305,8 +305,8 @@ static bool gpus(vl_reader *r, cur *c, const vl_rank *rk, vl_err *err, vl_status
     uint32_t n = vl_plan_rank_size(rk), buf[64];
     int64_t v;
 
-    if (!LIT(c, ",\"gpus\":[") || n == 0 || n > 64)
-        return false;   /* larger ranks: the jansson path */
+    if (!LIT(c, ",\"gpus\":[") || n == 0 || n > 64 || vl_plan_rank_size64(rk) != n)
+        return false;   /* larger (or wrapping) ranks: the jansson path */
     for (uint32_t k = 0; k < n; k++) {
         if ((k > 0 && !LIT(c, ",")) || !num(c, 0, UINT32_MAX - 1, &v))
             return false;

@@ -211,7 +211,8 @@ static vl_status read_gpus(vl_reader *r, json_t *o, const vl_rank *rk, vl_err *e
 
     if (!g)
         return VL_OK;
-    if (rk->par.tp < 1 || rk->par.sp < 1 || rk->par.pp < 1 || json_array_size(g) != n) {
+    if (rk->par.tp < 1 || rk->par.sp < 1 || rk->par.pp < 1 ||
+        vl_plan_rank_size64(rk) != json_array_size(g) || json_array_size(g) != n) {
         vl__rd_problem(r, 5, "\"gpus\" lists %zu GPUs for tp %d x sp %d x pp %d",
                        json_array_size(g), rk->par.tp, rk->par.sp, rk->par.pp);
         return VL_OK;

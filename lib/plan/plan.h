@@ -243,6 +243,20 @@ static inline uint32_t vl_plan_rank_size(const vl_rank *rk)
 {
     return (uint32_t)rk->par.tp * (uint32_t)rk->par.sp * (uint32_t)rk->par.pp;
 }
+/** tp·sp·pp in 64 bits, saturating at UINT64_MAX: a plan's degrees are read from a file
+ *  (each up to INT32_MAX), and their 32-bit product can wrap to a small number. */
+static inline uint64_t vl_plan_rank_size64(const vl_rank *rk)
+{
+    uint64_t d[3] = {(uint64_t)(uint32_t)rk->par.tp, (uint64_t)(uint32_t)rk->par.sp,
+                     (uint64_t)(uint32_t)rk->par.pp}, n = 1;
+
+    for (int i = 0; i < 3; i++) {
+        if (d[i] != 0 && n > UINT64_MAX / d[i])
+            return UINT64_MAX;
+        n *= d[i];
+    }
+    return n;
+}
 /** Global GPU of coordinate index k = t + tp·(c + sp·p) of rank r of iteration it: the
  *  explicit placement, or the default one -- Megatron's order (tp, cp, dp, pp) when
  *  every rank of the iteration has the same (tp, sp, pp), else consecutive blocks in

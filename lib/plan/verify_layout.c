@@ -41,7 +41,7 @@ static void check_limits(const vl_vctx *v, const vl_rank *rk, const char *where)
 
     if (tp < 1 || pp < 1 || sp < 1)
         return;   /* reported by check_fields */
-    if ((uint64_t)vl_plan_rank_size(rk) > (uint64_t)cfg->cluster.gpus)
+    if (vl_plan_rank_size64(rk) > (uint64_t)cfg->cluster.gpus)
         vl__violation(v->rep, 3, "%s: tp %d x sp %d x pp %d needs more than the %d GPUs of the "
                       "cluster", where, tp, sp, pp, cfg->cluster.gpus);
     if (pp > L)
@@ -116,7 +116,8 @@ static vl_status check_placement(vl_vctx *v, size_t it, vl_err *err)
         const vl_par *par = &p->ranks[in->rank0 + r].par;
         if (par->tp < 1 || par->sp < 1 || par->pp < 1)
             return VL_OK;   /* no placement: the degree is reported by check_fields */
-        total += vl_plan_rank_size(&p->ranks[in->rank0 + r]);
+        uint64_t n = vl_plan_rank_size64(&p->ranks[in->rank0 + r]);
+        total = n > UINT64_MAX - total ? UINT64_MAX : total + n;   /* never wraps */
     }
     /* GPUs beyond the cluster (or any count too large to list) are not placed one by one */
     if (total > (v->cost ? (uint64_t)v->cost->cfg->cluster.gpus : UINT32_MAX)) {
