@@ -357,3 +357,17 @@ Test(hydraulis_plan, paper_shape_32b_64_gpus, .timeout = 120)
     vl_config_free(&homo_cfg);
     vl_config_free(&pack_cfg);
 }
+
+/* s_step is at least 32: below, the proposal DP's work (quadratic in context / s_step)
+ * ran for over a minute on two samples. */
+Test(hydraulis_plan, s_step_has_a_lower_bound)
+{
+    const char *args[] = {"plan", "-s", "hydraulis", "--set", "hydraulis.s_step=1",
+                          "testdata/demo.jsonl", NULL};
+    tu_result r;
+
+    cr_assert_eq(tu_run(&r, NULL, args), 0);
+    cr_expect_eq(r.status, 78, "%s", r.err);
+    cr_expect(strstr(r.err, "hydraulis.s_step: expected 32..") != NULL, "%s", r.err);
+    tu_result_free(&r);
+}

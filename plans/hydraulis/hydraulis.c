@@ -44,8 +44,9 @@ static const vl_param hydraulis_params[] = {
      "randomised dispatch trials per candidate and iteration"},
     {"max_candidates", VL_P_UINT, offsetof(hy_opts, max_candidates), 1, 256, NULL, "8",
      "proposed candidates kept, the homogeneous one included"},
-    {"s_step", VL_P_AUTO_UINT, offsetof(hy_opts, s_step), 1, 1048576, NULL, "auto",
-     "proposal DP length step in tokens; auto: 128, 1024 from 1024 GPUs"},
+    {"s_step", VL_P_AUTO_UINT, offsetof(hy_opts, s_step), 32, 1048576, NULL, "auto",
+     "proposal DP length step in tokens, at least 32 (the DP's work grows with the square "
+     "of context / s_step); auto: 128, 1024 from 1024 GPUs"},
     {"n_step", VL_P_AUTO_UINT, offsetof(hy_opts, n_step), 1, 1024, NULL, "auto",
      "proposal DP GPU step; auto: 1, 4 from 1024 GPUs"},
     {"candidates", VL_P_TEXT, offsetof(hy_opts, candidates), 0, 0, NULL, "auto",
