@@ -217,6 +217,18 @@ static vl_status parse(const char *text, vl_calib_rows *set)
     return vl_calib_parse(set, text, strlen(text), "t.csv", &cfg, &err);
 }
 
+/* A byte-order mark before the header is skipped, as manifests skip it. */
+Test(calibrate, reads_csv_after_a_byte_order_mark)
+{
+    vl_calib_rows set = {0};
+
+    cr_assert_eq(parse("\xEF\xBB\xBFtokens,sum_len2,seconds\n100,2000,0.5\n", &set), VL_OK,
+                 "%s", err.msg);
+    cr_expect_eq(set.n, 1);
+    cr_expect_eq(set.rows[0].tokens, 100);
+    vl_calib_rows_free(&set);
+}
+
 Test(calibrate, reads_csv_and_jsonl_with_defaults)
 {
     vl_calib_rows set = {0};

@@ -242,6 +242,8 @@ vl_status vl_calib_parse(vl_calib_rows *set, const char *text, size_t len, const
             nl = buf + len;
         *nl = '\0';
         c.line++;
+        if (c.line == 1 && nl - p >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
+            p += 3;   /* a UTF-8 byte-order mark, as manifests accept it */
         if (strlen(p) != (size_t)(nl - p)) {
             st = vl_seterr(err, VL_EDATA, "%s:%u: a NUL byte (not a text file)", name, c.line);
             break;
