@@ -220,3 +220,21 @@ Test(cli_ux, stats_table_says_longest_once_with_separators)
     free(man);
     free(dir);
 }
+
+/* -q silences progress and warnings, never what was dropped. */
+Test(cli_ux, drops_said_under_quiet)
+{
+    char *dir = tu_tmpdir(), *man = tu_path(dir, "m.txt"), *out = tu_path(dir, "p.jsonl");
+    cr_assert_eq(tu_write_file(man, "9000\n9500\n"), 0);
+    const char *args[] = {"plan", "-q", "-s", "pack", "--set", "training.oversize=drop",
+                          "--allow-empty", "-o", out, man, NULL};
+    tu_result r = run(args);
+
+    cr_expect(strstr(r.err, "dropped 2 samples over the length limit of 8,192 tokens "
+                            "(18,500 tokens, 100.00% of all tokens)") != NULL, "%s", r.err);
+    tu_result_free(&r);
+    tu_rmtree(dir);
+    free(man);
+    free(out);
+    free(dir);
+}

@@ -175,8 +175,8 @@ static int commit_outputs(plan_sink *k, int rc)
     return cli_output_close_all(CMD, o, 2, rc);
 }
 
-/* What the oversize policy took away, always said (unless -q). */
-static void report_drops(const plan_args *a, const vl_plan *p, const vl_run_result *res)
+/* What the oversize policy took away, always said (-q included). */
+static void report_drops(const vl_plan *p, const vl_run_result *res)
 {
     char cn[32], ct[32], lim[32];
     uint64_t tok[2] = {0, 0}, n[2] = {0, 0};
@@ -186,7 +186,7 @@ static void report_drops(const plan_args *a, const vl_plan *p, const vl_run_resu
         n[t]++;
         tok[t] += p->drops[i].len;
     }
-    if (a->log.quiet || n[0] + n[1] == 0)
+    if (n[0] + n[1] == 0)   /* said under -q too: nothing lost in silence */
         return;
     double total = p->m && p->m->tokens ? (double)p->m->tokens : 1.0;
     cli_progress_clear();
@@ -333,7 +333,7 @@ static int run(plan_args *a, char **ins, int nin)
             cli_progress_clear();
             fputs(res.log, stderr);
         }
-        report_drops(a, &p, &res);
+        report_drops(&p, &res);
         report_oom(a, &res);
         rc = write_metrics(a, &k, &p, secs);
     }
