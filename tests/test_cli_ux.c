@@ -238,3 +238,22 @@ Test(cli_ux, drops_said_under_quiet)
     free(out);
     free(dir);
 }
+
+/* A strategy that hands its plan over whole (hbp) still shows how far it is. */
+Test(cli_ux, progress_meter_for_whole_epoch_strategies)
+{
+    char *dir = tu_tmpdir(), *out = tu_path(dir, "p.jsonl");
+    const char *args[] = {"plan", "-s", "hbp", "-o", out, "testdata/demo.jsonl", NULL};
+    tu_result r;
+
+    setenv("VLPLAN_PROGRESS_DELAY", "0", 1);
+    cr_assert_eq(tu_run_tty(&r, args), 0);
+    unsetenv("VLPLAN_PROGRESS_DELAY");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.err, "planning 8819 samples with hbp: iteration 1, 0 s") != NULL, "%s",
+              r.err);
+    tu_result_free(&r);
+    tu_rmtree(dir);
+    free(out);
+    free(dir);
+}

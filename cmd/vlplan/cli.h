@@ -134,8 +134,8 @@ void cli_progress(const cli_log *l, bool done, const char *fmt, ...)
 #endif
     ;
 /** A progress meter for long work: after the first 2 s it redraws, at most 4 times a
- *  second, "WHAT: iteration DONE/TOTAL (P%), about T s left" (without the share and
- *  the time left when the total is unknown, total < 0). */
+ *  second, "WHAT: iteration DONE/TOTAL (P%), about T s left" ("WHAT: iteration DONE,
+ *  S s" with the seconds spent when the total is unknown, total < 0). */
 typedef struct cli_meter {
     const cli_log *log;
     char what[96];

@@ -120,16 +120,23 @@ typedef struct plan_sink {
     vl_cost cost;
     vl_sim_opts so;
     eval_acc acc;
-    cli_meter meter;      /* iterations handed over, against the announced count */
-    uint64_t done;
+    cli_meter meter;      /* iterations begun, against the announced count */
 } plan_sink;
+
+/* The runner's progress hook: every strategy's iterations, as they are begun. */
+static void on_progress(void *ud, uint64_t begun, int64_t announced)
+{
+    plan_sink *k = ud;
+
+    k->meter.total = announced;
+    cli_meter_step(&k->meter, begun + 1);   /* the iteration being planned, from 1 */
+}
 
 static vl_status sink_begin(void *ud, const vl_plan *p, int64_t iterations, vl_err *err)
 {
     plan_sink *k = ud;
     const char *out = k->a->output;
 
-    k->meter.total = iterations;
     if (k->figures && eval_acc_init(&k->acc, &k->cost, &k->so, err) != VL_OK)
         return err->code;
     if (!k->o) {
@@ -148,8 +155,6 @@ static vl_status sink_iters(void *ud, const vl_plan *p, vl_err *err)
 
     for (size_t it = 0; st == VL_OK && k->figures && it < p->niters; it++)
         st = eval_acc_iter(&k->acc, p, it, NULL, err);
-    k->done += p->niters;
-    cli_meter_step(&k->meter, k->done);
     return st;
 }
 
@@ -278,7 +283,8 @@ static int plan_into(plan_args *a, plan_sink *k, const vl_strategy *s, vl_manife
 {
     vl_run_sink sink = {sink_begin, sink_iters, k};
     vl_run_opts ro = {.seed = cfg->training.seed, .verbose = a->log.verbose,
-                      .allow_oom = a->allow_oom, .sink = &sink};
+                      .allow_oom = a->allow_oom, .sink = &sink, .progress = on_progress,
+                      .progress_ud = k};
     vl_err err = {0};
     int rc = 0;
 

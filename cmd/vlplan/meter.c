@@ -44,7 +44,8 @@ void cli_meter_step(cli_meter *m, uint64_t done)
         return;
     m->drawn = now;
     if (m->total <= 0 || done == 0 || done > (uint64_t)m->total) {
-        cli_progress(m->log, false, "%s: iteration %llu", m->what, (unsigned long long)done);
+        cli_progress(m->log, false, "%s: iteration %llu, %.0f s", m->what,
+                     (unsigned long long)done, spent);
         return;
     }
     double share = (double)done / (double)m->total;

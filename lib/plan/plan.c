@@ -75,6 +75,8 @@ vl_status vl_plan_iter_begin(vl_plan *p, uint32_t epoch, vl_err *err)
 
     if (st != VL_OK)
         return st;
+    if (p->progress)
+        p->progress(p->progress_ud, p->iter_base + p->niters);
     if (!room(&p->iters, p->niters, &p->iters_cap, sizeof *p->iters))
         return oom(err, "iterations", p->niters);
     p->iters[p->niters++] = (vl_iter){.rank0 = p->nranks, .nranks = 0, .epoch = epoch,
@@ -311,6 +313,12 @@ void vl_plan_swap_iters(vl_plan *a, vl_plan *b)
     SWAP(uint64_t, a->iter_base, b->iter_base);
 }
 #undef SWAP
+
+void vl_plan_set_progress(vl_plan *p, void (*fn)(void *ud, uint64_t begun), void *ud)
+{
+    p->progress = fn;
+    p->progress_ud = ud;
+}
 
 void vl_plan_set_flush(vl_plan *p, vl_plan_flush_fn fn, void *ud)
 {

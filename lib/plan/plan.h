@@ -149,6 +149,9 @@ struct vl_plan {
     uint64_t iter_base;
     vl_plan_flush_fn flush;   /* NULL: the plan is held whole */
     void *flush_ud;
+    /* told the iterations begun so far, at every new one (vl_plan_set_progress) */
+    void (*progress)(void *ud, uint64_t begun);
+    void *progress_ud;
 };
 
 /** Start an empty plan over manifest m (borrowed, must outlive p; may be NULL). */
@@ -198,6 +201,9 @@ void vl_plan_swap_iters(vl_plan *a, vl_plan *b);
  *  strategies that never look back (vl_strategy.streams), so memory holds one
  *  iteration however long the epoch. */
 void vl_plan_set_flush(vl_plan *p, vl_plan_flush_fn fn, void *ud);
+/** fn(ud, n) at the start of every iteration a strategy builds, n the iterations before
+ *  it: how far a plan is, also for strategies that hand the plan over whole. */
+void vl_plan_set_progress(vl_plan *p, void (*fn)(void *ud, uint64_t begun), void *ud);
 /** Hand the iterations held to the flush function (none set: nothing). */
 vl_status vl_plan_flush(vl_plan *p, vl_err *err);
 /** Take ownership of malloc'd JSON texts for the header (either may be NULL). */

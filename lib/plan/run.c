@@ -209,6 +209,13 @@ static vl_status on_flush(void *ud, vl_plan *p, vl_err *err)
     return st == VL_OK ? hand_over(c, p, err) : st;
 }
 
+static void on_progress(void *ud, uint64_t begun)
+{
+    const run_ctx *c = ud;
+
+    c->o->progress(c->o->progress_ud, begun, c->rep.iterations);
+}
+
 /* After plan(): what is still held, then the checks that need the whole plan. */
 static vl_status finish(run_ctx *c, vl_plan *p, bool streamed, vl_err *err)
 {
@@ -247,7 +254,10 @@ static vl_status plan_checked(run_ctx *c, vl_plan *out, const vl_selection *sel,
         return st;
     if (streamed)
         vl_plan_set_flush(out, on_flush, c);
+    if (c->o->progress)
+        vl_plan_set_progress(out, on_progress, c);
     st = c->s->plan(c->opts, &job, out, err);
+    vl_plan_set_progress(out, NULL, NULL);
     if (st == VL_OK)
         st = finish(c, out, streamed, err);
     vl_plan_set_flush(out, NULL, NULL);

@@ -32,6 +32,10 @@ typedef struct vl_run_opts {
     bool allow_oom;       /* keep a plan over device memory (counted in the result)
                            * instead of refusing it */
     const vl_run_sink *sink;  /* NULL: the plan is kept whole in *out */
+    /* optional: told the iterations begun so far and the count the strategy announced
+     * (-1 when it announced none), at every new iteration */
+    void (*progress)(void *ud, uint64_t begun, int64_t announced);
+    void *progress_ud;
 } vl_run_opts;
 
 typedef struct vl_run_result {
