@@ -257,3 +257,22 @@ Test(cli_ux, progress_meter_for_whole_epoch_strategies)
     free(out);
     free(dir);
 }
+
+/* CSV numbers are plain: no thousands separators, never e-notation. */
+Test(cli_ux, csv_numbers_are_plain)
+{
+    char *dir = tu_tmpdir(), *plan = tu_path(dir, "p.jsonl");
+    const char *a1[] = {"plan", "-s", "pack", "-o", plan, "testdata/demo.jsonl", NULL};
+    const char *a2[] = {"metrics", "--format", "csv", plan, NULL};
+    tu_result r1 = run(a1), r2 = run(a2);
+
+    cr_assert_eq(r2.status, 0, "%s", r2.err);
+    cr_expect(strstr(r2.out, "e-0") == NULL && strstr(r2.out, "e+") == NULL &&
+              strstr(r2.out, "e-1") == NULL, "%s", r2.out);
+    cr_expect(strncmp(r2.out, "metric,mean,p50,p99,max\nabr,0.", 31) == 0, "%s", r2.out);
+    tu_result_free(&r1);
+    tu_result_free(&r2);
+    tu_rmtree(dir);
+    free(plan);
+    free(dir);
+}

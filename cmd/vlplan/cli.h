@@ -146,6 +146,9 @@ void cli_meter_start(cli_meter *m, const cli_log *l, int64_t total, const char *
 void cli_meter_step(cli_meter *m, uint64_t done);
 /** v with thousands separators ("1,234,567"), as tables print counts.  Returns buf. */
 const char *cli_count(uint64_t v, char *buf, size_t cap);
+/** v for programs (CSV): up to ten decimals, trailing zeros dropped, no separators,
+ *  never e-notation.  Returns buf. */
+const char *cli_plain(double v, char *buf, size_t cap);
 /** v with prec decimals and thousands separators ("5,758.09"); never e-notation. */
 const char *cli_fixed(double v, int prec, char *buf, size_t cap);
 

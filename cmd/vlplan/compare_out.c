@@ -110,21 +110,6 @@ static void print_table(FILE *f, const compare_ctx *ctx, const eval_result *res,
             fprintf(f, "%s: refused: %s\n", res[i].label, res[i].why);
 }
 
-/* A number for programs: up to ten decimals, trailing zeros dropped, never e-notation. */
-static const char *plain(double v, char *buf, size_t cap)
-{
-    char *e;
-
-    snprintf(buf, cap, "%.10f", v);
-    if (strchr(buf, '.')) {
-        for (e = buf + strlen(buf) - 1; *e == '0'; e--)
-            *e = '\0';
-        if (*e == '.')
-            *e = '\0';
-    }
-    return buf;
-}
-
 /* CSV: raw numbers for programs (empty when not available); Markdown: as the table
  * prints them, units in the heading. */
 static void print_rows(FILE *f, const eval_result *res, size_t n, int md)
@@ -156,7 +141,7 @@ static void print_rows(FILE *f, const eval_result *res, size_t n, int md)
                 fprintf(f, "%s%s", sep, r->refused ? "" : md ? work_cell(w, r, buf, sizeof buf)
                                                            : compare_scope_name(r));
             else if (w->kind == 1)
-                fprintf(f, "%s%s", sep, plain(r->token_share, buf, sizeof buf));
+                fprintf(f, "%s%s", sep, cli_plain(r->token_share, buf, sizeof buf));
             else
                 fprintf(f, "%s%llu", sep, (unsigned long long)w->count(r));
         }
@@ -165,7 +150,7 @@ static void print_rows(FILE *f, const eval_result *res, size_t n, int md)
             if (md)
                 fprintf(f, "%s%s", sep, cell(g, r, buf, sizeof buf));
             else if (!r->refused && g->value(r, &v))
-                fprintf(f, "%s%s", sep, plain(v, buf, sizeof buf));
+                fprintf(f, "%s%s", sep, cli_plain(v, buf, sizeof buf));
             else
                 fputs(sep, f);
         }

@@ -218,7 +218,10 @@ void eval_print_csv(FILE *f, const eval_result *r)
         if (!g->dist || !shown(g, r))
             continue;
         const vl_dist *d = g->dist(r);
-        fprintf(f, "%s,%.6g,%.6g,%.6g,%.6g\n", g->key, d->mean, d->p50, d->p99, d->max);
+        char c[4][48];
+        fprintf(f, "%s,%s,%s,%s,%s\n", g->key, cli_plain(d->mean, c[0], 48),
+                cli_plain(d->p50, c[1], 48), cli_plain(d->p99, c[2], 48),
+                cli_plain(d->max, c[3], 48));
     }
 }
 
