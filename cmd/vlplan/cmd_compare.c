@@ -336,10 +336,19 @@ static int plan_rows(const compare_args *a, vl_manifest *m, eval_result *res,
 {
     int rc = 0;
 
+    double t0 = cli_now_s();
+
     for (int i = 0; i < a->nrows && rc == 0; i++) {
         vl_config cfg;
-        cli_progress(&a->log, false, "compare: [%d/%d] planning %s...", i + 1, a->nrows,
-                     a->rows[i].label);
+        double spent = cli_now_s() - t0;
+        if (i == 0)
+            cli_progress(&a->log, false, "compare: [1/%d] planning %s...", a->nrows,
+                         a->rows[i].label);
+        else   /* the rows so far tell how long the rest takes */
+            cli_progress(&a->log, false, "compare: [%d/%d] planning %s... (%.0f%% of the "
+                         "rows, %.0f s so far, about %.0f s left)", i + 1, a->nrows,
+                         a->rows[i].label, 100.0 * i / a->nrows, spent,
+                         spent / i * (a->nrows - i));
         if ((rc = row_config(a, &a->rows[i], &cfg)) != 0)
             break;
         rc = plan_one(a, &a->rows[i], m, &cfg, &res[i], &det[i]);
