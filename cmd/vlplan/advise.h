@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "evaluate.h"
 #include "manifest.h"
+#include "report.h"
 
 #define ADV_MAX_SETS 12   /* --set lines one candidate adds to the user's */
 #define ADV_SET_LEN 64
@@ -120,5 +121,51 @@ double adv_flops_ratio(const vl_config *cfg, const vl_manifest *sample, uint32_t
  *  code for what is not the candidate's fault. */
 int adv_judge(const char *cmd, const adv_cand *c, const vl_config *cfg, vl_manifest *m,
               eval_result *out, bool *refused, char *why, size_t whylen);
+
+/* ---- the command's state (cmd_advise.c) ---- */
+
+typedef struct advise_args {
+    cli_config_args cfg;
+    cli_manifest_args man;
+    cli_log log;
+    const char *list;
+    const char *free_keys[ADV_NKEYS + 1];
+    int nfree;
+    bool free_all;
+    uint64_t batches, top;
+    double budget;
+    bool no_prune;
+    report_format fmt;
+    const char *export_json, *write_plan, *write_metrics;
+    char **manifests;
+    int nmanifests;
+} advise_args;
+
+/* One search: the candidates, the data and its samples, the counts per stage. */
+typedef struct adv_search {
+    const advise_args *a;
+    adv_space sp;
+    vl_manifest *m, *screen, *sample;
+    double scale_screen, scale;   /* data tokens / the screen's, the sample's tokens */
+    adv_bound_cache cache;
+    uint64_t most_screen;         /* the most tokens a screened plan processed */
+    size_t counts[ADV_PLANNED + 1];
+    int gpus;
+    cli_meter meter;
+} adv_search;
+
+
+/** idx[0..n) sorted by key(c[idx]) ascending, ties by index: a total order.  0 or an exit
+ *  code (printed). */
+int adv_sort_by(size_t *idx, size_t n, const adv_cand *c, double (*key)(const adv_cand *));
+/** Same work first: t, or past every time when c planned fewer tokens than the most. */
+double adv_work_key(const adv_cand *c, double t);
+
+/* ---- output (advise_out.c) ---- */
+
+/** The planned rows by epoch time with the Pareto front marked: the summary and table
+ *  (or JSON), the same-work warnings, --export-json, --write-plan.  0 or an exit code;
+ *  EX_DATAERR_ when no candidate was planned. */
+int adv_report(adv_search *s, size_t *idx, size_t nplanned);
 
 #endif
