@@ -6,8 +6,8 @@
  *   bench_pack [-n N] [-c CAP] [-a ALGO[,ALGO...]] [-s SEED] [-r RUNS]
  *              [--mu M --sigma S] [--real FILE [--repeat K]]
  *
- * FILE is a "length,count" histogram (research/data/graphcore_*_hist.csv) expanded into
- * samples, or a CSV whose numeric columns are summed per row (context + generated
+ * FILE is a "length,count" histogram (Graphcore's published SQuAD and Wikipedia ones)
+ * expanded into samples, or a CSV whose numeric columns are summed per row (context + generated
  * tokens in the Azure and Mooncake traces); rows longer than CAP are clipped to CAP.
  * Each algorithm runs RUNS times (default 1) and the fastest run is reported: on a
  * shared machine the minimum is the least disturbed figure.  One line per algorithm:
