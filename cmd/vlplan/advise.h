@@ -76,6 +76,10 @@ void adv_space_free(adv_space *sp);
 int adv_cand_config(const char *cmd, const cli_config_args *user, const adv_cand *c,
                     vl_config *cfg, bool quiet_errors, char *why, size_t whylen);
 
+/** The configuration's names of a layout's ZeRO stage and recompute. */
+const char *adv_zero_name(int zero);
+const char *adv_recompute_name(int recompute);
+
 /** "training.tp=2 training.pp=1 ..." of c (its layout and tuning), into buf. */
 void adv_cand_describe(const adv_cand *c, char *buf, size_t n);
 

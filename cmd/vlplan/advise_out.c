@@ -129,8 +129,8 @@ static void print_table(const adv_search *s, const size_t *idx, size_t n)
             continue;
         printf("%-4zu %-10s %-28s %4d %4d %4d %4d %5s %-9s %12s %9.2f %12s %7zu %5.1f%%  %s%s\n",
                k + 1, c->strategy, c->tune[0] ? c->tune : "(defaults)", c->lay.tp, c->lay.pp,
-               c->lay.sp, c->lay.dp, c->sets[4] + strlen("training.zero="),
-               c->sets[5] + strlen("training.recompute="),
+               c->lay.sp, c->lay.dp, adv_zero_name(c->lay.zero),
+               adv_recompute_name(c->lay.recompute),
                cli_fixed(r->sim.epoch_time_s, 1, t[0], 32), r->sim.peak_mem_gib.max,
                cli_count(r->mt.dropped_tokens, t[1], 32), r->mt.iterations,
                100 * r->sim.mfu_overall, c->pareto ? "*" : "",
@@ -184,8 +184,8 @@ static int json_cand(vl_jw *row, const advise_args *a, const adv_cand *c)
     bad |= vl_jw_str(row, "tuning", c->tune);
     bad |= vl_jw_int(row, "tp", c->lay.tp) | vl_jw_int(row, "pp", c->lay.pp);
     bad |= vl_jw_int(row, "sp", c->lay.sp) | vl_jw_int(row, "dp", c->lay.dp);
-    bad |= vl_jw_str(row, "zero", c->sets[4] + strlen("training.zero="));
-    bad |= vl_jw_str(row, "recompute", c->sets[5] + strlen("training.recompute="));
+    bad |= vl_jw_str(row, "zero", adv_zero_name(c->lay.zero));
+    bad |= vl_jw_str(row, "recompute", adv_recompute_name(c->lay.recompute));
     bad |= vl_jw_bool(row, "pareto", c->pareto);
     bad |= vl_jw_num(row, "bound_s", c->bound_s);
     bad |= vl_jw_num(row, "screen_epoch_time_s", c->screen_s);

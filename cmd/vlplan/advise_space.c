@@ -28,6 +28,16 @@ static const struct {
 static const char *const zero_names[] = {"0", "1", "2", "3", "mdo"};
 static const char *const recompute_names[] = {"none", "selective", "full", "auto"};
 
+const char *adv_zero_name(int zero)
+{
+    return zero >= 0 && zero < 5 ? zero_names[zero] : "?";
+}
+
+const char *adv_recompute_name(int recompute)
+{
+    return recompute >= 0 && recompute < 4 ? recompute_names[recompute] : "?";
+}
+
 #define MAX_VALUES 16
 
 static size_t pow2_values(int *out, int lo, int hi)
@@ -110,8 +120,8 @@ static void fill_sets(adv_cand *c)
     }
     snprintf(v, sizeof v, "%d", c->lay.dp);
     add_set(c, "training.dp", v);
-    add_set(c, adv_key_paths[ADV_ZERO], zero_names[c->lay.zero]);
-    add_set(c, adv_key_paths[ADV_RECOMPUTE], recompute_names[c->lay.recompute]);
+    add_set(c, adv_key_paths[ADV_ZERO], adv_zero_name(c->lay.zero));
+    add_set(c, adv_key_paths[ADV_RECOMPUTE], adv_recompute_name(c->lay.recompute));
     snprintf(tune, sizeof tune, "%s", c->tune);
     for (char *save = NULL, *kv = strtok_r(tune, ",", &save); kv;
          kv = strtok_r(NULL, ",", &save))
@@ -191,7 +201,6 @@ int adv_cand_config(const char *cmd, const cli_config_args *user, const adv_cand
 {
     cli_config_args a = *user;
     vl_err err = {0};
-    vl_status st;
 
     for (int i = 0; i < c->nsets; i++) {
         if (a.nsets >= (int)(sizeof a.sets / sizeof a.sets[0])) {
@@ -200,18 +209,8 @@ int adv_cand_config(const char *cmd, const cli_config_args *user, const adv_cand
         }
         a.sets[a.nsets++] = c->sets[i];
     }
-    st = vl_config_init_default(cfg, &err);
-    for (int i = 0; st == VL_OK && i < a.npaths; i++)
-        st = vl_config_load_file(cfg, a.paths[i], &err);
-    for (int i = 0; st == VL_OK && i < a.nsets; i++)
-        st = vl_config_set(cfg, a.sets[i], &err);
-    if (st == VL_OK && a.seed_set)
-        cfg->training.seed = a.seed;
-    if (st == VL_OK)
-        st = vl_config_finalize(cfg, &err);
-    if (st == VL_OK)
+    if (cli_config_build(&a, NULL, NULL, cfg, &err) == VL_OK)
         return 0;
-    vl_config_free(cfg);
     snprintf(why, whylen, "%s", err.msg);
     if (!quiet_errors)
         return cli_fail(cmd, &err);

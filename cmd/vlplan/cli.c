@@ -203,31 +203,38 @@ int cli_config_load(const char *cmd, const cli_config_args *a, vl_config *cfg)
     return cli_config_load_over(cmd, a, NULL, NULL, cfg);
 }
 
+vl_status cli_config_build(const cli_config_args *a, const char *base, const char *base_name,
+                           vl_config *cfg, vl_err *err)
+{
+    vl_status st = vl_config_init_default(cfg, err);
+
+    if (st == VL_OK && a->npaths == 0 && base) {
+        st = vl_config_load_string(cfg, base, base_name, err);
+        /* a recorded config states the dp it derived; re-derive it, so that --set
+         * training.pp=2 over a plan's own config means what it says */
+        if (st == VL_OK && a->nsets > 0)
+            st = vl_config_set(cfg, "training.dp=0", err);
+    }
+    for (int i = 0; st == VL_OK && i < a->npaths; i++)
+        st = vl_config_load_file(cfg, a->paths[i], err);
+    for (int i = 0; st == VL_OK && i < a->nsets; i++)
+        st = vl_config_set(cfg, a->sets[i], err);
+    if (st == VL_OK && a->seed_set)
+        cfg->training.seed = a->seed;
+    if (st == VL_OK)
+        st = vl_config_finalize(cfg, err);
+    if (st != VL_OK)
+        vl_config_free(cfg);
+    return st;
+}
+
 int cli_config_load_over(const char *cmd, const cli_config_args *a, const char *base,
                          const char *base_name, vl_config *cfg)
 {
     vl_err err = {0};
-    vl_status st = vl_config_init_default(cfg, &err);
 
-    if (st == VL_OK && a->npaths == 0 && base) {
-        st = vl_config_load_string(cfg, base, base_name, &err);
-        /* a recorded config states the dp it derived; re-derive it, so that --set
-         * training.pp=2 over a plan's own config means what it says */
-        if (st == VL_OK && a->nsets > 0)
-            st = vl_config_set(cfg, "training.dp=0", &err);
-    }
-    for (int i = 0; st == VL_OK && i < a->npaths; i++)
-        st = vl_config_load_file(cfg, a->paths[i], &err);
-    for (int i = 0; st == VL_OK && i < a->nsets; i++)
-        st = vl_config_set(cfg, a->sets[i], &err);
-    if (st == VL_OK && a->seed_set)
-        cfg->training.seed = a->seed;
-    if (st == VL_OK)
-        st = vl_config_finalize(cfg, &err);
-    if (st != VL_OK) {
-        vl_config_free(cfg);
+    if (cli_config_build(a, base, base_name, cfg, &err) != VL_OK)
         return cli_fail(cmd, &err);
-    }
     return 0;
 }
 

@@ -95,6 +95,10 @@ int cli_config_add_file(const char *cmd, cli_config_args *a, const char *path);
 int cli_config_option(const char *cmd, cli_config_args *a, int key, const char *arg);
 /** Default preset, then -c file, then --set overrides, then --seed; finalize. */
 int cli_config_load(const char *cmd, const cli_config_args *a, vl_config *cfg);
+/** What cli_config_load_over does, without printing: VL_OK, or the failure in err (cfg
+ *  freed).  For a caller that judges a refused configuration itself (advise). */
+vl_status cli_config_build(const cli_config_args *a, const char *base, const char *base_name,
+                           vl_config *cfg, vl_err *err);
 /** The same, with base (YAML or JSON text, e.g. a plan header's config) in place of
  *  the -c file when none was given; base may be NULL. */
 int cli_config_load_over(const char *cmd, const cli_config_args *a, const char *base,

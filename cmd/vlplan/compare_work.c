@@ -45,9 +45,9 @@ void compare_ctx_describe(compare_ctx *ctx, const vl_manifest *m, const vl_confi
 
 bool compare_epoch_scope(const char *strategy, const vl_config *cfg)
 {
-    if (strcmp(strategy, "pack") == 0)
-        return cfg->pack.scope == VL_PACK_SCOPE_EPOCH;
-    return strcmp(strategy, "hbp") == 0;
+    const vl_strategy *s = vl_strategy_find(strategy);
+
+    return s && s->epoch_scope && s->epoch_scope(cfg);
 }
 
 static size_t find_baseline(const eval_result *res, size_t n, const char *baseline)

@@ -531,10 +531,8 @@ double vl_cost_dp_exposed(const vl_cost *c, double grad, double param)
 
 double vl_cost_dp_sync_time(const vl_cost *c, const vl_par *par, int dp, int layers)
 {
-    double o = c->cfg->training.overlap_dp;
-
-    return (1 - o) * (vl_cost_dp_grad_time(c, par, dp, layers) +
-                      vl_cost_dp_param_time(c, par, dp, layers));
+    return vl_cost_dp_exposed(c, vl_cost_dp_grad_time(c, par, dp, layers),
+                              vl_cost_dp_param_time(c, par, dp, layers));
 }
 
 double vl_cost_optimizer_time(const vl_cost *c, double state_bytes)

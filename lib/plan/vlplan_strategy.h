@@ -87,6 +87,10 @@ typedef struct vl_strategy {
      *  verify holds every pack to; NULL: the strategy states none (verify then checks
      *  only that a pack's tokens fit its capacity). */
     uint64_t (*max_cap)(const void *opts, const vl_config *cfg);
+    /** Optional: true when, under cfg, it regroups samples across the epoch's iterations
+     *  (epoch scope) rather than keeping each sampled global batch (batch scope, the
+     *  default when NULL): what `compare` holds rows to. */
+    bool (*epoch_scope)(const vl_config *cfg);
     /** Optional cross-field checks of the bound opts (VL_ECONFIG with a message). */
     vl_status (*validate)(const void *opts, const vl_config *cfg, vl_err *err);
     /** Plan every epoch of job->sel into out (iterations in order). */

@@ -54,6 +54,12 @@ static uint32_t pack_max_len(const void *opts, const vl_config *cfg)
     return splits(cfg) ? UINT32_MAX : cfg->training.max_seq_len;
 }
 
+/* Whole-epoch packing regroups the epoch; pack.scope=batch keeps each global batch. */
+static bool pack_epoch_scope(const vl_config *cfg)
+{
+    return cfg->pack.scope == VL_PACK_SCOPE_EPOCH;
+}
+
 /* A pack holds up to max_seq_len tokens (a split sample's pieces too). */
 static uint64_t pack_max_cap(const void *opts, const vl_config *cfg)
 {
@@ -97,6 +103,7 @@ const vl_strategy vl_strategy_pack = {
     .params = NULL,
     .opts_size = 0,
     .max_len = pack_max_len,
+    .epoch_scope = pack_epoch_scope,
     .max_cap = pack_max_cap,
     .validate = pack_validate,
     .plan = pack_plan,

@@ -153,6 +153,13 @@ static void hbp_describe_max_len(const void *opts, const vl_config *cfg, char *b
     snprintf(buf, n, "hbp's longest group, %u; set by hbp.groups", hbp_max_len(opts, cfg));
 }
 
+/* HBP groups the whole epoch by length before it cuts iterations. */
+static bool hbp_epoch_scope(const vl_config *cfg)
+{
+    (void)cfg;
+    return true;
+}
+
 /* A pack is one group's length: the longest group at most. */
 static uint64_t hbp_max_cap(const void *opts, const vl_config *cfg)
 {
@@ -357,6 +364,7 @@ const vl_strategy vl_strategy_hbp = {
     .params = hbp_params,
     .opts_size = sizeof(hbp_opts),
     .max_len = hbp_max_len,
+    .epoch_scope = hbp_epoch_scope,
     .describe_max_len = hbp_describe_max_len,
     .max_cap = hbp_max_cap,
     .validate = hbp_validate,
