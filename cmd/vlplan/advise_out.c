@@ -312,8 +312,13 @@ int adv_report(adv_search *s, size_t *idx, size_t nplanned)
     if (n == 0 && !s->a->log.quiet)
         fprintf(stderr, "vlplan advise: no candidate fits and plans the data; see the "
                         "counts above (--no-prune, --free, another -c)\n");
-    if (rc == 0 && n > 0 && s->a->write_plan)
+    /* the winner is a result only when it fits and did the full work */
+    bool winner = n > 0 && eval_fits(&s->sp.c[idx[0]].full) && !s->sp.c[idx[0]].less_work;
+    if (rc == 0 && s->a->write_plan && winner)
         rc = write_winner(s->a, &s->sp.c[idx[0]]);
-    return rc == 0 && n == 0 ? EX_DATAERR_ : rc;
+    else if (rc == 0 && s->a->write_plan)
+        cli_error(CMD, "no planned row fits device memory with the full work: %s not written",
+                  s->a->write_plan);
+    return rc == 0 && !winner ? EX_DATAERR_ : rc;
 }
 
