@@ -229,6 +229,11 @@ def check_rank(mbs, bwd, sched: Sequence[Op], group_of, where: str) -> None:
                                     f"but its tokens [{at}, {a}) were not forwarded before "
                                     "it by the same GPUs in the same placement: their keys "
                                     "and values are not there")
+                twice = [(x, y) for x, y, _ in fwd_runs.get(sid, []) if x < b and a < y]
+                if twice:
+                    raise PlanError(f"{w}: segment {j}: tokens [{max(a, twice[0][0])}, "
+                                    f"{min(b, twice[0][1])}) of sample {sid!r} forwarded "
+                                    "twice (in two packs, or on two CP coordinates)")
                 fwd_runs.setdefault(sid, []).append((a, b, place))
                 holder.setdefault(sid, []).append((a, b, op.index))
             if op.index not in recomputed:

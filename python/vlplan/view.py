@@ -267,9 +267,11 @@ class GpuView:
     def process_groups(self) -> List[Tuple[int, ...]]:
         """Every group of two or more GPUs that some iteration runs collectives in -- the
         tensor, context (sequence) and pipeline groups of every rank and the merged CP
-        group of every shared pack -- sorted by size, then GPUs: every process creates
-        them all, in this order (torch.distributed.new_group must be called by every
-        process for every group, in one order).  Reads the whole plan."""
+        group of every shared pack -- each as its sorted GPUs, sorted by size, then GPUs:
+        every process creates them all, in this order (torch.distributed.new_group must
+        be called by every process for every group, in one order).  torch numbers a
+        group's members by global rank; a member's CP index is its place in cp_group,
+        which the plan's "gpus" may order otherwise.  Reads the whole plan."""
         groups = set()
         for it in self.plan.iterations():
             placed = rank_gpus(it)
@@ -278,15 +280,16 @@ class GpuView:
                 tp, sp, pp = r.tp, r.sp, r.pp
                 for k in range(len(gpus)):
                     t, c, p = k % tp, (k // tp) % sp, k // (tp * sp)
-                    groups.add(tuple(gpus[x + tp * (c + sp * p)] for x in range(tp)))
-                    groups.add(tuple(gpus[t + tp * (x + sp * p)] for x in range(sp)))
-                    groups.add(tuple(gpus[t + tp * (c + sp * x)] for x in range(pp)))
+                    groups.add(tuple(sorted(gpus[x + tp * (c + sp * p)] for x in range(tp))))
+                    groups.add(tuple(sorted(gpus[t + tp * (x + sp * p)] for x in range(sp))))
+                    groups.add(tuple(sorted(gpus[t + tp * (c + sp * x)] for x in range(pp))))
                 for pack in list(r.mbs) + list(r.bwd):
                     if pack.shared is None:
                         continue
                     for t in range(tp):
                         for p in range(pp):
-                            groups.add(tuple(self._merged(it, by_dp, pack, t, p, tp, sp, pp)))
+                            groups.add(tuple(sorted(
+                                self._merged(it, by_dp, pack, t, p, tp, sp, pp))))
         return sorted((g for g in groups if len(g) > 1), key=lambda g: (len(g), g))
 
     def _placement(self, it):
