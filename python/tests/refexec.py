@@ -50,6 +50,8 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 import vlplan  # noqa: E402
 from vlplan import contract  # noqa: E402
 from vlplan.stream import PlanError  # noqa: E402
+from vlplan.torch_adapters import (IGNORE_INDEX, PackedDataset, collate_packed,  # noqa: E402
+                                   iteration_batches)
 
 torch.set_default_dtype(torch.float64)
 VOCAB, DIM, HEADS, KV_HEADS, HEAD_DIM, FFN, LAYERS = 61, 16, 4, 2, 4, 24, 2
@@ -233,6 +235,7 @@ class Executor:
                     t = self.tokens_of(mb.ids[j])
                     labels[i] = t[ps + 1] if ps + 1 < t.numel() else IGNORE
             f.head = (x_last, token_losses(self.p, x_last, labels))
+            self.check_batch(f, labels)
         if not grad:
             f.layers, f.head = None, None      # only the keys and values stay
         return f
@@ -455,18 +458,64 @@ class Executor:
                 del self.store[sid]
 
     # ---- one iteration
+    def loader_batches(self, it, ops):
+        """What the DataLoader path (PlanBatchSampler, PackedDataset, collate_packed) gives
+        this GPU for the iteration, checked against the operations: the same forwards in
+        the same order, each followed by the same backward packs (each forward's tokens
+        are checked in forward())."""
+        if self.mode != "exact":
+            return []
+        ds = PackedDataset(self, labels=True)
+        got = [collate_packed([ds[k] for k in keys]) for keys in iteration_batches(it)]
+        if not it.active or not it.micro_batches:
+            assert len(got) == 1 and got[0]["op"] == "idle" and got[0]["last"]
+            return []
+        want, backs = [], []
+        for op in ops:
+            if op.kind == "B":
+                backs[-1].append(op.index)
+            else:
+                want.append((op.kind, op.index))
+                backs.append([])
+        assert [(b["op"], b["step"]) for b in got] == want, "the loader's forwards differ"
+        assert [[j for j, _ in b["backward"]] for b in got] == backs, "backward packs differ"
+        assert [b["last"] for b in got] == [False] * (len(got) - 1) + [True]
+        return got
+
+    def __getitem__(self, sid):
+        """The dataset the loader path reads: a sample's tokens by id."""
+        return self.tokens_of(sid)
+
+    def check_batch(self, f, labels):
+        """The loader's batch for this forward holds this GPU's tokens, positions, labels
+        and cu_seqlens as the executor computed them."""
+        b = self.batch
+        if b is None:
+            return
+        real = f.real
+        assert torch.equal(b["tokens"], f.tokens), "the loader's tokens differ"
+        assert torch.equal(b["loss_mask"].bool(), real)
+        assert torch.equal(b["position_ids"][real], f.pos[real])
+        want = labels.clone()
+        want[want == IGNORE] = IGNORE_INDEX
+        assert torch.equal(b["labels"], want), "the loader's labels differ"
+        assert b["cu_seqlens_kv"].tolist() == f.sh.cu_seqlens_kv
+        assert b["sharded_cu_seqlens_q_padded"].tolist() == f.sh.sharded_cu_seqlens_q_padded
+
     def run(self, it):
         """Execute this GPU's part of iteration it."""
         self.store: Dict[object, List[Run]] = {}
+        ops = it.ops() if it.active else []
+        batches = self.loader_batches(it, ops)
         if not it.active or it.tp_rank or it.pp_rank:
             return 0
-        ops = it.ops()
         self.will_recompute = False
         recompute = {op.index for op in ops if op.kind == "R"}
         fwds = {}
         backs = it.backward_packs()
         for op in ops:
             mb = it.micro_batches[op.index] if op.kind != "B" else backs[op.index]
+            self.batch = batches.pop(0) if op.kind != "B" and batches else None
             if mb.barrier:
                 if op.kind == "F":
                     dist.barrier(group=self.group(mb.cp_group))

@@ -141,8 +141,11 @@ def run_world(tmp, man, specs, world=WORLD, timeout=900):
             if p.poll() is None:
                 p.kill()
     if any(p.returncode for p in procs):
-        bad = next(i for i, p in enumerate(procs) if p.returncode)
-        pytest.fail(f"process {bad} of the world failed:\n{logs[bad][-4000:]}")
+        # the process that failed first, not one that lost its peers after
+        bad = [i for i, p in enumerate(procs) if p.returncode]
+        first = next((i for i in bad if "Connection closed" not in logs[i]), bad[0])
+        pytest.fail(f"processes {bad} of the world failed; process {first}:\n"
+                    f"{logs[first][-4000:]}")
     with open(out) as f:
         return json.load(f)
 

@@ -178,7 +178,7 @@ def collate_packed(items: List[Tuple[PlanKey, torch.Tensor, torch.Tensor]]) -> D
     first = keys[0]
     info: BatchInfo = first.info
     real = [(k, t, lab) for k, t, lab in items if k.index != _IDLE]
-    with_labels = bool(real) and all(lab.numel() == k.length for k, _, lab in real)
+    with_labels = all(lab.numel() == k.length for k, _, lab in real)
     toks, pos, labs, mask = [], [], [], []
     for k, t, lab in real:
         pad = torch.zeros(k.pad, dtype=torch.long)
@@ -203,8 +203,8 @@ def collate_packed(items: List[Tuple[PlanKey, torch.Tensor, torch.Tensor]]) -> D
            "it": first.it, "step": first.step, "steps": first.steps, "last": info.last,
            "loss_tokens": first.loss_tokens, "loss_scale": info.loss_scale,
            "active": info.op != "idle", "keys": [k for k, _, _ in real]}
-    if with_labels:
-        out["labels"] = torch.cat(labs)
+    if with_labels:     # PackedDataset(labels=True), or no token at all
+        out["labels"] = torch.cat(labs) if labs else empty
     return out
 
 
