@@ -45,7 +45,8 @@ import torch
 import torch.distributed as dist
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, ".."))
+if not os.environ.get("VLPLAN_TEST_INSTALLED"):
+    sys.path.insert(0, os.path.join(HERE, ".."))
 
 import vlplan  # noqa: E402
 from vlplan import contract  # noqa: E402
