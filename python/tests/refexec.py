@@ -39,7 +39,7 @@ import sys
 import time
 import zlib
 from datetime import timedelta
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 import torch
 import torch.distributed as dist
@@ -49,7 +49,6 @@ if not os.environ.get("VLPLAN_TEST_INSTALLED"):
     sys.path.insert(0, os.path.join(HERE, ".."))
 
 import vlplan  # noqa: E402
-from vlplan import contract  # noqa: E402
 from vlplan.stream import PlanError  # noqa: E402
 from vlplan.torch_adapters import (IGNORE_INDEX, PackedDataset, collate_packed,  # noqa: E402
                                    iteration_batches)
