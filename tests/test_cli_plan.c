@@ -414,3 +414,27 @@ Test(cli_plan, man_page_lists_the_registry)
     tu_result_free(&r);
     free(man);
 }
+
+/* Truncation that cuts every loss token of an iteration's samples leaves it a normaliser
+ * of 0: plan says so (a trainer dividing by it would spread NaN), and -q keeps quiet. */
+Test(cli_plan, iterations_without_loss_tokens_are_said)
+{
+    char *man = tu_path(dir, "loss.jsonl"), *o = tu_path(dir, "loss_plan.jsonl");
+    cr_assert_eq(tu_write_file(man, "{\"id\":0,\"length\":9000,\"loss_tokens\":100}\n"), 0);
+    const char *args[] = {"plan", "-s", "pack", "--set", "training.oversize=truncate", "--set",
+                          "training.max_seq_len=8192", "-o", o, man, NULL};
+    tu_result r;
+    cr_assert_eq(tu_run(&r, NULL, args), 0);
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.err, "warning: 1 iteration has tokens but no loss token (first: "
+                            "iteration 0;") != NULL, "%s", r.err);
+    tu_result_free(&r);
+    const char *quiet[] = {"plan", "-q", "-s", "pack", "--set", "training.oversize=truncate",
+                           "--set", "training.max_seq_len=8192", "-f", "-o", o, man, NULL};
+    cr_assert_eq(tu_run(&r, NULL, quiet), 0);
+    cr_expect(strstr(r.err, "no loss token") == NULL, "%s", r.err);
+    cr_expect(strstr(r.err, "truncated 1 samples") != NULL, "%s", r.err);
+    tu_result_free(&r);
+    free(man);
+    free(o);
+}

@@ -121,6 +121,8 @@ typedef struct plan_sink {
     vl_sim_opts so;
     eval_acc acc;
     cli_meter meter;      /* iterations begun, against the announced count */
+    uint64_t lossless;    /* iterations with tokens but no loss token (truncation) */
+    uint64_t first_lossless;
 } plan_sink;
 
 /* The runner's progress hook: every strategy's iterations, as they are begun. */
@@ -153,9 +155,30 @@ static vl_status sink_iters(void *ud, const vl_plan *p, vl_err *err)
     plan_sink *k = ud;
     vl_status st = vl_plan_writer_iters(k->w, p, err);
 
-    for (size_t it = 0; st == VL_OK && k->figures && it < p->niters; it++)
-        st = eval_acc_iter(&k->acc, p, it, NULL, err);
+    for (size_t it = 0; st == VL_OK && it < p->niters; it++) {
+        uint64_t tokens, loss;
+        vl_plan_iter_totals(p, it, &tokens, &loss, NULL);
+        if (tokens && !loss && !k->lossless++)
+            k->first_lossless = p->iter_base + it;
+        if (k->figures)
+            st = eval_acc_iter(&k->acc, p, it, NULL, err);
+    }
     return st;
+}
+
+/* An iteration whose loss tokens were all truncated away has a normaliser of 0: a
+ * trainer dividing by it spreads NaN (python/vlplan guards with loss_scale 0). */
+static void report_lossless(const plan_args *a, const plan_sink *k)
+{
+    if (a->log.quiet || !k->lossless)
+        return;
+    cli_progress_clear();
+    fprintf(stderr, "vlplan plan: warning: %llu %s tokens but no loss token "
+                    "(first: iteration %llu; truncation cut every loss token of their "
+                    "samples): their loss_tokens is 0, so divide by it only when it is not "
+                    "0 (python: it.loss_scale is 0 there)\n",
+            (unsigned long long)k->lossless, k->lossless == 1 ? "iteration has" : "iterations have",
+            (unsigned long long)k->first_lossless);
 }
 
 /* The footer; the file goes under its name with the metrics (commit_outputs). */
@@ -340,6 +363,7 @@ static int run(plan_args *a, char **ins, int nin)
             fputs(res.log, stderr);
         }
         report_drops(&p, &res);
+        report_lossless(a, &k);
         report_oom(a, &res);
         rc = write_metrics(a, &k, &p, secs);
     }

@@ -8,7 +8,13 @@ import sys
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "python"))
+# VLPLAN_TEST_INSTALLED: test the vlplan that is installed, not the source tree
+if not os.environ.get("VLPLAN_TEST_INSTALLED"):
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+else:
+    import vlplan as _installed
+    assert not os.path.abspath(_installed.__file__).startswith(os.path.join(ROOT, "python")), \
+        f"VLPLAN_TEST_INSTALLED, but vlplan comes from the source tree: {_installed.__file__}"
 MANIFEST = os.path.join(ROOT, "testdata", "golden", "manifest.jsonl")
 
 

@@ -40,9 +40,11 @@ def test_dataloader_loop_over_a_plan(tmp_path, workers):
     plan = Plan(path)
     seen = []
     steps = 0
-    # the first GPU of each rank keeps what it loads: each pack once
+    # the GPUs at tensor coordinate 0 and stage 0 keep what they load: each CP member its
+    # share, so every token once
     leaders = {(g, v.it) for g in range(8) for v in GpuView(plan, g, 8)
-               if v.active and v.rank_gpus[0] == g}
+               if v.active and v.tp_rank == 0 and v.pp_rank == 0}
+    assert any(v.sp > 1 for v in GpuView(plan, 0, 8)), "no context parallelism in the plan"
     for gpu in range(8):
         sampler = PlanBatchSampler(GpuView(plan, gpu, 8))
         loader = DataLoader(PackedDataset(Tokens(lengths)), batch_sampler=sampler,
@@ -51,12 +53,12 @@ def test_dataloader_loop_over_a_plan(tmp_path, workers):
         for b in loader:
             n += 1
             assert b["cu_seqlens"].dtype == torch.int32
-            assert int(b["cu_seqlens"][-1]) == b["tokens"].numel()
-            assert b["position_ids"].shape == b["tokens"].shape
+            assert int(b["cu_seqlens"][-1]) == b["local_tokens"] <= b["tokens"].numel()
+            assert b["position_ids"].shape == b["tokens"].shape == b["loss_mask"].shape
             if b["last"]:
                 steps += 1      # the optimizer steps here
             if b["active"] and (gpu, b["it"]) in leaders:
-                seen.append(b["tokens"])
+                seen.append(b["tokens"][b["loss_mask"].bool()])
             assert b["loss_tokens"] > 0
         assert n == len(sampler)
     assert steps == 8 * len(plan)

@@ -136,16 +136,22 @@ def byte_lines(src):
 
 
 def _split(reader, name):
-    rest = b""
+    pending = []    # pieces of the line not yet ended: joined once, so a long line is linear
     while True:
         chunk = reader.read(_CHUNK)
         if not chunk:
             break
         if isinstance(chunk, str):
             raise PlanError(f"{name}: opened in text mode; open it with 'rb'")
-        lines = (rest + chunk).split(b"\n")
-        rest = lines.pop()
-        for line in lines:
+        if b"\n" not in chunk:
+            pending.append(chunk)
+            continue
+        lines = chunk.split(b"\n")
+        pending += [lines[0], b"\n"]
+        yield b"".join(pending)
+        for line in lines[1:-1]:
             yield line + b"\n"
+        pending = [lines[-1]] if lines[-1] else []
+    rest = b"".join(pending)
     if rest:
         yield rest
