@@ -93,3 +93,24 @@ def test_slice_attends_to_its_earlier_keys(tmp_path):
     assert kw["cu_seqlens_q"].tolist() == [0, 4096, 4106]
     assert kw["cu_seqlens_kv"].tolist() == [0, 8192, 8202]   # 4096 earlier keys included
     assert kw["max_seqlen_q"] == 4096 and kw["max_seqlen_kv"] == 8192
+
+
+def _cycle_plan(tmp_path, order_of_rank2):
+    """Three ranks, three packs each shared by two of them: X = {0,1}, Y = {1,2},
+    Z = {0,2}.  Rank 0 runs X then Z, rank 1 Y then X; rank 2 runs Z then Y (a cycle:
+    every member waits for another) or Y then Z (an order every rank can follow)."""
+    head = dict(HEADER, config={"cluster": {"gpus": 3}})
+    x = {"seg": [[0, 0, 4]], "shared": [0, 1]}
+    y = {"seg": [[1, 0, 4]], "shared": [1, 2]}
+    z = {"seg": [[2, 0, 4]], "shared": [0, 2]}
+    rank2 = [z, y] if order_of_rank2 == "cycle" else [y, z]
+    it = {"type": "iter", "it": 0, "epoch": 0, "ranks": [
+        {"dp": 0, "mbs": [x, z]}, {"dp": 1, "mbs": [y, x]}, {"dp": 2, "mbs": rank2}]}
+    return write_lines(tmp_path / f"{order_of_rank2}.jsonl", [head, it])
+
+
+def test_shared_packs_that_deadlock_are_refused(tmp_path):
+    with pytest.raises(PlanError, match="the shared packs deadlock"):
+        list(Plan(_cycle_plan(tmp_path, "cycle")).iterations())
+    # rank 0: X, Z; rank 1: Y, X; rank 2: Y, Z -- Y, then X, then Z
+    assert len(list(Plan(_cycle_plan(tmp_path, "ok")).iterations())) == 1

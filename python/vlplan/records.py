@@ -3,6 +3,7 @@ before anyone sees it, and turned into plain objects.  The rules follow the C re
 only the structure is required, every redundant field is checked when present."""
 from collections import namedtuple
 
+from .contract import schedule
 from .stream import PlanError
 
 SCHEMA = "vlplan.plan/1"
@@ -195,6 +196,56 @@ def _check_shared(ranks, w):
                            f"shared by {list(members)}")
 
 
+def _shared_events(r):
+    """The shared operations of rank r in the order it runs them, each named as every
+    member names it: (side, members, ordinal among the rank's packs of that side shared
+    by those members) -- the copies that must start together (lib/model/sim_dag.c)."""
+    back = r.bwd or r.mbs
+    ordinal = {}
+    for side, packs in (("F", r.mbs), ("B", back)):
+        seen = {}
+        for j, p in enumerate(packs):
+            if p.shared is not None:
+                ordinal[side, j] = seen[p.shared] = seen.get(p.shared, -1) + 1
+    out = []
+    for op in schedule(len(r.mbs), len(r.bwd), r.schedule):
+        if op.kind == "R":
+            continue
+        pack = (r.mbs if op.kind == "F" else back)[op.index]
+        if pack.shared is not None:
+            out.append((op.kind, pack.shared, ordinal[op.kind, op.index]))
+    return out
+
+
+def _check_shared_order(ranks, w):
+    """A shared operation starts when it is next on every member, so the ranks' orders of
+    their shared operations must agree: a cycle (A runs X before Y, B runs Y before X)
+    deadlocks, and verify refuses it too."""
+    after, waits = {}, {}
+    for r in ranks:
+        ev = _shared_events(r)
+        for e in ev:
+            after.setdefault(e, set())
+            waits.setdefault(e, 0)
+        for a, b in zip(ev, ev[1:]):
+            if b not in after[a]:
+                after[a].add(b)
+                waits[b] += 1
+    ready = [e for e, n in waits.items() if n == 0]
+    done = 0
+    while ready:
+        e = ready.pop()
+        done += 1
+        for b in after[e]:
+            waits[b] -= 1
+            if waits[b] == 0:
+                ready.append(b)
+    if done < len(waits):
+        stuck = sorted({e[1] for e, n in waits.items() if n > 0})
+        w.fail(f"the shared packs deadlock: ranks run them in orders that wait on each "
+               f"other (packs shared by {', '.join(str(list(m)) for m in stuck)})")
+
+
 def iteration(rec, name, line, expect_it, uneven):
     """The iteration record rec (already known to be {"type": "iter"}) as an Iteration."""
     w = Where(name, line)
@@ -217,6 +268,7 @@ def iteration(rec, name, line, expect_it, uneven):
         w.fail("ranks run different numbers of micro-batches "
                f"({[len(r.mbs) for r in ranks]}) and the header does not declare uneven_mbs")
     _check_shared(ranks, w)
+    _check_shared_order(ranks, w)
     tokens = sum(p.tokens for r in ranks for p in r.mbs
                  if p.shared is None or p.shared[0] == r.dp)
     out = Iteration()
