@@ -425,12 +425,12 @@ Test(cost, curve_eval)
     const vl_curve *c = &cfg.cluster.gemm_eff;
     vl_curve empty = {0};
 
-    cr_assert_eq(vl_curve_eval(c, 1), 0.35);
-    cr_assert_eq(vl_curve_eval(c, 128), 0.35);
-    cr_assert_eq(vl_curve_eval(c, 1024), 0.68);
-    cr_assert_eq(vl_curve_eval(c, 1e9), 0.78);
-    cr_assert_float_eq(vl_curve_eval(c, sqrt(1024.0 * 2048)), (0.68 + 0.74) / 2, 1e-12);
-    cr_assert_eq(vl_curve_eval(&empty, 100), 1.0);
+    cr_assert_eq(vl_curve_eval(c, 128, VL_WORK_LINEAR), 0.35);
+    cr_assert_eq(vl_curve_eval(c, 1024, VL_WORK_LINEAR), 0.68);
+    cr_assert_eq(vl_curve_eval(c, 1e9, VL_WORK_LINEAR), 0.78);
+    cr_assert_float_eq(vl_curve_eval(c, sqrt(1024.0 * 2048), VL_WORK_LINEAR),
+                       (0.68 + 0.74) / 2, 1e-12);
+    cr_assert_eq(vl_curve_eval(&empty, 100, VL_WORK_LINEAR), 1.0);
     /* vl_cost_init keeps log2 of every point for the cost model's own lookups */
     for (int i = 0; i < c->n; i++) {
         cr_assert_eq(cost.lx_gemm[i], log2(c->x[i]));
@@ -452,8 +452,10 @@ Test(cost, cached_curves_match_curve_eval)
     for (uint32_t len = 1; len < 300000; len = len * 3 / 2 + 1) {
         vl_seg s[] = {{0, 0, len}};
         double P = vl_cost_pairs(0, len), x = sqrt(2 * P);
-        double att = cost.acoef * P / (cost.peak * vl_curve_eval(&cl->attn_fwd_eff, x));
-        double lin = cost.lin * len / (cost.peak * vl_curve_eval(&cl->gemm_eff, len));
+        double att = cost.acoef * P /
+                     (cost.peak * vl_curve_eval(&cl->attn_fwd_eff, x, VL_WORK_QUADRATIC));
+        double lin = cost.lin * len /
+                     (cost.peak * vl_curve_eval(&cl->gemm_eff, len, VL_WORK_LINEAR));
         vl_mb_time t = vl_cost_mb_time(&cost, s, 1, &p, 1, 0);
         cr_assert_eq(t.fwd, lin + att, "len %u", len);
     }

@@ -140,9 +140,34 @@ double vl_cost_model_flops(const vl_cost *c, const vl_seg *segs, size_t n)
 
 /* ---- efficiency curves ---- */
 
-/* The piece [x[i], x[i+1]) of cv holding x, or -1 when x is clamped to an end or the
- * curve is empty (*y then holds the value). */
-static int curve_piece(const vl_curve *cv, double x, double *y)
+/* Below the first point of a curve, time is affine in the work: a fixed part (launches,
+ * tile prologues, the weights a skinny GEMM reads whatever its rows) plus a part
+ * proportional to the work (bandwidth-bound rows, keys and values), so a short shard is
+ * never free.  Both come from the curve's first piece read as time against work: with
+ * r = W(x1)/W(x0) the work ratio of its two ends, the fixed share of the time at x0 is
+ *
+ *      alpha = r (1 - y0/y1) / (r - 1),         clamped to [0, 1]
+ *
+ * and at u = W(x)/W(x0) < 1 the efficiency is y0 u / (alpha + (1 - alpha) u): the time
+ * falls toward alpha times the time at x0, never to zero (docs/costmodel.md).  A curve of
+ * one point, or one whose first piece falls, has alpha = 0 there: a plain clamp. */
+static double below_range(const vl_curve *cv, double x, vl_work_growth g)
+{
+    double x0 = cv->x[0], y0 = cv->y[0], r, alpha, u;
+
+    if (cv->n < 2 || x <= 0)
+        return y0;
+    r = g == VL_WORK_QUADRATIC ? (cv->x[1] / x0) * (cv->x[1] / x0) : cv->x[1] / x0;
+    alpha = r * (1 - y0 / cv->y[1]) / (r - 1);
+    alpha = fmin(1.0, fmax(0.0, alpha));
+    u = g == VL_WORK_QUADRATIC ? (x / x0) * (x / x0) : x / x0;
+    return y0 * u / (alpha + (1 - alpha) * u);
+}
+
+/* The piece [x[i], x[i+1]) of cv holding x, or -1 when x lies outside the points or the
+ * curve is empty (*y then holds the value: held at the last point above, the launch-bound
+ * model below). */
+static int curve_piece(const vl_curve *cv, double x, vl_work_growth g, double *y)
 {
     int i = 0;
 
@@ -150,8 +175,8 @@ static int curve_piece(const vl_curve *cv, double x, double *y)
         *y = 1.0;
         return -1;
     }
-    if (x <= cv->x[0]) {
-        *y = cv->y[0];
+    if (x < cv->x[0]) {
+        *y = below_range(cv, x, g);
         return -1;
     }
     if (x >= cv->x[cv->n - 1]) {
@@ -171,10 +196,10 @@ static double curve_lerp(const vl_curve *cv, int i, double lg, double l0, double
     return cv->y[i] + t * (cv->y[i + 1] - cv->y[i]);
 }
 
-double vl_curve_eval(const vl_curve *cv, double x)
+double vl_curve_eval(const vl_curve *cv, double x, vl_work_growth g)
 {
     double y;
-    int i = curve_piece(cv, x, &y);
+    int i = curve_piece(cv, x, g, &y);
 
     if (i < 0)
         return y;
@@ -182,12 +207,13 @@ double vl_curve_eval(const vl_curve *cv, double x)
 }
 
 /* vl_curve_eval with lx[] = log2 of cv's points (vl_cost).  *lg caches log2 x: NaN
- * until needed, so clamped lookups take none and the two attention curves, evaluated
- * at the same length, share one. */
-static double curve_eval_lx(const vl_curve *cv, const double *lx, double x, double *lg)
+ * until needed, so lookups outside the points take none and the two attention curves,
+ * evaluated at the same length, share one. */
+static double curve_eval_lx(const vl_curve *cv, const double *lx, double x, vl_work_growth g,
+                            double *lg)
 {
     double y;
-    int i = curve_piece(cv, x, &y);
+    int i = curve_piece(cv, x, g, &y);
 
     if (i < 0)
         return y;
@@ -277,13 +303,14 @@ static layer_comm comm_per_layer(const vl_cost *c, double T, int tp, int sp, dou
         lc.fwd += t;
         lc.bwd += t;
     } else if (sp > 1) {
-        /* ring: sp - 1 KV steps forward, KV + dKV backward, overlapped with attention
-         * blocks up to overlap.cp, and never hidden beyond the attention time */
+        /* ring: sp - 1 steps, KV forward and KV + dKV backward, each overlapped with
+         * the attention block of its step (1/sp of the attention) up to overlap.cp, so
+         * each step pays what its block does not cover, its latency included */
         double step = local * 2 * hkv * BF16 / tp;
-        double f = (sp - 1) * coll_time(c, VL_COMM_P2P, step, sp, tp);
-        double b = (sp - 1) * coll_time(c, VL_COMM_P2P, 2 * step, sp, tp);
-        lc.fwd += fmax((1 - tr->overlap_cp) * f, f - att_f);
-        lc.bwd += fmax((1 - tr->overlap_cp) * b, b - att_b);
+        double f = coll_time(c, VL_COMM_P2P, step, sp, tp);
+        double b = coll_time(c, VL_COMM_P2P, 2 * step, sp, tp);
+        lc.fwd += (sp - 1) * fmax((1 - tr->overlap_cp) * f, f - att_f / sp);
+        lc.bwd += (sp - 1) * fmax((1 - tr->overlap_cp) * b, b - att_b / sp);
     }
     if (tp > 1) {
         /* sequence-parallel TP: 2 all-gathers + 2 reduce-scatters each way */
@@ -296,6 +323,22 @@ static layer_comm comm_per_layer(const vl_cost *c, double T, int tp, int sp, dou
 }
 
 /* ---- time of a micro-batch ---- */
+
+/* Seconds of the token-linear work of one layer on x full-width tokens per GPU, its GEMMs
+ * at efficiency eff.  cluster.elementwise_overhead stands for the norms, activations and
+ * rotary embedding beside them: work in the tokens, bandwidth-bound, so below the GEMM
+ * curve's first point it shrinks with the tokens (at the efficiency held there) instead
+ * of growing with the GEMMs' launch-bound time.  From the first point up, (1 + overhead)
+ * times the GEMMs, as calibrated. */
+static double linear_time(const vl_cost *c, double x, double eff)
+{
+    const vl_cluster_cfg *cl = &c->cfg->cluster;
+    double gemm = c->lin * x / (c->peak * eff);
+
+    if (cl->gemm_eff.n < 1 || x >= cl->gemm_eff.x[0])
+        return gemm * (1 + cl->elementwise_overhead);
+    return gemm + c->lin * x / (c->peak * cl->gemm_eff.y[0]) * cl->elementwise_overhead;
+}
 
 /* The plan says what is checkpointed (its strategy turned training.recompute into
  * ckpt_layers), so a plan is costed as it would run, whatever config scores it. */
@@ -364,9 +407,11 @@ static vl_mb_time mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const 
             double len = sqrt(2 * p) / (ring ? sp : 1); /* equal-work length a GPU sees */
             double lg = NAN;
             att_f += c->acoef * p / g /
-                     (c->peak * curve_eval_lx(&cl->attn_fwd_eff, c->lx_attn_fwd, len, &lg));
+                     (c->peak * curve_eval_lx(&cl->attn_fwd_eff, c->lx_attn_fwd, len,
+                                                VL_WORK_QUADRATIC, &lg));
             att_b += cfg->cost.bwd_attn * c->acoef * p / g /
-                     (c->peak * curve_eval_lx(&cl->attn_bwd_eff, c->lx_attn_bwd, len, &lg));
+                     (c->peak * curve_eval_lx(&cl->attn_bwd_eff, c->lx_attn_bwd, len,
+                                                VL_WORK_QUADRATIC, &lg));
         }
     }
     if (T == 0)
@@ -375,8 +420,8 @@ static vl_mb_time mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const 
         return fitted_time(c, T, P, g, layers, ckpt);
     /* each GPU's GEMMs are (T/sp) x (width/tp): as efficient as a full-width GEMM of the
      * same work, T/(sp tp) tokens, so small chunks under TP are not flattered */
-    eff = curve_eval_lx(&cl->gemm_eff, c->lx_gemm, T / g, &lgT);
-    lin = c->lin * T / g / (c->peak * eff) * (1 + cl->elementwise_overhead);
+    eff = curve_eval_lx(&cl->gemm_eff, c->lx_gemm, T / g, VL_WORK_LINEAR, &lgT);
+    lin = linear_time(c, T / g, eff);
     head = last_stage ? c->head * T / g / (c->peak * eff) : 0;
     lc = comm_per_layer(c, T, tp, sp, att_f, att_b);
     t.comm_fwd = layers * lc.fwd;

@@ -170,9 +170,15 @@ vl_mb_time vl_cost_scheme_time(const vl_cost *c, const vl_scheme *s, const vl_se
 double vl_cost_state_bytes_world(const vl_cost *c, const vl_par *par, int layers, int first,
                                  int last, int world);
 
-/** Efficiency curve lookup (log2-linear interpolation, clamped).  Computes the log2
- *  of the two x points it interpolates between on each call; the cost model itself
+/* How the work behind an efficiency curve grows with its argument: GEMMs with their
+ * tokens, causal attention with the square of its length. */
+typedef enum { VL_WORK_LINEAR = 1, VL_WORK_QUADRATIC = 2 } vl_work_growth;
+
+/** Efficiency curve lookup: log2-linear interpolation between the points, held at the
+ *  last point above them, and below the first the launch-bound model of cost.c (time
+ *  affine in the work, from the first piece; g says how the work grows).  Computes the
+ *  log2 of the two x points it interpolates between on each call; the cost model itself
  *  uses the tables in vl_cost instead, with bit-identical results. */
-double vl_curve_eval(const vl_curve *cv, double x);
+double vl_curve_eval(const vl_curve *cv, double x, vl_work_growth g);
 
 #endif

@@ -173,7 +173,7 @@ uint32_t vl__hy_utillen(const vl_config *cfg, int tp, bool table)
     for (int i = 0; i < g->n; i++)
         best = fmax(best, g->y[i]);
     for (uint32_t l = HY_ALIGN; l < (1u << 24); l += HY_ALIGN)
-        if (g->n == 0 || vl_curve_eval(g, l) >= 0.85 * best)
+        if (g->n == 0 || vl_curve_eval(g, l, VL_WORK_LINEAR) >= 0.85 * best)
             return l;
     return 1u << 24;
 }

@@ -44,8 +44,9 @@ sp_coef vl__sp_coef(const vl_cost *c, const vl_par *par, uint32_t ref_len)
     }
     /* analytic: FLOPs over the efficiency a slice of ref_len tokens reaches */
     const vl_cluster_cfg *cl = &cfg->cluster;
-    double eg = vl_curve_eval(&cl->gemm_eff, x), ef = vl_curve_eval(&cl->attn_fwd_eff, x);
-    double eb = vl_curve_eval(&cl->attn_bwd_eff, x);
+    double eg = vl_curve_eval(&cl->gemm_eff, x, VL_WORK_LINEAR);
+    double ef = vl_curve_eval(&cl->attn_fwd_eff, x, VL_WORK_QUADRATIC);
+    double eb = vl_curve_eval(&cl->attn_bwd_eff, x, VL_WORK_QUADRATIC);
     w.af = c->acoef * L / (c->peak * ef);
     w.bf = (c->lin * L * (1 + cl->elementwise_overhead) + c->head) / (c->peak * eg);
     w.ab = k->bwd_attn * c->acoef * L / (c->peak * eb);
