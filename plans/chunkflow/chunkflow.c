@@ -42,10 +42,10 @@
 static const vl_param chunkflow_params[] = {
     {.key = "chunk_size", .type = VL_P_AUTO_UINT,
      .offset = offsetof(vl_cf_opts, chunk_size), .min = 1, .max = 2147483647.0,
-     .def = "8192",
-     .help = "tokens per chunk (micro-batch capacity); auto: grid search 2K..32K"},
+     .def = "auto",
+     .help = "tokens per chunk (micro-batch capacity); auto: grid search 2K..32K, as the paper"},
     {.key = "k", .type = VL_P_AUTO_UINT, .offset = offsetof(vl_cf_opts, k),
-     .min = 1, .max = 65536, .def = "1",
+     .min = 1, .max = 65536, .def = "auto",
      .help = "chunks of a long sample keeping activations; auto: grid 1,2,3,4,6,8,12,16"},
     {.key = "search_iters", .type = VL_P_UINT, .offset = offsetof(vl_cf_opts, search_iters),
      .min = 1, .max = 100000, .def = "8",
