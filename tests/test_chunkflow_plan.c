@@ -401,7 +401,8 @@ Test(chunkflow, memory_guarantee_per_batch, .timeout = 120)
     long_manifest_m = long_manifest();
     /* the batch holding the long sample is planned with smaller chunks; the plan fits */
     vl_status st =
-        run_long(&p, 5, "cluster.mem_gib=80", "chunkflow.k=1", "chunkflow.k=1", &log, &err);
+        run_long(&p, 5, "cluster.mem_gib=80", "chunkflow.k=1", "chunkflow.chunk_size=8192",
+                 &log, &err);
     cr_assert_eq(st, VL_OK, "%d %s\n%s", st, err.msg, log ? log : "");
     cr_assert_not_null(strstr(log, "1 batches needed a smaller setting"), "%s", log);
     cr_assert_not_null(strstr(log, "planned with chunk_size="), "%s", log);
@@ -413,7 +414,8 @@ Test(chunkflow, memory_guarantee_per_batch, .timeout = 120)
     free(log);
     /* nothing fits 34 GiB at sp 1: the message names the batch, its longest sample,
      * the least demanding try and the degree that fits */
-    st = run_long(&p, 5, "cluster.mem_gib=40", "chunkflow.k=1", "chunkflow.k=1", &log, &err);
+    st = run_long(&p, 5, "cluster.mem_gib=40", "chunkflow.k=1", "chunkflow.chunk_size=8192",
+                  &log, &err);
     cr_assert_eq(st, VL_EINFEASIBLE, "%d %s", st, err.msg);
     cr_assert_not_null(strstr(err.msg, "longest 250000 tokens"), "%s", err.msg);
     cr_assert_not_null(strstr(err.msg, "34.00 GiB usable"), "%s", err.msg);
