@@ -19,6 +19,7 @@ typedef struct fx {
     vl_cost cost;
     vl_plan p;
     char *log;
+    char warnings[sizeof ((vl_run_result *)0)->warnings];
     vl_err err;
     bool cfg_ok;
 } fx;
@@ -45,6 +46,7 @@ static inline vl_status run_set(fx *f, const vl_strategy *s, const uint32_t *len
     vl_run_result res;
     st = vl_run_plan(&f->p, s, f->m, &f->cfg, &ro, &res, &f->err);
     f->log = res.log;
+    memcpy(f->warnings, res.warnings, sizeof f->warnings);
     return st;
 }
 

@@ -281,27 +281,37 @@ Test(hbp, no_iteration_above_the_token_budget)
     free(len);
 }
 
+/* Iterations of groups shorter than the longest one present, and how many lead. */
+static void count_short(const fx *f, size_t *shorts, size_t *first)
+{
+    uint32_t longest = 0;
+
+    *shorts = *first = 0;
+    for (size_t k = 0; k < f->p.nranks; k++)
+        if (f->p.mbs[f->p.ranks[k].mb0].cap > longest)
+            longest = f->p.mbs[f->p.ranks[k].mb0].cap;
+    for (size_t it = 0; it < f->p.niters; it++) {
+        const vl_rank *rk = &f->p.ranks[f->p.iters[it].rank0];
+        bool is_short = f->p.mbs[rk->mb0].cap < longest;
+        *shorts += is_short;
+        if (is_short && *first == it)
+            (*first)++;
+    }
+}
+
 Test(hbp, curriculum_capped_and_logged)
 {
-    size_t n = 20000;
+    size_t n = 20000, shorts, first;
     uint32_t *len = mixed_lengths(n, 32768, 11);
-    size_t shorts = 0, first = 0;
     fx f;
 
-    cr_assert_eq(run_strategy(&f, &vl_strategy_hbp, len, n, SMALL_CFG, 3, 1), VL_OK, "%s",
-                 f.err.msg);
-    uint32_t longest = f.p.mbs[f.p.ranks[0].mb0].cap;
-    for (size_t k = 0; k < f.p.nranks; k++)
-        if (f.p.mbs[f.p.ranks[k].mb0].cap > longest)
-            longest = f.p.mbs[f.p.ranks[k].mb0].cap;
-    for (size_t it = 0; it < f.p.niters; it++) {
-        const vl_rank *rk = &f.p.ranks[f.p.iters[it].rank0];
-        bool is_short = f.p.mbs[rk->mb0].cap < longest;
-        shorts += is_short;
-        if (is_short && first == it)
-            first++;
-    }
+    /* without GreedyFill the 8K group keeps its samples and has iterations */
+    cr_assert_eq(run_strategy(&f, &vl_strategy_hbp, len, n,
+                              SMALL_CFG "hbp: {greedy_fill: false}\n", 3, 1),
+                 VL_OK, "%s", f.err.msg);
+    count_short(&f, &shorts, &first);
     /* 500 asked, fewer than 1000 short iterations: at most half of them lead */
+    cr_assert_gt(shorts, 0);
     cr_assert_lt(shorts, 1000);
     cr_assert_geq(first, shorts / 2);
     cr_assert_leq(first, shorts / 2 + 1, "%zu of %zu short iterations lead", first, shorts);
@@ -309,6 +319,56 @@ Test(hbp, curriculum_capped_and_logged)
     snprintf(want, sizeof want, "curriculum: %zu short-only iterations first (500 asked",
              shorts / 2);
     cr_assert_not_null(strstr(f.log, want), "%s", f.log);
+    fx_free(&f);
+    free(len);
+}
+
+/* With GreedyFill every 8K sample rides in a 32K pack: the 8K group has no iteration,
+ * so nothing is shorter than the longest group present and no curriculum runs -- and
+ * -v says so instead of promising one. */
+Test(hbp, curriculum_with_an_empty_group_says_none)
+{
+    size_t n = 20000, shorts, first;
+    uint32_t *len = mixed_lengths(n, 32768, 11);
+    fx f;
+
+    cr_assert_eq(run_strategy(&f, &vl_strategy_hbp, len, n, SMALL_CFG, 3, 1), VL_OK, "%s",
+                 f.err.msg);
+    count_short(&f, &shorts, &first);
+    cr_assert_eq(shorts, 0);
+    cr_assert_not_null(strstr(f.log, "curriculum: none (1 of 2 groups have iterations"),
+                       "%s", f.log);
+    fx_free(&f);
+    free(len);
+}
+
+/* The longest group empty (no sample over 32K, a 128K group given): the 32K group is
+ * then the longest present and must not lead the epoch as a "shorter" group; only 8K
+ * iterations lead, at most half of them. */
+Test(hbp, curriculum_skips_an_empty_longest_group)
+{
+    size_t n = 20000, shorts, first;
+    uint32_t *len = mixed_lengths(n, 32768, 11);
+    fx f;
+
+    cr_assert_eq(run_strategy(&f, &vl_strategy_hbp, len, n, "cluster: {gpus: 8}\n"
+                              "training: {max_seq_len: 131072, global_tokens: 131072}\n"
+                              "hbp: {greedy_fill: false, groups: '8K:1:0,32K:4:0,128K:8:32'}\n",
+                              3, 1), VL_OK, "%s", f.err.msg);
+    count_short(&f, &shorts, &first);   /* 32K counts as "short" beside 128K here */
+    size_t k8 = 0, lead8 = 0;
+    for (size_t it = 0; it < f.p.niters; it++) {
+        const vl_rank *rk = &f.p.ranks[f.p.iters[it].rank0];
+        bool is8 = f.p.mbs[rk->mb0].cap == 8192;
+        k8 += is8;
+        if (is8 && lead8 == it)
+            lead8++;
+    }
+    cr_assert_gt(k8, 0);
+    cr_assert_eq(first, lead8, "only 8K iterations lead (%zu lead, %zu of them 8K)\n%s",
+                 first, lead8, f.log);
+    cr_assert_leq(lead8, k8 / 2 + 1, "%zu of %zu 8K iterations lead", lead8, k8);
+    cr_assert_not_null(strstr(f.log, "then the 2 groups with iterations (of 3)"), "%s", f.log);
     fx_free(&f);
     free(len);
 }
@@ -362,5 +422,77 @@ Test(hbp, paper_metrics_and_step_time, .timeout = 600)
     cr_expect_lt(sh.epoch_time_s, sp.epoch_time_s);
     fx_free(&h);
     fx_free(&p);
+    free(len);
+}
+
+/* Splits plus empty micro-batches of each group and epoch (the -v log's counts) stay
+ * below the group's rank count: only the group's last iteration evens out its ranks. */
+static void check_evening(const char *log)
+{
+    int ranks[8] = {0};
+    size_t lines = 0, g;
+
+    for (const char *l = strstr(log, "hbp: group "); l; l = strstr(l + 1, "hbp: group ")) {
+        int r;
+        const char *c = strstr(l, "ckpt_layers ");
+        if (sscanf(l, "hbp: group %zu:", &g) == 1 && g < 8 && c &&
+            sscanf(c, "ckpt_layers %*d, %d ranks", &r) == 1)
+            ranks[g] = r;
+    }
+    for (const char *l = strstr(log, "hbp: epoch "); l; l = strstr(l + 1, "hbp: epoch ")) {
+        size_t splits, empties;
+        const char *c = strstr(l, "iterations, ");
+        if (sscanf(l, "hbp: epoch %*u group %zu", &g) != 1 || g >= 8 || !c ||
+            strchr(l, '\n') < c ||
+            sscanf(c, "iterations, %zu pack splits, %zu empty", &splits, &empties) != 2)
+            continue;
+        lines++;
+        cr_assert_gt(ranks[g], 0, "%s", log);
+        cr_assert_lt(splits + empties, (size_t)ranks[g], "%.*s",
+                     (int)(strchr(l, '\n') - l), l);
+    }
+    cr_assert_gt(lines, 0, "%s", log);
+}
+
+/* Every iteration of a group holds whole rows of `ranks` packs, but the last of the group
+ * in each epoch, which splits packs (or, when none can be split, runs empty
+ * micro-batches) to even its ranks out.  Spreading the packs themselves evenly over the
+ * iterations left most of them a few packs short of a multiple of the ranks: 15 packs on
+ * 4 ranks, split or idle in every such iteration. */
+Test(hbp, iterations_hold_whole_rows_of_packs)
+{
+    static const size_t ns[] = {29000, 29700, 30400, 31100, 31800, 32500};
+
+    for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
+        uint32_t *len = mixed_lengths(ns[k], 32768, 5 + k);
+        fx f;
+        cr_assert_eq(run_strategy(&f, &vl_strategy_hbp, len, ns[k], SMALL_2EPOCHS, 3, 1),
+                     VL_OK, "%s", f.err.msg);
+        for (size_t it = 0; it < f.p.niters; it++) {
+            const vl_iter *in = &f.p.iters[it];
+            for (uint32_t r = 1; r < in->nranks; r++)
+                cr_assert_eq(f.p.ranks[in->rank0 + r].nmb, f.p.ranks[in->rank0].nmb,
+                             "ranks of an iteration run as many micro-batches");
+        }
+        check_evening(f.log);
+        fx_free(&f);
+        free(len);
+    }
+}
+
+/* A budget below ranks x l_i: every iteration holds one pack per rank and so exceeds it;
+ * the plan says how many and by how much instead of nothing. */
+Test(hbp, a_budget_below_one_pack_per_rank_is_warned)
+{
+    size_t n = 4000;
+    uint32_t *len = mixed_lengths(n, 8192, 3);
+    fx f;
+
+    cr_assert_eq(run_strategy(&f, &vl_strategy_hbp, len, n, "cluster: {gpus: 8}\n"
+                              "training: {max_seq_len: 8192, global_tokens: 16384}\n", 3, 1),
+                 VL_OK, "%s", f.err.msg);
+    cr_assert_not_null(strstr(f.warnings, "iterations exceed the global token budget of "
+                                          "16384 tokens, by up to"), "[%s]", f.warnings);
+    fx_free(&f);
     free(len);
 }

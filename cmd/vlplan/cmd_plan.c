@@ -166,6 +166,22 @@ static vl_status sink_iters(void *ud, const vl_plan *p, vl_err *err)
     return st;
 }
 
+/* What the strategy did that the user did not ask for (vl_job_warn), one line each. */
+static void report_warnings(const plan_args *a, const vl_run_result *res)
+{
+    const char *w = res->warnings;
+
+    if (a->log.quiet || !w[0])
+        return;
+    cli_progress_clear();
+    while (*w) {
+        const char *nl = strchr(w, '\n');
+        int n = nl ? (int)(nl - w) : (int)strlen(w);
+        fprintf(stderr, "vlplan plan: warning: %.*s\n", n, w);
+        w += n + (nl != NULL);
+    }
+}
+
 /* An iteration whose loss tokens were all truncated away has a normaliser of 0: a
  * trainer dividing by it spreads NaN (python/vlplan guards with loss_scale 0). */
 static void report_lossless(const plan_args *a, const plan_sink *k)
@@ -363,6 +379,7 @@ static int run(plan_args *a, char **ins, int nin)
             fputs(res.log, stderr);
         }
         report_drops(&p, &res);
+        report_warnings(a, &res);
         report_lossless(a, &k);
         report_oom(a, &res);
         rc = write_metrics(a, &k, &p, secs);

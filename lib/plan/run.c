@@ -14,6 +14,7 @@
 /* What strategies report besides the plan (vlplan_strategy.h). */
 struct vl_report {
     vl_strbuf log;        /* the -v text */
+    vl_strbuf warnings;   /* what the user should hear without -v */
     char *params_json;    /* the knobs actually used, NULL: the bound opts */
     int64_t iterations;   /* announced by a streaming strategy, -1: not */
 };
@@ -31,6 +32,18 @@ void vl_job_log(const vl_job *job, const char *fmt, ...)
     va_start(ap, fmt);
     vl_job_vlog(job, fmt, ap);
     va_end(ap);
+}
+
+void vl_job_warn(const vl_job *job, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!job->report)
+        return;
+    va_start(ap, fmt);
+    vl_strbuf_vprintf(&job->report->warnings, fmt, ap);
+    va_end(ap);
+    vl_strbuf_printf(&job->report->warnings, "\n");
 }
 
 vl_status vl_job_params(const vl_job *job, const vl_param *params, const void *opts,
@@ -271,6 +284,10 @@ static void result_out(run_ctx *c)
     if (!r)
         return;
     r->log = vl_strbuf_take(&c->rep.log);
+    char *w = vl_strbuf_take(&c->rep.warnings);
+    if (w)
+        snprintf(r->warnings, sizeof r->warnings, "%s", w);
+    free(w);
     r->oom_iters = c->vrep.oom_iters;
     r->first_oom = c->vrep.first_oom;
 }
@@ -321,6 +338,7 @@ done:
     result_out(&c);
     vl_verifier_free(c.v);
     vl_strbuf_free(&c.rep.log);
+    vl_strbuf_free(&c.rep.warnings);
     free(c.rep.params_json);
     vl_selection_free(&sel);
     free(opts);

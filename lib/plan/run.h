@@ -40,6 +40,8 @@ typedef struct vl_run_opts {
 
 typedef struct vl_run_result {
     char *log;            /* the strategy's -v text (malloc'd, may be NULL) */
+    char warnings[1024];  /* the strategy's warnings, one per line ("" none; cut at the
+                           * size: a warning, not a log) */
     size_t iterations;
     size_t oom_iters;     /* iterations over device memory (only with allow_oom) */
     vl_verify_oom first_oom;

@@ -51,6 +51,14 @@ void vl_job_vlog(const vl_job *job, const char *fmt, va_list ap)
 #endif
     ;
 
+/** A warning the CLI prints on stderr whatever -v says (not under -q): something the
+ *  plan does that the user did not ask for and should know (a newline is added). */
+void vl_job_warn(const vl_job *job, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
 /** Record the knobs actually used -- opts bound with params, after "auto" resolved --
  *  as the plan header's "params" (without this call the header has the bound opts).
  *  VL_ENOMEM. */

@@ -226,16 +226,60 @@ static vl_status emit_iter(vl_plan *out, const hbp_groups *gs, const hbp_epoch *
     return st;
 }
 
+/* Iterations over the global token budget: only a group whose ranks·len exceeds it (one
+ * pack per rank is the least an iteration can hold) makes them; plan says so. */
+typedef struct over_budget {
+    uint64_t budget;
+    size_t n, total, group;
+    double worst;         /* the largest tokens / budget */
+} over_budget;
+
+static void count_over(over_budget *ob, const hbp_epoch *ep, const hbp_iter *it,
+                       const hbp_group *g)
+{
+    const uint32_t *slot = ep->slots + it->s0;
+    uint64_t tokens = 0;
+
+    ob->total++;
+    for (size_t k = 0; k < (size_t)g->ranks * it->mbs; k++)
+        if (slot[k] != HBP_EMPTY)
+            tokens += ep->packs[slot[k]].load;
+    if (ob->budget == 0 || tokens <= ob->budget)
+        return;
+    double r = (double)tokens / (double)ob->budget;
+    if (ob->n++ == 0 || r > ob->worst) {
+        ob->worst = r;
+        ob->group = it->group;
+    }
+}
+
+static void warn_over(const vl_job *job, const over_budget *ob, const hbp_groups *gs)
+{
+    if (ob->n == 0)
+        return;
+    const hbp_group *g = &gs->g[ob->group];
+    vl_job_warn(job, "hbp: %zu of %zu iterations exceed the global token budget of %llu "
+                     "tokens, by up to %.2fx (group %zu: %d ranks x packs of up to %u "
+                     "tokens = %llu, and one pack per rank is the least an iteration "
+                     "holds); raise training.global_tokens (or global_batch) or give the "
+                     "long groups more sequence parallelism (hbp.groups, hbp.sp_degrees)",
+                ob->n, ob->total, (unsigned long long)ob->budget, ob->worst, ob->group,
+                g->ranks, g->len, (unsigned long long)g->ranks * g->len);
+}
+
 static void log_epoch(hbp_log *lg, const hbp_groups *gs, const hbp_epoch *ep, uint32_t e,
                       uint32_t asked)
 {
-    if (asked > 0 && gs->n < 2)
-        vl__hbp_logf(lg, "hbp: epoch %u curriculum: none (one group, nothing shorter)\n", e);
+    if (asked > 0 && ep->busy_groups < 2)
+        vl__hbp_logf(lg, "hbp: epoch %u curriculum: none (%zu of %zu groups have "
+                         "iterations, nothing shorter to lead with)\n", e, ep->busy_groups,
+                     gs->n);
     else if (asked > 0)
         vl__hbp_logf(lg, "hbp: epoch %u curriculum: %zu short-only iterations first (%u "
-                         "asked, at most half of the shorter groups' %zu), then all %zu "
-                         "groups interleave over the remaining %zu iterations\n",
-                     e, ep->curriculum, asked, ep->short_iters, gs->n,
+                         "asked, at most half of the shorter groups' %zu), then the %zu "
+                         "groups with iterations (of %zu) interleave over the remaining "
+                         "%zu iterations\n",
+                     e, ep->curriculum, asked, ep->short_iters, ep->busy_groups, gs->n,
                      ep->niters - ep->curriculum);
     for (size_t g = 0; g < gs->n; g++)
         vl__hbp_logf(lg, "hbp: epoch %u group %zu (%u): %zu samples + %zu filled in, "
@@ -261,6 +305,7 @@ static vl_status run_epochs(const hbp_opts *o, const vl_job *job, const hbp_grou
                        .isf_iters = cfg->pack.isf_iters, .isf_slack = cfg->pack.isf_slack,
                        .balance = o->balance, .greedy_fill = o->greedy_fill,
                        .attn_weight = attn_weight(job->cost), .seed = job->seed};
+    over_budget ob = {.budget = budget_of(&cfg->training, sel)};
     vl_status st = VL_OK;
 
     if (order == NULL)
@@ -276,12 +321,16 @@ static vl_status run_epochs(const hbp_opts *o, const vl_job *job, const hbp_grou
         pin.curriculum = e == 0 ? o->curriculum_iters : 0;   /* training starts once */
         if ((st = vl__hbp_pack_epoch(&ep, &pin, err)) != VL_OK)
             break;
-        for (size_t i = 0; i < ep.niters && st == VL_OK; i++)
+        for (size_t i = 0; i < ep.niters && st == VL_OK; i++) {
             st = emit_iter(out, gs, &ep, &ep.iters[i], sel->len, e, err);
+            count_over(&ob, &ep, &ep.iters[i], &gs->g[ep.iters[i].group]);
+        }
         log_epoch(lg, gs, &ep, e, pin.curriculum);
         vl__hbp_epoch_free(&ep);
     }
     free(order);
+    if (st == VL_OK)
+        warn_over(job, &ob, gs);
     return st;
 }
 

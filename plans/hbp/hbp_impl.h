@@ -146,7 +146,9 @@ typedef struct hbp_epoch {
     /* counters for the log, per group */
     size_t samples[HBP_MAX_GROUPS], fillers[HBP_MAX_GROUPS], splits[HBP_MAX_GROUPS];
     size_t giters[HBP_MAX_GROUPS], empty[HBP_MAX_GROUPS];
-    size_t short_iters;   /* iterations of every group but the longest */
+    size_t short_iters;   /* iterations of the groups shorter than the longest one that
+                           * has iterations this epoch */
+    size_t busy_groups;   /* groups with iterations this epoch */
     size_t curriculum;    /* short-only iterations at the start: min(asked, short/2) */
 } hbp_epoch;
 

@@ -301,17 +301,20 @@ static vl_status add_iter(work *w, uint32_t g, const hbp_pack *fin, size_t p0, s
 }
 
 /* Group g's packs (sorted) into fin[*nf ..], cut into the fewest iterations of at most
- * ranks·mbs packs each, the packs spread evenly over them (consecutive runs of the
- * sorted order), so no iteration holds more than the global token budget: a leftover
- * tail neither rides on a full iteration (up to twice the budget) nor stands alone
- * mostly empty.  An iteration short of ranks·mbs packs runs ceil(packs / ranks)
- * micro-batches per rank, splitting packs (even_out) so that every rank has as many. */
+ * ranks·mbs packs each (so none holds more than the global token budget), consecutive
+ * runs of the sorted order.  The packs are dealt in whole rows of `ranks` packs, the
+ * rows spread evenly over the iterations (the first ones take the spare rows), so every
+ * iteration but the last holds a multiple of the rank count and every rank as many
+ * micro-batches; the last takes the fewest rows plus the cnt mod ranks leftover packs
+ * and runs ceil(packs / ranks) micro-batches per rank, splitting packs (even_out) so
+ * that every rank has as many.  (Spreading the packs themselves evenly left most
+ * iterations one pack short -- 15 on 4 ranks -- and a rank idle for a micro-batch.) */
 static vl_status cut_group(work *w, uint32_t g, hbp_pack *fin, size_t *nf, hbp_iter *its,
                            size_t *nit, vl_err *err)
 {
     const hbp_group *gr = &w->in->gs->g[g];
-    size_t cnt = w->gp1[g] - w->gp0[g], per = (size_t)gr->ranks * gr->mbs;
-    size_t niter = (cnt + per - 1) / per, base = *nf, grown = 0;
+    size_t cnt = w->gp1[g] - w->gp0[g], ranks = (size_t)gr->ranks, per = ranks * gr->mbs;
+    size_t niter = (cnt + per - 1) / per, rows = cnt / ranks, base = *nf, grown = 0, a = 0;
     hbp_pack *src;
     vl_status st = VL_OK;
 
@@ -321,15 +324,18 @@ static vl_status cut_group(work *w, uint32_t g, hbp_pack *fin, size_t *nf, hbp_i
     if (w->in->balance)
         vl__hbp_sort_packs(src, cnt);
     for (size_t k = 0; k < niter && st == VL_OK; k++) {
-        size_t a = k * cnt / niter, have = (k + 1) * cnt / niter - a, np = have;
+        size_t have = (rows / niter + (k < rows % niter)) * ranks, np = have;
+        if (k + 1 == niter)
+            have += cnt % ranks;
         size_t p0 = base + a + grown;
         memcpy(fin + p0, src + a, have * sizeof *src);
+        a += have;
         if (have == per) {
             st = add_iter(w, g, fin, p0, per, gr->mbs, its, nit, err);
             continue;
         }
-        uint32_t m = (uint32_t)((have + (size_t)gr->ranks - 1) / (size_t)gr->ranks);
-        if ((st = even_out(w, fin + p0, have, (size_t)gr->ranks * m, g, &np, err)) == VL_OK)
+        uint32_t m = (uint32_t)((have + ranks - 1) / ranks);
+        if ((st = even_out(w, fin + p0, have, ranks * m, g, &np, err)) == VL_OK)
             st = add_iter(w, g, fin, p0, np, m, its, nit, err);
         grown += np - have;
     }
@@ -387,11 +393,20 @@ static vl_status order_iters(work *w, hbp_iter *its, size_t nit, vl_err *err)
         vl_rng_seed(&r, in->seed, STREAM_ORDER ^ (in->epoch << 32) ^ g);
         vl_rng_shuffle_u32(&r, perm + off[g], off[g + 1] - off[g]);
     }
-    size_t first = ng > 1 ? off[ng - 1] / 2 : 0;   /* half the shorter groups' */
+    /* "the longest" is the longest group that has iterations this epoch: with an empty
+     * longest group the next one must not lead the epoch as a "shorter" group */
+    size_t last = ng;
+    while (last > 0 && off[last] == off[last - 1])
+        last--;
+    last = last > 0 ? last - 1 : 0;
+    size_t first = off[last] / 2;   /* half the shorter groups' iterations */
     first = in->curriculum < first ? in->curriculum : first;
-    w->ep->short_iters = ng > 1 ? off[ng - 1] : 0;
+    w->ep->short_iters = off[last];
     w->ep->curriculum = first;
-    for (size_t g = 0; g + 1 < ng && out < first; g++)
+    w->ep->busy_groups = 0;
+    for (size_t g = 0; g < ng; g++)
+        w->ep->busy_groups += off[g + 1] > off[g];
+    for (size_t g = 0; g < last && out < first; g++)
         for (; off[g] + head[g] < off[g + 1] && out < first; head[g]++)
             w->ep->iters[out++] = its[perm[off[g] + head[g]]];
     vl_rng_seed(&r, in->seed, STREAM_MIX ^ (in->epoch << 32));
