@@ -44,7 +44,7 @@ CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/tests/testutil.o
 DEPFILES := $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 
-.PHONY: all deps deps-test deps-clang deps-lint demo test test-release test-cmake test-clang test-clang-san fault-all bench lint \
+.PHONY: all deps deps-test deps-clang deps-lint demo test test-release test-cmake test-clang test-clang-san fault-all bench results lint \
         man-lint clean help fmt golden fuzz fuzz-smoke
 
 all: $(BUILD)/vlplan $(BUILD)/libvlplan.a man/vlplan.1
@@ -65,7 +65,8 @@ help:
 	@echo "make test-cmake the CMake build and its ctest run (CI runs it too)"
 	@echo "make test-clang-san  the suite built by clang with ASan+UBSan (CI runs both)"
 	@echo "make fault-all  fault injection at every allocation, not 40 per command (slow)"
-	@echo "make bench      benchmarks (bench/run.sh), results to compare with bench/RESULTS.md"
+	@echo "make bench      benchmarks (bench/run.sh), component by component"
+	@echo "make results    regenerate bench/RESULTS.md, the current figures (bench/results.py)"
 	@echo "make lint       mandoc -Tlint on the man page, the layer check (tools/layers.py)"
 	@echo "make golden     rewrite testdata/golden/*.jsonl after an intended plan change"
 	@echo "make fuzz       run every fuzz/fuzz_*.c harness FUZZ_TIME seconds (default 60)"
@@ -175,6 +176,10 @@ BENCH_UTIL := $(BUILD)/obj/bench/bench_util.o
 
 bench: $(BUILD)/vlplan $(BENCHES)
 	BUILD=$(BUILD) sh bench/run.sh
+
+# The current figures: every row's command is in the file it writes.
+results: $(BUILD)/vlplan
+	VLPLAN=$(BUILD)/vlplan python3 bench/results.py $(RESULTS_FLAGS)
 
 $(BUILD)/bench/bench_%: $(BUILD)/obj/bench/bench_%.o $(BENCH_UTIL) $(BUILD)/libvlplan.a
 	@mkdir -p $(dir $@)

@@ -7,7 +7,8 @@
 # `make bench` (10M samples take minutes); alone: BUILD=build sh bench/grow.sh.
 # GROW_SIZES (default "1000000 3000000 10000000") and GROW_STRATEGIES pick a subset.
 # Instruction counts (what separates work from cache misses) come from the same
-# commands under `valgrind --tool=callgrind` at 300K, 1M and 3M (see bench/RESULTS.md).
+# commands under `valgrind --tool=callgrind` at 300K, 1M and 3M (see
+# bench/history/2026-11-21_to_2026-11-28.md).
 set -eu
 B=${BUILD:-build}
 V="$B/vlplan"

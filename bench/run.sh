@@ -1,6 +1,7 @@
 #!/bin/sh
-# bench/run.sh -- the benchmarks `make bench` runs.  Numbers go to stdout; copy them,
-# with the date and the machine, into bench/RESULTS.md.  BENCH_QUICK=1 skips the 10M
+# bench/run.sh -- the benchmarks `make bench` runs, component by component.  Numbers go
+# to stdout; the current figures of bench/RESULTS.md are written by bench/results.py
+# (`make results`), dated older ones are in bench/history/.  BENCH_QUICK=1 skips the 10M
 # sizes.  Inputs are generated into a temporary directory that is removed at the end.
 set -eu
 B=${BUILD:-build}

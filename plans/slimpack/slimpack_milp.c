@@ -32,8 +32,8 @@
 /* Fewer nodes than this are no search: where z = 0 is out of reach of the greedy's
  * placement (zero_reachable), branch-and-bound stopped at 30-48 nodes on 1,500-2,000
  * columns improved none of 323 refinements (the paper bench and 8 GPUs on
- * tulu3-longcite lengths, bench/RESULTS.md) and took 0.1 s each, most of the planning
- * time at a million samples.  Such a model is left out; one where z = 0 is reachable
+ * tulu3-longcite lengths, bench/history/2026-11-21_to_2026-11-28.md) and took 0.1 s
+ * each, most of the planning time at a million samples.  Such a model is left out; one where z = 0 is reachable
  * is solved (the root ends it: 25 ms at 2,000 columns). */
 #define MIN_NODES 100
 
