@@ -359,3 +359,63 @@ Test(calibrate, before_figure_is_the_layers_without_the_head)
     cr_expect_eq(e.n, 1);
     cr_expect_lt(e.mape, 1e-9, "before-calibration error %g", e.mape);
 }
+
+/* Rows at three token budgets (4K, 8K, 16K per micro-batch), each cut into 1..6 equal
+ * sequences, times exactly the scheme model of truth, budget 16K's times scaled by k. */
+static void budget_rows(vl_calib_rows *set, const vl_scheme *truth, double k)
+{
+    static const double budget[] = {4096, 8192, 16384};
+
+    snprintf(set->name, sizeof set->name, "budgets.csv");
+    for (int b = 0; b < 3; b++)
+        for (int parts = 1; parts <= 6; parts++) {
+            double l = budget[b] / parts;
+            vl_calib_row r = {.tp = 1, .pp = 1, .sp = 1, .layers = 2, .mbs = 1,
+                              .tokens = budget[b], .sum_len2 = parts * l * l,
+                              .line = (uint32_t)(2 + set->n)};
+            r.seconds = scheme_seconds(truth, &r) * (b == 2 ? k : 1);
+            cr_assert_eq(vl_grow(&set->rows, &set->cap, set->n + 1, sizeof r, &err), VL_OK);
+            set->rows[set->n++] = r;
+        }
+}
+
+/* Leave one budget out: exact rows are predicted exactly from the other budgets; a
+ * budget measured 10% slow is off by about that when left out, and says which. */
+Test(calibrate, leave_one_budget_out)
+{
+    vl_scheme truth = {1, 1, 1, 2.5e-7, 4e-3, 1.5};
+    vl_calib_rows set = {0}, skew = {0}, one = {0};
+    vl_calib_lobo *lo;
+    size_t n;
+
+    budget_rows(&set, &truth, 1.0);
+    cr_assert_eq(vl_calib_leave_budget_out(&set, &cfg, VL_CALIB_SCHEMES, &lo, &n, &err), VL_OK,
+                 "%s", err.msg);
+    cr_assert_eq(n, 3);
+    for (size_t i = 0; i < n; i++) {
+        cr_expect_eq(lo[i].budget, 4096.0 * (1 << i));
+        cr_expect_eq(lo[i].err.n, 6);
+        cr_expect_lt(lo[i].err.worst, 1e-6, "budget %g: %g", lo[i].budget, lo[i].err.worst);
+    }
+    cr_expect_eq(vl_calib_lobo_total(lo, n).n, 18);
+    free(lo);
+
+    budget_rows(&skew, &truth, 1.1);
+    cr_assert_eq(vl_calib_leave_budget_out(&skew, &cfg, VL_CALIB_SCHEMES, &lo, &n, &err),
+                 VL_OK);
+    cr_expect_gt(lo[2].err.mape, 0.08, "%g", lo[2].err.mape);
+    vl_calib_err all = vl_calib_lobo_total(lo, n);
+    cr_expect_geq(all.worst, lo[2].err.worst);
+    cr_expect_gt(all.worst_line, 0);
+    free(lo);
+
+    one.n = 0;   /* a single budget: nothing to leave out */
+    budget_rows(&one, &truth, 1.0);
+    one.n = 6;
+    cr_assert_eq(vl_calib_leave_budget_out(&one, &cfg, VL_CALIB_SCHEMES, &lo, &n, &err), VL_OK);
+    cr_expect_eq(n, 0);
+    free(lo);
+    vl_calib_rows_free(&set);
+    vl_calib_rows_free(&skew);
+    vl_calib_rows_free(&one);
+}

@@ -60,7 +60,7 @@ static void put_err(FILE *f, const char *what, vl_calib_err e, const char *name)
         return;
     }
     fprintf(f, "%s: %zu rows, MAPE %.2f%%, worst %.2f%% (%s:%u)\n", what, e.n, 100 * e.mape,
-            100 * e.worst, name, e.worst_line);
+            100 * e.worst, e.worst_file ? e.worst_file : name, e.worst_line);
 }
 
 static void put_fits(FILE *f, const vl_calib_fit *fits, size_t n, const char *name)
@@ -118,24 +118,71 @@ static char *fragment(const vl_calib_fit *fits, size_t n, const vl_config *cfg,
     return vl_strbuf_take(&b);
 }
 
-/* Errors of the configured model and of the fit on the held-out rows. */
-static int evaluate(const calib_args *a, const vl_calib_fit *fits, size_t n,
-                    const vl_cost *cost, const vl_config *cfg, FILE *rep)
+/* Leave one token budget out over set: what a budget the fit never saw costs it. */
+static int leave_budget_out(const calib_args *a, const vl_calib_rows *set,
+                            const vl_config *cfg, FILE *rep)
 {
-    vl_calib_rows held = {0};
+    vl_calib_lobo *lo = NULL;
+    size_t n = 0;
+    vl_err err = {0};
+
+    if (vl_calib_leave_budget_out(set, cfg, a->kind, &lo, &n, &err) != VL_OK)
+        return cli_fail(CMD, &err);
+    if (n == 0) {
+        fprintf(rep, "leave one token budget out: one budget only, nothing to leave out\n");
+        free(lo);
+        return 0;
+    }
+    fprintf(rep, "leave one token budget out (each fitted on the other %zu budgets of %s):\n",
+            n - 1, set->name);
+    for (size_t i = 0; i < n; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "  budget %.0f tokens", lo[i].budget);
+        put_err(rep, what, lo[i].err, set->name);
+    }
+    put_err(rep, "  all budgets", vl_calib_lobo_total(lo, n), set->name);
+    free(lo);
+    return 0;
+}
+
+/* The fit rows and the held-out ones together, for leaving budgets out. */
+static vl_status join(vl_calib_rows *all, const vl_calib_rows *x, const vl_calib_rows *y,
+                      vl_err *err)
+{
+    all->n = x->n + y->n;
+    all->rows = malloc((all->n ? all->n : 1) * sizeof *all->rows);
+    if (!all->rows)
+        return vl_seterr(err, VL_ENOMEM, "out of memory");
+    memcpy(all->rows, x->rows, x->n * sizeof *x->rows);
+    memcpy(all->rows + x->n, y->rows, y->n * sizeof *y->rows);
+    for (size_t i = 0; i < all->n; i++)
+        all->rows[i].file = i < x->n ? x->name : y->name;
+    snprintf(all->name, sizeof all->name, "%.120s and %.120s", x->name, y->name);
+    return VL_OK;
+}
+
+/* Errors of the configured model and of the fit on the held-out rows, then leave one
+ * budget out over both files. */
+static int evaluate(const calib_args *a, const vl_calib_fit *fits, size_t n,
+                    const vl_cost *cost, const vl_config *cfg, const vl_calib_rows *set,
+                    FILE *rep)
+{
+    vl_calib_rows held = {0}, all = {0};
     vl_err err = {0};
     vl_status st = vl_calib_read(&held, a->eval, cfg, &err);
+    int rc = 0;
 
-    if (st != VL_OK) {
-        vl_calib_rows_free(&held);
-        return cli_fail(CMD, &err);
+    if (st == VL_OK) {
+        put_err(rep, "held out, cost model before calibration",
+                vl_calib_score(NULL, 0, cost, cfg, &held), held.name);
+        put_err(rep, "held out, after calibration", vl_calib_score(fits, n, NULL, cfg, &held),
+                held.name);
+        st = join(&all, set, &held, &err);
     }
-    put_err(rep, "held out, cost model before calibration",
-            vl_calib_score(NULL, 0, cost, cfg, &held), held.name);
-    put_err(rep, "held out, after calibration", vl_calib_score(fits, n, NULL, cfg, &held),
-            held.name);
+    rc = st != VL_OK ? cli_fail(CMD, &err) : leave_budget_out(a, &all, cfg, rep);
+    free(all.rows);
     vl_calib_rows_free(&held);
-    return 0;
+    return rc;
 }
 
 static int run(const calib_args *a, const char *path, const vl_config *cfg)
@@ -161,8 +208,8 @@ static int run(const calib_args *a, const char *path, const vl_config *cfg)
     put_err(rep, "cost model before calibration", vl_calib_score(NULL, 0, &cost, cfg, &set),
             set.name);
     put_err(rep, "after calibration", vl_calib_score(fits, n, NULL, cfg, &set), set.name);
-    if (a->eval)
-        rc = evaluate(a, fits, n, &cost, cfg, rep);
+    rc = a->eval ? evaluate(a, fits, n, &cost, cfg, &set, rep)
+                 : leave_budget_out(a, &set, cfg, rep);
     if (rc == 0) {
         char *text = fragment(fits, n, cfg, set.name, set.n);
         if (!text) {

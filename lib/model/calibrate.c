@@ -154,7 +154,7 @@ double vl_calib_predict(const vl_calib_fit *fits, size_t nfits, const vl_config 
 vl_calib_err vl_calib_score(const vl_calib_fit *fits, size_t nfits, const vl_cost *c,
                             const vl_config *cfg, const vl_calib_rows *set)
 {
-    vl_calib_err e = {0, 0, 0, 0};
+    vl_calib_err e = {0, 0, 0, 0, NULL};
     double sum = 0;
 
     for (size_t i = 0; i < set->n; i++) {
@@ -168,6 +168,7 @@ vl_calib_err vl_calib_score(const vl_calib_fit *fits, size_t nfits, const vl_cos
         if (rel > e.worst || e.n == 1) {
             e.worst = rel;
             e.worst_line = r->line;
+            e.worst_file = r->file;
         }
     }
     e.mape = e.n ? sum / (double)e.n : NAN;

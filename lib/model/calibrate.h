@@ -35,6 +35,7 @@ typedef struct vl_calib_row {
     double sum_len2;      /* Σ len² */
     double seconds;       /* measured forward + backward */
     uint32_t line;        /* line in its file, for messages */
+    const char *file;     /* that file when rows of several are pooled; NULL: the set's */
 } vl_calib_row;
 
 typedef struct vl_calib_rows {
@@ -61,6 +62,7 @@ typedef struct vl_calib_err {
     double mape;          /* mean |pred − seconds| / seconds */
     double worst;         /* the largest of those */
     uint32_t worst_line;
+    const char *worst_file;   /* the worst row's file, NULL: the scored set's */
 } vl_calib_err;
 
 /* One fitted model: a scheme row (kind SCHEMES) or the per-layer a, b, c (kind LAYER). */
@@ -88,5 +90,21 @@ double vl_calib_predict_model(const vl_cost *c, const vl_calib_row *r);
  *  every row of set. */
 vl_calib_err vl_calib_score(const vl_calib_fit *fits, size_t nfits, const vl_cost *c,
                             const vl_config *cfg, const vl_calib_rows *set);
+
+/* One token budget left out: fitted on every other budget, scored on its own rows
+ * (err.n = 0 when the other budgets determine no fit for its schemes). */
+typedef struct vl_calib_lobo {
+    double budget;        /* the rows' tokens */
+    vl_calib_err err;
+} vl_calib_lobo;
+
+/** Leave one token budget out (calibrate_lobo.c): for each distinct `tokens` of set, in
+ *  ascending order, fit the other rows as vl_calib_fit_rows does and score the budget's.
+ *  *out is malloc'd, *n entries (0 with fewer than two budgets).  VL_ENOMEM. */
+vl_status vl_calib_leave_budget_out(const vl_calib_rows *set, const vl_config *cfg,
+                                    vl_calib_kind kind, vl_calib_lobo **out, size_t *n,
+                                    vl_err *err);
+/** The pooled error of every scored budget: MAPE over all their rows, the worst row. */
+vl_calib_err vl_calib_lobo_total(const vl_calib_lobo *lo, size_t n);
 
 #endif
