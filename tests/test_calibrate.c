@@ -419,3 +419,42 @@ Test(calibrate, leave_one_budget_out)
     vl_calib_rows_free(&skew);
     vl_calib_rows_free(&one);
 }
+
+/* Rows timed at 1.3 times what the analytic model says: calibrate's compute_scale comes
+ * back 1.3, and a cost model with it predicts them exactly (comm off: compute only). */
+Test(calibrate, compute_scale_is_measured_over_analytic)
+{
+    const char *off[] = {"cost.comm=off", NULL};
+    vl_config c;
+    vl_cost cost;
+    vl_calib_rows set = {0};
+    size_t used;
+
+    tu_config(&c, NULL, off);
+    cr_assert_eq(vl_cost_init(&cost, &c, &err), VL_OK);
+    snprintf(set.name, sizeof set.name, "scaled.csv");
+    for (int i = 0; i < 6; i++) {
+        double l = 512.0 * (1 + i);
+        vl_calib_row r = {.tp = 1, .pp = 1, .sp = 1, .layers = 2, .mbs = 1, .tokens = 4 * l,
+                          .sum_len2 = 4 * l * l, .line = (uint32_t)(2 + i)};
+        r.seconds = 1.3 * vl_calib_predict_model(&cost, &r);
+        cr_assert_eq(vl_grow(&set.rows, &set.cap, set.n + 1, sizeof r, &err), VL_OK);
+        set.rows[set.n++] = r;
+    }
+    double s = vl_calib_compute_scale(&cost, &set, &used);
+    cr_expect_eq(used, 6);
+    expect_close(s, 1.3, 1e-9, "compute_scale");
+    char set_scale[64];
+    snprintf(set_scale, sizeof set_scale, "cost.compute_scale=%.17g", s);
+    const char *scaled[] = {"cost.comm=off", set_scale, NULL};
+    vl_config c2;
+    vl_cost cost2;
+    tu_config(&c2, NULL, scaled);
+    cr_assert_eq(vl_cost_init(&cost2, &c2, &err), VL_OK);
+    for (size_t i = 0; i < set.n; i++)
+        expect_close(vl_calib_predict_model(&cost2, &set.rows[i]), set.rows[i].seconds, 1e-9,
+                     "scaled prediction");
+    vl_config_free(&c);
+    vl_config_free(&c2);
+    vl_calib_rows_free(&set);
+}

@@ -91,7 +91,7 @@ static void put_fits(FILE *f, const vl_calib_fit *fits, size_t n, const char *na
 /* The fragment: comments saying what it was fitted to, then cost.schemes or cost.fit,
  * every number with 17 significant digits so it reads back exactly. */
 static char *fragment(const vl_calib_fit *fits, size_t n, const vl_config *cfg,
-                      const char *name, size_t rows)
+                      const char *name, size_t rows, double scale, size_t scaled)
 {
     vl_strbuf b = {0};
 
@@ -107,7 +107,13 @@ static char *fragment(const vl_calib_fit *fits, size_t n, const vl_config *cfg,
                          100 * fits[0].err.worst, s->a, s->b, s->c);
         return vl_strbuf_take(&b);
     }
-    vl_strbuf_printf(&b, "cost:\n  schemes:\n");
+    vl_strbuf_printf(&b, "cost:\n");
+    if (scaled > 0)
+        vl_strbuf_printf(&b, "  # measured / analytic over the %zu rows (geometric mean): the "
+                         "schemes below\n  # replace the analytic time; every other scheme "
+                         "(sp or cp > 1, other tp or pp)\n  # keeps it, corrected alike\n"
+                         "  compute_scale: %.17g\n", scaled, scale);
+    vl_strbuf_printf(&b, "  schemes:\n");
     for (size_t i = 0; i < n; i++) {
         const vl_scheme *s = &fits[i].scheme;
         vl_strbuf_printf(&b, "    # %zu rows, MAPE %.2f%%, worst %.2f%%\n", fits[i].err.n,
@@ -210,8 +216,15 @@ static int run(const calib_args *a, const char *path, const vl_config *cfg)
     put_err(rep, "after calibration", vl_calib_score(fits, n, NULL, cfg, &set), set.name);
     rc = a->eval ? evaluate(a, fits, n, &cost, cfg, &set, rep)
                  : leave_budget_out(a, &set, cfg, rep);
+    size_t scaled = 0;
+    double scale = a->kind == VL_CALIB_SCHEMES ? vl_calib_compute_scale(&cost, &set, &scaled)
+                                               : NAN;
+    if (rc == 0 && scaled > 0)
+        fprintf(rep, "schemes not measured (sp or cp > 1, other tp or pp) keep the analytic "
+                     "model, scaled by cost.compute_scale %.4f (measured / analytic over %zu "
+                     "rows)\n", scale, scaled);
     if (rc == 0) {
-        char *text = fragment(fits, n, cfg, set.name, set.n);
+        char *text = fragment(fits, n, cfg, set.name, set.n, scale, scaled);
         if (!text) {
             cli_error(CMD, "out of memory");
             rc = EX_OSERR_;

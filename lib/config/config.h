@@ -107,6 +107,8 @@ typedef struct vl_cost_cfg {
     double act_bytes;           /* bytes/token/layer; 0 = derived from the model shape */
     double logits_bytes;        /* bytes/token/vocab entry held for the loss (last stage) */
     double optimizer_fixed_ms;  /* the optimizer step's fixed cost (launches) per iteration */
+    double compute_scale;       /* factor of the analytic compute of schemes without a
+                                 * cost.schemes row (`vlplan calibrate` writes it) */
     int nschemes;               /* cost.schemes: fitted times per <tp, pp, sp> */
     vl_scheme schemes[VL_SCHEMES_MAX];
 } vl_cost_cfg;

@@ -185,6 +185,11 @@ const vl_key vl__keys[] = {
     K("cost.optimizer_fixed_ms", VL_K_DOUBLE, cost.optimizer_fixed_ms, 0, 1e6, "1", "ms",
       "Fixed cost of one optimizer step (kernel launches of a fused multi-tensor Adam), "
       "beside its state bytes read and written at cluster.hbm_gbs."),
+    K("cost.compute_scale", VL_K_DOUBLE, cost.compute_scale, 1e-6, 1e6, "1", "",
+      "Factor of the analytic compute time (GEMMs, attention, fixed layer time; not "
+      "communication) of ranks whose <tp, pp, sp> has no cost.schemes row: `vlplan "
+      "calibrate` sets it to what the measured schemes say of the analytic model, so "
+      "unmeasured schemes are corrected alike."),
     K("cost.logits_bytes", VL_K_DOUBLE, cost.logits_bytes, 0.5, 64, "6", "bytes",
       "Bytes per token per vocabulary entry the loss holds at its peak on the last stage: "
       "6 = bf16 logits + their fp32 copy (Megatron's cross-entropy), 4 = the fp32 logits "

@@ -280,3 +280,24 @@ double vl_calib_predict_model(const vl_cost *c, const vl_calib_row *r)
     free(segs);
     return (t.fwd + t.bwd) * r->mbs;
 }
+
+double vl_calib_compute_scale(const vl_cost *c, const vl_calib_rows *set, size_t *used)
+{
+    double logsum = 0;
+    size_t n = 0;
+
+    for (size_t i = 0; i < set->n && !c->cfg->cost.fit_set; i++) {
+        const vl_calib_row *r = &set->rows[i];
+        vl_par par = {r->tp, r->pp, r->sp, r->ckpt_layers};
+        if (vl_cost_scheme(c, &par))   /* the configured time is not the analytic one */
+            continue;
+        double p = vl_calib_predict_model(c, r);
+        if (!(p > 0) || !(r->seconds > 0))
+            continue;
+        logsum += log(r->seconds / p);
+        n++;
+    }
+    double s = n ? c->cfg->cost.compute_scale * exp(logsum / (double)n) : NAN;
+    *used = s >= 1e-6 && s <= 1e6 ? n : 0;   /* cost.compute_scale's range */
+    return *used ? s : NAN;
+}

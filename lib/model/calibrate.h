@@ -91,6 +91,14 @@ double vl_calib_predict_model(const vl_cost *c, const vl_calib_row *r);
 vl_calib_err vl_calib_score(const vl_calib_fit *fits, size_t nfits, const vl_cost *c,
                             const vl_config *cfg, const vl_calib_rows *set);
 
+/** The cost.compute_scale that makes the analytic model agree with the rows on average:
+ *  the configured scale times the geometric mean of measured / predicted over the rows
+ *  whose scheme the configuration times analytically (*used of them; NAN when none, out of
+ *  cost.compute_scale's range, or
+ *  with cost.fit).  Written beside cost.schemes so that the schemes the rows did not
+ *  measure (sp > 1, other tp or pp) get the same correction as those they did. */
+double vl_calib_compute_scale(const vl_cost *c, const vl_calib_rows *set, size_t *used);
+
 /* One token budget left out: fitted on every other budget, scored on its own rows
  * (err.n = 0 when the other budgets determine no fit for its schemes). */
 typedef struct vl_calib_lobo {

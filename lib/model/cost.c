@@ -421,14 +421,21 @@ static vl_mb_time mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const 
     /* each GPU's GEMMs are (T/sp) x (width/tp): as efficient as a full-width GEMM of the
      * same work, T/(sp tp) tokens, so small chunks under TP are not flattered */
     eff = curve_eval_lx(&cl->gemm_eff, c->lx_gemm, T / g, VL_WORK_LINEAR, &lgT);
-    lin = linear_time(c, T / g, eff);
-    head = last_stage ? c->head * T / g / (c->peak * eff) : 0;
+    /* cost.compute_scale: calibration's correction of the analytic compute, so a scheme
+     * it did not measure is not favoured or penalised beside one it did */
+    double s = cfg->cost.compute_scale > 0 ? cfg->cost.compute_scale : 1.0;
+    double fix_b = cl->layer_fixed_us_bwd * 1e-6 * s;
+    lin = linear_time(c, T / g, eff) * s;
+    head = last_stage ? c->head * T / g / (c->peak * eff) * s : 0;
+    att_f *= s;
+    att_b *= s;
+    fix_f *= s;
     lc = comm_per_layer(c, T, tp, sp, att_f, att_b);
     t.comm_fwd = layers * lc.fwd;
     t.comm_bwd = layers * lc.bwd;
     t.recompute = ckpt * (lin + att_f + fix_f + lc.fwd);
     t.fwd = layers * (lin + att_f + fix_f) + head + t.comm_fwd;
-    t.bwd = layers * (cfg->cost.bwd_linear * lin + att_b + cl->layer_fixed_us_bwd * 1e-6) +
+    t.bwd = layers * (cfg->cost.bwd_linear * lin + att_b + fix_b) +
             cfg->cost.bwd_linear * head + t.comm_bwd + t.recompute;
     return t;
 }
