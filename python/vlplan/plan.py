@@ -27,12 +27,16 @@ class _Pass:
         self.samples = 0
         self.digest = hashlib.sha256()
         self.skipped = False    # iterations hashed but not parsed: no token totals
+        self.epoch = 0          # of the last iteration read
 
     def _parse(self, raw, line):
         try:
             rec = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as e:
             raise PlanError(f"{self.name}:{line}: not JSON ({e})") from None
+        except RecursionError:
+            raise PlanError(f"{self.name}:{line}: nested too deeply to be a plan record") \
+                from None
         if not isinstance(rec, dict):
             raise PlanError(f"{self.name}:{line}: not a JSON object")
         return rec
@@ -69,7 +73,11 @@ class _Pass:
                 raise PlanError(f"{self.name}:{line}: record type {kind!r}, expected "
                                 '"iter" or "footer"')
             self.digest.update(raw)
-            it = records.iteration(rec, self.name, line, self.count, uneven)
+            it = records.iteration(rec, self.name, line, self.count, uneven, self.header)
+            if it.epoch < self.epoch:
+                raise PlanError(f"{self.name}:{line}: iteration {it.it} is of epoch {it.epoch}, "
+                                f"after one of epoch {self.epoch} (epochs run in order)")
+            self.epoch = it.epoch
             self.count += 1
             self.tokens += it.tokens
             self.samples += it.samples or 0

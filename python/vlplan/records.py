@@ -106,6 +106,8 @@ def _pack(obj, w, sp):
             w.fail(f'"cu_seqlens" {cu[:8]}{"..." if len(cu) > 8 else ""} does not match '
                    "the segment lengths")
     cap = _int_field(obj, "cap", w, 0, tokens)
+    if cap < tokens:
+        w.fail(f'"cap" {cap} is below the {tokens} tokens the segments hold')
     shared = _list_field(obj, "shared", w, False)
     if shared is not None:
         if len(shared) < 2 or not all(_is_int(d) and d >= 0 for d in shared) or \
@@ -173,16 +175,17 @@ def _check_shared(ranks, w):
     packs it shares with that list, so the merged CP group steps together."""
     by_dp = {r.dp: r for r in ranks}
     for r in ranks:
-        for m, p in enumerate(r.mbs):
-            if p.shared is None:
-                continue
-            if r.dp not in p.shared:
-                w.fail(f"rank {r.index}, micro-batch {m}: shared by {list(p.shared)}, "
-                       f"which does not include its own dp {r.dp}")
-            for d in p.shared:
-                if d not in by_dp:
-                    w.fail(f"rank {r.index}, micro-batch {m}: shared with dp {d}, "
-                           "which is not in the iteration")
+        for what, packs in (("micro-batch", r.mbs), ("backward pack", r.bwd)):
+            for m, p in enumerate(packs):
+                if p.shared is None:
+                    continue
+                if r.dp not in p.shared:
+                    w.fail(f"rank {r.index}, {what} {m}: shared by {list(p.shared)}, "
+                           f"which does not include its own dp {r.dp}")
+                for d in p.shared:
+                    if d not in by_dp:
+                        w.fail(f"rank {r.index}, {what} {m}: shared with dp {d}, "
+                               "which is not in the iteration")
 
     def seq(rank, members):
         return [p.segs for p in rank.mbs if p.shared == members]
@@ -246,8 +249,27 @@ def _check_shared_order(ranks, w):
                f"other (packs shared by {', '.join(str(list(m)) for m in stuck)})")
 
 
-def iteration(rec, name, line, expect_it, uneven):
-    """The iteration record rec (already known to be {"type": "iter"}) as an Iteration."""
+def _check_gpus(ranks, header, w):
+    """The ranks fit the plan's cluster: their GPUs (tp·sp·pp each) add up to at most
+    cluster.gpus, and explicit GPU indices lie below it; without a cluster, a rank's
+    size is at most 2^31 -- before anything is sized by these numbers."""
+    cfg = (header or {}).get("config") or {}
+    world = cfg.get("cluster", {}).get("gpus")
+    total = 0
+    for r in ranks:
+        total += r.size()
+        if world is None and r.size() > 1 << 31:
+            w.fail(f"rank {r.index}: tp {r.tp} x sp {r.sp} x pp {r.pp} = {r.size()} GPUs")
+        if world is not None and r.gpus is not None and any(g >= world for g in r.gpus):
+            w.fail(f'rank {r.index}: "gpus" names a GPU past the cluster\'s {world}')
+    if world is not None and total > world:
+        w.fail(f"the ranks need {total} GPUs (tp x sp x pp each), the plan's cluster has "
+               f"{world}")
+
+
+def iteration(rec, name, line, expect_it, uneven, header=None):
+    """The iteration record rec (already known to be {"type": "iter"}) as an Iteration;
+    header (the plan's, already checked) bounds its GPUs and epoch."""
     w = Where(name, line)
     it = rec.get("it", expect_it)
     w.parts.append(f"iteration {it}")
@@ -261,6 +283,7 @@ def iteration(rec, name, line, expect_it, uneven):
         w.parts.append(f"rank {i}")
         ranks.append(_rank(r, w, i))
         w.parts.pop()
+    _check_gpus(ranks, header, w)
     dps = [r.dp for r in ranks]
     if len(set(dps)) != len(dps):
         w.fail(f"two ranks have the same dp ({dps})")
@@ -273,7 +296,8 @@ def iteration(rec, name, line, expect_it, uneven):
                  if p.shared is None or p.shared[0] == r.dp)
     out = Iteration()
     out.it, out.line, out.ranks = it, line, ranks
-    out.epoch = _int_field(rec, "epoch", w, 0, 0)
+    epochs = (header or {}).get("epochs")
+    out.epoch = _int_field(rec, "epoch", w, 0, 0, epochs - 1 if epochs else None)
     out.tokens = _int_field(rec, "tokens", w, 0, tokens)
     if out.tokens != tokens:
         w.fail(f'"tokens" is {out.tokens}, its micro-batches hold {tokens}')
@@ -290,6 +314,31 @@ def header(rec, name, line):
     if rec.get("schema") != SCHEMA:
         w.fail(f'schema {rec.get("schema")!r}, expected "{SCHEMA}"')
     caps = rec.get("caps", [])
-    if not isinstance(caps, list):
-        w.fail('"caps" is not a list')
+    if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
+        w.fail('"caps" is not a list of names')
+    for key, lo in (("iterations", 0), ("epochs", 1), ("seed", 0)):
+        v = rec.get(key)
+        if v is not None and not (_is_int(v) and v >= lo):
+            w.fail(f'"{key}" is {v!r}, expected an integer >= {lo}')
+    if not isinstance(rec.get("strategy", ""), str):
+        w.fail('"strategy" is not a string')
+    _header_config(rec.get("config"), w)
     return rec
+
+
+def _header_config(cfg, w):
+    """The parts of the header's configuration the reader uses, checked for their types:
+    the sections are objects, cluster.gpus a GPU count, training.sp_kind a name."""
+    if cfg is None:
+        return
+    if not isinstance(cfg, dict):
+        w.fail('"config" is not an object')
+    for name, section in cfg.items():
+        if name in ("model", "cluster", "training", "cost") and not isinstance(section, dict):
+            w.fail(f'"config" section "{name}" is not an object')
+    gpus = cfg.get("cluster", {}).get("gpus")
+    if gpus is not None and not (_is_int(gpus) and 1 <= gpus <= 1 << 31):
+        w.fail(f'"config" cluster.gpus is {gpus!r}, expected a GPU count')
+    kind = cfg.get("training", {}).get("sp_kind")
+    if kind is not None and kind not in ("ring", "ulysses"):
+        w.fail(f'"config" training.sp_kind is {kind!r}, expected "ring" or "ulysses"')
