@@ -54,8 +54,9 @@ static child start_plan(bool hup_ignored, rlim_t fsize)
     if (c.pid == 0) {
         int null = open("/dev/null", O_WRONLY);
         struct rlimit rl = {fsize, fsize};
-        if (hup_ignored)
-            signal(SIGHUP, SIG_IGN);
+        /* set either way: a test run under nohup inherits SIGHUP ignored, and
+         * vlplan keeps an ignored SIGHUP ignored (the test would wait for ever) */
+        signal(SIGHUP, hup_ignored ? SIG_IGN : SIG_DFL);
         if (fsize > 0)
             setrlimit(RLIMIT_FSIZE, &rl);
         dup2(p[0], 0);
