@@ -421,6 +421,14 @@ int cli_output_close(const char *cmd, vl_outfile *o, int rc)
     return cli_output_close_all(cmd, &o, 1, rc);
 }
 
+static bool any_pending(void)
+{
+    for (int i = 0; i < CLI_OUTPUTS_MAX; i++)
+        if (pending_on[i])
+            return true;
+    return false;
+}
+
 int cli_output_close_all(const char *cmd, vl_outfile **o, int n, int rc)
 {
     vl_outfile *live[CLI_OUTPUTS_MAX];
@@ -428,6 +436,13 @@ int cli_output_close_all(const char *cmd, vl_outfile **o, int n, int rc)
     sigset_t block, was;
     int k = 0;
 
+    /* fatal signals wait from here: a temporary must stay known to the handler until it
+     * is renamed or removed, and between two renames a signal would leave one output
+     * new and another old */
+    sigemptyset(&block);
+    for (size_t i = 0; i < NFATAL; i++)
+        sigaddset(&block, fatal_sigs[i]);
+    sigprocmask(SIG_BLOCK, &block, &was);
     for (int i = 0; i < n; i++) {
         pending_remove(o[i]);
         if (o[i] && rc == 0 && k < CLI_OUTPUTS_MAX)
@@ -435,16 +450,13 @@ int cli_output_close_all(const char *cmd, vl_outfile **o, int n, int rc)
         else
             vl_outfile_abort(o[i]);
     }
-    if (rc != 0 || k == 0)
-        return rc;
-    /* between two renames a signal would leave one output new and another old */
-    sigemptyset(&block);
-    for (size_t i = 0; i < NFATAL; i++)
-        sigaddset(&block, fatal_sigs[i]);
-    sigprocmask(SIG_BLOCK, &block, &was);
-    if (vl_outfile_commit_all(live, (size_t)k, &err) != VL_OK)
+    if (rc == 0 && k > 0 && vl_outfile_commit_all(live, (size_t)k, &err) != VL_OK)
         rc = cli_fail(cmd, &err);
-    sigprocmask(SIG_SETMASK, &was, NULL);
+    /* Outputs complete and nothing else being written: a signal now would exit 128+N
+     * with every output in place, the status saying failure where the files say
+     * success.  It stays blocked, and is dropped when the process exits 0. */
+    if (rc != 0 || k == 0 || any_pending())
+        sigprocmask(SIG_SETMASK, &was, NULL);
     return rc;
 }
 
