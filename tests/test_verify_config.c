@@ -350,7 +350,9 @@ Test(verify_config, what_simulate_refuses)
     vl_verify_report r;
 
     fx_init(&f, 4);
-    f.p.caps = VL_CAP_SHARED | VL_CAP_SCHEDULE;
+    /* SlimPack's DP-Merge: a strategy whose rules allow shared packs and schedules */
+    snprintf(f.p.strategy, sizeof f.p.strategy, "slimpack");
+    f.p.caps = VL_CAP_SHARED | VL_CAP_SCHEDULE | VL_CAP_BWD_PACKS | VL_CAP_UNEVEN_MBS;
     cr_assert_eq(vl_plan_iter_begin(&f.p, 0, &f.err), VL_OK);
     for (int k = 0; k < 2; k++) {
         cr_assert_eq(vl_plan_rank_begin(&f.p, k, &par, &f.err), VL_OK);

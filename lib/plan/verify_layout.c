@@ -261,20 +261,43 @@ static void check_share(vl_vctx *v, size_t it, uint32_t r, const vl_rank *rk, ui
 
 /* ---- capabilities ---- */
 
+/* What using capability bit i looks like, NULL for one with no element of its own. */
+static const char *const CAP_USE[VL_NCAPS] = {
+    "uneven micro-batch counts", "backward packs", "per-segment CP placement",
+    "an explicit schedule", "shared packs", NULL};
+
 /* What the plan uses and does not declare, once each (plans that state their
  * capabilities: built by vlplan, in memory or read back). */
-static void check_caps(const vl_vctx *v)
+static void check_declared(const vl_vctx *v)
 {
-    static const char *const what[VL_NCAPS] = {
-        "uneven micro-batch counts", "backward packs", "per-segment CP placement",
-        "an explicit schedule", "shared packs", NULL};
-
-    if (!v->declared)
-        return;
     for (unsigned i = 0; i < VL_NCAPS; i++)
-        if (what[i] && (v->used >> i & 1) && !(v->p->caps >> i & 1))
-            vl__violation(v->rep, 5, "the plan uses %s but does not declare %s", what[i],
+        if (CAP_USE[i] && (v->used >> i & 1) && !(v->p->caps >> i & 1))
+            vl__violation(v->rep, 5, "the plan uses %s but does not declare %s", CAP_USE[i],
                           vl_cap_name(i));
+}
+
+/* The capabilities against the strategy's, from the registry: the header cannot grant
+ * what the strategy never writes (a plan relabelled from another strategy), and, as the
+ * runner records exactly the strategy's (lib/plan/run.c), a plan of a known strategy
+ * that states its capabilities declares all of them -- a Hydraulis plan without
+ * "optimizer_shard":"world" is modelled with memory it does not have. */
+static void check_allowed(const vl_vctx *v)
+{
+    const char *s = v->p->strategy;
+
+    for (unsigned i = 0; i < VL_NCAPS; i++) {
+        bool allowed = v->allowed_caps >> i & 1;
+        bool declared = v->declared && (v->p->caps >> i & 1);
+        if (!allowed && CAP_USE[i] && (v->used >> i & 1))
+            vl__violation(v->rep, 5, "the plan uses %s, which strategy %s never writes",
+                          CAP_USE[i], s);
+        else if (!allowed && declared)
+            vl__violation(v->rep, 5, "the header declares %s, which strategy %s never writes",
+                          vl_cap_name(i), s);
+        else if (allowed && v->known && v->declared && !(v->p->caps >> i & 1))
+            vl__violation(v->rep, 5, "the header lacks %s, which strategy %s always declares",
+                          vl_cap_name(i), s);
+    }
 }
 
 static void check_rank(vl_vctx *v, size_t it, uint32_t r, const vl_rank *rk)
@@ -311,5 +334,7 @@ vl_status vl__layout_iter(vl_vctx *v, size_t it, vl_err *err)
 
 void vl__layout_finish(vl_vctx *v)
 {
-    check_caps(v);
+    if (v->declared)
+        check_declared(v);
+    check_allowed(v);
 }
