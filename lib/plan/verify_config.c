@@ -36,6 +36,7 @@ static void rules_init(vl_vctx *v, const vl_plan *p)
     if (s) {   /* without a config, a slicing that depends on it is the loosest */
         v->allowed_caps = s->caps;
         v->slices = s->slicing ? VL_SLICES_PIECES : s->slices;
+        v->shares = s->shares;
     } else {
         v->allowed_caps = ~0u;
         v->slices = cfg_of(v) ? VL_SLICES_NONE : VL_SLICES_ITERS;

@@ -12,6 +12,7 @@
 
 #include "planio.h"
 #include "sort.h"
+#include "vlplan_strategy.h"
 
 /* ---- ranges ---- */
 
@@ -166,11 +167,14 @@ static void check_cps(vl_vctx *v, uint32_t r, const vl_rank *rk)
             if (cp == VL_CP_SHARDED)
                 continue;
             v->used |= VL_CAP_SEG_CP;
-            if (cp < 0 || cp >= rk->par.sp)
+            /* a coordinate names one GPU of a CP group: with sp 1 there is no group */
+            if (cp < 0 || cp >= rk->par.sp || rk->par.sp == 1)
                 vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u, segment %u: CP "
-                              "coordinate %d outside the rank's sp group of %d", v->num, r,
+                              "coordinate %d %s the rank's sp group of %d", v->num, r,
                               j < rk->nmb ? "micro-batch" : "backward pack",
-                              j < rk->nmb ? j : j - rk->nmb, k, cp, rk->par.sp);
+                              j < rk->nmb ? j : j - rk->nmb, k, cp,
+                              rk->par.sp == 1 ? "on a rank without a CP group: sp is 1,"
+                                              : "outside", rk->par.sp);
         }
     }
 }
@@ -225,6 +229,27 @@ static const vl_mb *copy_on(const vl_plan *p, const vl_rank *from, const vl_rank
     return NULL;
 }
 
+/* The members of a shared pack as its strategy forms groups (vl_strategy.shares),
+ * checked once, on the primary copy. */
+static void check_group(const vl_vctx *v, uint32_t r, const char *what, uint32_t j,
+                        const int32_t *mem, uint32_t n)
+{
+    bool run = true;
+
+    if (v->shares == VL_SHARES_ANY)
+        return;
+    for (uint32_t i = 1; i < n; i++)
+        run = run && mem[i] == mem[0] + (int32_t)i;
+    if (!run)
+        vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: shared by ranks that are not "
+                      "consecutive dp values in order (from dp %d), the only groups strategy "
+                      "%s forms", v->num, r, what, j, mem[0], v->p->strategy);
+    else if (v->shares == VL_SHARES_POW2 && (n & (n - 1)) != 0)
+        vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: shared by %u ranks, but "
+                      "strategy %s forms CP groups of a power of two", v->num, r, what, j, n,
+                      v->p->strategy);
+}
+
 static void check_share(vl_vctx *v, size_t it, uint32_t r, const vl_rank *rk, uint32_t j,
                         bool bwd)
 {
@@ -257,6 +282,8 @@ static void check_share(vl_vctx *v, size_t it, uint32_t r, const vl_rank *rk, ui
     if (!member)
         vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: shared by dp values that do "
                       "not include this rank's dp %d", v->num, r, what, j, rk->dp);
+    if (n > 0 && mem[0] == rk->dp)
+        check_group(v, r, what, j, mem, n);
 }
 
 /* ---- capabilities ---- */

@@ -75,6 +75,15 @@ typedef enum {
                            * never two on one rank of an iteration; shorter ones whole */
 } vl_slices;
 
+/* Which ranks may share a pack (VL_CAP_SHARED): verify holds a plan to it. */
+typedef enum {
+    VL_SHARES_ANY = 0,    /* any ranks of the iteration (the format's own rules) */
+    VL_SHARES_RUN = 1,    /* a run of consecutive dp values in order (SlimPack's
+                           * DP-Merge groups of contiguous ranks) */
+    VL_SHARES_POW2 = 2    /* such a run of a power of two (mcore_cp: Megatron's CP
+                           * groups; its barrier over every rank, a power of two too) */
+} vl_shares;
+
 typedef struct vl_strategy {
     const char *name;     /* CLI name and config section */
     const char *summary;  /* one line for `vlplan strategies` */
@@ -86,6 +95,7 @@ typedef struct vl_strategy {
     uint32_t caps;        /* VL_CAP_* it may use (plan.h); the runner records them in the
                            * plan header, verify holds the plan to them */
     vl_slices slices;     /* where it may slice a sample (default: never) */
+    vl_shares shares;     /* which ranks may share a pack */
     bool streams;         /* true: plan() appends iterations in order and never reads or
                            * changes an iteration once the next vl_plan_iter_begin has
                            * been called, so the runner may write and free each finished

@@ -186,6 +186,7 @@ const vl_strategy vl_strategy_slimpack = {
     .params = slimpack_params,
     .opts_size = sizeof(sp_opts),
     .caps = VL_CAP_BWD_PACKS | VL_CAP_SCHEDULE | VL_CAP_SHARED | VL_CAP_UNEVEN_MBS,
+    .shares = VL_SHARES_RUN,
     .slices = VL_SLICES_RANK,
     .max_len = slimpack_max_len,
     .max_cap = slimpack_max_cap,
