@@ -73,6 +73,13 @@ CASE(chunk_to_next_iter)
 CASE(chunk_to_earlier_iter)
 CASE(slimpack_slice_other_rank)
 CASE(pack_sample_sliced)
+CASE(pieces_same_rank)
+CASE(pieces_short_cut)
+/* b: CP coordinates */
+CASE(skrull_cp_on_sp1)
+CASE(skrull_two_cps)
+/* c: shared packs */
+CASE(mcore_cp_three)
 /* d: capacities, loss tokens, the optimizer's sharding */
 CASE(verl_cap_over)
 CASE(loss_tokens_removed)
@@ -100,6 +107,25 @@ Test(verify_corpus, golden_plans_pass)
         cr_expect_eq(res.status, 0, "%s: exit %d: %s %s", s[i], res.status, res.out, res.err);
         cr_expect(strstr(res.out, "config: the plan header's with --set cluster.mem_gib=80"),
                   "%s: %s", s[i], res.out);
+        tu_result_free(&res);
+    }
+}
+
+/* The base plans the corpus mutates besides the goldens pass: pieces under
+ * training.oversize=split, Skrull with CP 2, loss tokens. */
+Test(verify_corpus, base_plans_pass)
+{
+    static const char *const b[][2] = {
+        {"testdata/verify/base_pack_split.jsonl", "testdata/golden/manifest.jsonl"},
+        {"testdata/verify/base_skrull_cp2.jsonl", "testdata/golden/manifest.jsonl"},
+        {"testdata/verify/base_pack_loss.jsonl", "testdata/verify/manifest_loss.jsonl"}};
+
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) {
+        const char *argv[] = {"verify", b[i][0], b[i][1], NULL};
+        tu_result res;
+        cr_assert_eq(tu_run(&res, NULL, argv), 0);
+        cr_expect_eq(res.status, 0, "%s: exit %d: %s %s", b[i][0], res.status, res.out,
+                     res.err);
         tu_result_free(&res);
     }
 }

@@ -258,6 +258,78 @@ def header_mem_800(man):
     return p, ["--set", "cluster.mem_gib=80"], "the plan header's config disagrees"
 
 
+def skrull_cp_on_sp1(man):
+    """Skrull: a CP coordinate on a rank with sp 1 (no CP group to name one of)."""
+    p = read_plan(GOLDEN + "/skrull.jsonl")
+    p["iters"][0]["ranks"][0]["mbs"][0]["seg"][0].append(0)
+    return p, [], "on a rank without a CP group"
+
+
+def skrull_two_cps(man):
+    """Skrull with CP 2: a sequence local to one coordinate cut into two slices on two."""
+    p = read_plan(OUT + "/base_skrull_cp2.jsonl")
+    for it in p["iters"]:
+        for rk in it["ranks"]:
+            for mb in rk["mbs"]:
+                for k, g in enumerate(mb["seg"]):
+                    if len(g) == 4 and g[2] > 1:
+                        h = g[2] // 2
+                        mb["seg"][k:k + 1] = [[g[0], 0, h, g[3]], [g[0], h, g[2] - h, 1 - g[3]]]
+                        return p, [], "is a slice, but the strategy never slices a sample"
+    raise SystemExit("skrull_two_cps: no local segment")
+
+
+def mcore_cp_three(man):
+    """mcore_cp: a pack shared by 4 ranks cut to 3 (not a CP group size it forms)."""
+    p = read_plan(GOLDEN + "/mcore_cp.jsonl")
+    it = p["iters"][0]
+    by_dp = {rk["dp"]: rk for rk in it["ranks"]}
+    for rk in it["ranks"]:
+        for mb in rk["mbs"]:
+            sh = mb.get("shared")
+            if sh and len(sh) == 4 and sh[0] == rk["dp"] and mb["seg"]:
+                last = by_dp[sh[3]]
+                last["mbs"] = [c for c in last["mbs"] if c.get("shared") != sh or c["seg"] != mb["seg"]]
+                for r in sh[:3]:
+                    for c in by_dp[r]["mbs"]:
+                        if c.get("shared") == sh and c["seg"] == mb["seg"]:
+                            c["shared"] = sh[:3]
+                return p, [], "shared by 3 ranks, but strategy mcore_cp forms CP groups"
+    raise SystemExit("mcore_cp_three: no pack of 4")
+
+
+def pieces_same_rank(man):
+    """pack, training.oversize=split: two pieces of a sample on one rank of an
+    iteration (they would read as one sequence's slices)."""
+    p = read_plan(OUT + "/base_pack_split.jsonl")
+    it = p["iters"][0]
+    where = {}
+    for r, rk in enumerate(it["ranks"]):
+        for j, mb in enumerate(rk["mbs"]):
+            for g in mb["seg"]:
+                if g[1] > 0 or g[2] < man[0][g[0]]:
+                    where.setdefault(g[0], []).append((r, j))
+    for s, places in sorted(where.items()):
+        if len({r for r, _ in places}) > 1:
+            (r0, _), (r1, j1) = places[0], next(x for x in places if x[0] != places[0][0])
+            j = next(k for k, mb in enumerate(it["ranks"][r0]["mbs"])
+                     if all(g[0] != s for g in mb["seg"]))
+            swap(it["ranks"][r1]["mbs"][j1], it["ranks"][r0]["mbs"][j])
+            return p, [], "shares a rank of an iteration with another piece"
+    raise SystemExit("pieces_same_rank: no sample in pieces on two ranks")
+
+
+def pieces_short_cut(man):
+    """pack, training.oversize=split: a sample shorter than a piece cut in two."""
+    p = read_plan(OUT + "/base_pack_split.jsonl")
+    mb, k, g = next((mb, k, g) for rk in p["iters"][0]["ranks"] for mb in rk["mbs"]
+                    for k, g in enumerate(mb["seg"])
+                    if g[1] == 0 and g[2] == man[0][g[0]] and g[2] > 1)
+    h = g[2] // 2
+    mb["seg"][k:k + 1] = [[g[0], 0, h], [g[0], h, g[2] - h]]
+    return p, [], "cuts a sample no longer than a piece"
+
+
 CASES = [
     ("chunk_to_other_rank", chunk_to_other_rank, MANIFEST),
     ("chunk_to_next_iter", chunk_to_next_iter, MANIFEST),
@@ -271,6 +343,11 @@ CASES = [
     ("unknown_name_truncate", unknown_name_truncate, MANIFEST),
     ("loss_tokens_removed", loss_tokens_removed, LOSS_MANIFEST),
     ("header_mem_800", header_mem_800, MANIFEST),
+    ("skrull_cp_on_sp1", skrull_cp_on_sp1, MANIFEST),
+    ("skrull_two_cps", skrull_two_cps, MANIFEST),
+    ("mcore_cp_three", mcore_cp_three, MANIFEST),
+    ("pieces_same_rank", pieces_same_rank, MANIFEST),
+    ("pieces_short_cut", pieces_short_cut, MANIFEST),
 ]
 
 
@@ -287,6 +364,14 @@ def make_bases(vlplan):
                     "--set", "cluster.gpus=8", "--set", "training.max_seq_len=32768",
                     "--set", "training.global_tokens=262144",
                     "-o", OUT + "/base_pack_loss.jsonl", LOSS_MANIFEST], check=True)
+    golden = ["--seed", "7", "--set", "cluster.gpus=8", "--set", "training.global_tokens=262144"]
+    subprocess.run([vlplan, "plan", "-q", "-s", "skrull", *golden,
+                    "--set", "training.sp=2", "--set", "training.dp=4",
+                    "--set", "training.max_seq_len=32768", "--set", "training.oversize=truncate",
+                    "-o", OUT + "/base_skrull_cp2.jsonl", MANIFEST], check=True)
+    subprocess.run([vlplan, "plan", "-q", "-s", "pack", *golden,
+                    "--set", "training.max_seq_len=8192", "--set", "training.oversize=split",
+                    "-o", OUT + "/base_pack_split.jsonl", MANIFEST], check=True)
 
 
 def main():
