@@ -80,6 +80,7 @@ CASE(skrull_cp_on_sp1)
 CASE(skrull_two_cps)
 /* c: shared packs */
 CASE(mcore_cp_three)
+CASE(shared_without_self)
 /* d: capacities, loss tokens, the optimizer's sharding */
 CASE(verl_cap_over)
 CASE(loss_tokens_removed)

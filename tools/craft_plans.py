@@ -298,6 +298,20 @@ def mcore_cp_three(man):
     raise SystemExit("mcore_cp_three: no pack of 4")
 
 
+def shared_without_self(man):
+    """mcore_cp: a member's copy of a shared pack lists other ranks, not itself."""
+    p = read_plan(GOLDEN + "/mcore_cp.jsonl")
+    it = p["iters"][0]
+    n = len(it["ranks"])
+    for rk in it["ranks"]:
+        for mb in rk["mbs"]:
+            sh = mb.get("shared")
+            if sh and len(sh) == 2 and sh[1] == rk["dp"]:
+                mb["shared"] = [sh[0], (sh[1] + 2) % n]
+                return p, [], "do not include this rank's dp"
+    raise SystemExit("shared_without_self: no pack of 2")
+
+
 def pieces_same_rank(man):
     """pack, training.oversize=split: two pieces of a sample on one rank of an
     iteration (they would read as one sequence's slices)."""
@@ -346,6 +360,7 @@ CASES = [
     ("skrull_cp_on_sp1", skrull_cp_on_sp1, MANIFEST),
     ("skrull_two_cps", skrull_two_cps, MANIFEST),
     ("mcore_cp_three", mcore_cp_three, MANIFEST),
+    ("shared_without_self", shared_without_self, MANIFEST),
     ("pieces_same_rank", pieces_same_rank, MANIFEST),
     ("pieces_short_cut", pieces_short_cut, MANIFEST),
 ]
