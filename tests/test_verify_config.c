@@ -340,33 +340,56 @@ Test(verify_config, a_config_the_strategy_refuses)
 
 /* ---- what simulate refuses ---- */
 
-/* Two ranks sharing both their packs, each running them in the other's order: every
- * pass of verify accepts it, the simulator deadlocks. */
+/* Two ranks sharing both their packs, forward in the same order, backward each in the
+ * other's: every pass of verify accepts it, the simulator deadlocks. */
+static void two_shared(fx *f, const char *ops0, const char *ops1)
+{
+    vl_par par = {1, 1, 1, 0};
+    const int32_t both[2] = {0, 1};
+
+    fx_init(f, 4);
+    /* SlimPack's DP-Merge: a strategy whose rules allow shared packs and schedules */
+    snprintf(f->p.strategy, sizeof f->p.strategy, "slimpack");
+    f->p.caps = VL_CAP_SHARED | VL_CAP_SCHEDULE | VL_CAP_BWD_PACKS | VL_CAP_UNEVEN_MBS;
+    cr_assert_eq(vl_plan_iter_begin(&f->p, 0, &f->err), VL_OK);
+    for (int k = 0; k < 2; k++) {
+        cr_assert_eq(vl_plan_rank_begin(&f->p, k, &par, &f->err), VL_OK);
+        for (uint32_t j = 0; j < 2; j++) {
+            cr_assert_eq(vl_plan_mb_begin(&f->p, 1000, &f->err), VL_OK);
+            fx_seg(f, j, 0, 1000);
+            cr_assert_eq(vl_plan_mb_share(&f->p, both, 2, &f->err), VL_OK);
+        }
+        fx_ops(f, k == 0 ? ops0 : ops1);
+    }
+    fx_manifest_of_plan(f);
+}
+
 Test(verify_config, what_simulate_refuses)
 {
     fx f;
-    vl_par par = {1, 1, 1, 0};
-    const int32_t both[2] = {0, 1};
     vl_verify_report r;
 
-    fx_init(&f, 4);
-    f.p.caps = VL_CAP_SHARED | VL_CAP_SCHEDULE;
-    cr_assert_eq(vl_plan_iter_begin(&f.p, 0, &f.err), VL_OK);
-    for (int k = 0; k < 2; k++) {
-        cr_assert_eq(vl_plan_rank_begin(&f.p, k, &par, &f.err), VL_OK);
-        for (uint32_t j = 0; j < 2; j++) {
-            cr_assert_eq(vl_plan_mb_begin(&f.p, 1000, &f.err), VL_OK);
-            fx_seg(&f, j, 0, 1000);
-            cr_assert_eq(vl_plan_mb_share(&f.p, both, 2, &f.err), VL_OK);
-        }
-        fx_ops(&f, k == 0 ? "F0 F1 B1 B0" : "F1 F0 B0 B1");
-    }
-    fx_manifest_of_plan(&f);
+    two_shared(&f, "F0 F1 B1 B0", "F0 F1 B0 B1");
     cr_assert_eq(vl_plan_verify(&f.p, NULL, &r, &f.err), VL_OK, "%s", f.err.msg);
     cr_assert_eq(vl_plan_verify(&f.p, &f.c, &r, &f.err), VL_EVERIFY, "%s", f.err.msg);
     cr_assert_eq(r.by_inv[4], 1);
     cr_assert(strstr(r.msgs[0], "I5: iteration 0: simulate refuses it: ") &&
               strstr(r.msgs[0], "deadlocks"), "%s", r.msgs[0]);
+    fx_fini(&f);
+}
+
+/* Forward each in the other's order: a cycle among the shared packs, found without a
+ * config (issue 28 item 2: shared packs acyclic). */
+Test(verify_config, shared_packs_in_contradicting_orders)
+{
+    fx f;
+    vl_verify_report r;
+
+    two_shared(&f, "F0 F1 B1 B0", "F1 F0 B0 B1");
+    cr_assert_eq(vl_plan_verify(&f.p, NULL, &r, &f.err), VL_EVERIFY, "%s", f.err.msg);
+    cr_assert_eq(r.violations, 1);
+    cr_assert(strstr(r.msgs[0], "I5: iteration 0: ranks run their shared packs in orders "
+                                "that contradict each other"), "%s", r.msgs[0]);
     fx_fini(&f);
 }
 

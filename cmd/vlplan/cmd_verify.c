@@ -1,6 +1,7 @@
 /* cmd/vlplan/cmd_verify.c -- `vlplan verify PLAN MANIFEST...`: prove a plan against
  * its manifest.  Exit 0 when every invariant holds, 1 when one is violated (like cmp
  * and diff), a sysexits code when the inputs cannot be read. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,9 +66,32 @@ static void print_drops(const vl_plan *p)
            cli_count(tok[1], c[3], 32));
 }
 
-static int report(const verify_args *a, const char *path, const vl_plan *p,
-                  const vl_verify_report *rep, vl_status st)
+/* Which configuration the limits and memory were checked against, so that a CI job
+ * pinning the real cluster with -c can see it did. */
+static void print_config(const verify_args *a, const char *path, const vl_plan *p, bool have)
 {
+    const cli_config_args *c = &a->cfg;
+
+    printf("%s: config: ", path);
+    if (!have) {
+        printf("none (modelled memory and cluster limits not checked)\n");
+        return;
+    }
+    if (c->npaths == 0)
+        printf("%s%s", p->config_json ? "the plan header's" : "the defaults",
+               c->nsets ? " with" : "");
+    for (int i = 0; i < c->npaths; i++)
+        printf("%s-c %s", i ? " " : "", c->paths[i]);
+    for (int i = 0; i < c->nsets; i++)
+        printf(" --set %s", c->sets[i]);
+    putchar('\n');
+}
+
+static int report(const verify_args *a, const char *path, const vl_plan *p,
+                  const vl_verify_report *rep, vl_status st, bool have_config)
+{
+    if (!a->log.quiet)
+        print_config(a, path, p, have_config);
     if (st == VL_OK) {
         if (!a->log.quiet) {
             printf("%s: ok: %llu iterations, %zu epochs, ", path,
@@ -99,6 +123,36 @@ typedef struct verify_walk {
     int rc;               /* exit code of a failure inside a visit, already printed */
 } verify_walk;
 
+/* The header is not trusted: when -c or --set gives the configuration to check
+ * against, a header config that differs from it is a violation (a plan made for 800 GiB
+ * devices does not pass as made for 80). */
+static int check_header_config(verify_walk *w, const vl_plan *p)
+{
+    const cli_config_args none = {.npaths = 0};
+    const cli_config_args *a = &w->a->cfg;
+    vl_config header;
+    vl_err err = {0};
+    char diff[120], msg[256];
+    size_t n = 0;
+    int rc;
+
+    if (!w->src.have || !p->config_json || (a->npaths == 0 && a->nsets == 0))
+        return 0;
+    if ((rc = cli_config_load_over(CMD, &none, p->config_json, "plan header config",
+                                   &header)) != 0)
+        return rc;
+    vl_status st = vl_config_diff(&header, &w->src.cfg, diff, sizeof diff, &n, &err);
+    vl_config_free(&header);
+    if (st != VL_OK)
+        return cli_fail(CMD, &err);
+    if (n == 0)
+        return 0;
+    snprintf(msg, sizeof msg, "the plan header's config disagrees with the one checked "
+             "against in %zu key(s): %s (header vs checked)", n, diff);
+    vl_verifier_violation(w->v, msg);
+    return 0;
+}
+
 /* The header's config (or -c) gives the memory and cluster checks; with none at all
  * they are skipped, with a warning. */
 static int walk_start(verify_walk *w, const vl_plan *p)
@@ -115,7 +169,7 @@ static int walk_start(verify_walk *w, const vl_plan *p)
                         "was given; modelled memory and cluster limits not checked\n");
     if (vl_verifier_new(&w->v, w->m, w->src.have ? &w->src.cost : NULL, w->rep, &err) != VL_OK)
         return cli_fail(CMD, &err);
-    return 0;
+    return check_header_config(w, p);
 }
 
 static vl_status visit(void *ud, vl_plan *p, vl_err *err)
@@ -137,7 +191,7 @@ static int finish(verify_walk *w, const char *path, const vl_plan *p, const vl_p
         return rc;
     st = vl_verifier_finish(w->v, p, f, &err);
     if (st == VL_OK || st == VL_EVERIFY)
-        return report(w->a, path, p, w->rep, st);
+        return report(w->a, path, p, w->rep, st, w->src.have);
     return cli_fail(CMD, &err);
 }
 

@@ -231,6 +231,13 @@ vl_status vl_config_dump_json(const vl_config *cfg, char **out, vl_err *err);
 vl_status vl_params_dump_json(const vl_param *params, const void *opts, char **out,
                               vl_err *err);
 
+/** Compare the effective configs a and b, every key of the table (training.seed aside:
+ *  it orders the samples, it does not decide what fits) and the strategy sections as
+ *  written: *ndiff keys differ, the first few described in buf ("cluster.mem_gib 800.0
+ *  vs 80.0, ...", cap bytes, NUL-terminated).  VL_OK or VL_ENOMEM. */
+vl_status vl_config_diff(const vl_config *a, const vl_config *b, char *buf, size_t cap,
+                         size_t *ndiff, vl_err *err);
+
 void vl_config_free(vl_config *cfg);
 
 /** Where key (a path such as "training.tp") got its value: the name of the file, YAML

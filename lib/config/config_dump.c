@@ -452,3 +452,86 @@ vl_status vl_config_dump_json(const vl_config *cfg, char **out, vl_err *err)
     vl__ynode_free(extra);
     return vl__json_text(root, out, err);
 }
+
+/* ---- two configs compared ---- */
+
+/* Append "path A vs B" for key k to buf (cap bytes, NUL-terminated, cut when full). */
+static void diff_note(char *buf, size_t cap, const char *path, const json_t *a, const json_t *b)
+{
+    char *ta = vl_json_dumps(a, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
+    char *tb = vl_json_dumps(b, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
+    size_t used = strlen(buf);
+
+    if (used < cap)
+        snprintf(buf + used, cap - used, "%s%s %s vs %s", used ? ", " : "", path,
+                 ta ? ta : "?", tb ? tb : "?");
+    free(ta);
+    free(tb);
+}
+
+/* The strategy sections as written (they hold the strategies' parameters). */
+static json_t *sections_json(const vl_config *cfg, vl_status *st, vl_err *err)
+{
+    vl_ynode *extra = NULL;
+    json_t *o = json_object();
+
+    if (!o) {
+        *st = vl_seterr(err, VL_ENOMEM, "out of memory");
+        return NULL;
+    }
+    if ((*st = vl__raw_sections(cfg, &extra, err)) != VL_OK) {
+        json_decref(o);
+        return NULL;
+    }
+    for (size_t i = 0; extra != NULL && i + 1 < extra->n; i += 2)
+        if (json_object_set_new(o, extra->kids[i]->text, node_json(extra->kids[i + 1]))) {
+            json_decref(o);
+            o = NULL;
+            *st = vl_seterr(err, VL_ENOMEM, "out of memory");
+            break;
+        }
+    vl__ynode_free(extra);
+    return o;
+}
+
+static vl_status diff_sections(const vl_config *a, const vl_config *b, char *buf, size_t cap,
+                               size_t *ndiff, vl_err *err)
+{
+    vl_status st = VL_OK;
+    json_t *sa = sections_json(a, &st, err), *sb = sa ? sections_json(b, &st, err) : NULL;
+
+    if (sa && sb && !json_equal(sa, sb)) {
+        *ndiff = 1;
+        if (cap)
+            snprintf(buf, cap, "the strategy sections");
+    }
+    json_decref(sa);
+    json_decref(sb);
+    return st;
+}
+
+vl_status vl_config_diff(const vl_config *a, const vl_config *b, char *buf, size_t cap,
+                         size_t *ndiff, vl_err *err)
+{
+    *ndiff = 0;
+    if (cap)
+        buf[0] = '\0';
+    for (size_t i = 0; vl__keys[i].path != NULL; i++) {
+        const vl_key *k = &vl__keys[i];
+        json_t *ja, *jb;
+        if (strcmp(k->path, "training.seed") == 0 || !dumped(a, k) || !dumped(b, k))
+            continue;
+        ja = key_json(a, k);
+        jb = key_json(b, k);
+        if (!ja || !jb) {
+            json_decref(ja);
+            json_decref(jb);
+            return vl_seterr(err, VL_ENOMEM, "out of memory");
+        }
+        if (!json_equal(ja, jb) && (*ndiff)++ < 4)
+            diff_note(buf, cap, k->path, ja, jb);
+        json_decref(ja);
+        json_decref(jb);
+    }
+    return *ndiff > 0 ? VL_OK : diff_sections(a, b, buf, cap, ndiff, err);
+}

@@ -50,6 +50,7 @@ typedef struct pool {
 static void parse_slot(pool *pl, vl_reader *w, vl_idtab *ids, vl_idbatch *batch, slot *s)
 {
     memset(s->msgs, 0, sizeof *s->msgs);
+    s->msgs->by_vlplan = pl->r->file->by_vlplan;   /* what an iteration must hold */
     vl_plan_clear_iters(&s->plan, s->number);
     *w = (vl_reader){.p = &s->plan, .file = s->msgs, .m = pl->r->m, .ids = ids,
                      .name = pl->r->name, .lineno = s->lineno, .it = -1, .rank = -1,

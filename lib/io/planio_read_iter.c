@@ -279,10 +279,16 @@ static void check_claims(vl_reader *r, json_t *o, size_t unknown_before)
         vl__rd_problem(r, 2, "\"tokens\" is %llu, its segments sum to %llu",
                        (unsigned long long)v, (unsigned long long)t);
     /* an unknown id's loss is unknown, not wrong */
-    if (vl__rd_uint(r, o, "loss_tokens", UINT64_MAX / 2, &v, &bad) && v != l && r->m &&
-        unknown_before == r->file->unknown_ids)
-        vl__rd_problem(r, 2, "\"loss_tokens\" is %llu, its segments carry %llu",
-                       (unsigned long long)v, (unsigned long long)l);
+    if (vl__rd_uint(r, o, "loss_tokens", UINT64_MAX / 2, &v, &bad)) {
+        if (v != l && r->m && unknown_before == r->file->unknown_ids)
+            vl__rd_problem(r, 2, "\"loss_tokens\" is %llu, its segments carry %llu",
+                           (unsigned long long)v, (unsigned long long)l);
+    } else if (!bad && ((r->m && r->m->loss) || r->file->by_vlplan)) {
+        /* a trainer reading the plan would normalise the loss by "tokens" instead */
+        vl__rd_problem(r, 2, "\"loss_tokens\" is missing, and %s (its segments carry "
+                       "%llu)", r->file->by_vlplan ? "vlplan writes it in every iteration"
+                       : "the manifest gives loss tokens", (unsigned long long)l);
+    }
     if (vl__rd_uint(r, o, "samples", UINT64_MAX / 2, &v, &bad) && v != s)
         vl__rd_problem(r, 2, "\"samples\" is %llu, it starts %llu", (unsigned long long)v,
                        (unsigned long long)s);

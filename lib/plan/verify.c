@@ -292,6 +292,11 @@ void vl_verifier_free(vl_verifier *v)
     free(v);
 }
 
+void vl_verifier_violation(vl_verifier *v, const char *msg)
+{
+    vl__violation(v->rep, 5, "%s", msg);
+}
+
 vl_status vl_verifier_iter(vl_verifier *v, const vl_plan *p, size_t it, vl_err *err)
 {
     vl_status st;
@@ -310,6 +315,12 @@ vl_status vl_verifier_iter(vl_verifier *v, const vl_plan *p, size_t it, vl_err *
     return v->cost ? check_memory(v, it, err) : VL_OK;
 }
 
+/* The length of a piece under training.oversize=split, 0 without a config. */
+static uint32_t piece_len(const vl_vctx *v)
+{
+    return v->cost ? v->cost->cfg->training.max_seq_len : 0;
+}
+
 vl_status vl_verifier_finish(vl_verifier *v, const vl_plan *p, const vl_plan_file *file,
                              vl_err *err)
 {
@@ -324,7 +335,8 @@ vl_status vl_verifier_finish(vl_verifier *v, const vl_plan *p, const vl_plan_fil
     if ((st = vl__config_finish(v, err)) != VL_OK)
         return st;
     vl__layout_finish(v);
-    if (v->cover && p->m && (st = vl__cover_finish(v->cover, p, rep, err)) != VL_OK)
+    if (v->cover && p->m &&
+        (st = vl__cover_finish(v->cover, p, v->slices, piece_len(v), rep, err)) != VL_OK)
         return st;
     if (rep->violations == 0)
         return VL_OK;

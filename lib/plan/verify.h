@@ -53,6 +53,9 @@ vl_status vl_verifier_iter(vl_verifier *v, const vl_plan *p, size_t it, vl_err *
 vl_status vl_verifier_finish(vl_verifier *v, const vl_plan *p, const vl_plan_file *file,
                              vl_err *err);
 void vl_verifier_free(vl_verifier *v);   /* NULL: no-op */
+/** Count a violation of I5 found outside the plan's records, in the caller's words
+ *  (msg, one line): a header config that disagrees with the one checked against. */
+void vl_verifier_violation(vl_verifier *v, const char *msg);
 
 /** Check a plan built in memory against its manifest p->m; with cost (non-NULL) also the
  *  modelled memory and the cluster's limits (GPUs, layers).  Returns VL_OK, VL_EVERIFY

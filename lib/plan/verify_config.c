@@ -19,36 +19,100 @@ static const vl_config *cfg_of(const vl_vctx *v)
     return v->cost ? v->cost->cfg : NULL;
 }
 
+/* The strategy's rules: the registry's for a known name.  An unknown name checked
+ * against a config (a relabelled plan, or one from another tool) gets the strictest --
+ * no slice, the drop and capacity limits every strategy agrees on (strictest_limits),
+ * and only the capabilities its header declares (layout's check_declared) -- so a new
+ * name cannot switch a check off; without a config (a plan a library user built in
+ * memory) only the format's own rules hold. */
+static void rules_init(vl_vctx *v, const vl_plan *p)
+{
+    const vl_strategy *s = vl_strategy_find(p->strategy);
+
+    if (v->rules_set)
+        return;
+    v->rules_set = true;
+    v->known = s != NULL;
+    if (s) {   /* without a config, a slicing that depends on it is the loosest */
+        v->allowed_caps = s->caps;
+        v->slices = s->slicing ? VL_SLICES_PIECES : s->slices;
+        v->shares = s->shares;
+    } else {
+        v->allowed_caps = ~0u;
+        v->slices = cfg_of(v) ? VL_SLICES_NONE : VL_SLICES_ITERS;
+    }
+}
+
+/* Strategy s's limits under cfg, its parameters bound as `plan` binds them: VL_OK,
+ * VL_ENOMEM, or the status (and why) of a config it refuses. */
+static vl_status strategy_limits(const vl_strategy *s, const vl_config *cfg, uint32_t *len,
+                                 uint64_t *cap, int *slices, vl_err *why)
+{
+    vl_status st = VL_OK;
+    void *opts = calloc(1, s->opts_size ? s->opts_size : 1);
+
+    if (!opts)
+        return vl_seterr(why, VL_ENOMEM, "out of memory verifying the plan");
+    if (s->section && s->params)
+        st = vl_config_bind(cfg, s->section, s->params, opts, why);
+    if (st == VL_OK && s->validate)
+        st = s->validate(opts, cfg, why);
+    if (st == VL_OK) {
+        *len = s->max_len(opts, cfg);
+        *cap = s->max_cap ? s->max_cap(opts, cfg) : 0;
+        *slices = s->slicing ? (int)s->slicing(opts, cfg) : (int)s->slices;
+    }
+    free(opts);
+    return st;
+}
+
+/* An unknown strategy, held to what every registered strategy agrees on under cfg: a
+ * sample is dropped only when none places it (the longest length any places), and no
+ * pack is larger than any writes (the largest capacity stated). */
+static vl_status strictest_limits(vl_vctx *v, const vl_config *cfg, vl_err *err)
+{
+    bool capped = true;   /* every strategy that takes the config states a capacity */
+
+    for (size_t i = 0; i < vl_strategy_count(); i++) {
+        vl_err why = {0};
+        uint32_t len = 0;
+        uint64_t cap = 0;
+        int slices;
+        vl_status st = strategy_limits(vl_strategy_at(i), cfg, &len, &cap, &slices, &why);
+        if (st == VL_ENOMEM)
+            return vl_seterr(err, st, "%s", why.msg);
+        if (st != VL_OK)
+            continue;   /* a strategy that refuses the config sets no limit */
+        if (len > v->len_limit)
+            v->len_limit = len;
+        capped = capped && cap > 0;
+        if (cap > v->cap_limit)
+            v->cap_limit = cap;
+    }
+    if (!capped)
+        v->cap_limit = 0;
+    return VL_OK;
+}
+
 vl_status vl__limits_init(vl_vctx *v, const vl_plan *p, vl_err *err)
 {
     const vl_config *cfg = cfg_of(v);
     const vl_strategy *s = vl_strategy_find(p->strategy);
     vl_err why = {0};
-    vl_status st = VL_OK;
-    void *opts;
+    vl_status st;
 
+    rules_init(v, p);
     if (v->limits_set || !cfg)
         return VL_OK;
     v->limits_set = true;
     if (!s)
-        return VL_OK;   /* another tool's strategy: its limits are unknown */
-    if (!(opts = calloc(1, s->opts_size ? s->opts_size : 1)))
-        return vl_seterr(err, VL_ENOMEM, "out of memory verifying the plan");
-    if (s->section && s->params)
-        st = vl_config_bind(cfg, s->section, s->params, opts, &why);
-    if (st == VL_OK && s->validate)
-        st = s->validate(opts, cfg, &why);
-    if (st == VL_OK) {
-        v->len_limit = s->max_len(opts, cfg);
-        v->cap_limit = s->max_cap ? s->max_cap(opts, cfg) : 0;
-    } else if (st != VL_ENOMEM) {   /* `plan` would have refused to make it */
+        return strictest_limits(v, cfg, err);
+    st = strategy_limits(s, cfg, &v->len_limit, &v->cap_limit, &v->slices, &why);
+    if (st == VL_ENOMEM)
+        return vl_seterr(err, st, "%s", why.msg);
+    if (st != VL_OK)   /* `plan` would have refused to make it */
         vl__violation(v->rep, 5, "strategy %s refuses the config: %s", s->name, why.msg);
-        st = VL_OK;
-    } else {
-        st = vl_seterr(err, st, "%s", why.msg);
-    }
-    free(opts);
-    return st;
+    return VL_OK;
 }
 
 void vl__check_cap(vl_vctx *v, uint32_t r, const char *what, uint32_t j, const vl_mb *mb)

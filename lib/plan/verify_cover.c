@@ -3,7 +3,9 @@
  * iteration at a time keeps none of them), so each epoch keeps what it has seen: a bitset
  * for whole samples and sorted intervals only for slices and partial drops -- O(n/8 +
  * slices) memory per epoch -- and every epoch is closed at the end, when the dropped
- * ranges (the footer's) are known.  A shared pack counts once, on its primary copy. */
+ * ranges (the footer's) are known.  A shared pack counts once, on its primary copy.
+ * When an epoch closes, the slices of each sample are also held to causal order across
+ * ranks and iterations, and to where the strategy slices (I5). */
 #include "verify_impl.h"
 
 #include <stdio.h>
@@ -12,15 +14,26 @@
 
 #include "grow.h"
 #include "prefetch.h"
+#include "vlplan_strategy.h"
 
 /* Epoch numbers beyond this, in a plan that does not say how many it has, are counted
  * as epochs without iterations rather than given a bitset each. */
 #define EPOCHS_TRACKED 65536
 
+/* A slice or partial drop, with where a slice runs: the order of a sample's slices
+ * across ranks and iterations is checked when its epoch closes. */
+typedef struct part {
+    uint32_t sample, off, len;
+    int32_t dp;           /* the rank holding its primary copy; PART_DROP: a drop */
+    uint64_t iter;        /* plan iteration number */
+} part;
+
+#define PART_DROP INT32_MIN
+
 typedef struct epoch_cover {
     uint64_t *whole;      /* bit s: one segment or drop covers all of sample s */
     uint64_t *sliced;     /* bit s: sample s has entries in parts[] */
-    vl_seg *parts;        /* slices and partial drops */
+    part *parts;          /* slices and partial drops */
     size_t nparts, cap;
 } epoch_cover;
 
@@ -35,6 +48,10 @@ typedef struct ctx {
     const vl_plan *p;
     vl_verify_report *rep;
     uint32_t epoch;
+    int slices;           /* vl_slices, when the epoch closes */
+    uint32_t piece;       /* VL_SLICES_PIECES: training.max_seq_len, 0 unknown */
+    int32_t dp;           /* where add_range's segment is: rank, PART_DROP for a drop */
+    uint64_t iter;
 } ctx;
 
 static bool bit(const uint64_t *set, uint32_t s)
@@ -75,7 +92,7 @@ static vl_status add_range(const ctx *x, epoch_cover *ec, uint32_t s, uint32_t o
     }
     if ((st = vl_grow(&ec->parts, &ec->cap, ec->nparts + 1, sizeof *ec->parts, err)) != VL_OK)
         return st;
-    ec->parts[ec->nparts++] = (vl_seg){s, off, len};
+    ec->parts[ec->nparts++] = (part){s, off, len, x->dp, x->iter};
     ec->sliced[s / 64] |= 1ull << (s % 64);
     return VL_OK;
 }
@@ -83,18 +100,115 @@ static vl_status add_range(const ctx *x, epoch_cover *ec, uint32_t s, uint32_t o
 /* Total order, so the messages do not depend on qsort's algorithm. */
 static int cmp_part(const void *a_, const void *b_)
 {
-    const vl_seg *a = a_, *b = b_;
+    const part *a = a_, *b = b_;
 
     if (a->sample != b->sample)
         return a->sample < b->sample ? -1 : 1;
     if (a->off != b->off)
         return a->off < b->off ? -1 : 1;
-    return (a->len > b->len) - (a->len < b->len);
+    if (a->len != b->len)
+        return a->len < b->len ? -1 : 1;
+    if (a->iter != b->iter)
+        return a->iter < b->iter ? -1 : 1;
+    return (a->dp > b->dp) - (a->dp < b->dp);
+}
+
+/* Why slice b (later tokens) may not follow slice a of the same sample, or NULL.  A
+ * slice attends to every earlier one: it runs after them -- in a later iteration, or on
+ * the same rank of the same one (ranks of an iteration run at once) -- and only where
+ * the strategy slices by design. */
+static const char *slice_wrong(const part *a, const part *b, int slices)
+{
+    if (b->iter < a->iter)
+        return "goes forward in an earlier iteration than the tokens before it";
+    if (b->iter == a->iter && b->dp != a->dp)
+        return "runs on another rank of the same iteration as the tokens before it";
+    if (slices == VL_SLICES_NONE)
+        return "is a slice, but the strategy never slices a sample";
+    if (b->iter != a->iter && slices < VL_SLICES_ITERS)
+        return "runs in a later iteration, but the strategy keeps a sample's slices in "
+               "one iteration";
+    return NULL;
+}
+
+static void slice_msg(const ctx *x, const part *b, const char *why, const part *a)
+{
+    char name[160];
+
+    vl__sample_name(x->p, b->sample, name, sizeof name);
+    vl__violation(x->rep, 5, "%s: the slice from token %u (iteration %llu, dp %d) %s (from "
+                  "token %u: iteration %llu, dp %d) in epoch %u", name, b->off,
+                  (unsigned long long)b->iter, b->dp, why, a->off, (unsigned long long)a->iter,
+                  a->dp, x->epoch);
+}
+
+static int cmp_place(const void *a_, const void *b_)
+{
+    const part *a = a_, *b = b_;
+
+    if (a->iter != b->iter)
+        return a->iter < b->iter ? -1 : 1;
+    if (a->dp != b->dp)
+        return a->dp < b->dp ? -1 : 1;
+    return (a->off > b->off) - (a->off < b->off);
+}
+
+/* training.oversize=split: only a sample longer than a piece is cut, each piece is
+ * [kC, kC + C) (the last one shorter), and no two share a rank of an iteration, where
+ * they would read as one sequence's slices.  ps is sorted again, by place. */
+static void check_pieces(const ctx *x, part *ps, size_t k)
+{
+    uint64_t L = x->c->m->len[ps[0].sample], C = x->piece;
+    size_t n = 0;
+
+    for (size_t i = 0; i < k; i++)
+        if (ps[i].dp != PART_DROP)
+            ps[n++] = ps[i];   /* the drops are no longer needed */
+    if (n < 2 || C == 0)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t want = L - ps[i].off < C ? L - ps[i].off : C;
+        if (L <= C || ps[i].off % C != 0 || ps[i].len != want) {
+            slice_msg(x, &ps[i], L <= C ? "cuts a sample no longer than a piece "
+                      "(training.max_seq_len)" : "is not a piece [kC, kC + C) of "
+                      "training.max_seq_len C", &ps[i ? i - 1 : 1]);
+            return;
+        }
+    }
+    qsort(ps, n, sizeof *ps, cmp_place);
+    for (size_t i = 1; i < n; i++)
+        if (ps[i].iter == ps[i - 1].iter && ps[i].dp == ps[i - 1].dp) {
+            slice_msg(x, &ps[i], "shares a rank of an iteration with another piece",
+                      &ps[i - 1]);
+            return;
+        }
+}
+
+/* The slices of one sample (sorted by offset, drops skipped): in causal order and
+ * where the strategy slices; one message per sample. */
+static void check_slices(const ctx *x, part *ps, size_t k)
+{
+    const part *prev = NULL;
+
+    if (x->slices == VL_SLICES_PIECES) {
+        check_pieces(x, ps, k);
+        return;
+    }
+    for (size_t i = 0; i < k; i++) {
+        const char *why;
+        if (ps[i].dp == PART_DROP)
+            continue;
+        if (prev && (why = slice_wrong(prev, &ps[i], x->slices))) {
+            slice_msg(x, &ps[i], why, prev);
+            return;
+        }
+        prev = &ps[i];
+    }
 }
 
 /* The k entries of one sample, sorted by offset, must tile [0, L) with what the whole
  * bit already covers. */
-static void walk_sample(const ctx *x, const epoch_cover *ec, const vl_seg *ps, size_t k)
+static void walk_sample(const ctx *x, const epoch_cover *ec, part *ps, size_t k)
 {
     uint32_t s = ps[0].sample;
     uint64_t L = x->c->m->len[s];
@@ -113,6 +227,7 @@ static void walk_sample(const ctx *x, const epoch_cover *ec, const vl_seg *ps, s
     }
     if (end < L)
         range_msg(x, s, end, L, "missing");
+    check_slices(x, ps, k);
 }
 
 static void close_epoch(const ctx *x, epoch_cover *ec)
@@ -218,7 +333,7 @@ vl_status vl__cover_iter(vl__cover *c, const vl_plan *p, size_t it, vl_verify_re
                          vl_err *err)
 {
     const vl_iter *in = &p->iters[it];
-    ctx x = {c, p, rep, in->epoch};
+    ctx x = {.c = c, .p = p, .rep = rep, .epoch = in->epoch, .iter = p->iter_base + it};
     vl_status st;
     epoch_cover *ec = epoch_of(c, p, in->epoch, &st, err);
 
@@ -231,6 +346,7 @@ vl_status vl__cover_iter(vl__cover *c, const vl_plan *p, size_t it, vl_verify_re
             const vl_seg *sg = vl_plan_mb_segs(p, mb);
             if (mb->share && !vl_plan_mb_primary(p, &p->ranks[r], mb))
                 continue;
+            x.dp = p->ranks[r].dp;
             for (uint32_t k = 0; k < mb->nseg; k++)
                 if ((st = add_range(&x, ec, sg[k].sample, sg[k].off, sg[k].len, err)) != VL_OK)
                     return st;
@@ -239,10 +355,11 @@ vl_status vl__cover_iter(vl__cover *c, const vl_plan *p, size_t it, vl_verify_re
 }
 
 /* Add the dropped ranges to epoch state ec and close it. */
-static vl_status close_with_drops(const ctx *x, epoch_cover *ec, vl_err *err)
+static vl_status close_with_drops(ctx *x, epoch_cover *ec, vl_err *err)
 {
     vl_status st;
 
+    x->dp = PART_DROP;
     for (size_t i = 0; i < x->p->ndrops; i++) {
         const vl_drop *d = &x->p->drops[i];
         if ((st = add_range(x, ec, d->sample, d->off, d->len, err)) != VL_OK)
@@ -273,9 +390,10 @@ static vl_status cover_empty_epochs(ctx *x, uint32_t first, uint64_t nempty, vl_
     return VL_OK;
 }
 
-vl_status vl__cover_finish(vl__cover *c, const vl_plan *p, vl_verify_report *rep, vl_err *err)
+vl_status vl__cover_finish(vl__cover *c, const vl_plan *p, int slices, uint32_t piece,
+                           vl_verify_report *rep, vl_err *err)
 {
-    ctx x = {c, p, rep, 0};
+    ctx x = {.c = c, .p = p, .rep = rep, .slices = slices, .piece = piece};
     uint64_t nempty = 0, first_empty = UINT64_MAX;
     vl_status st = VL_OK;
 

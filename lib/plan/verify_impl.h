@@ -33,6 +33,13 @@ typedef struct vl_verifier {
     bool any;
     uint32_t last_epoch, epochs_seen;
     size_t iter_violations;     /* violations before the current iteration's checks */
+    /* the strategy's rules (verify_config.c): those of the registry for a known name,
+     * the strictest when the name is unknown and a config is given */
+    bool rules_set;
+    bool known;                 /* the registry has the plan's strategy */
+    uint32_t allowed_caps;      /* VL_CAP_* the strategy may use */
+    int slices;                 /* vl_slices: where it may slice a sample */
+    int shares;                 /* vl_shares: which ranks may share a pack */
     /* what the config and the strategy permit (verify_config.c), with a cost model */
     bool limits_set;            /* looked up (once, from the first plan seen) */
     uint32_t len_limit;         /* longest sample the strategy places, 0: unknown */
@@ -66,7 +73,10 @@ vl_status vl__config_finish(vl_vctx *v, vl_err *err);
 vl_status vl__cover_new(vl__cover **out, const vl_manifest *m, vl_err *err);
 vl_status vl__cover_iter(vl__cover *c, const vl_plan *p, size_t it, vl_verify_report *rep,
                          vl_err *err);
-vl_status vl__cover_finish(vl__cover *c, const vl_plan *p, vl_verify_report *rep, vl_err *err);
+/** Close every epoch; slices (vl_slices) says where the strategy may slice a sample,
+ *  piece the length of a piece under VL_SLICES_PIECES (0: unknown). */
+vl_status vl__cover_finish(vl__cover *c, const vl_plan *p, int slices, uint32_t piece,
+                           vl_verify_report *rep, vl_err *err);
 void vl__cover_free(vl__cover *c);
 
 /* verify_order.c: slices, backward packs and schedules of iteration it */

@@ -12,6 +12,7 @@
 
 #include "planio.h"
 #include "sort.h"
+#include "vlplan_strategy.h"
 
 /* ---- ranges ---- */
 
@@ -166,11 +167,14 @@ static void check_cps(vl_vctx *v, uint32_t r, const vl_rank *rk)
             if (cp == VL_CP_SHARDED)
                 continue;
             v->used |= VL_CAP_SEG_CP;
-            if (cp < 0 || cp >= rk->par.sp)
+            /* a coordinate names one GPU of a CP group: with sp 1 there is no group */
+            if (cp < 0 || cp >= rk->par.sp || rk->par.sp == 1)
                 vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u, segment %u: CP "
-                              "coordinate %d outside the rank's sp group of %d", v->num, r,
+                              "coordinate %d %s the rank's sp group of %d", v->num, r,
                               j < rk->nmb ? "micro-batch" : "backward pack",
-                              j < rk->nmb ? j : j - rk->nmb, k, cp, rk->par.sp);
+                              j < rk->nmb ? j : j - rk->nmb, k, cp,
+                              rk->par.sp == 1 ? "on a rank without a CP group: sp is 1,"
+                                              : "outside", rk->par.sp);
         }
     }
 }
@@ -225,6 +229,27 @@ static const vl_mb *copy_on(const vl_plan *p, const vl_rank *from, const vl_rank
     return NULL;
 }
 
+/* The members of a shared pack as its strategy forms groups (vl_strategy.shares),
+ * checked once, on the primary copy. */
+static void check_group(const vl_vctx *v, uint32_t r, const char *what, uint32_t j,
+                        const int32_t *mem, uint32_t n)
+{
+    bool run = true;
+
+    if (v->shares == VL_SHARES_ANY)
+        return;
+    for (uint32_t i = 1; i < n; i++)
+        run = run && mem[i] == mem[0] + (int32_t)i;
+    if (!run)
+        vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: shared by ranks that are not "
+                      "consecutive dp values in order (from dp %d), the only groups strategy "
+                      "%s forms", v->num, r, what, j, mem[0], v->p->strategy);
+    else if (v->shares == VL_SHARES_POW2 && (n & (n - 1)) != 0)
+        vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: shared by %u ranks, but "
+                      "strategy %s forms CP groups of a power of two", v->num, r, what, j, n,
+                      v->p->strategy);
+}
+
 static void check_share(vl_vctx *v, size_t it, uint32_t r, const vl_rank *rk, uint32_t j,
                         bool bwd)
 {
@@ -257,24 +282,188 @@ static void check_share(vl_vctx *v, size_t it, uint32_t r, const vl_rank *rk, ui
     if (!member)
         vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: shared by dp values that do "
                       "not include this rank's dp %d", v->num, r, what, j, rk->dp);
+    if (n > 0 && mem[0] == rk->dp)
+        check_group(v, r, what, j, mem, n);
+}
+
+/* ---- the order of shared packs ---- */
+
+/* A rank's forward packs in the order it runs them: its schedule's F steps, else pack
+ * order; out[0..*n) (cap: rk->nmb). */
+static void run_order(const vl_plan *p, const vl_rank *rk, uint32_t *out, uint32_t *n)
+{
+    *n = 0;
+    if (rk->nop == 0) {
+        for (uint32_t j = 0; j < rk->nmb; j++)
+            out[(*n)++] = j;
+        return;
+    }
+    for (uint32_t i = 0; i < rk->nop && *n < rk->nmb; i++)
+        if (p->ops[rk->op0 + i].kind == VL_OP_F && p->ops[rk->op0 + i].mb < rk->nmb)
+            out[(*n)++] = p->ops[rk->op0 + i].mb;
+}
+
+static int cmp_edge(const void *a_, const void *b_)
+{
+    const uint32_t *a = a_, *b = b_;
+
+    if (a[0] != b[0])
+        return a[0] < b[0] ? -1 : 1;
+    return (a[1] > b[1]) - (a[1] < b[1]);
+}
+
+/* Whether the graph of nn nodes and ne edges (pairs) has a cycle (Kahn's algorithm);
+ * the edges are sorted in place.  scratch: 3·nn + 1 words. */
+static bool has_cycle(uint32_t *edges, size_t ne, uint32_t nn, uint32_t *scratch)
+{
+    uint32_t *indeg = scratch, *start = scratch + nn, *queue = scratch + 2 * (size_t)nn + 1;
+    size_t head = 0, tail = 0;
+
+    qsort(edges, ne, 2 * sizeof *edges, cmp_edge);
+    memset(scratch, 0, (2 * (size_t)nn + 1) * sizeof *scratch);
+    for (size_t e = 0; e < ne; e++) {
+        indeg[edges[2 * e + 1]]++;
+        start[edges[2 * e] + 1]++;
+    }
+    for (uint32_t i = 0; i < nn; i++)
+        start[i + 1] += start[i];
+    for (uint32_t i = 0; i < nn; i++)
+        if (indeg[i] == 0)
+            queue[tail++] = i;
+    while (head < tail) {
+        uint32_t x = queue[head++];
+        for (uint32_t e = start[x]; e < start[x + 1]; e++)
+            if (--indeg[edges[2 * e + 1]] == 0)
+                queue[tail++] = edges[2 * e + 1];
+    }
+    return tail < nn;
+}
+
+/* Every forward copy of a shared pack is named by a node, its primary's; then each rank
+ * adds an edge between the shared packs it runs one after the other. */
+static size_t share_edges(const vl_plan *p, const vl_iter *in, const uint64_t *off,
+                          uint32_t *node, uint32_t *order, uint32_t *edges, uint32_t *nn)
+{
+    size_t ne = 0;
+
+    *nn = 0;
+    for (uint32_t r = 0; r < in->nranks; r++) {
+        const vl_rank *rk = &p->ranks[in->rank0 + r];
+        for (uint32_t j = 0; j < rk->nmb; j++) {
+            uint32_t n;
+            const int32_t *mem = vl_plan_mb_members(p, &p->mbs[rk->mb0 + j], &n);
+            if (n == 0 || mem[0] != rk->dp)
+                continue;
+            node[off[r] + j] = *nn;
+            for (uint32_t i = 1; i < n; i++) {
+                const vl_rank *o = rank_of(p, in, mem[i]);
+                const vl_mb *c = o ? copy_on(p, rk, o, j, false) : NULL;
+                if (c)
+                    node[off[o - &p->ranks[in->rank0]] + (uint64_t)(c - &p->mbs[o->mb0])] = *nn;
+            }
+            (*nn)++;
+        }
+    }
+    for (uint32_t r = 0; r < in->nranks; r++) {
+        uint32_t n, prev = UINT32_MAX;
+        run_order(p, &p->ranks[in->rank0 + r], order, &n);
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t x = node[off[r] + order[i]];
+            if (x == UINT32_MAX)
+                continue;
+            if (prev != UINT32_MAX && prev != x) {
+                edges[2 * ne] = prev;
+                edges[2 * ne++ + 1] = x;
+            }
+            prev = x;
+        }
+    }
+    return ne;
+}
+
+/* The members of a shared pack start it together, so ranks that run their shared
+ * packs in orders that contradict each other (A before B on one, B before A on another,
+ * or a longer cycle) wait for each other for ever.  The simulator refuses such an
+ * iteration too, but only with a config; this needs none. */
+static vl_status check_share_order(vl_vctx *v, size_t it, vl_err *err)
+{
+    const vl_plan *p = v->p;
+    const vl_iter *in = &p->iters[it];
+    uint64_t total = 0, *off = malloc(((size_t)in->nranks + 1) * sizeof *off);
+    uint32_t *node = NULL, *edges = NULL, *scratch = NULL, maxmb = 0, nn;
+    bool any = false;
+    vl_status st = VL_OK;
+
+    for (uint32_t r = 0; off && r < in->nranks; r++) {
+        const vl_rank *rk = &p->ranks[in->rank0 + r];
+        off[r] = total;
+        total += rk->nmb;
+        maxmb = rk->nmb > maxmb ? rk->nmb : maxmb;
+        for (uint32_t j = 0; j < rk->nmb && !any; j++)
+            any = p->mbs[rk->mb0 + j].share != 0;
+    }
+    if (off && !any)
+        goto done;
+    if (!off || !(node = malloc((total + 1) * sizeof *node)) ||
+        !(edges = malloc((2 * total + maxmb + 2) * sizeof *edges)) ||
+        !(scratch = malloc((3 * total + 2) * sizeof *scratch))) {
+        st = vl_seterr(err, VL_ENOMEM, "out of memory verifying the plan");
+        goto done;
+    }
+    for (uint64_t i = 0; i < total; i++)
+        node[i] = UINT32_MAX;
+    /* the run order of one rank lives after the edges (at most total - 1 of them) */
+    size_t ne = share_edges(p, in, off, node, edges + 2 * total, edges, &nn);
+    if (has_cycle(edges, ne, nn, scratch))
+        vl__violation(v->rep, 5, "iteration %zu: ranks run their shared packs in orders that "
+                      "contradict each other, so they wait for each other for ever", v->num);
+done:
+    free(off);
+    free(node);
+    free(edges);
+    free(scratch);
+    return st;
 }
 
 /* ---- capabilities ---- */
 
+/* What using capability bit i looks like, NULL for one with no element of its own. */
+static const char *const CAP_USE[VL_NCAPS] = {
+    "uneven micro-batch counts", "backward packs", "per-segment CP placement",
+    "an explicit schedule", "shared packs", NULL};
+
 /* What the plan uses and does not declare, once each (plans that state their
  * capabilities: built by vlplan, in memory or read back). */
-static void check_caps(const vl_vctx *v)
+static void check_declared(const vl_vctx *v)
 {
-    static const char *const what[VL_NCAPS] = {
-        "uneven micro-batch counts", "backward packs", "per-segment CP placement",
-        "an explicit schedule", "shared packs", NULL};
-
-    if (!v->declared)
-        return;
     for (unsigned i = 0; i < VL_NCAPS; i++)
-        if (what[i] && (v->used >> i & 1) && !(v->p->caps >> i & 1))
-            vl__violation(v->rep, 5, "the plan uses %s but does not declare %s", what[i],
+        if (CAP_USE[i] && (v->used >> i & 1) && !(v->p->caps >> i & 1))
+            vl__violation(v->rep, 5, "the plan uses %s but does not declare %s", CAP_USE[i],
                           vl_cap_name(i));
+}
+
+/* The capabilities against the strategy's, from the registry: the header cannot grant
+ * what the strategy never writes (a plan relabelled from another strategy), and, as the
+ * runner records exactly the strategy's (lib/plan/run.c), a plan of a known strategy
+ * that states its capabilities declares all of them -- a Hydraulis plan without
+ * "optimizer_shard":"world" is modelled with memory it does not have. */
+static void check_allowed(const vl_vctx *v)
+{
+    const char *s = v->p->strategy;
+
+    for (unsigned i = 0; i < VL_NCAPS; i++) {
+        bool allowed = v->allowed_caps >> i & 1;
+        bool declared = v->declared && (v->p->caps >> i & 1);
+        if (!allowed && CAP_USE[i] && (v->used >> i & 1))
+            vl__violation(v->rep, 5, "the plan uses %s, which strategy %s never writes",
+                          CAP_USE[i], s);
+        else if (!allowed && declared)
+            vl__violation(v->rep, 5, "the header declares %s, which strategy %s never writes",
+                          vl_cap_name(i), s);
+        else if (allowed && v->known && v->declared && !(v->p->caps >> i & 1))
+            vl__violation(v->rep, 5, "the header lacks %s, which strategy %s always declares",
+                          vl_cap_name(i), s);
+    }
 }
 
 static void check_rank(vl_vctx *v, size_t it, uint32_t r, const vl_rank *rk)
@@ -301,15 +490,20 @@ vl_status vl__layout_iter(vl_vctx *v, size_t it, vl_err *err)
 {
     const vl_iter *in = &v->p->iters[it];
     char where[32];
+    vl_status st;
 
     snprintf(where, sizeof where, "iteration %zu", v->num);
     check_fields(v, VL_PF_ITER, in, where);
     for (uint32_t r = 0; r < in->nranks; r++)
         check_rank(v, it, r, &v->p->ranks[in->rank0 + r]);
+    if ((st = check_share_order(v, it, err)) != VL_OK)
+        return st;
     return check_placement(v, it, err);
 }
 
 void vl__layout_finish(vl_vctx *v)
 {
-    check_caps(v);
+    if (v->declared)
+        check_declared(v);
+    check_allowed(v);
 }

@@ -70,6 +70,28 @@ vl_status vl_job_params(const vl_job *job, const vl_param *params, const void *o
  *  count out and the footer has it. */
 void vl_job_iterations(const vl_job *job, uint64_t n);
 
+/* Where a strategy may cut a sample into slices (segments of one sample, one epoch):
+ * verify holds a plan to it, and an unknown strategy to the strictest (none).  A
+ * slice attends to every earlier one, so the format itself never lets the slices of
+ * one iteration sit on two ranks, nor a later slice run in an earlier iteration. */
+typedef enum {
+    VL_SLICES_NONE = 0,   /* every sample whole, in one segment */
+    VL_SLICES_RANK = 1,   /* slices on one rank of one iteration (ChunkFlow, SlimPack) */
+    VL_SLICES_ITERS = 2,  /* also across iterations, in token order (no strategy yet) */
+    VL_SLICES_PIECES = 3  /* training.oversize=split (pack): a sample over
+                           * training.max_seq_len cut into independent pieces [kC, kC + C),
+                           * never two on one rank of an iteration; shorter ones whole */
+} vl_slices;
+
+/* Which ranks may share a pack (VL_CAP_SHARED): verify holds a plan to it. */
+typedef enum {
+    VL_SHARES_ANY = 0,    /* any ranks of the iteration (the format's own rules) */
+    VL_SHARES_RUN = 1,    /* a run of consecutive dp values in order (SlimPack's
+                           * DP-Merge groups of contiguous ranks) */
+    VL_SHARES_POW2 = 2    /* such a run of a power of two (mcore_cp: Megatron's CP
+                           * groups; its barrier over every rank, a power of two too) */
+} vl_shares;
+
 typedef struct vl_strategy {
     const char *name;     /* CLI name and config section */
     const char *summary;  /* one line for `vlplan strategies` */
@@ -80,6 +102,8 @@ typedef struct vl_strategy {
     size_t opts_size;     /* size of its options struct (bound by vl_config_bind) */
     uint32_t caps;        /* VL_CAP_* it may use (plan.h); the runner records them in the
                            * plan header, verify holds the plan to them */
+    vl_slices slices;     /* where it may slice a sample (default: never) */
+    vl_shares shares;     /* which ranks may share a pack */
     bool streams;         /* true: plan() appends iterations in order and never reads or
                            * changes an iteration once the next vl_plan_iter_begin has
                            * been called, so the runner may write and free each finished
@@ -95,6 +119,9 @@ typedef struct vl_strategy {
      *  verify holds every pack to; NULL: the strategy states none (verify then checks
      *  only that a pack's tokens fit its capacity). */
     uint64_t (*max_cap)(const void *opts, const vl_config *cfg);
+    /** Optional: where it slices under cfg, when that depends on the config (pack
+     *  under training.oversize=split); NULL: `slices`. */
+    vl_slices (*slicing)(const void *opts, const vl_config *cfg);
     /** Optional: true when, under cfg, it regroups samples across the epoch's iterations
      *  (epoch scope) rather than keeping each sampled global batch (batch scope, the
      *  default when NULL): what `compare` holds rows to. */

@@ -54,6 +54,14 @@ static uint32_t pack_max_len(const void *opts, const vl_config *cfg)
     return splits(cfg) ? UINT32_MAX : cfg->training.max_seq_len;
 }
 
+/* Under training.oversize=split the pieces of a longer sample are independent
+ * sequences, dealt like samples (baseline_pieces.c). */
+static vl_slices pack_slicing(const void *opts, const vl_config *cfg)
+{
+    (void)opts;
+    return splits(cfg) ? VL_SLICES_PIECES : VL_SLICES_NONE;
+}
+
 /* Whole-epoch packing regroups the epoch; pack.scope=batch keeps each global batch. */
 static bool pack_epoch_scope(const vl_config *cfg)
 {
@@ -105,6 +113,7 @@ const vl_strategy vl_strategy_pack = {
     .max_len = pack_max_len,
     .epoch_scope = pack_epoch_scope,
     .max_cap = pack_max_cap,
+    .slicing = pack_slicing,
     .validate = pack_validate,
     .plan = pack_plan,
 };

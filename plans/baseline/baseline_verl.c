@@ -207,6 +207,14 @@ static vl_status verl_plan(const void *opts, const vl_job *job, vl_plan *out, vl
     return vl__bl_run(job, out, verl_batch_fn, NULL, opts, "verl", false, err);
 }
 
+/* Every micro-batch is a packed sequence of at most training.max_seq_len tokens (step
+ * 2's hard limit), the capacity it is written with; verify holds the plan to it. */
+static uint64_t verl_max_cap(const void *opts, const vl_config *cfg)
+{
+    (void)opts;
+    return cfg->training.max_seq_len;
+}
+
 const vl_strategy vl_strategy_verl = {
     .name = "verl",
     .summary = "veRL's balancing: equal-count KK on 24576*len+len^2 to ranks, dynamic bsz",
@@ -215,6 +223,7 @@ const vl_strategy vl_strategy_verl = {
     .opts_size = sizeof(verl_opts),
     .caps = 0,
     .max_len = vl__bl_max_len,
+    .max_cap = verl_max_cap,
     .validate = verl_validate,
     .plan = verl_plan,
     .streams = true,

@@ -186,6 +186,7 @@ const vl_strategy vl_strategy_chunkflow = {
     .params = chunkflow_params,
     .opts_size = sizeof(vl_cf_opts),
     .caps = VL_CAP_SCHEDULE,
+    .slices = VL_SLICES_RANK,
     .max_len = chunkflow_max_len,
     .max_cap = chunkflow_max_cap,
     .validate = chunkflow_validate,

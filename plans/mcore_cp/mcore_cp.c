@@ -359,6 +359,7 @@ const vl_strategy vl_strategy_mcore_cp = {
     .params = mcore_cp_params,
     .opts_size = sizeof(vl_mc_opts),
     .caps = VL_CAP_SHARED | VL_CAP_UNEVEN_MBS,
+    .shares = VL_SHARES_POW2,
     .max_len = mcore_cp_max_len,
     .describe_max_len = mcore_cp_describe_max_len,
     .max_cap = mcore_cp_max_cap,

@@ -203,13 +203,18 @@ static vl_status emit(const vl_sk_work *w, const vl_sk_setting *s, uint32_t epoc
 {
     uint32_t cap = s->bucket * (uint32_t)s->cp;
     vl_status st = vl_plan_iter_begin(out, epoch, err);
+    /* a CP coordinate names one GPU of a group of several: with CP 1 every sequence is
+     * on the rank's only GPU, written as the default (verify refuses a coordinate on a
+     * rank with sp 1) */
+    bool one = s->cp == 1;
 
     for (int d = 0; d < s->dp && st == VL_OK; d++) {
         st = vl_plan_rank_begin(out, d, &s->par, err);
         for (size_t j = w->rmb[d]; j < w->rmb[d + 1] && st == VL_OK; j++) {
             st = vl_plan_mb_begin(out, cap, err);
             for (size_t i = w->mstart[j]; i < w->mstart[j + 1] && st == VL_OK; i++)
-                st = vl_plan_seg_cp(out, w->seq[i], 0, w->slen[i], w->ret[i], err);
+                st = vl_plan_seg_cp(out, w->seq[i], 0, w->slen[i],
+                                    one ? VL_CP_SHARDED : w->ret[i], err);
         }
     }
     return st;

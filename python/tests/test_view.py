@@ -21,10 +21,10 @@ IT0 = {"type": "iter", "it": 0, "epoch": 0, "tokens": 23, "loss_tokens": 20, "ra
      "mbs": [{"seg": [["d", 0, 3]]}, {"seg": [["e", 0, 2]]}],
      "bwd": [{"seg": [["e", 0, 2], ["d", 0, 3]]}],
      "schedule": [["F", 0], ["F", 1], ["B", 0]]}]}
-IT1 = {"type": "iter", "it": 1, "ranks": [
+IT1 = {"type": "iter", "it": 1, "loss_tokens": 10, "ranks": [
     {"dp": 0, "tp": 2, "pp": 2, "mbs": [{"seg": [["f", 0, 5]]}]},
     {"dp": 1, "tp": 2, "pp": 2, "mbs": [{"seg": [["g", 0, 5]]}]}]}
-IT2 = {"type": "iter", "it": 2, "ranks": [
+IT2 = {"type": "iter", "it": 2, "loss_tokens": 8, "ranks": [
     {"dp": 0, "sp": 2, "mbs": [{"seg": [["h", 0, 7]]}]},
     {"dp": 1, "mbs": [{"seg": [["i", 0, 1]]}]}]}
 
