@@ -13,7 +13,9 @@ bench/history/.  Sections:
      traces (issue 23 item 2: never slower by more than 2%, or the man page says why);
   3. pack's default against its other dealings and veRL (issue 23 item 3);
   4. planning speed: 1M samples per strategy as a ratio to `sort -n` of the same
-     lengths, in the same run (issue 29 item 7); `--full` adds 10M and the growth.
+     lengths, in the same run (issue 29 item 7); `--full` adds 10M and the growth;
+  5. `vlplan advise` on each paper's setting against the paper's configuration, and on
+     the real traces against the best strategy at its defaults (issue 27 item 4).
 
 Usage: python3 bench/results.py [--full] [-o bench/RESULTS.md]   (VLPLAN=build/vlplan)
 """
@@ -298,6 +300,98 @@ def pack_objective(lines):
               f"Settings over 1.005: {misses} of {len(body)}.", ""]
 
 
+# ---- 5. advise against the papers' configurations and the defaults ---------------------
+
+def advise(manifest, sets, config=None):
+    """The best row of `vlplan advise` (its epoch time, work and command) and its id."""
+    out = os.path.join(TMP, "adv.json")
+    argv = [V, "advise", "-q"] + (["-c", config] if config else [])
+    for s in sets:
+        argv += ["--set", s]
+    argv += ["--export-json", out, manifest]
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(out) as f:
+        rows = json.load(f)["rows"]
+    return (rows[0] if rows else None), cmd_id(argv)
+
+
+def advise_checks(lines):
+    body = []
+
+    def check(what, manifest, sets, rows_of, ref_label, config=None):
+        """advise pinning `sets` against the reference: the paper's configuration, or the
+        best of a compare at defaults."""
+        ref_rows, ccid = rows_of
+        ref = ref_rows.get(ref_label) if ref_label else None
+        if ref_label is None:   # the best usable row of the compare
+            usable_rows = [r for r in ref_rows.values() if usable(r)]
+            ref = min(usable_rows, key=lambda r: r["epoch_time_s"]) if usable_rows else None
+        best, acid = advise(manifest, sets, config)
+        same = best and ref and best.get("tokens") == ref.get("tokens")
+        v = ref["epoch_time_s"] / best["epoch_time_s"] if (best and usable(ref)) else None
+        choice = (f"{best['strategy']} {best.get('tuning') or ''} tp{best['tp']} pp{best['pp']} "
+                  f"sp{best['sp']} dp{best['dp']} zero {best['zero']}".replace("  ", " ")
+                  if best else "—")
+        body.append([what, f"{ref['label']} ({ref['strategy']})" if ref else "—",
+                     f"{ref['epoch_time_s']:.1f}" if usable(ref) else why_not(ref),
+                     choice, f"{best['epoch_time_s']:.1f}" if best else "—",
+                     "—" if v is None else f"{v:.3f}", "yes" if same else "no",
+                     f"[{ccid}] [{acid}]"])
+
+    tl = gen("tulu3-longcite", 100000)
+    hbp_sets = ["training.max_seq_len=131072", "training.global_tokens=524288"]
+    check("HBP Table 11", tl, hbp_sets,
+          compare(tl, hbp_sets + ["pack.algo=isf", "training.sp=8"],
+                  [("paper", "hbp:hbp.groups=16K:1,128K:8")]), "paper")
+    cf = gen("chunkflow-eval", 32768)
+    for model, ctx, tp, sp, pp, chunk, k in [("qwen2.5-7b", 32768, 4, 4, 1, 32768, 1),
+                                             ("qwen2.5-7b", 262144, 4, 4, 4, 8192, 16)]:
+        gpus = tp * sp * pp * 2
+        pinned = [f"model.preset={model}", f"cluster.gpus={gpus}", f"training.max_seq_len={ctx}",
+                  "training.global_batch=256", "training.oversize=drop"]
+        check(f"ChunkFlow {model} {ctx // 1024}K", cf, pinned,
+              compare(cf, pinned + [f"training.tp={tp}", f"training.sp={sp}",
+                                    "training.sp_kind=ring", f"training.pp={pp}"],
+                      [("paper", f"chunkflow:chunkflow.chunk_size={chunk},chunkflow.k={k},"
+                                 "training.recompute=selective")]), "paper")
+    for model, dist, n, ctx in [("qwen2.5-0.5b", "wikipedia", 10240, 216264),
+                                ("qwen2.5-7b", "wikipedia", 10240, 72408)]:
+        m = gen(dist, n)
+        pinned = [f"model.preset={model}", "cluster.gpus=32", "cluster.gpus_per_node=8",
+                  "training.global_batch=256", "training.oversize=drop",
+                  "cost.logits_bytes=12", f"training.max_seq_len={ctx}"]
+        check(f"Skrull {model} {dist}", m, pinned,
+              compare(m, pinned + ["training.dp=4", "training.sp=8", "training.sp_kind=ring",
+                                   "training.zero=2", "training.recompute=selective"],
+                      [("paper", "skrull:training.dp_sync=micro_step")]), "paper")
+    hy = gen("lognormal:6.7:1.1", 5600, 7)
+    check("Hydraulis 32B", hy, ["training.oversize=truncate"],
+          compare(hy, ["training.oversize=truncate"], [("paper", "hydraulis")],
+                  config="configs/hydraulis-32b_a800x64.yaml"), "paper",
+          config="configs/hydraulis-32b_a800x64.yaml")
+    cc = gen("lognormal:6.36:2.33", 4096)
+    pinned = ["model.preset=llama2-13b", "cluster.gpu=h800-80gb", "cluster.gpus=128",
+              "training.global_batch=1024", "training.oversize=truncate",
+              "training.max_seq_len=262144"]
+    check("SlimPack 13B 256K", cc, pinned,
+          compare(cc, pinned + ["training.tp=8", "training.pp=4", "training.recompute=auto"],
+                  [("paper", "slimpack")]), "paper")
+    for dist, n in TRACES:
+        m = gen(dist, n)
+        pinned = ["training.max_seq_len=32768", "training.oversize=drop"]
+        check(f"{dist}, 32K, 32 GPUs", m, pinned,
+              compare(m, pinned, [(s, s) for s in ["pack", "verl"] + PAPER]), None)
+    lines += ["## 5. `vlplan advise` against each paper's configuration and the defaults", "",
+              "advise searches layouts (tp, pp, sp, dp, ZeRO, recompute), strategies and their "
+              "tunings with the setting's model, cluster, context and batch pinned; the "
+              "reference is the paper's configuration on its layout, or, on the real traces, "
+              "the fastest row of a compare of every strategy at its defaults.  ratio = "
+              "reference / advise (≥ 1: advise's choice is at least as fast); \"same work\": "
+              "both planned the same tokens.", "",
+              table(["setting", "reference", "reference s", "advise's choice", "advise s",
+                     "ratio", "same work", "cmd"], body), ""]
+
+
 # ---- 4. planning speed ----------------------------------------------------------------
 
 def wall(argv, stdin=None):
@@ -338,9 +432,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-o", "--output", default="bench/RESULTS.md")
     ap.add_argument("--full", action="store_true", help="10M samples in the speed table")
-    ap.add_argument("--only", help="comma-separated sections (1-4) to run")
+    ap.add_argument("--only", help="comma-separated sections (1-5) to run")
     a = ap.parse_args()
-    only = set((a.only or "1,2,3,4").split(","))
+    only = set((a.only or "1,2,3,4,5").split(","))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip() or "unknown"
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
@@ -353,6 +447,8 @@ def main():
         against_pack(lines)
     if "3" in only:
         pack_objective(lines)
+    if "5" in only:
+        advise_checks(lines)
     if "4" in only:
         speed(lines, [1000000, 10000000] if a.full else [1000000])
     head = ["# Benchmark results: the current figures", "",
