@@ -16,7 +16,7 @@
  * another rank -- the swap that lowers the larger of the two ranks' target the most.
  * Swaps keep every rank's pack count.  At most n swaps per target, and a swap costs
  * (packs of the rank) x n pair checks; the search stops after REFINE_WORK of them (a
- * count, never a clock). */
+ * count, never a clock), and before a step that alone would make more. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +67,15 @@ static swap best_swap(refine *f, int t, size_t h)
     const double *w = f->w[t], *ld = f->load[t];
     swap best = {SIZE_MAX, SIZE_MAX, ld[h]};
 
+    size_t mine = 0;
+    for (size_t p = 0; p < f->n; p++)
+        mine += f->part[p] == (int)h;
+    /* a step dearer than the whole budget (a whole data set in one iteration) is not
+     * begun: the search ends, and one huge iteration stays linear */
+    if ((uint64_t)mine * f->n > REFINE_WORK) {
+        f->work = REFINE_WORK;
+        return best;
+    }
     for (size_t p = 0; p < f->n; p++) {
         if (f->part[p] != (int)h)
             continue;

@@ -300,13 +300,16 @@ static vl_status best_share(bl *c, dealer *d, samples *s, size_t m, share *best,
 /* Whole packs only: under pack.deal=packs; with pieces (whole packs keep a sample's
  * pieces on different ranks); with windows (a pack keeps to its window); with one
  * round (m = 1: dealing samples would give idle ranks packs of their own, more packs
- * than ranks can make up in fill). */
+ * than ranks can make up in fill); with one rank (nothing to balance: dealing its
+ * samples to it and swapping its packs with itself only cost time -- a whole data set
+ * packed on one GPU took 6x the packing). */
 static bool samples_apply(const bl *c, size_t m)
 {
     const vl_pack_cfg *pc = &c->job->cfg->pack;
     bool windows = pc->window != 0 && pc->window < c->job->sel->n;
 
-    return pc->deal == VL_DEAL_SAMPLES && pk_ctx(c)->pieces.n == 0 && !windows && m >= 2;
+    return pc->deal == VL_DEAL_SAMPLES && pk_ctx(c)->pieces.n == 0 && !windows && m >= 2 &&
+           c->dp >= 2;
 }
 
 vl_status vl__pk_deal_iter(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,

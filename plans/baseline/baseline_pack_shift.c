@@ -27,7 +27,8 @@
  * O(n + np + dp * SHIFT_PEERS + |h| * (their samples + packs)), the all-ranks fallback
  * O(dp log dp + |h| * (n + np)).  At most n steps per pass; the iteration stops once it
  * has made SHIFT_WORK candidate checks (a count, never a clock; the step that crosses
- * it completes). */
+ * it completes, but a step that alone would make more is not begun: the iteration's
+ * pass ends, so one iteration of a million samples stays linear). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -328,6 +329,12 @@ static step best_among(shift *s, int t, size_t h, size_t want)
     step best = {SIZE_MAX, SIZE_MAX, SIZE_MAX, target(s, t, h)};
 
     gather(s, h, s->peer, k, &nm, &nt, &nq);
+    /* a step dearer than the whole pass's budget (one iteration of a whole data set:
+     * 25K samples against 175K took 4e9 checks) is not begun: the pass ends there */
+    if ((uint64_t)nm * (nt + nq) > SHIFT_WORK) {
+        s->work = SHIFT_WORK;
+        return best;
+    }
     s->work += (uint64_t)nm * (nt + nq);
     for (size_t a = 0; a < nm; a++) {
         size_t i = s->mine[a], p = s->at[i];
