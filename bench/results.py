@@ -423,6 +423,23 @@ def speed(lines, sizes):
               "write), default configuration (8K context), lmsys-like lengths, and the "
               "ratio to `sort -n` of the same lengths timed in the same run.", "",
               table(["strategy", "samples", "seconds", "/ sort -n", "cmd"], body), ""]
+    one = []
+    for n in (100000, 300000, 1000000):
+        m = gen("mooncake-conv", n)
+        t = {}
+        for deal in ("packs", "samples"):
+            argv = [V, "plan", "-q", "-s", "pack", "--set", "cluster.gpus=8", "--set",
+                    f"training.global_batch={n}", "--set", "training.global_tokens=0", "--set",
+                    "training.max_seq_len=131072", "--set", "training.oversize=drop", "--set",
+                    f"pack.deal={deal}", "--allow-oom", "-o", os.path.join(TMP, "p.jsonl"), m]
+            t[deal] = (wall(argv), cmd_id(argv))
+        one.append([f"{n:,}", f"{t['packs'][0]:.2f}", f"{t['samples'][0]:.2f}",
+                    f"{t['samples'][0] / t['packs'][0]:.1f}×",
+                    f"[{t['packs'][1]}] [{t['samples'][1]}]"])
+    lines += ["One iteration holding every sample (8 GPUs, a whole data set packed at once, "
+              "as peers' packers are compared): `pack.deal=samples` (the default) against "
+              "`pack.deal=packs`, wall seconds (target: within 2×).", "",
+              table(["samples", "deal=packs s", "deal=samples s", "ratio", "cmd"], one), ""]
     if len(sizes) > 1:
         lines += ["Growth " + f"{sizes[0]:,} → {sizes[-1]:,}: " +
                   ", ".join(f"{s} {v[-1] / v[0]:.1f}×" for s, v in grow.items()) + ".", ""]
