@@ -438,3 +438,20 @@ Test(cli_plan, iterations_without_loss_tokens_are_said)
     free(man);
     free(o);
 }
+
+/* Hydraulis never checkpoints: at 8K on Llama-3.1-8B its homogeneous tp 1 x pp 1 layout
+ * holds ~4.8K tokens, so plan warns that longer samples take deeper pipelines. */
+Test(cli_plan, hydraulis_warns_when_its_homogeneous_layout_is_short)
+{
+    char *o = tu_path(dir, "hy.jsonl");
+    const char *args[] = {"plan", "-s", "hydraulis", "--set", "training.oversize=drop",
+                          "-o", o, "testdata/demo.jsonl", NULL};
+    tu_result r;
+
+    cr_assert_eq(tu_run(&r, NULL, args), 0);
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.err, "warning: hydraulis: the homogeneous layout tp 1 x pp 1 holds at "
+                            "most") != NULL, "%s", r.err);
+    tu_result_free(&r);
+    free(o);
+}

@@ -113,6 +113,16 @@ static vl_status homogeneous(hy_run *r, vl_err *err)
                    "cost.schemes row when rows are given, 128 tokens fitting memory); the "
                    "homogeneous candidate uses %d/%d\n", cfg->training.tp, cfg->training.pp,
                    r->sch.s[k].tp, r->sch.s[k].pp);
+    if (r->sch.s[k].maxlen < cfg->training.max_seq_len)
+        /* inherent, not a defect: the paper's pipelines never checkpoint, so a sample
+         * the homogeneous layout cannot hold needs a deeper, slower pipeline, where
+         * `pack` would recompute instead (man page, HYDRAULIS) */
+        vl_job_warn(r->job, "hydraulis: the homogeneous layout tp %d x pp %d holds at most "
+                    "%u tokens without activation checkpointing (Hydraulis pipelines never "
+                    "checkpoint), below training.max_seq_len %u: batches with longer "
+                    "samples run on deeper pipelines, and `pack`, which recomputes, may be "
+                    "faster here", r->sch.s[k].tp, r->sch.s[k].pp, r->sch.s[k].maxlen,
+                    cfg->training.max_seq_len);
     d = cfg->cluster.gpus / (r->sch.s[k].tp * r->sch.s[k].pp);
     if ((pipes = malloc((size_t)d * sizeof *pipes)) == NULL)
         return vl_seterr(err, VL_ENOMEM, "hydraulis: out of memory");
