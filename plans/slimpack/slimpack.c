@@ -61,7 +61,7 @@ static const vl_param slimpack_params[] = {
      "branch-and-bound node cap of the MILP (a count, never wall time)"},
     {"mem_cap_gib", VL_P_DOUBLE, offsetof(sp_opts, mem_cap_gib), 0, 1e6, NULL, "0",
      "plan within this much memory per GPU (GiB); 0: as mem_budget says"},
-    {"mem_budget", VL_P_ENUM, offsetof(sp_opts, mem_budget), 0, 0, mem_names, "baseline",
+    {"mem_budget", VL_P_ENUM, offsetof(sp_opts, mem_budget), 0, 0, mem_names, "device",
      "without mem_cap_gib: plan within the memory best-fit packing to the context takes "
      "(baseline) or the device's usable memory (device)"},
     {NULL, VL_P_INT, 0, 0, 0, NULL, NULL, NULL},
