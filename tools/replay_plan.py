@@ -273,12 +273,15 @@ def main(argv=None):
     ap.add_argument("--set", action="append", default=[], help="passed to vlplan simulate")
     ap.add_argument("--no-sim", action="store_true", help="measure only")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, help="CPU threads (torch.set_num_threads)")
     ap.add_argument("--json", action="store_true", help="print a JSON summary")
     a = ap.parse_args(argv)
 
     device = torch.device(a.device)
     dtype = getattr(torch, a.dtype or ("bfloat16" if device.type == "cuda" else "float32"))
     torch.manual_seed(a.seed)
+    if a.threads:
+        torch.set_num_threads(a.threads)
     plan = vlplan.Plan(a.plan)
     model = dict((plan.header.get("config") or {}).get("model") or {})
     shape = {k: int(model.get(k, TINY[k])) for k in TINY}
