@@ -7,11 +7,14 @@
 #include "evaluate.h"
 #include "report.h"
 #include "svg.h"
+#include "strbuf.h"
+
+enum { OPT_RANKS = OPT_ROW + 100 };
 
 static const char *const CMD = "simulate";
 static const char *const USAGE =
     "[-c CONFIG] [--set KEY=VALUE]... [--format table|json] [--iter N] [--svg FILE] "
-    "[--schedule 1f1b|gpipe] [-j N] PLAN";
+    "[--schedule 1f1b|gpipe] [--ranks FILE] [-j N] PLAN";
 
 static const cli_opt options[] = {
     {"config", 'c', "FILE", "config (default: the one recorded in the plan)"},
@@ -20,6 +23,8 @@ static const cli_opt options[] = {
     {"iter", OPT_ITER, "N", "only iteration N (and the chart of it)"},
     {"svg", OPT_SVG, "FILE", "write a Gantt chart of iteration N (default 0) to FILE"},
     {"schedule", OPT_SCHED, "NAME", "1f1b (default) or gpipe, for ranks without their own"},
+    {"ranks", OPT_RANKS, "FILE", "write CSV rows iter,rank,stage,compute_ms,comm_ms,makespan_ms "
+     "(every iteration, or --iter N) to FILE"},
     CLI_JOBS_OPTION,
     {"help", 'h', NULL, "show this help"},
     {NULL, 0, NULL, NULL},
@@ -31,6 +36,7 @@ typedef struct sim_args {
     bool have_iter;
     uint64_t iter;
     const char *svg;
+    const char *ranks;    /* --ranks FILE: per (rank, stage) compute rows */
     vl_sim_opts so;
     int jobs;
 } sim_args;
@@ -51,6 +57,7 @@ static int on_option(int key, const char *arg, void *ud)
         a->have_iter = true;
         return cli_parse_u64(CMD, "--iter", arg, 0, UINT32_MAX, &a->iter);
     case OPT_SVG: a->svg = arg; return 0;
+    case OPT_RANKS: a->ranks = arg; return 0;
     case OPT_SCHED:
         if (strcmp(arg, "1f1b") == 0)
             a->so.sched = VL_SCHED_1F1B;
@@ -70,7 +77,39 @@ typedef struct sim_walk {
     const sim_args *a;
     bool header;          /* the table's column heads are out */
     char *svg;            /* the chart of the chosen iteration, once met */
+    vl_strbuf rows;       /* --ranks: the CSV text */
 } sim_walk;
+
+/* --ranks: one row per (rank, stage) of the iteration: compute is the F, R and B tasks'
+ * time less the exposed communication inside them (what one GPU replaying the rank's
+ * micro-batches would measure, tools/replay_plan.py). */
+static int rank_rows(sim_walk *w, const vl_plan *p, const vl_cost *cost)
+{
+    vl_sim_trace t = {0};
+    vl_sim_iter_result r;
+    vl_err err = {0};
+
+    if (vl_sim_iter(p, 0, cost, &w->a->so, &r, NULL, &t, &err) != VL_OK)
+        return cli_fail(CMD, &err);
+    if (!w->rows.len)
+        vl_strbuf_printf(&w->rows, "iter,rank,stage,compute_ms,comm_ms,makespan_ms\n");
+    for (size_t l = 0; l < t.nlanes; l++) {
+        const vl_sim_lane *ln = &t.lanes[l];
+        double compute = 0, comm = 0;
+        for (size_t k = 0; k < t.ntasks; k++) {
+            const vl_sim_task *tk = &t.tasks[k];
+            if (tk->rank != ln->rank || tk->stage != ln->stage || tk->kind > VL_TASK_B)
+                continue;
+            compute += tk->end - tk->start - tk->comm;
+            comm += tk->comm;
+        }
+        vl_strbuf_printf(&w->rows, "%llu,%u,%u,%.6f,%.6f,%.6f\n",
+                         (unsigned long long)p->iter_base, ln->rank, ln->stage, 1e3 * compute,
+                         1e3 * comm, 1e3 * ln->makespan);
+    }
+    vl_sim_trace_free(&t);
+    return 0;
+}
 
 static void print_head(sim_walk *w)
 {
@@ -98,6 +137,11 @@ static int each_iter(void *ud, const vl_plan *p, const vl_cost *cost,
                cli_fixed(r->iter_time_ms, 2, t[0], 32), cli_fixed(r->sync_ms, 2, t[1], 32),
                r->bubble + 0.0, r->tbr + 0.0, r->peak_mem_gib, 100 * r->mfu,
                r->oom ? "  OOM" : "");
+    }
+    if (a->ranks && (!a->have_iter || it == want)) {
+        int rc = rank_rows(w, p, cost);
+        if (rc)
+            return rc;
     }
     if (a->svg && it == want && vl_sim_svg(p, 0, cost, &a->so, &w->svg, &err) != VL_OK)
         return cli_fail(CMD, &err);
@@ -141,6 +185,16 @@ static int run(const sim_args *a, const char *path)
         eval_print_table(stdout, &r);
     if (rc == 0 && a->svg)
         rc = cli_write_text(CMD, a->svg, w.svg);
+    if (rc == 0 && a->ranks) {
+        char *rows = vl_strbuf_take(&w.rows);
+        if (!rows && w.rows.failed) {
+            cli_error(CMD, "--ranks: out of memory");
+            rc = EX_SOFTWARE_;
+        } else
+            rc = cli_write_text(CMD, a->ranks, rows ? rows : "");
+        free(rows);
+    }
+    vl_strbuf_free(&w.rows);
     free(w.svg);
     return rc;
 }
@@ -162,6 +216,14 @@ int cmd_simulate(int argc, char **argv)
     }
     if (cli_check_not_input(CMD, "--svg", a.svg, a.cfg.paths, a.cfg.npaths) ||
         cli_check_not_input(CMD, "--svg", a.svg, (const char *const *)argv + first,
+                            argc - first))
+        return EX_USAGE_;
+    if (a.ranks && cli_is_stdout(a.ranks)) {
+        cli_error(CMD, "--ranks needs a file: standard output has the table");
+        return EX_USAGE_;
+    }
+    if (cli_check_not_input(CMD, "--ranks", a.ranks, a.cfg.paths, a.cfg.npaths) ||
+        cli_check_not_input(CMD, "--ranks", a.ranks, (const char *const *)argv + first,
                             argc - first))
         return EX_USAGE_;
     if ((rc = eval_one_plan_operand(CMD, USAGE, argc, first)) != 0)
