@@ -398,8 +398,10 @@ def advise_checks(lines):
 
 def replay(lines):
     """bench/replay_gpu.sh where this machine has a GPU; else say so, with the command."""
-    probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda."
-                            "is_available())"], capture_output=True, text=True)
+    py = os.environ.get("PYTHON") or ("/usr/bin/python3" if os.path.exists("/usr/bin/python3")
+                                      else sys.executable)   # Debian's has python3-torch
+    probe = subprocess.run([py, "-c", "import torch; print(torch.cuda.is_available())"],
+                           capture_output=True, text=True)
     lines += ["## 6. Simulated against measured compute: plans replayed on a GPU", ""]
     if probe.stdout.strip() != "True":
         lines += ["Not run: this machine has no GPU (`torch.cuda.is_available()` is "
@@ -415,7 +417,7 @@ def replay(lines):
         return
     out = os.path.join(TMP, "replay")
     argv = ["sh", "bench/replay_gpu.sh", out]
-    r = subprocess.run(argv, capture_output=True, text=True)
+    r = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ, PYTHON=py))
     lines += [f"`{' '.join(argv)}` (exit {r.returncode}):", "", "```",
               r.stdout.strip()[-4000:], "```", ""]
 
