@@ -70,6 +70,12 @@ Test(partition, kk_three_way_and_equal_counts)
     cr_assert_eq(vl_partition_kk(part, w, 5, 0, &err), VL_EUSAGE);
     double bad[] = {1, NAN};
     cr_assert_eq(vl_partition_lpt(part, bad, 2, 2, &err), VL_EUSAGE);
+    /* one part skips the merges (lib/pack/partition.c), never the checks */
+    cr_assert_eq(vl_partition_kk(part, bad, 2, 1, &err), VL_EUSAGE);
+    cr_assert_eq(vl_partition_kk_equal(part, bad, 2, 1, &err), VL_EUSAGE);
+    cr_assert_eq(vl_partition_kk_equal(part, w, 5, 1, &err), VL_OK);
+    for (size_t i = 0; i < 5; i++)
+        cr_assert_eq(part[i], 0);
 }
 
 Test(partition, large_random_balance)

@@ -71,10 +71,9 @@ static void sort_items(witem *it, witem *tmp, size_t n)
         memcpy(it, src, n * sizeof *it);
 }
 
-static vl_status sorted_items(witem **out, const double *w, size_t n, int k, vl_err *err)
+/* The arguments every partitioner refuses: VL_EUSAGE. */
+static vl_status check_items(const double *w, size_t n, int k, vl_err *err)
 {
-    witem *tmp;
-
     if (k < 1)
         return vl_seterr(err, VL_EUSAGE, "partition: %d parts, need at least 1", k);
     if (n >= NONE)
@@ -83,6 +82,16 @@ static vl_status sorted_items(witem **out, const double *w, size_t n, int k, vl_
         if (!isfinite(w[i]))
             return vl_seterr(err, VL_EUSAGE, "partition: weight %zu is not finite, got %g", i,
                              w[i]);
+    return VL_OK;
+}
+
+static vl_status sorted_items(witem **out, const double *w, size_t n, int k, vl_err *err)
+{
+    witem *tmp;
+    vl_status st = check_items(w, n, k, err);
+
+    if (st != VL_OK)
+        return st;
     *out = malloc((n ? n : 1) * sizeof **out);
     tmp = malloc((n ? n : 1) * sizeof *tmp);
     if (*out == NULL || tmp == NULL) {
@@ -429,11 +438,18 @@ static vl_status kk_run(int *part, const double *w, size_t n, int k, size_t per,
                         vl_err *err)
 {
     witem *it = NULL;
-    vl_status st = sorted_items(&it, w, n, k, err);
+    vl_status st;
     size_t nstates = n / per, nadd = n < (size_t)k ? n : (size_t)k;
     kk c = {.k = (uint32_t)k};
 
-    if (st != VL_OK)
+    /* One part takes every item, as the merges below would end: no sort, no states
+     * (one GPU packing a whole data set in one iteration). */
+    if (k == 1 && (st = check_items(w, n, k, err)) == VL_OK) {
+        for (size_t i = 0; i < n; i++)
+            part[i] = 0;
+        return VL_OK;
+    }
+    if ((st = sorted_items(&it, w, n, k, err)) != VL_OK)
         return st;
     c.st = calloc(nstates ? nstates : 1, sizeof *c.st);
     c.seed = malloc((nstates ? nstates * per : 1) * sizeof *c.seed);

@@ -30,6 +30,7 @@ typedef struct refine {
     double *load[NMEAS];         /* [dp] per rank */
     double max[NMEAS];           /* the busiest rank's, before the swaps */
     int *part;
+    size_t *other;               /* [n] this step's packs of ranks other than h */
     size_t n, dp;
     unsigned hold;               /* measures a swap may not raise above max (bit k) */
     uint64_t work;
@@ -61,17 +62,24 @@ static bool keeps_others(const refine *f, int t, size_t p, size_t q, size_t h, s
     return true;
 }
 
-/* The best swap of a pack of rank h for a pack of another rank (p = SIZE_MAX: none). */
+/* The best swap of a pack of rank h for a pack of another rank (p = SIZE_MAX: none).
+ * The packs of other ranks are listed once a step, so a pair check costs nothing for a
+ * pack of h itself: one rank with every pack (one GPU) was |h| x n for no candidate.
+ * The work count stays n per pack of h, so the search stops where it always did. */
 static swap best_swap(refine *f, int t, size_t h)
 {
     const double *w = f->w[t], *ld = f->load[t];
     swap best = {SIZE_MAX, SIZE_MAX, ld[h]};
+    size_t no = 0, mine = 0;
 
-    size_t mine = 0;
-    for (size_t p = 0; p < f->n; p++)
-        mine += f->part[p] == (int)h;
-    /* a step dearer than the whole budget (a whole data set in one iteration) is not
-     * begun: the search ends, and one huge iteration stays linear */
+    for (size_t q = 0; q < f->n; q++) {
+        if (f->part[q] != (int)h)
+            f->other[no++] = q;
+        else
+            mine++;
+    }
+    /* a step dearer than the whole budget (a whole data set in one iteration on a few
+     * ranks) is not begun: the search ends, and one huge iteration stays linear */
     if ((uint64_t)mine * f->n > REFINE_WORK) {
         f->work = REFINE_WORK;
         return best;
@@ -80,10 +88,10 @@ static swap best_swap(refine *f, int t, size_t h)
         if (f->part[p] != (int)h)
             continue;
         f->work += f->n;
-        for (size_t q = 0; q < f->n; q++) {
-            size_t r = (size_t)f->part[q];
+        for (size_t b = 0; b < no; b++) {
+            size_t q = f->other[b], r = (size_t)f->part[q];
             double d = w[p] - w[q];
-            if (r == h || d <= 0 || !keeps_others(f, t, p, q, h, r))
+            if (d <= 0 || !keeps_others(f, t, p, q, h, r))
                 continue;
             double after = ld[h] - d > ld[r] + d ? ld[h] - d : ld[r] + d;
             if (after < best.after)
@@ -128,7 +136,8 @@ vl_status vl__pk_refine(const vl__pk_weights *w, int *part, size_t dp, int prima
 
     for (int k = 0; k < NMEAS; k++)
         f.load[k] = calloc(dp, sizeof(double));
-    if (f.load[0] == NULL || f.load[1] == NULL || f.load[2] == NULL) {
+    f.other = malloc((w->n ? w->n : 1) * sizeof *f.other);
+    if (f.load[0] == NULL || f.load[1] == NULL || f.load[2] == NULL || f.other == NULL) {
         st = vl_seterr(err, VL_ENOMEM, "out of memory for %zu ranks", dp);
         goto done;
     }
@@ -145,6 +154,7 @@ vl_status vl__pk_refine(const vl__pk_weights *w, int *part, size_t dp, int prima
 done:
     for (int k = 0; k < NMEAS; k++)
         free(f.load[k]);
+    free(f.other);
     return st;
 }
 

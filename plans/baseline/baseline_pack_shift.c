@@ -336,13 +336,19 @@ static step best_among(shift *s, int t, size_t h, size_t want)
         return best;
     }
     s->work += (uint64_t)nm * (nt + nq);
+    /* consider's own first test (a step must lower t) comes before the capacity checks:
+     * both only skip, so the best step is the same, at a fraction of the loads */
     for (size_t a = 0; a < nm; a++) {
         size_t i = s->mine[a], p = s->at[i];
-        for (size_t b = 0; b < nq; b++)
+        double wt = t == JOINT ? 0 : s->w[t][i];
+        for (size_t b = 0; b < nq && (t == JOINT || wt > 0); b++)
             if (fits(s, s->slots[b], s->w[1][i], 0, 1))
                 consider(s, t, (step){i, SIZE_MAX, s->slots[b], 0}, h, &best);
         for (size_t b = 0; b < nt; b++) {
-            size_t j = s->theirs[b], q = s->at[j];
+            size_t j = s->theirs[b], q;
+            if (t != JOINT && wt - s->w[t][j] <= 0)
+                continue;
+            q = s->at[j];
             if (fits(s, q, s->w[1][i], s->w[1][j], 1) && fits(s, p, s->w[1][j], s->w[1][i], 1))
                 consider(s, t, (step){i, j, q, 0}, h, &best);
         }
