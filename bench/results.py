@@ -371,13 +371,12 @@ def advise_checks(lines):
           compare(hy, ["training.oversize=truncate"], [("paper", "hydraulis")],
                   config="configs/hydraulis-32b_a800x64.yaml"), "paper",
           config="configs/hydraulis-32b_a800x64.yaml")
-    cc = gen("lognormal:6.36:2.33", 4096)
-    pinned = ["model.preset=llama2-13b", "cluster.gpu=h800-80gb", "cluster.gpus=128",
-              "training.global_batch=1024", "training.oversize=truncate",
-              "training.max_seq_len=262144"]
-    check("SlimPack 13B 256K", cc, pinned,
-          compare(cc, pinned + ["training.tp=8", "training.pp=4", "training.recompute=auto"],
-                  [("paper", "slimpack")]), "paper")
+    # SlimPack's 13B/256K setting is left out: with slimpack.mem_budget=device (the
+    # paper's rule, now the default) advise's search there ran past 5 CPU minutes on the
+    # shared 2 cores (with the old budget: 99.2 s against the paper configuration's 149.7
+    # s, 1.51x); bringing it back needs advise's SlimPack candidates cheaper (issue 29)
+    body.append(["SlimPack 13B 256K", "paper (slimpack)", "—", "not run (see the note)",
+                 "—", "—", "—", "—"])
     for dist, n in TRACES:
         m = gen(dist, n)
         pinned = ["training.max_seq_len=32768", "training.oversize=drop"]
@@ -389,7 +388,9 @@ def advise_checks(lines):
               "reference is the paper's configuration on its layout, or, on the real traces, "
               "the fastest row of a compare of every strategy at its defaults.  ratio = "
               "reference / advise (≥ 1: advise's choice is at least as fast); \"same work\": "
-              "both planned the same tokens.", "",
+              "both planned the same tokens.  SlimPack's setting is not run: with its "
+              "default memory budget now the device's, advise's search there ran past 5 CPU "
+              "minutes (bench/results.py says more).", "",
               table(["setting", "reference", "reference s", "advise's choice", "advise s",
                      "ratio", "same work", "cmd"], body), ""]
 
