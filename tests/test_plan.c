@@ -273,7 +273,7 @@ Test(plan, set_meta_takes_ownership_and_replaces)
     vl_plan_free(&p); /* ASan: nothing leaks */
 }
 
-/* Past 256 intervals vl_plan_rank_intervals sorts by a radix pass on the sample, then
+/* Past 64 intervals vl_plan_rank_intervals sorts by a radix pass on the sample, then
  * each sample's few intervals: the result must be the (sample, bwd, off, pack) order,
  * with sample ids across several radix digits and each sample sliced in both lists. */
 Test(plan, rank_intervals_sorted_past_the_radix_threshold)
