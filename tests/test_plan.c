@@ -272,3 +272,49 @@ Test(plan, set_meta_takes_ownership_and_replaces)
     cr_assert_null(p.config_json);
     vl_plan_free(&p); /* ASan: nothing leaks */
 }
+
+/* Past 64 intervals vl_plan_rank_intervals sorts by a radix pass on the sample, then
+ * each sample's few intervals: the result must be the (sample, bwd, off, pack) order,
+ * with sample ids across several radix digits and each sample sliced in both lists. */
+Test(plan, rank_intervals_sorted_past_the_radix_threshold)
+{
+    enum { NS = 300, SLICES = 3, PACKS = 7 };
+    vl_plan p;
+    vl_err err = {0};
+    vl_interval *iv = NULL;
+    size_t cap = 0, n = 0;
+    vl_status st = VL_OK;
+
+    vl_plan_init(&p, NULL, "t", 0, &err);
+    vl_plan_iter_begin(&p, 0, &err);
+    vl_plan_rank_begin(&p, 0, &PAR1, &err);
+    /* forward packs, then backward packs, each walking the slices in a scrambled order */
+    for (int bwd = 0; bwd < 2 && st == VL_OK; bwd++) {
+        for (int k = 0; k < PACKS && st == VL_OK; k++) {
+            st = bwd ? vl_plan_bwd_begin(&p, 1u << 30, &err)
+                     : vl_plan_mb_begin(&p, 1u << 30, &err);
+            for (uint32_t i = 0; i < NS * SLICES && st == VL_OK; i++) {
+                uint32_t x = (i * 7919u + (uint32_t)bwd * 13u) % (NS * SLICES);
+                if (x % PACKS != (uint32_t)k)
+                    continue;
+                uint32_t sample = (uint32_t)((uint64_t)(x / SLICES) * 2654435761u % 3000017u);
+                uint32_t slice = x % SLICES;
+                st = vl_plan_seg(&p, sample, slice * 10, 10, &err);
+            }
+        }
+    }
+    cr_assert_eq(st, VL_OK, "%s", err.msg);
+    cr_assert_eq(vl_plan_rank_intervals(&p, &p.ranks[0], &iv, &cap, &n, &err), VL_OK);
+    cr_assert_eq(n, 2 * NS * SLICES);
+    size_t bad = 0;
+    for (size_t i = 1; i < n; i++) {
+        const vl_interval *a = &iv[i - 1], *b = &iv[i];
+        bad += a->sample > b->sample ||
+               (a->sample == b->sample && (a->bwd > b->bwd ||
+                (a->bwd == b->bwd && (a->off > b->off ||
+                 (a->off == b->off && a->pack >= b->pack)))));
+    }
+    cr_assert_eq(bad, 0);
+    free(iv);
+    vl_plan_free(&p);
+}
