@@ -199,6 +199,19 @@ static int run(const sim_args *a, const char *path)
     return rc;
 }
 
+/* An output that must be a file (standard output has the table), and not an input. */
+static int file_output(const sim_args *a, const char *opt, const char *path, char **argv,
+                       int argc, int first)
+{
+    if (path && cli_is_stdout(path)) {
+        cli_error(CMD, "%s needs a file: standard output has the table", opt);
+        return EX_USAGE_;
+    }
+    return cli_check_not_input(CMD, opt, path, a->cfg.paths, a->cfg.npaths) ||
+           cli_check_not_input(CMD, opt, path, (const char *const *)argv + first,
+                               argc - first);
+}
+
 int cmd_simulate(int argc, char **argv)
 {
     sim_args a;
@@ -210,21 +223,8 @@ int cmd_simulate(int argc, char **argv)
     rc = cli_parse(argc, argv, CMD, USAGE, options, on_option, &a, &first);
     if (rc)
         return rc < 0 ? 0 : rc;
-    if (a.svg && cli_is_stdout(a.svg)) {
-        cli_error(CMD, "--svg needs a file: standard output has the table");
-        return EX_USAGE_;
-    }
-    if (cli_check_not_input(CMD, "--svg", a.svg, a.cfg.paths, a.cfg.npaths) ||
-        cli_check_not_input(CMD, "--svg", a.svg, (const char *const *)argv + first,
-                            argc - first))
-        return EX_USAGE_;
-    if (a.ranks && cli_is_stdout(a.ranks)) {
-        cli_error(CMD, "--ranks needs a file: standard output has the table");
-        return EX_USAGE_;
-    }
-    if (cli_check_not_input(CMD, "--ranks", a.ranks, a.cfg.paths, a.cfg.npaths) ||
-        cli_check_not_input(CMD, "--ranks", a.ranks, (const char *const *)argv + first,
-                            argc - first))
+    if (file_output(&a, "--svg", a.svg, argv, argc, first) ||
+        file_output(&a, "--ranks", a.ranks, argv, argc, first))
         return EX_USAGE_;
     if ((rc = eval_one_plan_operand(CMD, USAGE, argc, first)) != 0)
         return rc;

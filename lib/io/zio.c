@@ -50,10 +50,10 @@ static const char *errtext(int e, char *buf, size_t n)
     return buf;
 }
 
-/* Level 1, by measurement (bench/history/2026-11-21_to_2026-11-28.md, 2026-11-24): on
- * 1M-sample plans it compresses 1.2-1.4x faster than the default 3, and the output is 4% smaller (pack)
- * or 0.4% larger (random); plans are integers in a fixed layout, so higher levels
- * find little more. */
+/* Level 1, by measurement (bench/history/2026-11-21_to_2026-11-28.md, 2026-11-24):
+ * on 1M-sample plans it compresses 1.2-1.4x faster than the default 3, and the output
+ * is 4% smaller (pack) or 0.4% larger (random); plans are integers in a fixed layout,
+ * so higher levels find little more. */
 #define ZIO_LEVEL 1
 
 static vl_status open_err(vl_err *err, const char *path, int e)
