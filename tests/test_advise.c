@@ -190,3 +190,71 @@ Test(advise, bad_arguments)
     tu_result_free(&r3);
     tu_result_free(&r4);
 }
+
+static double best_compare_row(json_t *cmp, json_int_t *tokens)
+{
+    json_t *rows = json_object_get(cmp, "strategies"), *r;
+    double best = 1e300;
+    size_t i;
+
+    json_array_foreach(rows, i, r)
+        if (json_is_true(json_object_get(r, "fits")) &&
+            json_is_false(json_object_get(r, "less_work")) &&
+            json_number_value(json_object_get(r, "epoch_time_s")) < best) {
+            best = json_number_value(json_object_get(r, "epoch_time_s"));
+            *tokens = json_integer_value(json_object_get(r, "tokens"));
+        }
+    return best;
+}
+
+/* A row planned whole because it is the configuration's own layout at defaults. */
+static bool has_reference_row(json_t *j, const char *zero)
+{
+    json_t *r;
+    size_t i;
+
+    json_array_foreach(json_object_get(j, "rows"), i, r)
+        if (json_is_true(json_object_get(r, "reference")) &&
+            strcmp(json_string_value(json_object_get(r, "zero")), zero) == 0)
+            return true;
+    return false;
+}
+
+/* advise looks at what compare plans (the configuration's layout at each strategy's
+ * defaults) and never answers slower than compare's best row, on the same tokens; the
+ * configuration's layout is searched even when the grid lacks it (ZeRO 0 here). */
+Test(advise, never_slower_than_the_best_compare_row)
+{
+    static const char *const dists[] = {"lmsys", "tulu3-longcite"};
+    char *dir = tu_tmpdir(), *man = tu_path(dir, "m.jsonl"), *cfg = tu_path(dir, "c.yaml");
+
+    cr_assert_eq(tu_write_file(cfg, "model:\n  preset: qwen2.5-0.5b\ncluster:\n  gpus: 4\n"
+                                    "training:\n  zero: 0\n"
+                                    "  global_batch: 64\n  oversize: drop\n"), 0);
+    for (size_t d = 0; d < 2; d++) {
+        const char *gen[] = {"gen", "--dist", dists[d], "-n", "800", "--seed", "5", "-o",
+                             man, NULL};
+        const char *cmp[] = {"compare", "-q", "-s", "pack,verl,sorted,hbp", "-c", cfg,
+                             "--format", "json", man, NULL};
+        const char *adv[] = {"advise", "-q", "-s", "pack,verl,sorted,hbp", "-c", cfg,
+                             "--free", "layout", "--top", "1", "--format", "json", man,
+                             NULL};
+        tu_result g = run(gen);
+        json_int_t tokens = 0;
+        cr_assert_eq(g.status, 0, "%s", g.err);
+        tu_result_free(&g);
+        json_t *c = run_json(cmp), *a = run_json(adv);
+        double best = best_compare_row(c, &tokens);
+        cr_expect_leq(row_num(a, 0, "epoch_time_s"), best, "%s: advise %g, compare %g",
+                      dists[d], row_num(a, 0, "epoch_time_s"), best);
+        cr_expect_eq((json_int_t)row_num(a, 0, "tokens"), tokens, "%s", dists[d]);
+        cr_expect(has_reference_row(a, "0"), "%s: no row of the configuration's layout",
+                  dists[d]);
+        json_decref(c);
+        json_decref(a);
+    }
+    tu_rmtree(dir);
+    free(man);
+    free(cfg);
+    free(dir);
+}

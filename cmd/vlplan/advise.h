@@ -12,6 +12,9 @@
 #include "manifest.h"
 #include "report.h"
 
+/* How far a reference's sampled time may trail the best and still be planned whole: the
+ * sample's error against the whole data, with room. */
+#define ADV_REF_MARGIN 0.05
 #define ADV_MAX_SETS 12   /* --set lines one candidate adds to the user's */
 #define ADV_SET_LEN 64
 
@@ -54,6 +57,8 @@ typedef struct adv_cand {
     bool sample_fits;
     uint64_t sample_tok;
     bool less_work;       /* planned fewer tokens than the most any candidate did */
+    bool reference;       /* the strategy at its defaults on the configuration's own
+                           * layout: a row of `compare`, which advise must not lose to */
     eval_result full;     /* ADV_PLANNED: the whole data's figures */
     bool pareto;
     char why[VL_ERRMSG_MAX];
@@ -63,11 +68,14 @@ typedef struct adv_space {
     adv_cand *c;
     size_t n, cap;
     size_t layouts, invalid_layouts;
+    size_t references;    /* candidates marked reference */
 } adv_space;
 
 /** Every candidate of the search: the layouts the cluster's GPU count and the model
  *  permit with pinned keys kept (base's values), times strategies[0..ns) and each
- *  strategy's tuning grid.  0 or an exit code (printed). */
+ *  strategy's tuning grid.  The configuration's own layout is always among them (added
+ *  when the grid misses it, e.g. zero 0 or a smaller dp), and each strategy's defaults
+ *  there are marked reference.  0 or an exit code (printed). */
 int adv_space_build(adv_space *sp, const vl_config *base, const bool pinned[ADV_NKEYS],
                     const char *const *strategies, size_t ns);
 void adv_space_free(adv_space *sp);

@@ -115,6 +115,24 @@ static void print_summary(const adv_search *s, size_t nplanned)
            nplanned);
 }
 
+/* The best reference row (the configuration's own layout at a strategy's defaults, as
+ * `compare` plans it) against row 1: what following the advice gains. */
+static void print_reference(const adv_search *s, const size_t *idx, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        const adv_cand *c = &s->sp.c[idx[k]], *top = &s->sp.c[idx[0]];
+        if (c->stage != ADV_PLANNED || !c->reference || !eval_fits(&c->full) || c->less_work)
+            continue;
+        printf("\nyour configuration's layout at a strategy's defaults (what compare plans): "
+               "best is row %zu (%s, %.1f s); row 1 is %.3fx as fast\n", k + 1, c->strategy,
+               c->full.sim.epoch_time_s,
+               c->full.sim.epoch_time_s / top->full.sim.epoch_time_s);
+        return;
+    }
+    printf("\nyour configuration's layout at the strategies' defaults: no row planned whole "
+           "(sampled %.0f%%+ slower than the best, or does not fit)\n", 100 * ADV_REF_MARGIN);
+}
+
 static void print_table(const adv_search *s, const size_t *idx, size_t n)
 {
     char line[2048], t[3][32];
@@ -127,7 +145,7 @@ static void print_table(const adv_search *s, const size_t *idx, size_t n)
         const eval_result *r = &c->full;
         if (c->stage != ADV_PLANNED)
             continue;
-        printf("%-4zu %-10s %-28s %4d %4d %4d %4d %5s %-9s %12s %9.2f %12s %7zu %5.1f%%  %s%s\n",
+        printf("%-4zu %-10s %-28s %4d %4d %4d %4d %5s %-9s %12s %9.2f %12s %7zu %5.1f%%  %s%s%s\n",
                k + 1, c->strategy, c->tune[0] ? c->tune : "(defaults)", c->lay.tp, c->lay.pp,
                c->lay.sp, c->lay.dp, adv_zero_name(c->lay.zero),
                adv_recompute_name(c->lay.recompute),
@@ -135,8 +153,10 @@ static void print_table(const adv_search *s, const size_t *idx, size_t n)
                cli_count(r->mt.dropped_tokens, t[1], 32), r->mt.iterations,
                100 * r->sim.mfu_overall, c->pareto ? "*" : "",
                eval_fits(r) ? (c->less_work ? " (less work: fewer tokens)" : "")
-                            : " (does not fit)");
+                            : " (does not fit)",
+               c->reference ? " (your layout)" : "");
     }
+    print_reference(s, idx, n);
     printf("\n");
     for (size_t k = 0; k < n; k++) {
         const adv_cand *c = &s->sp.c[idx[k]];
@@ -187,6 +207,7 @@ static int json_cand(vl_jw *row, const advise_args *a, const adv_cand *c)
     bad |= vl_jw_str(row, "zero", adv_zero_name(c->lay.zero));
     bad |= vl_jw_str(row, "recompute", adv_recompute_name(c->lay.recompute));
     bad |= vl_jw_bool(row, "pareto", c->pareto);
+    bad |= vl_jw_bool(row, "reference", c->reference);
     bad |= vl_jw_num(row, "bound_s", c->bound_s);
     bad |= vl_jw_num(row, "screen_epoch_time_s", c->screen_s);
     bad |= vl_jw_num(row, "sample_epoch_time_s", c->sample_s);

@@ -163,6 +163,40 @@ static int add_layout(adv_space *sp, const adv_layout *lay, const char *const *s
     return 0;
 }
 
+static bool same_layout(const adv_layout *x, const adv_layout *y)
+{
+    return x->tp == y->tp && x->pp == y->pp && x->sp == y->sp && x->dp == y->dp &&
+           x->zero == y->zero && x->recompute == y->recompute;
+}
+
+/* Marks each strategy's defaults on the configuration's layout, adding that layout
+ * when the grid did not hold it: advise answers "is there better than what I have?". */
+static int mark_references(adv_space *sp, const vl_config *base, const char *const *strategies,
+                           size_t ns)
+{
+    const adv_layout own = {base->training.tp, base->training.pp, base->training.sp,
+                            base->training.dp, (int)base->training.zero,
+                            (int)base->training.recompute};
+    size_t first = sp->n;
+    int rc;
+
+    for (size_t i = 0; i < sp->n; i++)
+        if (same_layout(&sp->c[i].lay, &own) && sp->c[i].tune[0] == '\0') {
+            sp->c[i].reference = true;
+            sp->references++;
+        }
+    if (sp->references > 0)
+        return 0;
+    if ((rc = add_layout(sp, &own, strategies, ns)) != 0)
+        return rc;
+    for (size_t i = first; i < sp->n; i++)
+        if (sp->c[i].tune[0] == '\0') {
+            sp->c[i].reference = true;
+            sp->references++;
+        }
+    return 0;
+}
+
 int adv_space_build(adv_space *sp, const vl_config *base, const bool pinned[ADV_NKEYS],
                     const char *const *strategies, size_t ns)
 {
@@ -187,7 +221,7 @@ int adv_space_build(adv_space *sp, const vl_config *base, const bool pinned[ADV_
                         rc = add_layout(sp, &lay, strategies, ns);
                     }
             }
-    return rc;
+    return rc ? rc : mark_references(sp, base, strategies, ns);
 }
 
 void adv_space_free(adv_space *sp)

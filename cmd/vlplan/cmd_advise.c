@@ -14,6 +14,10 @@
  *     batches (--batches), scaled to the data's tokens; a strategy's refusal is kept
  *     with its reason;
  *  5. full: the --top best that fit are planned on the whole data and simulated.
+ * The configuration's own layout at each strategy's defaults (what `compare` plans) is a
+ * reference: never pruned by the bound, always sampled, and planned whole when its
+ * sampled time is within ADV_REF_MARGIN of the best, so that advise's answer is never
+ * slower than the best `compare` row for lack of looking.
  * The table holds stage 5: same-work marks as `compare` gives them, the Pareto front of
  * (epoch time, peak memory, dropped tokens), and the `vlplan plan` command of each row.
  * Deterministic; --budget trades that for a deadline and says what it skipped.  What it
@@ -353,7 +357,7 @@ static int screen_all(search *s, const size_t *order, size_t n)
             c->stage = ADV_SKIPPED;
             continue;
         }
-        if (!s->a->no_prune && c->bound_s >= kth_best(s, keep)) {
+        if (!s->a->no_prune && !c->reference && c->bound_s >= kth_best(s, keep)) {
             c->stage = ADV_PRUNED_BOUND;
             continue;
         }
@@ -398,7 +402,14 @@ static int distinct_best(search *s, size_t *idx, size_t n, double (*key)(const a
     return rc;
 }
 
-/* Stage 4b: the keep_of() best screened that fit, on the whole sample. */
+static int sample_one(search *s, adv_cand *c)
+{
+    c->stage = ADV_SAMPLED;
+    return judge_on(s, c, s->sample, s->scale, &c->sample_s, &c->sample_fits, &c->sample_tok);
+}
+
+/* Stage 4b: the keep_of() best screened that fit, and the references, on the whole
+ * sample. */
 static int sample_best(search *s, size_t *idx)
 {
     size_t n = 0, keep = keep_of(s->a);
@@ -411,12 +422,15 @@ static int sample_best(search *s, size_t *idx)
     if ((rc = distinct_best(s, idx, n, screen_key, &n)) != 0)
         return rc;
     for (size_t k = 0; k < n && k < keep; k++) {
-        adv_cand *c = &s->sp.c[idx[k]];
         cli_progress(&s->a->log, false, "advise: judging the best %zu on %zu samples (%zu/%zu)",
                      n < keep ? n : keep, s->sample->n, k + 1, n < keep ? n : keep);
-        c->stage = ADV_SAMPLED;
-        rc = judge_on(s, c, s->sample, s->scale, &c->sample_s, &c->sample_fits, &c->sample_tok);
-        if (rc)
+        if ((rc = sample_one(s, &s->sp.c[idx[k]])) != 0)
+            return rc;
+    }
+    for (size_t i = 0; i < s->sp.n; i++) {   /* the references not among them */
+        adv_cand *c = &s->sp.c[i];
+        if (c->reference && c->stage == ADV_SCREENED && c->screen_fits &&
+            (rc = sample_one(s, c)) != 0)
             return rc;
     }
     return 0;
@@ -456,6 +470,17 @@ static int full_top(search *s, size_t *idx, size_t *nplanned)
     for (size_t k = 0; k < *nplanned; k++)
         if ((rc = plan_full(s, &s->sp.c[idx[k]])) != 0)
             return rc;
+    /* the references the sample cannot tell from the best, unless one of the same time
+     * was planned (a layout key the strategy ignores) */
+    double bar = m ? sample_key(&s->sp.c[idx[0]]) * (1 + ADV_REF_MARGIN) : 0;
+    for (size_t k = *nplanned; k < m; k++) {
+        adv_cand *c = &s->sp.c[idx[k]];
+        if (!c->reference || sample_key(c) > bar)
+            continue;
+        if ((rc = plan_full(s, c)) != 0)
+            return rc;
+        (*nplanned)++;
+    }
     cli_progress(&s->a->log, true, " ");
     return 0;
 }
