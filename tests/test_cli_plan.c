@@ -455,3 +455,27 @@ Test(cli_plan, hydraulis_warns_when_its_homogeneous_layout_is_short)
     tu_result_free(&r);
     free(o);
 }
+
+/* SlimPack's equal-work packs cut samples, whose slices stay in memory: at 8K on
+ * Llama-3.1-8B its plans checkpoint where whole 8K packs need none, and plan says so; at
+ * 32K whole packs need checkpointing too, and it is quiet. */
+Test(cli_plan, slimpack_warns_when_it_checkpoints_where_whole_packs_need_none)
+{
+    char *o = tu_path(dir, "sl.jsonl");
+    const char *args[] = {"plan", "-s", "slimpack", "--set", "training.oversize=drop",
+                          "--set", "cluster.gpus=8", "--set", "training.max_seq_len=8192",
+                          "-o", o, "testdata/demo.jsonl", NULL};
+    tu_result r;
+
+    cr_assert_eq(tu_run(&r, NULL, args), 0);
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.err, "warning: slimpack: ") != NULL, "%s", r.err);
+    cr_expect(strstr(r.err, "need none") != NULL, "%s", r.err);
+    tu_result_free(&r);
+    args[8] = "training.max_seq_len=32768";
+    cr_assert_eq(tu_run(&r, NULL, args), 0);
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.err, "warning: slimpack") == NULL, "%s", r.err);
+    tu_result_free(&r);
+    free(o);
+}

@@ -137,6 +137,8 @@ typedef struct sp_work {
     uint64_t stat_asym_ranks, stat_milp_runs, stat_milp_skipped, stat_milp_better;
     uint64_t stat_refined, stat_not_refined;          /* rank plans (refine critical) */
     uint64_t stat_m_hist[8];   /* chosen M / pp: <=1, <=2, <=4, <=8, <=16, <=32, more */
+    uint64_t stat_ckpt_ranks;  /* rank plans that checkpoint layers */
+    int stat_ckpt_max;         /* the most layers per stage one checkpoints */
 } sp_work;
 
 void vl__sp_work_free(sp_work *w);
@@ -174,6 +176,11 @@ vl_status vl__sp_parse_factors(const char *text, double *out, uint32_t *n, vl_er
  *  the baseline's memory (mem_budget baseline), at most the device's; 0 without a cost
  *  model (the simulator's capacity). */
 double vl__sp_batch_room(const sp_setting *s, uint64_t tokens);
+
+/** The checkpointed layers per stage packing whole samples to the context needs (pp
+ *  micro-batches of training.max_seq_len tokens in flight under training.recompute);
+ *  -1 when nothing fits. */
+int vl__sp_baseline_ckpt(const sp_setting *s);
 /** The smallest power of two k such that a sample of n tokens, every slice in flight
  *  and the most checkpointing the rank may use, fits `room` on one rank with 1/k of
  *  its tokens (DP-Merge by memory); 1 when it fits alone or room <= 0. */

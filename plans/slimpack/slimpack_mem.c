@@ -12,9 +12,7 @@
  * the device's usable memory bounds both. */
 #include "slimpack_impl.h"
 
-/* The checkpointed layers the baseline runs with: training.recompute's, auto fitted to
- * pp context-length micro-batches; -1 when nothing fits. */
-static int baseline_ckpt(const sp_setting *s)
+int vl__sp_baseline_ckpt(const sp_setting *s)
 {
     if (s->ckpt_mode == VL_RECOMPUTE_FULL)
         return s->stage_layers;
@@ -35,7 +33,7 @@ double vl__sp_batch_room(const sp_setting *s, uint64_t tokens)
         vl_par q = s->par;
         uint64_t per_rank = (uint64_t)s->ctx * (uint64_t)s->dp;
         uint64_t mbs = (tokens + per_rank - 1) / per_rank;
-        q.ckpt_layers = baseline_ckpt(s);
+        q.ckpt_layers = vl__sp_baseline_ckpt(s);
         if (mbs > (uint64_t)q.pp)
             mbs = (uint64_t)q.pp;
         if (q.ckpt_layers >= 0)

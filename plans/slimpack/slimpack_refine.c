@@ -42,6 +42,13 @@ static void count_choice(sp_work *w, const sp_setting *s, const sp_cand *c)
     w->stat_asym_ranks += c->asym;
 }
 
+static void count_ckpt(sp_work *w, int ckpt)
+{
+    w->stat_ckpt_ranks += ckpt > 0;
+    if (ckpt > w->stat_ckpt_max)
+        w->stat_ckpt_max = ckpt;
+}
+
 /* The chosen candidate's result of rank r. */
 static const sp_res *greedy_of(const sp_work *w, const sp_setting *s, int r)
 {
@@ -303,6 +310,7 @@ vl_status vl__sp_emit_batch(sp_work *w, const sp_setting *s, const vl_cost *cost
                              err)) == VL_OK)
             st = vl__sp_emit_rank(w, s, r, greedy_of(w, s, r)->ckpt, out, err);
         count_choice(w, s, c);
+        count_ckpt(w, greedy_of(w, s, r)->ckpt);
         w->stat_packs += w->rp.fwd.npacks;
         w->stat_bwd_packs += w->rp.bwd.npacks;
         for (size_t p = 0; p < w->rp.fwd.nsegs; p++)
