@@ -7,9 +7,11 @@
  * every sequence of length <= s, each length interval (s - l, s] given to d pipelines of
  * one scheme k: v = max(t[n - d·g_k][s - l], cost_k(s - l, s) / d), with
  * cost_k = Σ hist·T_k + (pp_k − 1)·T_k(longest in the interval).  Ties keep the first
- * found (k in table order, l then d ascending); GPUs may stay idle.  Two exact prunings:
- * d values with cost/d >= the best so far are skipped, and d stops growing once
- * t[n - d·g][s - l] reaches the best (it only grows with d). */
+ * found (k in table order, l then d ascending); GPUs may stay idle.  Three exact
+ * prunings: d values with cost/d >= the best so far are skipped; d stops growing once
+ * t[n - d·g][s - l] reaches the best (it only grows with d); and l stops growing once
+ * cost/(the most pipelines) reaches the best (cost only grows with l: the histogram's
+ * weights and the coefficients of T are non-negative, and IEEE rounding is monotone). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,14 +195,19 @@ static void try_scheme(dp *D, size_t cell, int n, uint32_t b, int16_t k)
     const hy_scheme *s = &D->sch->s[k];
     int g = s->tp * s->pp;
 
+    const int dmax = n / g;
+
     for (uint32_t lb = 1; lb <= b; lb++) {
         double C = cost(D, s, b - lb, b), *best = &D->t[cell];
         int d0 = 1;
+        if (C / dmax >= *best)
+            break;   /* no d beats the best, nor does any longer interval (C grows) */
         if (isfinite(*best) && *best > 0 && C / *best > 1)
             d0 = C / *best < n ? (int)(C / *best) : n;
-        for (int d = d0; d * g <= n; d++) {
+        for (int d = d0; d <= dmax; d++) {
             int prev = (n - d * g) / D->nstep;
-            double tp = D->t[(size_t)prev * D->w + (b - lb)], v = fmax(tp, C / d);
+            double tp = D->t[(size_t)prev * D->w + (b - lb)], share = C / d;
+            double v = tp > share ? tp : share;   /* no NaN here: fmax without the call */
             if (tp >= *best)
                 break;
             if (v < *best) {
