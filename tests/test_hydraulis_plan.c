@@ -75,15 +75,19 @@ Test(hydraulis_plan, verifies_and_is_deterministic)
 }
 
 /* Ranks of one iteration differ in <tp, pp> and micro-batch counts; packs are padded to
- * 128, ordered by tokens; the candidate and the capabilities are recorded. */
+ * 128, ordered by tokens; the candidate and the capabilities are recorded.  Candidate 0
+ * is tp 8 (it holds the context, so no homogeneous fallback competes, and mixes win some
+ * iterations). */
 Test(hydraulis_plan, heterogeneous_ranks)
 {
+    static const char *const tp8[] = {"training.max_seq_len=32768", "training.oversize=truncate",
+                                      "training.global_tokens=200000", "training.tp=8", NULL};
     vl_config cfg;
     vl_manifest *m = tu_gen_manifest("lognormal:6.7:1.1", 3000, 2);
     vl_plan p;
     bool mixed = false, uneven = false;
 
-    tu_config(&cfg, NULL, small);
+    tu_config(&cfg, NULL, tp8);
     run(&p, &vl_strategy_hydraulis, m, &cfg, 0, NULL);
     cr_assert_eq(p.caps, VL_CAP_UNEVEN_MBS | VL_CAP_WORLD_OPTIM);
     for (size_t i = 0; i < p.niters; i++) {

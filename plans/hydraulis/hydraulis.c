@@ -51,6 +51,9 @@ static const vl_param hydraulis_params[] = {
      "proposal DP GPU step; auto: 1, 4 from 1024 GPUs"},
     {"candidates", VL_P_TEXT, offsetof(hy_opts, candidates), 0, 0, NULL, "auto",
      "auto: proposed by the DP; else \"4x16/1; 16/1+6x8/1; ...\" (DxTP/PP terms)"},
+    {"fallback", VL_P_BOOL, offsetof(hy_opts, fallback), 0, 0, NULL, "on",
+     "where candidate 0 cannot hold training.max_seq_len, the homogeneous layouts that can "
+     "are candidates too (ours; off: the paper's candidates only)"},
     {.key = NULL},
 };
 
@@ -98,13 +101,27 @@ static int homo_scheme(const hy_schemes *sch, const vl_config *cfg)
     return k;
 }
 
+/* d pipelines of scheme k: a homogeneous candidate. */
+static vl_status add_homogeneous(hy_run *r, int k, vl_err *err)
+{
+    int d = r->job->cfg->cluster.gpus / (r->sch.s[k].tp * r->sch.s[k].pp);
+    uint32_t *pipes = malloc((size_t)(d > 0 ? d : 1) * sizeof *pipes);
+    bool added;
+    vl_status st;
+
+    if (pipes == NULL)
+        return vl_seterr(err, VL_ENOMEM, "hydraulis: out of memory");
+    for (int i = 0; i < d; i++)
+        pipes[i] = (uint32_t)k;
+    st = vl__hy_cand_add(&r->cands, &r->sch, pipes, (size_t)d, -1, 0, &added, err);
+    free(pipes);
+    return st;
+}
+
 static vl_status homogeneous(hy_run *r, vl_err *err)
 {
     const vl_config *cfg = r->job->cfg;
-    int k = homo_scheme(&r->sch, cfg), d;
-    uint32_t *pipes;
-    bool added;
-    vl_status st;
+    int k = homo_scheme(&r->sch, cfg);
 
     if (k != vl__hy_scheme_find(&r->sch, cfg->training.tp,
                                 cfg->training.pp > 1 ? cfg->training.pp : 1))
@@ -123,14 +140,7 @@ static vl_status homogeneous(hy_run *r, vl_err *err)
                     "samples run on deeper pipelines, and `pack`, which recomputes, may be "
                     "faster here", r->sch.s[k].tp, r->sch.s[k].pp, r->sch.s[k].maxlen,
                     cfg->training.max_seq_len);
-    d = cfg->cluster.gpus / (r->sch.s[k].tp * r->sch.s[k].pp);
-    if ((pipes = malloc((size_t)d * sizeof *pipes)) == NULL)
-        return vl_seterr(err, VL_ENOMEM, "hydraulis: out of memory");
-    for (int i = 0; i < d; i++)
-        pipes[i] = (uint32_t)k;
-    st = vl__hy_cand_add(&r->cands, &r->sch, pipes, (size_t)d, -1, 0, &added, err);
-    free(pipes);
-    return st;
+    return add_homogeneous(r, k, err);
 }
 
 static uint64_t budget_of(const vl_training_cfg *t, const vl_selection *sel)
@@ -164,6 +174,35 @@ static vl_status propose(hy_run *r, vl_err *err)
     return st;
 }
 
+/* Where candidate 0 cannot hold training.max_seq_len, the homogeneous layouts of the
+ * fewest GPUs per pipeline that can (every such scheme) join the candidates, after the
+ * proposals and never trimmed: the paper's baseline is a homogeneous layout that runs
+ * the data, and without it a short context on a small model leaves only mixes whose
+ * few deep pipelines take every long sample (2x pack's time at 8K on Llama-3.1-8B). */
+static vl_status homogeneous_fallback(hy_run *r, vl_err *err)
+{
+    uint32_t need = r->job->cfg->training.max_seq_len;
+    int k0 = homo_scheme(&r->sch, r->job->cfg), g = 0;
+    vl_status st = VL_OK;
+
+    if (!r->o->fallback || r->sch.s[k0].maxlen >= need)
+        return VL_OK;
+    for (size_t i = 0; i < r->sch.n; i++) {
+        int gi = r->sch.s[i].tp * r->sch.s[i].pp;
+        if (r->sch.s[i].maxlen >= need && gi <= r->job->cfg->cluster.gpus && (!g || gi < g))
+            g = gi;
+    }
+    for (size_t i = 0; g && i < r->sch.n && st == VL_OK; i++)
+        if (r->sch.s[i].maxlen >= need && r->sch.s[i].tp * r->sch.s[i].pp == g) {
+            vl_job_log(r->job, "hydraulis: candidate 0 holds %u tokens, below training."
+                       "max_seq_len %u: the homogeneous layout tp %d x pp %d (MaxLen %u) is a "
+                       "candidate too\n", r->sch.s[k0].maxlen, need, r->sch.s[i].tp,
+                       r->sch.s[i].pp, r->sch.s[i].maxlen);
+            st = add_homogeneous(r, (int)i, err);
+        }
+    return st;
+}
+
 static vl_status build_candidates(hy_run *r, vl_err *err)
 {
     vl_status st = homogeneous(r, err);
@@ -171,9 +210,11 @@ static vl_status build_candidates(hy_run *r, vl_err *err)
     if (st != VL_OK || r->o->mode == HY_HOMO)
         return st;
     if (strcmp(r->o->candidates, "auto") == 0)
-        return propose(r, err);
-    return vl__hy_parse_cands(&r->cands, r->o->candidates, &r->sch, r->job->cfg->cluster.gpus,
-                              err);
+        st = propose(r, err);
+    else
+        st = vl__hy_parse_cands(&r->cands, r->o->candidates, &r->sch,
+                                r->job->cfg->cluster.gpus, err);
+    return st == VL_OK ? homogeneous_fallback(r, err) : st;
 }
 
 static void log_setup(const hy_run *r)
