@@ -375,3 +375,38 @@ Test(hydraulis_plan, s_step_has_a_lower_bound)
     cr_expect(strstr(r.err, "hydraulis.s_step: expected 32..") != NULL, "%s", r.err);
     tu_result_free(&r);
 }
+
+/* The choice is verified by simulation (hydraulis.verify, ours): each iteration of the
+ * default plan simulates no slower than the best estimate's (verify=0, the paper), the
+ * same batches and dispatch, and some iteration is faster. */
+Test(hydraulis_plan, choice_verified_by_simulation)
+{
+    const char *paper[] = {"hydraulis.verify=0", NULL};
+    vl_config cfg;
+    vl_cost c;
+    vl_err err;
+    size_t faster = 0;
+
+    tu_config(&cfg, NULL, small);
+    cr_assert_eq(vl_cost_init(&c, &cfg, &err), VL_OK);
+    for (uint64_t seed = 1; seed <= 2; seed++) {
+        vl_manifest *m = tu_gen_manifest("lmsys", 3000, seed);
+        vl_plan a = plan_with(paper, m, NULL), b = plan_with(NULL, m, NULL);
+        cr_assert_eq(a.niters, b.niters);
+        for (size_t i = 0; i < a.niters; i++) {
+            vl_sim_iter_result ra, rb;
+            cr_assert_eq(vl_sim_iter(&a, i, &c, NULL, &ra, NULL, NULL, &err), VL_OK, "%s",
+                         err.msg);
+            cr_assert_eq(vl_sim_iter(&b, i, &c, NULL, &rb, NULL, NULL, &err), VL_OK, "%s",
+                         err.msg);
+            cr_expect_leq(rb.iter_time_ms, ra.iter_time_ms, "seed %llu, iteration %zu",
+                          (unsigned long long)seed, i);
+            faster += rb.iter_time_ms < ra.iter_time_ms;
+        }
+        vl_plan_free(&a);
+        vl_plan_free(&b);
+        vl_manifest_free(m);
+    }
+    cr_expect_gt(faster, 0, "no iteration chose by simulation");
+    vl_config_free(&cfg);
+}

@@ -29,6 +29,7 @@ typedef struct hy_opts {
     uint32_t s_step, n_step;      /* DP steps (tokens, GPUs); 0 = auto */
     char candidates[VL_TEXT_MAX]; /* "auto" or "4x16/1; 16/1+6x8/1; ..." */
     bool fallback;                /* homogeneous layouts holding the context join (ours) */
+    uint32_t verify;              /* runners-up simulated against the best estimate (ours) */
 } hy_opts;
 
 /* One parallel scheme <tp, pp> of a pipeline (sp = 1). */
