@@ -198,6 +198,26 @@ Test(hydraulis, h4_proposal_dp)
     vl__hy_hist_free(&h);
 }
 
+/* Each of the d pipelines an interval goes to pays its own pipeline bubble: four
+ * sequences of 8 on <1, 2> (T = l per stage) over 4 GPUs, two pipelines: 32 / 2 + 1 x 8
+ * = 24 (the authors' code divides the bubble too: 40 / 2 = 20). */
+Test(hydraulis, h4_proposal_dp_bubble_per_pipeline)
+{
+    hy_scheme s[1] = {lin(1, 2, 8, 1, 0)};
+    hy_schemes sch = {.s = s, .n = 1};
+    uint32_t len[4] = {8, 8, 8, 8}, idx[4] = {0, 1, 2, 3}, pipes[2];
+    size_t np;
+    double t;
+    hy_hist h;
+    vl_err err;
+
+    cr_assert_eq(vl__hy_hist(&h, idx, 4, len, 8, 1.0, &err), VL_OK);
+    cr_assert_eq(vl__hy_dp_at(&h, &sch, 4, 1, 8, pipes, &np, &t, &err), VL_OK);
+    cr_expect(fabs(t - 24) < 1e-12, "t %g", t);
+    cr_expect_eq(np, 2);
+    vl__hy_hist_free(&h);
+}
+
 Test(hydraulis, proposal_lists_unique_candidates)
 {
     hy_scheme s[2] = {lin(1, 1, 4, 1, 0), lin(2, 1, 8, 0.6, 0)};

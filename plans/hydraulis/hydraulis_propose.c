@@ -5,12 +5,13 @@
  *
  * DP (docs/hydraulis.md §2 PROPOSE): t[n][s] is the best latency with n GPUs for
  * every sequence of length <= s, each length interval (s - l, s] given to d pipelines of
- * one scheme k: v = max(t[n - d·g_k][s - l], cost_k(s - l, s) / d), with
- * cost_k = Σ hist·T_k + (pp_k − 1)·T_k(longest in the interval).  Ties keep the first
+ * one scheme k: v = max(t[n - d·g_k][s - l], W / d + B), with W = Σ hist·T_k over the
+ * interval and B = (pp_k − 1)·T_k(its longest), the bubble each of the d pipelines pays
+ * (the authors' code divides it by d too; docs/hydraulis.md §2).  Ties keep the first
  * found (k in table order, l then d ascending); GPUs may stay idle.  Three exact
  * prunings: d values with cost/d >= the best so far are skipped; d stops growing once
  * t[n - d·g][s - l] reaches the best (it only grows with d); and l stops growing once
- * cost/(the most pipelines) reaches the best (cost only grows with l: the histogram's
+ * W/(the most pipelines) + B reaches the best (both only grow with l: the histogram's
  * weights and the coefficients of T are non-negative, and IEEE rounding is monotone). */
 #include <math.h>
 #include <stdio.h>
@@ -143,15 +144,15 @@ typedef struct dp {
     double *c0, *c1, *c2;         /* prefix sums of cnt, s1, s2 */
 } dp;
 
-static double cost(const dp *D, const hy_scheme *s, uint32_t lo, uint32_t hi)
+/* The work of the interval (lo, hi] on scheme s, Σ hist·T, and the bubble each
+ * pipeline running its longest pays, (pp - 1)·T(longest). */
+static double work(const dp *D, const hy_scheme *s, uint32_t lo, uint32_t hi, double *bubble)
 {
     double n = D->c0[hi] - D->c0[lo], s1 = D->c1[hi] - D->c1[lo], s2 = D->c2[hi] - D->c2[lo];
-    double v = s->a * s2 + s->b * s1 + s->c * n;
     uint32_t top = D->last[hi];
 
-    if (top > lo && s->pp > 1)
-        v += (s->pp - 1) * hy_T(s, D->h->longest[top]);
-    return v;
+    *bubble = top > lo && s->pp > 1 ? (s->pp - 1) * hy_T(s, D->h->longest[top]) : 0;
+    return s->a * s2 + s->b * s1 + s->c * n;
 }
 
 static vl_status dp_alloc(dp *D, vl_err *err)
@@ -198,15 +199,15 @@ static void try_scheme(dp *D, size_t cell, int n, uint32_t b, int16_t k)
     const int dmax = n / g;
 
     for (uint32_t lb = 1; lb <= b; lb++) {
-        double C = cost(D, s, b - lb, b), *best = &D->t[cell];
+        double B, W = work(D, s, b - lb, b, &B), *best = &D->t[cell];
         int d0 = 1;
-        if (C / dmax >= *best)
-            break;   /* no d beats the best, nor does any longer interval (C grows) */
-        if (isfinite(*best) && *best > 0 && C / *best > 1)
-            d0 = C / *best < n ? (int)(C / *best) : n;
+        if (W / dmax + B >= *best)
+            break;   /* no d beats the best, nor does any longer interval (W, B grow) */
+        if (isfinite(*best) && *best > B && W / (*best - B) > 1)
+            d0 = W / (*best - B) < n ? (int)(W / (*best - B)) : n;
         for (int d = d0; d <= dmax; d++) {
             int prev = (n - d * g) / D->nstep;
-            double tp = D->t[(size_t)prev * D->w + (b - lb)], share = C / d;
+            double tp = D->t[(size_t)prev * D->w + (b - lb)], share = W / d + B;
             double v = tp > share ? tp : share;   /* no NaN here: fmax without the call */
             if (tp >= *best)
                 break;
