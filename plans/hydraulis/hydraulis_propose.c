@@ -9,7 +9,7 @@
  * interval and B = (pp_k − 1)·T_k(its longest), the bubble each of the d pipelines pays
  * (the authors' code divides it by d too; docs/hydraulis.md §2).  Ties keep the first
  * found (k in table order, l then d ascending); GPUs may stay idle.  Three exact
- * prunings: d values with cost/d >= the best so far are skipped; d stops growing once
+ * prunings: d values with W/d + B >= the best so far are skipped; d stops growing once
  * t[n - d·g][s - l] reaches the best (it only grows with d); and l stops growing once
  * W/(the most pipelines) + B reaches the best (both only grow with l: the histogram's
  * weights and the coefficients of T are non-negative, and IEEE rounding is monotone). */
