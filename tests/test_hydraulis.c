@@ -218,6 +218,26 @@ Test(hydraulis, h4_proposal_dp_bubble_per_pipeline)
     vl__hy_hist_free(&h);
 }
 
+/* The per-call constant c is paid per micro-batch (sequences are packed), not per
+ * sequence: four sequences of 2 on <1, 1> with MaxLen 8 and T = l + 5 on one GPU fill one
+ * micro-batch: 8 + 5 = 13 (per sequence it would be 4 x 7 = 28). */
+Test(hydraulis, h4_proposal_dp_constant_per_micro_batch)
+{
+    hy_scheme s[1] = {lin(1, 1, 8, 1, 5)};
+    hy_schemes sch = {.s = s, .n = 1};
+    uint32_t len[4] = {2, 2, 2, 2}, idx[4] = {0, 1, 2, 3}, pipes[1];
+    size_t np;
+    double t;
+    hy_hist h;
+    vl_err err;
+
+    cr_assert_eq(vl__hy_hist(&h, idx, 4, len, 2, 1.0, &err), VL_OK);
+    cr_assert_eq(vl__hy_dp_at(&h, &sch, 1, 1, 2, pipes, &np, &t, &err), VL_OK);
+    cr_expect(fabs(t - 13) < 1e-12, "t %g", t);
+    cr_expect_eq(np, 1);
+    vl__hy_hist_free(&h);
+}
+
 Test(hydraulis, proposal_lists_unique_candidates)
 {
     hy_scheme s[2] = {lin(1, 1, 4, 1, 0), lin(2, 1, 8, 0.6, 0)};

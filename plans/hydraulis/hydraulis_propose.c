@@ -5,14 +5,16 @@
  *
  * DP (docs/hydraulis.md §2 PROPOSE): t[n][s] is the best latency with n GPUs for
  * every sequence of length <= s, each length interval (s - l, s] given to d pipelines of
- * one scheme k: v = max(t[n - d·g_k][s - l], W / d + B), with W = Σ hist·T_k over the
- * interval and B = (pp_k − 1)·T_k(its longest), the bubble each of the d pipelines pays
- * (the authors' code divides it by d too; docs/hydraulis.md §2).  Ties keep the first
+ * one scheme k: v = max(t[n - d·g_k][s - l], share), share = A / d + c·m + B with A the
+ * interval's Σ hist·(a l² + b l), c paid per micro-batch (m of at most MaxLen tokens),
+ * and B = (pp_k − 1)·T_k(its longest), the bubble each of the d pipelines pays (the
+ * authors' code charges (Σ hist·T_k + B) / d; docs/hydraulis.md §2).  Ties keep the first
  * found (k in table order, l then d ascending); GPUs may stay idle.  Three exact
- * prunings: d values with W/d + B >= the best so far are skipped; d stops growing once
- * t[n - d·g][s - l] reaches the best (it only grows with d); and l stops growing once
- * W/(the most pipelines) + B reaches the best (both only grow with l: the histogram's
- * weights and the coefficients of T are non-negative, and IEEE rounding is monotone). */
+ * prunings: d values whose share is at least the best so far are skipped; d stops
+ * growing once t[n - d·g][s - l] reaches the best (it only grows with d); and l stops
+ * growing once the share over the most pipelines reaches the best (A, m and B only
+ * grow with l: the histogram's weights and the coefficients of T are non-negative, and
+ * IEEE rounding is monotone). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,15 +146,27 @@ typedef struct dp {
     double *c0, *c1, *c2;         /* prefix sums of cnt, s1, s2 */
 } dp;
 
-/* The work of the interval (lo, hi] on scheme s, Σ hist·T, and the bubble each
- * pipeline running its longest pays, (pp - 1)·T(longest). */
-static double work(const dp *D, const hy_scheme *s, uint32_t lo, uint32_t hi, double *bubble)
+/* The interval (lo, hi] on scheme s: its length-dependent work A = Σ hist·(a l² + b l),
+ * its tokens, and the bubble each pipeline running its longest pays, (pp - 1)·T(longest).
+ * The constant c is paid per micro-batch (sequences are packed), see share(). */
+static double work(const dp *D, const hy_scheme *s, uint32_t lo, uint32_t hi, double *tokens,
+                   double *bubble)
 {
-    double n = D->c0[hi] - D->c0[lo], s1 = D->c1[hi] - D->c1[lo], s2 = D->c2[hi] - D->c2[lo];
+    double s1 = D->c1[hi] - D->c1[lo], s2 = D->c2[hi] - D->c2[lo];
     uint32_t top = D->last[hi];
 
+    *tokens = s1;
     *bubble = top > lo && s->pp > 1 ? (s->pp - 1) * hy_T(s, D->h->longest[top]) : 0;
-    return s->a * s2 + s->b * s1 + s->c * n;
+    return s->a * s2 + s->b * s1;
+}
+
+/* One of d pipelines' time for its share: A/d, c per micro-batch of at most MaxLen
+ * tokens (at least one), and the bubble. */
+static double share(const hy_scheme *s, double A, double tokens, double B, int d)
+{
+    double mbs = ceil(tokens / ((double)d * s->maxlen));
+
+    return A / d + s->c * (mbs > 1 ? mbs : 1) + B;
 }
 
 static vl_status dp_alloc(dp *D, vl_err *err)
@@ -199,16 +213,18 @@ static void try_scheme(dp *D, size_t cell, int n, uint32_t b, int16_t k)
     const int dmax = n / g;
 
     for (uint32_t lb = 1; lb <= b; lb++) {
-        double B, W = work(D, s, b - lb, b, &B), *best = &D->t[cell];
+        double B, tok, A = work(D, s, b - lb, b, &tok, &B), *best = &D->t[cell];
+        double room;
         int d0 = 1;
-        if (W / dmax + B >= *best)
-            break;   /* no d beats the best, nor does any longer interval (W, B grow) */
-        if (isfinite(*best) && *best > B && W / (*best - B) > 1)
-            d0 = W / (*best - B) < n ? (int)(W / (*best - B)) : n;
+        if (share(s, A, tok, B, dmax) >= *best)
+            break;   /* no d beats the best, nor does any longer interval (all grow) */
+        room = *best - B - s->c;   /* > 0 here; below A / room a share exceeds the best */
+        if (isfinite(room) && A / room > 1)
+            d0 = A / room < dmax ? (int)(A / room) : dmax;
         for (int d = d0; d <= dmax; d++) {
             int prev = (n - d * g) / D->nstep;
-            double tp = D->t[(size_t)prev * D->w + (b - lb)], share = W / d + B;
-            double v = tp > share ? tp : share;   /* no NaN here: fmax without the call */
+            double tp = D->t[(size_t)prev * D->w + (b - lb)], sh = share(s, A, tok, B, d);
+            double v = tp > sh ? tp : sh;   /* no NaN here: fmax without the call */
             if (tp >= *best)
                 break;
             if (v < *best) {
