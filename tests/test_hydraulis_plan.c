@@ -410,22 +410,3 @@ Test(hydraulis_plan, choice_verified_by_simulation)
     cr_expect_gt(faster, 0, "no iteration chose by simulation");
     vl_config_free(&cfg);
 }
-
-/* hydraulis.propose=batches (ours): the DP over representative first-epoch batches gives
- * candidates that hold each batch's longest, and the plan is whole and deterministic. */
-Test(hydraulis_plan, propose_from_batches)
-{
-    vl_manifest *m = tu_gen_manifest("lognormal:6.7:1.1", 3000, 2);
-    const char *batches[] = {"hydraulis.propose=batches", NULL};
-    vl_plan a = plan_with(batches, m, NULL), b = plan_with(batches, m, NULL);
-    int32_t most = 0;
-
-    cr_expect(plans_equal(&a, &b));
-    for (size_t i = 0; i < a.niters; i++)
-        most = a.iters[i].candidate > most ? a.iters[i].candidate : most;
-    cr_expect_gt(most, 0, "only the homogeneous candidate ran");
-    cr_expect(strstr(a.params_json, "\"propose\":\"batches\"") != NULL, "%s", a.params_json);
-    vl_plan_free(&a);
-    vl_plan_free(&b);
-    vl_manifest_free(m);
-}

@@ -41,7 +41,6 @@
 
 static const char *const modes[] = {"dynamic", "static", "homo", NULL};
 static const char *const packings[] = {"balanced", "max", NULL};
-static const char *const proposes[] = {"data", "batches", NULL};
 
 static const vl_param hydraulis_params[] = {
     {"mode", VL_P_ENUM, offsetof(hy_opts, mode), 0, 0, modes, "dynamic",
@@ -64,10 +63,6 @@ static const vl_param hydraulis_params[] = {
     {"verify", VL_P_UINT, offsetof(hy_opts, verify), 0, HY_VERIFY_MAX, NULL, "1",
      "runners-up within 3% of the best estimate simulated per iteration, the fastest "
      "simulated kept (ours; 0: the paper's estimate alone)"},
-    {"propose", VL_P_ENUM, offsetof(hy_opts, propose), 0, 0, proposes, "data",
-     "data: the DP over the whole data's length histogram, one iteration's weight (the "
-     "paper); batches: the DP over each of max_candidates - 1 first-epoch batches spread "
-     "over their longest lengths, at that length (ours)"},
     {"fallback", VL_P_BOOL, offsetof(hy_opts, fallback), 0, 0, NULL, "on",
      "where candidate 0 cannot hold training.max_seq_len, the homogeneous layouts that can "
      "are candidates too (ours; off: the paper's candidates only)"},
@@ -177,80 +172,6 @@ static uint64_t budget_of(const vl_training_cfg *t, const vl_selection *sel)
     return sel->n ? (uint64_t)t->global_batch * ((sel->tokens + sel->n - 1) / sel->n) : 0;
 }
 
-typedef struct batch_key {
-    uint32_t longest;
-    size_t k;
-} batch_key;
-
-static int batch_key_cmp(const void *pa, const void *pb)
-{
-    const batch_key *a = pa, *b = pb;
-
-    if (a->longest != b->longest)
-        return a->longest < b->longest ? -1 : 1;
-    return a->k < b->k ? -1 : a->k > b->k;
-}
-
-/* The DP at batch k's longest length over its own histogram: one candidate. */
-static vl_status propose_batch(hy_run *r, const uint32_t *seq, size_t n, uint32_t step,
-                               uint32_t *pipes, vl_err *err)
-{
-    const vl_job *job = r->job;
-    hy_hist h;
-    uint32_t top = 0;
-    size_t np = 0;
-    double t;
-    bool added;
-    vl_status st;
-
-    for (size_t i = 0; i < n; i++)
-        top = job->sel->len[seq[i]] > top ? job->sel->len[seq[i]] : top;
-    if ((st = vl__hy_hist(&h, seq, n, job->sel->len, step, 1.0, err)) != VL_OK)
-        return st;
-    st = vl__hy_dp_at(&h, &r->sch, job->cfg->cluster.gpus, (int)auto_step(r->o->n_step,
-                      job->cfg->cluster.gpus, 1, 4), h.nb * step, pipes, &np, &t, err);
-    if (st == VL_OK && np > 0)
-        st = vl__hy_cand_add(&r->cands, &r->sch, pipes, np, t, top, &added, err);
-    vl__hy_hist_free(&h);
-    return st;
-}
-
-/* ours: max_candidates - 1 batches of the first epoch, evenly over their longest
- * lengths (the longest included), each gives the DP's strategy for itself. */
-static vl_status propose_batches(hy_run *r, uint32_t *order, vl_err *err)
-{
-    const vl_job *job = r->job;
-    uint32_t step = auto_step(r->o->s_step, job->cfg->cluster.gpus, 128, 1024);
-    size_t keep = r->o->max_candidates > 1 ? r->o->max_candidates - 1 : 1;
-    vl_batches b = {0};
-    batch_key *keys = NULL;
-    uint32_t *pipes = malloc((size_t)job->cfg->cluster.gpus * sizeof *pipes);
-    vl_status st = pipes ? VL_OK : vl_seterr(err, VL_ENOMEM, "hydraulis: out of memory");
-
-    vl_epoch_order(job->sel, job->seed, 0, order);
-    if (st == VL_OK)
-        st = vl_make_batches(&b, order, job->sel->n, job->sel->len, &job->cfg->training, err);
-    if (st == VL_OK && b.n > 0 && !(keys = malloc(b.n * sizeof *keys)))
-        st = vl_seterr(err, VL_ENOMEM, "hydraulis: out of memory");
-    for (size_t k = 0; st == VL_OK && k < b.n; k++) {
-        keys[k] = (batch_key){0, k};
-        for (size_t i = b.start[k]; i < b.start[k + 1]; i++)
-            keys[k].longest = job->sel->len[order[i]] > keys[k].longest
-                                  ? job->sel->len[order[i]] : keys[k].longest;
-    }
-    if (st == VL_OK && b.n > 0)
-        qsort(keys, b.n, sizeof *keys, batch_key_cmp);
-    for (size_t j = 1; st == VL_OK && b.n > 0 && j <= keep; j++) {
-        size_t k = keys[(j * (b.n - 1) + keep - 1) / keep].k;   /* the last included */
-        st = propose_batch(r, order + b.start[k], b.start[k + 1] - b.start[k], step, pipes,
-                           err);
-    }
-    free(keys);
-    free(pipes);
-    vl_batches_free(&b);
-    return st;
-}
-
 /* The DP's candidates after the homogeneous one, trimmed to max_candidates. */
 static vl_status propose(hy_run *r, vl_err *err)
 {
@@ -304,15 +225,14 @@ static vl_status homogeneous_fallback(hy_run *r, vl_err *err)
     return st;
 }
 
-static vl_status build_candidates(hy_run *r, uint32_t *order, vl_err *err)
+static vl_status build_candidates(hy_run *r, vl_err *err)
 {
     vl_status st = homogeneous(r, err);
 
     if (st != VL_OK || r->o->mode == HY_HOMO)
         return st;
     if (strcmp(r->o->candidates, "auto") == 0)
-        st = r->o->propose == HY_PROPOSE_BATCHES ? propose_batches(r, order, err)
-                                                 : propose(r, err);
+        st = propose(r, err);
     else
         st = vl__hy_parse_cands(&r->cands, r->o->candidates, &r->sch,
                                 r->job->cfg->cluster.gpus, err);
@@ -600,7 +520,7 @@ static vl_status hydraulis_plan(const void *opts, const vl_job *job, vl_plan *ou
         st = vl_seterr(err, VL_EINFEASIBLE, "hydraulis: no <tp, pp> scheme fits 128 tokens "
                        "in device memory");
     if (st == VL_OK)
-        st = build_candidates(&r, order, err);
+        st = build_candidates(&r, err);
     if (st == VL_OK && ((r.chosen = calloc(r.cands.n, sizeof *r.chosen)) == NULL ||
                         (r.est_of = calloc(r.cands.n, sizeof *r.est_of)) == NULL))
         st = vl_seterr(err, VL_ENOMEM, "hydraulis: out of memory");

@@ -21,10 +21,6 @@ typedef enum { HY_DYNAMIC = 0, HY_STATIC = 1, HY_HOMO = 2 } hy_mode;
 typedef enum { HY_BALANCED = 0, HY_MAXPACK = 1 } hy_packing;
 
 /* The bound `hydraulis:` section (vl_param table in hydraulis.c). */
-/* What the proposal DP is run over: the whole data's histogram weighted to one
- * iteration (the paper), or representative batches of the first epoch, each its own. */
-typedef enum { HY_PROPOSE_DATA, HY_PROPOSE_BATCHES } hy_propose_from;
-
 typedef struct hy_opts {
     int mode;                     /* hy_mode */
     int packing;                  /* hy_packing */
@@ -34,7 +30,6 @@ typedef struct hy_opts {
     char candidates[VL_TEXT_MAX]; /* "auto" or "4x16/1; 16/1+6x8/1; ..." */
     bool fallback;                /* homogeneous layouts holding the context join (ours) */
     uint32_t verify;              /* runners-up simulated against the best estimate (ours) */
-    int propose;                  /* hy_propose_from */
 } hy_opts;
 
 /* One parallel scheme <tp, pp> of a pipeline (sp = 1). */
