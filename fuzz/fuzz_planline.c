@@ -1,5 +1,5 @@
 /* fuzz/fuzz_planline.c -- differential fuzzer of the plan reader's fast path
- * (lib/io/planio_fast.c) against the jansson path (issue "read as fast as we write"):
+ * (lib/plan/planio_fast.c) against the jansson path (issue "read as fast as we write"):
  * the input is the body of a plan file (iteration lines and a footer) after a fixed
  * header; it is read both ways, with the fast path and with every line through jansson,
  * with and without a manifest, and the results must be identical: status, message,

@@ -1,4 +1,4 @@
-/* tests/test_planio_fast.c -- the reader's fast path (lib/io/planio_fast.c) against the
+/* tests/test_planio_fast.c -- the reader's fast path (lib/plan/planio_fast.c) against the
  * jansson path: every golden plan, a plan using every new field, and single-byte edits of
  * them read to the same plan, the same findings and the same errors either way (the
  * differential fuzzer fuzz/fuzz_planline.c does the same on random lines). */

@@ -1,4 +1,4 @@
-/* tests/test_planio_par.c -- reading with several threads (lib/io/planio_par.c) gives
+/* tests/test_planio_par.c -- reading with several threads (lib/plan/planio_par.c) gives
  * what one thread gives: the same iterations visited in the same order, the same
  * messages, the same result -- on a plan mixing every construct, and on plans broken in
  * the ways that exercise the ordered hand-back (invalid JSON that makes no iteration,

@@ -22,8 +22,6 @@ LAYERS = {
 }
 # (from, to): why it is still there
 KNOWN_DEBT = {
-    ("lib/data", "lib/plan"): "sampler.h takes vl_drop from plan.h",
-    ("lib/io", "lib/plan"): "the plan file reader and writer work on the plan data model",
     ("lib/plan", "lib/model"): "verify, the runner and metrics call the cost model and "
                                "the simulator (they belong above model: check/, run/)",
 }

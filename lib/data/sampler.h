@@ -9,7 +9,7 @@
 
 #include "config.h"
 #include "manifest.h"
-#include "plan.h"
+#include "drop.h"
 
 /* The samples left to plan after the oversize policy, with their effective lengths. */
 typedef struct vl_selection {

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "drop.h"
 #include "err.h"
 #include "manifest.h"
 
@@ -108,12 +109,6 @@ typedef struct vl_iter {
      * and samples started of its forward packs, a shared pack once */
     uint64_t tokens, loss, samples;
 } vl_iter;
-
-typedef enum { VL_DROP_OVERSIZE = 0, VL_DROP_TRUNCATED = 1 } vl_drop_reason;
-typedef struct vl_drop {
-    uint32_t sample, off, len; /* tokens [off, off+len) of sample never planned, any epoch */
-    uint8_t reason;            /* vl_drop_reason */
-} vl_drop;
 
 typedef struct vl_plan vl_plan;
 /* Where finished iterations go while a plan is built (vl_plan_set_flush): it gets the

@@ -1,5 +1,5 @@
 /* lib/plan/verify_layout.c -- how a plan places its work (verify.h): the integer fields
- * within the ranges of the field table (lib/io/planio_fields.c) and, with a config, within
+ * within the ranges of the field table (lib/plan/planio_fields.c) and, with a config, within
  * what the cluster and model permit (I3); distinct data-parallel indices and GPUs per
  * iteration, within cluster.gpus (I5); CP coordinates within the rank's sp group (I5);
  * shared packs held identically by every member and only by them (I5); and, for plans

@@ -1,4 +1,4 @@
-/* lib/io/planio.h -- plan files (docs/design.md §7, schema "vlplan.plan/1"): JSONL (the header
+/* lib/plan/planio.h -- plan files (docs/design.md §7, schema "vlplan.plan/1"): JSONL (the header
  * through jansson, the integer-only records through a direct printer that writes the
  * same bytes jansson would), zstd-framed when the name ends in ".zst", atomically
  * (temporary file in the same directory, fsync, rename); and the reader (jansson) used

@@ -1,4 +1,4 @@
-/* lib/io/planio_ids.c -- sample ids of a plan read without its manifest, interned: every
+/* lib/plan/planio_ids.c -- sample ids of a plan read without its manifest, interned: every
  * distinct id (an integer, or a string: 5 and "5" differ) gets the next index in order of
  * first appearance, so the simulator and the metrics can tell samples apart exactly.
  * The reader starts afresh at every iteration (and at the footer's dropped ranges):

@@ -1,4 +1,4 @@
-/* lib/io/planio_fast.c -- the fast path of the plan reader: an "iter" record exactly as
+/* lib/plan/planio_fast.c -- the fast path of the plan reader: an "iter" record exactly as
  * planio_write_iter.c prints it (keys in the field table's order, no whitespace, canonical
  * integers, plain string ids, every claim consistent) is parsed straight into the plan.
  * Anything else -- an escape in an id, a claim that disagrees, an unknown id, a key out of

@@ -1,4 +1,4 @@
-/* lib/io/planio_write_impl.h -- private to the plan writer: the line buffer every record
+/* lib/plan/planio_write_impl.h -- private to the plan writer: the line buffer every record
  * is printed into, and the writer's state, shared by planio_write.c (the writer's life,
  * records out), planio_write_iter.c (iteration records and the footer) and
  * planio_write_header.c (the header, through jansson).  Not API.

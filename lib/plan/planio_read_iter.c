@@ -1,4 +1,4 @@
-/* lib/io/planio_read_iter.c -- one "iter" record into the plan, walking the field table
+/* lib/plan/planio_read_iter.c -- one "iter" record into the plan, walking the field table
  * (planio_fields.c): integer fields take their default when absent, "seg" is the only
  * thing a pack must have, and every redundant claim (tokens, cu_seqlens, loss_tokens,
  * samples, the iteration number) is compared with what the segments show when present.

@@ -1,4 +1,4 @@
-/* lib/io/planio_read.c -- the plan file reader (planio.h): plain or zstd through zio, one
+/* lib/plan/planio_read.c -- the plan file reader (planio.h): plain or zstd through zio, one
  * jansson json_loadb per line; the header, the footer, sample ids and messages here, the
  * iteration records in planio_read_iter.c.
  *

@@ -1,4 +1,4 @@
-/* lib/io/planio_par.c -- reading a plan with several threads (vl_plan_read_each with
+/* lib/plan/planio_par.c -- reading a plan with several threads (vl_plan_read_each with
  * threads > 1).  Iteration records are independent lines, so worker threads parse them
  * while the reading thread goes on: it reads and hashes every line in order, hands each
  * iteration line to a slot of a ring, and takes the slots back in order -- their

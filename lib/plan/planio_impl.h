@@ -1,4 +1,4 @@
-/* lib/io/planio_impl.h -- private to the plan reader (planio_read.c: lines, header,
+/* lib/plan/planio_impl.h -- private to the plan reader (planio_read.c: lines, header,
  * footer, ids, messages; planio_read_iter.c: iteration records) and the id interner
  * (planio_ids.c).  Not API. */
 #ifndef VLPLAN_PLANIO_IMPL_H
