@@ -38,7 +38,7 @@ TEST_LIBS = $(shell pkg-config --libs criterion)
 
 LIB_SRC  := $(sort $(wildcard lib/*/*.c plans/*.c plans/*/*.c))
 CMD_SRC  := $(sort $(wildcard cmd/vlplan/*.c))
-TEST_SRC := $(sort $(wildcard tests/test_*.c))
+TEST_SRC := $(sort $(wildcard tests/*/test_*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/tests/testutil.o
@@ -116,8 +116,14 @@ $(BUILD)/tests/vlplan_tests: $(TEST_OBJ) $(BUILD)/libvlplan.a
 	$(call say,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libvlplan.a $(LDLIBS) $(TEST_LIBS)
 
+# Tests lie in tests/<module>/ and share tests/'s fixtures and testutil.
+$(TEST_OBJ): CPPFLAGS += -Itests
+
 # One binary per test file, for working on one unit: make build/tests/test_pack
-$(BUILD)/tests/test_%: $(BUILD)/obj/tests/test_%.o $(BUILD)/obj/tests/testutil.o $(BUILD)/libvlplan.a
+.SECONDEXPANSION:
+$(BUILD)/tests/test_%: $$(addprefix $(BUILD)/obj/,$$(addsuffix .o,$$(basename \
+                           $$(wildcard tests/*/test_$$*.c)))) \
+                       $(BUILD)/obj/tests/testutil.o $(BUILD)/libvlplan.a
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LIBS)
@@ -125,7 +131,7 @@ $(BUILD)/tests/test_%: $(BUILD)/obj/tests/test_%.o $(BUILD)/obj/tests/testutil.o
 # The suite under ASan+UBSan, built by $(1) in $(2).  Criterion reports a leak in a
 # worker as a pass, so sanitizer reports go to files and any file fails the run
 # (docs/reliability.md §2.6).  The CLI tests run $(2)/vlplan, whose leaks change its exit
-# status, and which takes faults to inject (tests/test_faults.c).  gcc's UBSan misses
+# status, and which takes faults to inject (tests/robust/test_faults.c).  gcc's UBSan misses
 # what clang's finds (NULL + 0, qsort(NULL, 0)): CI runs both.
 define san_suite
 	@$(MAKE) --no-print-directory CC=$(1) BUILD=$(2) SAN=1 $(2)/vlplan $(2)/tests/vlplan_tests
@@ -190,7 +196,7 @@ lint man-lint: man/vlplan.1 | deps-lint
 	mandoc -Tlint -W warning man/vlplan.1
 	@python3 tools/layers.py
 
-# Regenerate the golden plans (tests/test_golden.c) after an intended change.
+# Regenerate the golden plans (tests/plan/test_golden.c) after an intended change.
 golden: $(BUILD)/vlplan
 	VLPLAN=$(BUILD)/vlplan sh tools/golden.sh
 
@@ -234,7 +240,7 @@ fuzz-smoke: $(FUZZERS)
 	      build/fuzz/$$n.log | grep -o '[0-9]*$$' || echo '?') more runs clean"; done
 
 fmt:
-	clang-format -i lib/*/*.[ch] plans/*.[ch] plans/*/*.[ch] cmd/vlplan/*.[ch] tests/*.[ch]
+	clang-format -i lib/*/*.[ch] plans/*.[ch] plans/*/*.[ch] cmd/vlplan/*.[ch] tests/*.[ch] tests/*/*.[ch]
 
 clean:
 	rm -rf build

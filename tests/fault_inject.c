@@ -11,7 +11,7 @@
  *                            the calls of each kind and whether the fault was injected
  *   VLPLAN_FAULT_TRACE=1     print the stack of the failing call on standard error
  *
- * tests/test_faults.c runs each command once for the counts, then once per N. */
+ * tests/robust/test_faults.c runs each command once for the counts, then once per N. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>

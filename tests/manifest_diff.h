@@ -1,6 +1,6 @@
 /* tests/manifest_diff.h -- read one JSONL manifest with and without the fast path
  * (lib/data/manifest_jsonl_fast.c) and say whether the two readings differ: shared by
- * tests/test_manifest_fast.c and fuzz/fuzz_manifestline.c.  No Criterion here. */
+ * tests/data/test_manifest_fast.c and fuzz/fuzz_manifestline.c.  No Criterion here. */
 #ifndef VLPLAN_MANIFEST_DIFF_H
 #define VLPLAN_MANIFEST_DIFF_H
 

@@ -1,6 +1,6 @@
 /* tests/plan_prop.h -- random planning cases, shared by the property loop (plan and verify
- * agree: tests/test_soak.c, a few hundred cases; tools/soak.c, `make soak`) and the
- * mutation test (tests/test_mutation.c).  A case is a pure function of its seed: a
+ * agree: tests/robust/test_soak.c, a few hundred cases; tools/soak.c, `make soak`) and the
+ * mutation test (tests/robust/test_mutation.c).  A case is a pure function of its seed: a
  * manifest, a strategy from the registry and settings (degrees, model, lengths, batch,
  * oversize policy, epochs, recompute, ZeRO, packer, the strategy's knobs); its
  * description reads as the `vlplan plan` command that reproduces it.

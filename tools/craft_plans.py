@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """tools/craft_plans.py -- rebuild testdata/verify/, the corpus of wrong plans that
-`vlplan verify` must reject (issue 28 items 1 and 2; tests/test_verify_corpus.c runs it).
+`vlplan verify` must reject (issue 28 items 1 and 2; tests/check/test_verify_corpus.c runs it).
 
 Each case is a valid plan of a strategy (testdata/golden/<strategy>.jsonl, or a base plan
 made here) changed by one semantic mutation and made consistent again the way a

@@ -1,7 +1,7 @@
 #!/bin/sh
 # tools/golden.sh -- regenerate testdata/golden/<strategy>.jsonl, the plan every
 # registered strategy makes of testdata/golden/manifest.jsonl under the settings below
-# (tests/test_golden.c holds them to these bytes).  Run it only for a change whose
+# (tests/plan/test_golden.c holds them to these bytes).  Run it only for a change whose
 # effect on the plans is intended, and say why in the commit.
 set -eu
 cd "$(dirname "$0")/.."

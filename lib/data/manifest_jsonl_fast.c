@@ -5,7 +5,7 @@
  * repeats, no two length keys); anything else -- nesting, escapes, reals, booleans, a
  * wrong type, an error of any kind -- is left to jansson (manifest_jsonl.c), which then
  * reads it and words its error.  So the two paths cannot disagree on what a line means
- * or on a message; tests/test_manifest_fast.c and fuzz/fuzz_manifestline.c hold them
+ * or on a message; tests/data/test_manifest_fast.c and fuzz/fuzz_manifestline.c hold them
  * to it. */
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* lib/plan/planio_write_iter.c -- the plan writer's iteration records and footer (docs/design.md §7):
  * fixed keys, integers and ids, nearly all of the file, printed by hand into the line
  * buffer key by key from the field table (planio_fields.c), token for token what
- * jansson's compact dump gives (tests/test_planio_json.c re-dumps every line through
+ * jansson's compact dump gives (tests/plan/test_planio_json.c re-dumps every line through
  * jansson to hold that).  A json_t per integer used to cost more than planning. */
 #include <stdio.h>
 #include <string.h>
@@ -19,7 +19,7 @@ static const char *const DROP_NAMES[] = {"oversize", "truncated"};
 /* ---- ids ---- */
 
 /* A string id as the manifest renders it, which escapes exactly as jansson does
- * (tests/test_planio_json.c compares the two on control characters and non-ASCII text). */
+ * (tests/plan/test_planio_json.c compares the two on control characters and non-ASCII text). */
 static bool put_str_id(line_buf *b, const vl_manifest *m, uint32_t i)
 {
     const char *id = m->id_pool + m->id_val[i];

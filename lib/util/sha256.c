@@ -5,7 +5,7 @@
  * once, so the compression function matters: on x86-64 CPUs with the SHA extensions
  * (Intel since Goldmont/Ice Lake, AMD since Zen) it runs on sha256rnds2, several times
  * faster than C; elsewhere a fully unrolled portable version runs.  The choice is made
- * per context at init from CPUID; tests/test_sha256.c runs both on the FIPS vectors. */
+ * per context at init from CPUID; tests/util/test_sha256.c runs both on the FIPS vectors. */
 #include "sha256.h"
 
 #include <string.h>

@@ -18,7 +18,7 @@
  * pipeline up to 20 min-max packings of its U sequences (LPT from a heap; each improving
  * step searches the heaviest micro-batch's sequences against a window of the others;
  * counts that cannot win skipped); the chosen candidate is written as evaluated.  All
- * exact: the same plans as the plain scans (tests/test_hydraulis_fast.c).
+ * exact: the same plans as the plain scans (tests/strategies/test_hydraulis_fast.c).
  * Deviations (man page, HYDRAULIS): the integer DP of the authors' code, not the paper's
  * continuous relaxation; a min-max heuristic instead of the code's CBC MILP per v; the
  * histogram scaled to one iteration's expected sequence count; code quirks fixed as

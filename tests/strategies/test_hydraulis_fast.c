@@ -1,0 +1,303 @@
+/* tests/strategies/test_hydraulis_fast.c -- the fast paths of Hydraulis's dispatch and packing give
+ * the plain algorithms' answers to the bit: the per-scheme trees against the scan of
+ * every pipeline (vl__hy_dispatch with hy_work.tree_from 1 and SIZE_MAX), and min-max
+ * packing against a copy of the plain version kept here (sorts per count, LPT scanning
+ * every micro-batch, the search scanning every sequence, every count packed), on seeded
+ * random inputs full of ties. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hydraulis_impl.h"
+#include "rng.h"
+
+/* ---- dispatch: trees against the scan ---- */
+
+static double run_dispatch(const hy_pipe *pipes, size_t np, const uint32_t *seq, size_t n,
+                           const uint32_t *len, uint32_t trials, bool allow_empty,
+                           size_t tree_from, uint32_t *owner)
+{
+    hy_work w = {.tree_from = tree_from};
+    vl_status st;
+    vl_err err;
+    double obj = vl__hy_dispatch(&w, pipes, np, seq, n, len, trials, 11, 5, allow_empty,
+                                 owner, &st, &err);
+
+    cr_assert_eq(st, VL_OK, "%s", err.msg);
+    vl__hy_work_free(&w);
+    return obj;
+}
+
+Test(hydraulis_fast, dispatch_trees_pick_what_the_scan_picks)
+{
+    enum { NP = 300, N = 700 };
+    hy_scheme s[4];
+    hy_pipe pipes[NP];
+    uint32_t len[N], seq[N], a[N], b[N];
+    vl_rng r;
+
+    vl_rng_seed(&r, 42, 0);
+    for (int c = 0; c < 120; c++) {
+        size_t np = 1 + vl_rng_below(&r, c < 60 ? 12 : NP), n = 1 + vl_rng_below(&r, N);
+        bool quad = vl_rng_below(&r, 2);
+        for (int k = 0; k < 4; k++) {   /* MaxLen ties between kinds too */
+            s[k] = (hy_scheme){.tp = 1, .pp = 1 + (int)vl_rng_below(&r, 4),
+                               .a = quad ? 1e-7 * (double)(k + 1) : 0,
+                               .b = 0.01 * (double)(1 + vl_rng_below(&r, 3)),
+                               .maxlen = 512 * (uint32_t)(1 + vl_rng_below(&r, 3))};
+        }
+        for (size_t j = 0; j < np; j++) {   /* MaxLen descending, stable */
+            hy_pipe p = {.s = &s[vl_rng_below(&r, 4)], .slot = (uint32_t)j};
+            size_t q = j;
+            while (q > 0 && pipes[q - 1].s->maxlen < p.s->maxlen) {
+                pipes[q] = pipes[q - 1];
+                q--;
+            }
+            pipes[q] = p;
+        }
+        for (size_t i = 0; i < n; i++) {   /* few distinct lengths: ties everywhere */
+            seq[i] = (uint32_t)i;
+            len[i] = 1 + 64 * (uint32_t)vl_rng_below(&r, pipes[0].s->maxlen / 64);
+        }
+        for (uint32_t trials = 0; trials <= 4; trials += 4) {
+            bool relax = vl_rng_below(&r, 2);
+            double x = run_dispatch(pipes, np, seq, n, len, trials, relax, SIZE_MAX, a);
+            double y = run_dispatch(pipes, np, seq, n, len, trials, relax, 1, b);
+            cr_assert_eq(x, y, "case %d: objective %.17g scan, %.17g trees", c, x, y);
+            if (x >= 0)
+                cr_assert_arr_eq(a, b, n * sizeof *a, "case %d: owners differ", c);
+        }
+    }
+}
+
+/* ---- packing: the plain min-max kept as the reference ---- */
+
+typedef struct {
+    uint32_t *items;
+    double *load;
+    uint64_t *tok;
+} ref_work;
+
+static const double *ref_t;
+static const uint32_t *ref_tok;
+static bool ref_by_time;
+
+static int ref_cmp(const void *pa, const void *pb)
+{
+    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+
+    if (ref_by_time && ref_t[a] != ref_t[b])
+        return ref_t[a] > ref_t[b] ? -1 : 1;
+    if (ref_tok[a] != ref_tok[b])
+        return ref_tok[a] > ref_tok[b] ? -1 : 1;
+    return a < b ? -1 : a > b;
+}
+
+static bool ref_place(ref_work *w, size_t n, uint32_t v, uint32_t cap, bool lpt,
+                      uint32_t *bin)
+{
+    memset(w->load, 0, v * sizeof *w->load);
+    memset(w->tok, 0, v * sizeof *w->tok);
+    for (size_t k = 0; k < n; k++) {
+        uint32_t i = w->items[k], at = UINT32_MAX;
+        for (uint32_t b = 0; b < v; b++) {
+            if (w->tok[b] + ref_tok[i] > cap)
+                continue;
+            if (at == UINT32_MAX || (lpt && w->load[b] < w->load[at]))
+                at = b;
+            if (!lpt)
+                break;
+        }
+        if (at == UINT32_MAX)
+            return false;
+        bin[i] = at;
+        w->load[at] += ref_t[i];
+        w->tok[at] += ref_tok[i];
+    }
+    return true;
+}
+
+static uint32_t ref_heaviest(const ref_work *w, uint32_t v)
+{
+    uint32_t h = 0;
+    for (uint32_t b = 1; b < v; b++)
+        if (w->load[b] > w->load[h])
+            h = b;
+    return h;
+}
+
+static bool ref_improve(ref_work *w, size_t n, uint32_t v, uint32_t cap, uint32_t *bin)
+{
+    const double *t = ref_t;
+    const uint32_t *tok = ref_tok;
+    uint32_t h = ref_heaviest(w, v), bi = UINT32_MAX, bj = UINT32_MAX, bb = 0;
+    double top = w->load[h], best = top;
+
+    for (size_t i = 0; i < n; i++) {
+        if (bin[i] != h)
+            continue;
+        for (uint32_t b = 0; b < v; b++) {
+            double x = fmax(top - t[i], w->load[b] + t[i]);
+            if (b != h && w->tok[b] + tok[i] <= cap && x < best) {
+                best = x;
+                bi = (uint32_t)i;
+                bj = UINT32_MAX;
+                bb = b;
+            }
+        }
+        for (size_t j = 0; j < n; j++) {
+            uint32_t b = bin[j];
+            double x;
+            if (b == h || t[j] >= t[i] || w->tok[b] - tok[j] + tok[i] > cap ||
+                w->tok[h] - tok[i] + tok[j] > cap)
+                continue;
+            x = fmax(top - t[i] + t[j], w->load[b] + t[i] - t[j]);
+            if (x < best) {
+                best = x;
+                bi = (uint32_t)i;
+                bj = (uint32_t)j;
+                bb = b;
+            }
+        }
+    }
+    if (bi == UINT32_MAX)
+        return false;
+    w->load[h] -= t[bi];
+    w->tok[h] -= tok[bi];
+    w->load[bb] += t[bi];
+    w->tok[bb] += tok[bi];
+    bin[bi] = bb;
+    if (bj != UINT32_MAX) {
+        w->load[bb] -= t[bj];
+        w->tok[bb] -= tok[bj];
+        w->load[h] += t[bj];
+        w->tok[h] += tok[bj];
+        bin[bj] = h;
+    }
+    return true;
+}
+
+static double ref_minmax(const double *t, const uint32_t *tok, size_t n, uint32_t v,
+                         uint32_t cap, uint32_t *bin)
+{
+    ref_work w = {malloc(n * sizeof(uint32_t)), calloc(v, sizeof(double)),
+                  calloc(v, sizeof(uint64_t))};
+    double m = -1;
+
+    ref_t = t;
+    ref_tok = tok;
+    cr_assert(w.items && w.load && w.tok);
+    for (int pass = 0; pass < 2 && m < 0; pass++) {
+        ref_by_time = pass == 0;
+        for (size_t i = 0; i < n; i++)
+            w.items[i] = (uint32_t)i;
+        qsort(w.items, n, sizeof *w.items, ref_cmp);
+        if (ref_place(&w, n, v, cap, pass == 0, bin))
+            m = 0;
+    }
+    if (m == 0) {
+        for (size_t k = 0; k < 4 * n + v && ref_improve(&w, n, v, cap, bin); k++)
+            ;
+        m = w.load[ref_heaviest(&w, v)];
+    }
+    free(w.items);
+    free(w.load);
+    free(w.tok);
+    return m;
+}
+
+/* vl__hy_pack's choice of count by the reference: every count packed. */
+static double ref_pack(const hy_scheme *s, const uint32_t *len, size_t n, uint32_t *bin,
+                       uint32_t *v)
+{
+    double *t = malloc(n * sizeof *t), best = -1;
+    uint32_t *tok = malloc(n * sizeof *tok), *b = malloc(n * sizeof *b), vmin, vmax;
+    uint64_t sum = 0;
+
+    cr_assert(t && tok && b);
+    for (size_t i = 0; i < n; i++) {
+        tok[i] = len[i];
+        t[i] = hy_t(s, tok[i]);
+        sum += tok[i];
+    }
+    vmin = (uint32_t)((sum + s->maxlen - 1) / s->maxlen);
+    vmin = vmin > 1 ? vmin : 1;
+    vmax = (uint32_t)(sum / s->utillen);
+    vmax = vmax < n ? vmax : (uint32_t)n;
+    vmax = vmax > vmin ? vmax : vmin;
+    for (uint32_t k = vmin; k <= vmax && k < vmin + HY_MAX_V; k++) {
+        double m = ref_minmax(t, tok, n, k, s->maxlen, b), e;
+        if (m < 0)
+            continue;
+        e = (m + s->c) * (s->pp - 1 + k);
+        if (best < 0 || e < best) {
+            best = e;
+            *v = k;
+            memcpy(bin, b, n * sizeof *bin);
+        }
+    }
+    free(t);
+    free(tok);
+    free(b);
+    return best;
+}
+
+Test(hydraulis_fast, minmax_moves_as_the_plain_search)
+{
+    enum { N = 400 };
+    double t[N];
+    uint32_t tok[N], a[N], b[N];
+    hy_work w = {0};
+    vl_status st;
+    vl_err err;
+    vl_rng r;
+
+    vl_rng_seed(&r, 7, 0);
+    for (int c = 0; c < 150; c++) {
+        size_t n = 1 + vl_rng_below(&r, N);
+        uint32_t v = 1 + (uint32_t)vl_rng_below(&r, n < 60 ? n : 60), cap = 4096;
+        for (size_t i = 0; i < n; i++) {   /* few lengths: equal times */
+            tok[i] = 32 * (1 + (uint32_t)vl_rng_below(&r, c % 2 ? 8 : 100));
+            t[i] = c % 3 ? 1e-7 * tok[i] * tok[i] + 0.05 * tok[i] : (double)(tok[i] / 64);
+        }
+        double x = ref_minmax(t, tok, n, v, cap, a);
+        double y = vl__hy_minmax(&w, t, tok, n, v, cap, b, &st, &err);
+        cr_assert_eq(st, VL_OK, "%s", err.msg);
+        cr_assert_eq(x, y, "case %d (n %zu, v %u): %.17g plain, %.17g fast", c, n, v, x, y);
+        if (x >= 0)
+            cr_assert_arr_eq(a, b, n * sizeof *a, "case %d: micro-batches differ", c);
+    }
+    vl__hy_work_free(&w);
+}
+
+Test(hydraulis_fast, pack_chooses_the_count_the_plain_loop_chooses)
+{
+    enum { N = 300 };
+    uint32_t len[N], seq[N], a[N], b[N], va = 0, vb = 0;
+    hy_work w = {0};
+    vl_status st;
+    vl_err err;
+    vl_rng r;
+
+    vl_rng_seed(&r, 9, 0);
+    for (int c = 0; c < 60; c++) {
+        size_t n = 1 + vl_rng_below(&r, N);
+        hy_scheme s = {.tp = 1, .pp = 1 + (int)vl_rng_below(&r, 4),
+                       .a = c % 2 ? 1.5e-7 : 0, .b = 0.03 + 0.01 * (c % 5),
+                       .c = (double)vl_rng_below(&r, 20), .maxlen = 4096,
+                       .utillen = 128 * (uint32_t)(1 + vl_rng_below(&r, 8))};
+        for (size_t i = 0; i < n; i++) {
+            seq[i] = (uint32_t)i;
+            len[i] = 16 * (1 + (uint32_t)vl_rng_below(&r, c % 3 ? 64 : 256));
+        }
+        double x = ref_pack(&s, len, n, a, &va);
+        double y = vl__hy_pack(&w, &s, seq, n, len, HY_BALANCED, b, &vb, &st, &err);
+        cr_assert_eq(st, VL_OK, "%s", err.msg);
+        cr_assert_eq(x, y, "case %d: estimate %.17g plain, %.17g fast", c, x, y);
+        cr_assert_eq(va, vb, "case %d: count %u plain, %u fast", c, va, vb);
+        cr_assert_arr_eq(a, b, n * sizeof *a, "case %d: micro-batches differ", c);
+    }
+    vl__hy_work_free(&w);
+}
