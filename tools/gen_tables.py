@@ -346,7 +346,7 @@ def main():
                          "<=32K) + 0.21% LongCite (4K-128K)", "VL_GEN_MIXTURE", 2,
                          p="tulu3_longcite_cum", parts="tulu3_longcite_parts"))
 
-    out.append("/* ---- Real data (../shared/data/real; see SOURCES.md there) ---- */\n\n")
+    out.append("/* ---- Real data (docs/data.md) ---- */\n\n")
     for name, fname, a, b, source, summary in TRACES:
         path = os.path.join(ARGS.data, fname)
         vals = read_trace(path, a, b, ARGS.prompt_only)
@@ -378,7 +378,7 @@ HEADER = """
  * Published tables are copied from the papers (Skrull Table 1, ChunkFlow Tables 1
  * and 2; HBP for the Tulu3 + LongCite mixture), one comment per table quoting the
  * numbers used.  Real-data tables are derived from the third-party files in
- * ../shared/data/real/ (SOURCES.md there): Mooncake traces (Apache-2.0), Azure LLM
+ * the project's shared/data/real/ (docs/data.md): Mooncake traces (Apache-2.0), Azure LLM
  * inference traces 2023 (CC-BY-4.0, Patel et al., "Splitwise", ISCA 2024) and
  * Graphcore packedBERT histograms (MIT).  Only lengths are stored, no text. */
 """

@@ -4,7 +4,7 @@
  * Published tables are copied from the papers (Skrull Table 1, ChunkFlow Tables 1
  * and 2; HBP for the Tulu3 + LongCite mixture), one comment per table quoting the
  * numbers used.  Real-data tables are derived from the third-party files in
- * ../shared/data/real/ (SOURCES.md there): Mooncake traces (Apache-2.0), Azure LLM
+ * the project's shared/data/real/ (docs/data.md): Mooncake traces (Apache-2.0), Azure LLM
  * inference traces 2023 (CC-BY-4.0, Patel et al., "Splitwise", ISCA 2024) and
  * Graphcore packedBERT histograms (MIT).  Only lengths are stored, no text. */
 
@@ -85,7 +85,7 @@ static const vl_gen_dist longcite_part = {
 static const vl_gen_dist *const tulu3_longcite_parts[] = {&tulu3_part, &longcite_part};
 static const double tulu3_longcite_cum[] = {0.9978753781826835, 1.0};
 
-/* ---- Real data (../shared/data/real; see SOURCES.md there) ---- */
+/* ---- Real data (docs/data.md) ---- */
 
 /* mooncake-conv: kvcache-ai/Mooncake FAST25-release/traces/conversation_trace.jsonl,
  * Apache-2.0. From mooncake_fast25_conversation_lengths.csv, one value per request (prompt

@@ -105,8 +105,8 @@ Test(gen, reproduces_paper_tables)
     }
 }
 
-/* Raw-data statistics of prompt + output per request (SOURCES.md gives the same mean,
- * p50, p90 and max; fractions computed from the CSVs with tools/gen_tables.py). */
+/* Raw-data statistics of prompt + output per request (the sources, docs/data.md, give the
+ * same mean, p50, p90 and max; fractions computed from the CSVs with tools/gen_tables.py). */
 static const struct {
     const char *name;
     double mean;
