@@ -1,8 +1,8 @@
 /* plans/chunkflow/chunkflow.c -- the ChunkFlow strategy: options, the epoch/batch driver and
  * its vl_strategy entry.  Helpers: chunkflow_chunks.c, _sched.c, _fit.c, _search.c.
  *
- * Design.  ChunkFlow (Yuan et al., ICML'25, the chunkflow paper, docs/papers.md §4-5), objective: the
- * simulated step time within device memory.  Per global batch, samples longer than
+ * Design.  ChunkFlow (Yuan et al., ICML'25, the chunkflow paper §4-5; docs/papers.md),
+ * objective: the simulated step time within device memory.  Per global batch, samples longer than
  * ChunkSize become consecutive ChunkSize chunks (the tail alone), the rest the fewest
  * balanced bins of ChunkSize tokens (Algorithm 1).  Each rank runs the state-aware
  * schedule (Algorithm 2): a long sample's N chunks forward in order keeping the last
