@@ -25,6 +25,25 @@ static const struct {
     {"slimpack", "slimpack.mem_budget=device"},
 };
 
+/* Layout keys a strategy does not read (its man page section says so): its candidates
+ * that differ only there would plan the same iterations, so one is judged.  Hydraulis
+ * builds its own pipelines without sequence parallelism or checkpointing. */
+enum { IGN_SP = 1, IGN_RECOMPUTE = 2 };
+static const struct {
+    const char *strategy;
+    unsigned keys;
+} ignores[] = {
+    {"hydraulis", IGN_SP | IGN_RECOMPUTE},
+};
+
+static unsigned ignored_keys(const char *strategy)
+{
+    for (size_t i = 0; i < sizeof ignores / sizeof ignores[0]; i++)
+        if (strcmp(ignores[i].strategy, strategy) == 0)
+            return ignores[i].keys;
+    return 0;
+}
+
 static const char *const zero_names[] = {"0", "1", "2", "3", "mdo"};
 static const char *const recompute_names[] = {"none", "selective", "full", "auto"};
 
@@ -151,16 +170,20 @@ static int add_strategy(adv_space *sp, const adv_layout *lay, const char *name)
     return 0;
 }
 
-static int add_layout(adv_space *sp, const adv_layout *lay, const char *const *strategies,
-                      size_t ns)
+/* The layout a strategy sees: its ignored keys at the first value the grid gives them
+ * (first, NULL: none ignored). */
+static adv_layout seen_by(const char *strategy, const adv_layout *lay, const adv_layout *first)
 {
-    int rc;
+    adv_layout x = *lay;
+    unsigned ign = first ? ignored_keys(strategy) : 0;
 
-    sp->layouts++;
-    for (size_t i = 0; i < ns; i++)
-        if ((rc = add_strategy(sp, lay, strategies[i])) != 0)
-            return rc;
-    return 0;
+    if (ign & IGN_SP) {
+        x.dp = x.dp * x.sp / first->sp;
+        x.sp = first->sp;
+    }
+    if (ign & IGN_RECOMPUTE)
+        x.recompute = first->recompute;
+    return x;
 }
 
 static bool same_layout(const adv_layout *x, const adv_layout *y)
@@ -169,27 +192,53 @@ static bool same_layout(const adv_layout *x, const adv_layout *y)
            x->zero == y->zero && x->recompute == y->recompute;
 }
 
-/* Marks each strategy's defaults on the configuration's layout, adding that layout
- * when the grid did not hold it: advise answers "is there better than what I have?". */
+/* first: the grid's first sp and recompute (NULL: add every strategy). */
+static int add_layout(adv_space *sp, const adv_layout *lay, const char *const *strategies,
+                      size_t ns, const adv_layout *first)
+{
+    int rc;
+
+    sp->layouts++;
+    for (size_t i = 0; i < ns; i++) {
+        adv_layout seen = seen_by(strategies[i], lay, first);
+        if (!same_layout(&seen, lay))
+            continue;   /* the same plans as at its canonical layout */
+        if ((rc = add_strategy(sp, lay, strategies[i])) != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Marks each strategy's defaults on the configuration's layout (as the strategy sees
+ * it), adding that layout for the strategies the grid did not give it to: advise answers
+ * "is there better than what I have?". */
 static int mark_references(adv_space *sp, const vl_config *base, const char *const *strategies,
-                           size_t ns)
+                           size_t ns, const adv_layout *first)
 {
     const adv_layout own = {base->training.tp, base->training.pp, base->training.sp,
                             base->training.dp, (int)base->training.zero,
                             (int)base->training.recompute};
-    size_t first = sp->n;
+    const char *missing[64];
+    size_t nmissing = 0, added0 = sp->n;
     int rc;
 
-    for (size_t i = 0; i < sp->n; i++)
-        if (same_layout(&sp->c[i].lay, &own) && sp->c[i].tune[0] == '\0') {
-            sp->c[i].reference = true;
-            sp->references++;
-        }
-    if (sp->references > 0)
+    for (size_t k = 0; k < ns; k++) {
+        bool found = false;
+        adv_layout seen = seen_by(strategies[k], &own, first);
+        for (size_t i = 0; i < sp->n; i++)
+            if (strcmp(sp->c[i].strategy, strategies[k]) == 0 && sp->c[i].tune[0] == '\0' &&
+                same_layout(&sp->c[i].lay, &seen)) {
+                sp->c[i].reference = found = true;
+                sp->references++;
+            }
+        if (!found && nmissing < sizeof missing / sizeof missing[0])
+            missing[nmissing++] = strategies[k];
+    }
+    if (nmissing == 0)
         return 0;
-    if ((rc = add_layout(sp, &own, strategies, ns)) != 0)
+    if ((rc = add_layout(sp, &own, missing, nmissing, NULL)) != 0)
         return rc;
-    for (size_t i = first; i < sp->n; i++)
+    for (size_t i = added0; i < sp->n; i++)
         if (sp->c[i].tune[0] == '\0') {
             sp->c[i].reference = true;
             sp->references++;
@@ -207,6 +256,7 @@ int adv_space_build(adv_space *sp, const vl_config *base, const bool pinned[ADV_
     memset(sp, 0, sizeof *sp);
     for (int k = 0; k < ADV_NKEYS; k++)
         nv[k] = values_of((adv_key)k, base, pinned[k], v[k]);
+    const adv_layout first = {.sp = v[ADV_SP][0], .recompute = v[ADV_RECOMPUTE][0]};
     /* tp outermost, then pp, sp, zero, recompute: a fixed order, so the search is too */
     for (size_t a = 0; a < nv[ADV_TP] && rc == 0; a++)
         for (size_t b = 0; b < nv[ADV_PP] && rc == 0; b++)
@@ -218,10 +268,10 @@ int adv_space_build(adv_space *sp, const vl_config *base, const bool pinned[ADV_
                     for (size_t r = 0; r < nv[ADV_RECOMPUTE] && rc == 0; r++) {
                         adv_layout lay = {v[ADV_TP][a], v[ADV_PP][b], v[ADV_SP][s],
                                           gpus / model, v[ADV_ZERO][z], v[ADV_RECOMPUTE][r]};
-                        rc = add_layout(sp, &lay, strategies, ns);
+                        rc = add_layout(sp, &lay, strategies, ns, &first);
                     }
             }
-    return rc ? rc : mark_references(sp, base, strategies, ns);
+    return rc ? rc : mark_references(sp, base, strategies, ns, &first);
 }
 
 void adv_space_free(adv_space *sp)
