@@ -1,9 +1,10 @@
 /* lib/plan/verify_layout.c -- how a plan places its work (verify.h): the integer fields
  * within the ranges of the field table (lib/io/planio_fields.c) and, with a config, within
  * what the cluster and model permit (I3); distinct data-parallel indices and GPUs per
- * iteration, within cluster.gpus (I5); CP coordinates within the rank's sp group (I5);
- * shared packs held identically by every member and only by them (I5); and, for plans
- * that state their capabilities, nothing used that the header does not declare (I5). */
+ * iteration, within cluster.gpus and, with a config, every one of them (I5); CP
+ * coordinates within the rank's sp group (I5); shared packs held identically by every
+ * member and only by them (I5); and, for plans that state their capabilities, nothing
+ * used that the header does not declare (I5). */
 #include "verify_impl.h"
 
 #include <stdio.h>
@@ -104,6 +105,24 @@ static int64_t first_repeat(const uint32_t *v, size_t n)
     return -1;
 }
 
+/* Every GPU joins every optimizer step: the config fixes dp x tp x pp x sp = cluster.gpus,
+ * so a GPU no rank holds sits out a whole step -- its share of the batch silently
+ * missing from the throughput the plan is judged by.  Only a strategy whose registry
+ * entry says it idles (Hydraulis: a pipeline left without sequences) may; an unknown
+ * name may not.  Called with the distinct, sorted, in-cluster ids v->gpus[0..total). */
+static void check_every_gpu(const vl_vctx *v, uint64_t total)
+{
+    uint32_t gpus = (uint32_t)v->cost->cfg->cluster.gpus, idle = 0;
+
+    if (total >= gpus || v->idles)
+        return;
+    while (idle < total && v->gpus[idle] == idle)   /* the first id missing from 0.. */
+        idle++;
+    vl__violation(v->rep, 5, "iteration %zu: the ranks hold %llu of the cluster's %u GPUs; "
+                  "GPU %u joins no rank, so it sits out the optimizer step", v->num,
+                  (unsigned long long)total, gpus, idle);
+}
+
 static vl_status check_placement(vl_vctx *v, size_t it, vl_err *err)
 {
     const vl_plan *p = v->p;
@@ -149,6 +168,8 @@ static vl_status check_placement(vl_vctx *v, size_t it, vl_err *err)
     if (v->cost && total > 0 && v->gpus[total - 1] >= (uint32_t)v->cost->cfg->cluster.gpus)
         vl__violation(v->rep, 5, "iteration %zu: GPU %u is outside the cluster's %d GPUs", v->num,
                       v->gpus[total - 1], v->cost->cfg->cluster.gpus);
+    else if (v->cost && dup < 0)
+        check_every_gpu(v, total);
     return VL_OK;
 }
 
