@@ -81,6 +81,8 @@ CASE(skrull_two_cps)
 /* c: shared packs */
 CASE(mcore_cp_three)
 CASE(shared_without_self)
+/* CP group sizes the heads split over under Ulysses */
+CASE(mcore_cp_ulysses_kv4)
 /* every GPU joins every optimizer step */
 CASE(skrull_gpu_idle)
 CASE(renamed_hydraulis_idle)

@@ -356,6 +356,14 @@ def skrull_gpu_idle(man):
     return p, [], "joins no rank, so it sits out the optimizer step"
 
 
+def mcore_cp_ulysses_kv4(man):
+    """mcore_cp under Ulysses with its header's model at 4 KV heads: a sample shared by 8
+    ranks is a CP group of 8, which 4 KV heads do not split over."""
+    p = read_plan(GOLDEN + "/mcore_cp.jsonl")
+    p["header"]["config"]["model"]["kv_heads"] = 4
+    return p, [], "a Ulysses CP group of 8 GPUs, which must divide both the 4 KV heads"
+
+
 def hydraulis_idle(name):
     """Hydraulis golden with its second pipeline left idle in iteration 0 (its packs on
     the first), under strategy `name`."""
@@ -394,6 +402,7 @@ CASES = [
     ("pieces_short_cut", pieces_short_cut, MANIFEST),
     ("skrull_gpu_idle", skrull_gpu_idle, MANIFEST),
     ("renamed_hydraulis_idle", renamed_hydraulis_idle, MANIFEST),
+    ("mcore_cp_ulysses_kv4", mcore_cp_ulysses_kv4, MANIFEST),
 ]
 
 
