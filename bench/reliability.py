@@ -80,7 +80,8 @@ def main(argv=None):
     nf = sum(len(v) for v in findings.values())
     rows.append((f"differential fuzzer, C and Python readers (tools/diff_readers.py, seed "
                  f"{a.seed})", f"{n} executions",
-                 f"{len(diff_readers.MUTATIONS)} mutation kinds over the 10 golden plans; "
+                 f"{len(diff_readers.MUTATIONS)} mutation kinds over {len(diff_readers.bases())} "
+                 f"valid plans (the 10 goldens and {len(diff_readers.MORE)} more); "
                  f"the Python reader refused {py_no}, the C reader {c_no}; {nf} finding"
                  f"{'s' if nf != 1 else ''}" +
                  (": " + "; ".join(f"{k} ({len(v)})" for k, v in sorted(findings.items()))

@@ -7,7 +7,7 @@ with its check() of the rank's schedule against the execution contract, as the t
 adapters call it, and each pack's shard).
 
 Each case is a valid plan of a strategy (testdata/golden/<strategy>.jsonl: all of the
-registry's) changed by one mutation -- a byte flipped, a record cut short, lines swapped,
+registry's, and three base plans of testdata/verify) changed by one mutation -- a byte flipped, a record cut short, lines swapped,
 duplicated or deleted, a field deleted or given another value -- and, for the mutations
 of one record's JSON, the footer's checksum made true again half the time, so that the
 structure, not the SHA-256, is what gets tested.
@@ -18,7 +18,8 @@ much that the Python reader checks itself (the footer's checksum and counts, a p
 claims, schedules, shared packs), and verify also checks what needs the manifest and
 the config (coverage, drops, memory, the strategy's rules).  So the scopes nest -- the
 C reader's inside the Python reader's inside verify's -- and the readers agree when
-  1. a file the C reader refuses (`vlplan metrics` exits 65, EX_DATAERR), the Python
+  1. a file the C reader refuses (`vlplan metrics` exits 65, EX_DATAERR: the reader, or
+     the simulator metrics runs, found the file not a plan it can run), the Python
      reader refuses too (PlanError); and
   2. a file the Python reader refuses, `vlplan verify PLAN testdata/golden/manifest.jsonl`
      (the manifest of every base plan) refuses too (exit 1, a violation; 65; or 78, the
@@ -29,9 +30,10 @@ and config's scope), and neither is one `vlplan metrics` refuses for its header'
 Python reader raising anything but PlanError, or taking longer than --case-seconds; and
 `vlplan` exiting with any other status (a crash, an internal error).
 
-Deterministic: a fixed seed names every case; --cases bounds the run (make test runs a
-few seconds' worth through python/tests/test_diff_readers.py, make fuzz minutes).  Prints
-one summary line per kind, and each finding's seed and mutation; --keep DIR writes the
+Deterministic: the seed fixes the sequence of cases; --cases bounds the run (make test
+runs 60 through python/tests/test_diff_readers.py, a few seconds), --seconds runs as many
+of the same sequence as fit (make fuzz: FUZZ_TIME).  Prints each finding's case number
+and mutation, then a summary with one line per kind of finding; --keep DIR writes the
 inputs of findings there.  Exit 1 when there is a finding.
 
     python3 tools/diff_readers.py [--seed N] [--cases N | --seconds S] [--vlplan PATH]
@@ -63,13 +65,20 @@ MUTATIONS = ["byte", "truncate", "swap_lines", "dup_line", "drop_line", "del_fie
              "set_field", "bump_int"]
 
 
+# Base plans of the verify corpus over the golden manifest, for what the goldens lack:
+# CP coordinates (Skrull with CP 2), pieces (training.oversize=split), an idle pipeline.
+MORE = ("base_skrull_cp2", "base_pack_split", "base_hydraulis_idle")
+
+
 def bases():
-    """(strategy, lines) of every golden plan, in name order."""
+    """(name, lines) of every golden plan, in name order, then of MORE."""
+    paths = [os.path.join(GOLDEN, n) for n in sorted(os.listdir(GOLDEN))
+             if n.endswith(".jsonl") and n != "manifest.jsonl"]
+    paths += [os.path.join(ROOT, "testdata", "verify", n + ".jsonl") for n in MORE]
     out = []
-    for name in sorted(os.listdir(GOLDEN)):
-        if name.endswith(".jsonl") and name != "manifest.jsonl":
-            with open(os.path.join(GOLDEN, name), "rb") as f:
-                out.append((name[:-6], f.read().split(b"\n")[:-1]))
+    for path in paths:
+        with open(path, "rb") as f:
+            out.append((os.path.basename(path)[:-6], f.read().split(b"\n")[:-1]))
     return out
 
 

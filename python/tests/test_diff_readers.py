@@ -55,6 +55,13 @@ REFUSED = {
     "iteration samples null": ([HEAD, dict(IT, samples=None)], None),
     "segment id with NUL": ([HEAD, dict(IT, ranks=[{"dp": 0, "mbs": [{"seg": [["a\0b", 0, 4]]}]}])],
                             None),
+    # found by the fuzzer: the C types of the integer fields (lib/io/planio_fields.c)
+    "rank dp past int32": ([HEAD, dict(IT, ranks=[{"dp": 1 << 31, "mbs": [{"seg": [[0, 0, 4]]}]}])],
+                           None),
+    "pack cap past uint32": ([HEAD, dict(IT, ranks=[{"dp": 0, "mbs": [{"seg": [[0, 0, 4]],
+                                                                       "cap": 1 << 32}]}])], None),
+    "segment offset past uint32": ([HEAD, dict(IT, ranks=[{"dp": 0, "mbs": [{"seg": [
+        [0, 1 << 32, 4]]}]}])], None),
 }
 
 ACCEPTED = {
@@ -89,6 +96,51 @@ def test_both_readers_accept(tmp_path, name):
     r = c_reader(path)
     assert r.returncode == 0, r.stderr
     python_reads(path)
+
+
+def test_every_base_plan_reads_with_its_views():
+    """Every plan the fuzzer mutates reads whole in Python, views and contract checks
+    included, as vlplan verify accepts it.  A pack plan under training.oversize=split
+    once failed here: its pieces were read as slices continuing their samples (found by
+    the fuzzer: the Python reader refused what verify accepts)."""
+    for name, lines in diff_readers.bases():
+        path = os.path.join(ROOT, "testdata", "golden" if not name.startswith("base_")
+                            else "verify", name + ".jsonl")
+        assert diff_readers.read_python(path, 30.0) == "accept", name
+
+
+def test_pieces_attend_to_themselves_only(tmp_path):
+    """A piece of a split sample is a sequence of its own (contract module doc): its
+    keys are its own tokens, not its sample's earlier ones, and no order among the pieces
+    is required; the same segments in a plan that is not split are slices."""
+    from vlplan import GpuView
+    path = os.path.join(ROOT, "testdata", "verify", "base_pack_split.jsonl")
+    cut = 0
+    for gpu in range(8):
+        for view in GpuView(path, gpu, 8):
+            view.check()
+            for mb in view.micro_batches:
+                cut += any(o > 0 for o in mb.offsets)
+                assert list(mb.cu_seqlens_kv) == list(mb.cu_seqlens) and not mb.sliced
+                assert mb.shard().cu_seqlens_kv == mb.shard().cu_seqlens_q
+    assert cut > 0, "the base plan has no piece past a sample's first"
+    with open(path) as f:
+        lines = [json.loads(x) for x in f]
+    lines[0]["config"]["training"]["oversize"] = "truncate"   # now they read as slices
+    sliced = write(tmp_path / "s.jsonl", lines[:-1])
+    with pytest.raises(PlanError, match="were not forwarded before it"):
+        for gpu in range(8):
+            for view in GpuView(sliced, gpu, 8):
+                view.check()
+
+
+def test_keys_past_int32_are_a_plan_error(tmp_path):
+    """A segment at offset 2^31 reads in C (a uint32; verify refuses it against the
+    manifest), and in Python its keys would overflow the int32 cu_seqlens: PlanError, not
+    OverflowError (found by the fuzzer)."""
+    it = dict(IT, ranks=[{"dp": 0, "mbs": [{"seg": [[0, 1 << 31, 4]]}]}])
+    path = write(tmp_path / "p.jsonl", [HEAD, it])
+    assert diff_readers.read_python(path, 30.0) == "reject"
 
 
 def test_the_fuzzer_finds_no_disagreement_in_a_brief_run():

@@ -50,7 +50,15 @@ class Where:
         raise PlanError(f"{self.name}:{self.line}: {where + ': ' if where else ''}{msg}")
 
 
+# The C types of the integer fields (lib/io/planio_fields.c): a value outside its type is
+# a structural error there, so here too (the ranges within are verify's).
+_I32, _U32 = (1 << 31) - 1, (1 << 32) - 1
+C_MAX = {"dp": _I32, "tp": _I32, "pp": _I32, "sp": _I32, "ckpt_layers": _I32, "group": _I32,
+         "candidate": _I32, "k": _U32, "cap": _U32, "epoch": _U32}
+
+
 def _int_field(obj, key, w, lo, default, hi=None):
+    hi = C_MAX.get(key) if hi is None else hi
     if key not in obj and default is None:
         return None
     v = obj.get(key, default)   # present as null: refused below, as the C reader does
@@ -111,8 +119,9 @@ def _segment(s, w, j, sp):
     if not _is_id(sid):
         w.fail(f"segment {j}: id {sid!r} is neither a string without NUL nor an integer")
     off, length = s[1], s[2]
-    if not _is_int(off) or off < 0 or not _is_int(length) or length < 0:
-        w.fail(f"segment {j}: offset and length must be integers >= 0, got {off!r}, {length!r}")
+    if not (_is_int(off) and _is_int(length) and 0 <= off <= U32 and 0 <= length <= U32):
+        w.fail(f"segment {j}: offset and length must be integers in 0..{U32}, got {off!r}, "
+               f"{length!r}")
     cp = -1
     if len(s) == 4:
         cp = s[3]
