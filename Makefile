@@ -69,7 +69,8 @@ help:
 	@echo "make results    regenerate bench/RESULTS.md, the current figures (bench/results.py)"
 	@echo "make lint       mandoc -Tlint on the man page, the layer check (tools/layers.py)"
 	@echo "make golden     rewrite testdata/golden/*.jsonl after an intended plan change"
-	@echo "make fuzz       run every fuzz/fuzz_*.c harness FUZZ_TIME seconds (default 60)"
+	@echo "make fuzz       run every fuzz/fuzz_*.c harness FUZZ_TIME seconds (default 60),"
+	@echo "                then tools/diff_readers.py (C against Python reader) as long"
 	@echo "make fuzz-smoke replay every corpus, then FUZZ_TIME=10 seconds each (CI)"
 	@echo "make soak       SOAK_CASES (10000) random plan-then-verify cases; failing seeds printed"
 
@@ -219,13 +220,17 @@ build/fuzz/%: fuzz/fuzz_%.c fuzz-lib
 	@clang $(CPPFLAGS) -Itests -std=c11 -pthread -O1 -g -fsanitize=fuzzer,address,undefined \
 	    -fno-sanitize-recover=all -o $@ $< build/fuzzlib/libvlplan.a $(LDLIBS)
 
-fuzz: $(FUZZERS)
+fuzz: $(FUZZERS) $(BUILD)/vlplan
 	@for f in $(FUZZERS); do n=$${f##*/}; d=; [ -f fuzz/$$n.dict ] && d=-dict=fuzz/$$n.dict; \
 	  echo "fuzz: $$n for $(FUZZ_TIME) s"; mkdir -p fuzz/corpus/$$n; \
 	  mkdir -p fuzz/regressions/$$n; \
 	  $$f $$d -max_total_time=$(FUZZ_TIME) -artifact_prefix=fuzz/regressions/$$n/crash- \
 	      -print_final_stats=1 fuzz/corpus/$$n 2>&1 | grep -E "^(stat::number_of_executed_units|==|SUMMARY)" \
 	      || exit 1; done
+	@echo "fuzz: diff_readers (the C and Python plan readers) for $(FUZZ_TIME) s"
+	@mkdir -p build/fuzz/diff_readers
+	@python3 tools/diff_readers.py --seconds $(FUZZ_TIME) --seed $${FUZZ_SEED:-28} \
+	    --vlplan $(BUILD)/vlplan --keep build/fuzz/diff_readers
 
 fuzz-smoke: $(FUZZERS)
 	@for f in $(FUZZERS); do n=$${f##*/}; d=; [ -f fuzz/$$n.dict ] && d=-dict=fuzz/$$n.dict; \

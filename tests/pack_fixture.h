@@ -17,7 +17,7 @@ static inline void pack_config(vl_config *cfg, int dp, uint32_t gb, uint32_t cap
     cr_assert_eq(vl_config_init_default(cfg, &err), VL_OK, "%s", err.msg);
     cr_assert_eq(vl_config_finalize(cfg, &err), VL_OK, "%s", err.msg);
     cfg->training.dp = dp;
-    cfg->cluster.gpus = dp > cfg->cluster.gpus ? dp : cfg->cluster.gpus;
+    cfg->cluster.gpus = dp;   /* dp x tp x pp x sp = gpus: every GPU joins every step */
     cfg->training.tp = cfg->training.pp = cfg->training.sp = 1;
     cfg->training.global_batch = gb;
     cfg->training.global_tokens = 0;

@@ -344,6 +344,43 @@ def pieces_short_cut(man):
     return p, [], "cuts a sample no longer than a piece"
 
 
+def skrull_gpu_idle(man):
+    """Skrull: a rank's packs moved to another and the rank removed, so its GPU sits out
+    the optimizer step (every GPU joins every step; uneven micro-batch counts are
+    Skrull's to use, so only the idle GPU is wrong)."""
+    p = read_plan(GOLDEN + "/skrull.jsonl")
+    it = p["iters"][0]
+    gone = it["ranks"].pop()
+    for k, mb in enumerate(gone["mbs"]):   # one more on each, so that memory still fits
+        it["ranks"][k % len(it["ranks"])]["mbs"].append(mb)
+    return p, [], "joins no rank, so it sits out the optimizer step"
+
+
+def mcore_cp_ulysses_kv4(man):
+    """mcore_cp under Ulysses with its header's model at 4 KV heads: a sample shared by 8
+    ranks is a CP group of 8, which 4 KV heads do not split over."""
+    p = read_plan(GOLDEN + "/mcore_cp.jsonl")
+    p["header"]["config"]["model"]["kv_heads"] = 4
+    return p, [], "a Ulysses CP group of 8 GPUs, which must divide both the 4 KV heads"
+
+
+def hydraulis_idle(name):
+    """Hydraulis golden with its second pipeline left idle in iteration 0 (its packs on
+    the first), under strategy `name`."""
+    p = read_plan(GOLDEN + "/hydraulis.jsonl")
+    it = p["iters"][0]
+    gone = it["ranks"].pop()
+    it["ranks"][0]["mbs"].extend(gone["mbs"])
+    p["header"]["strategy"] = name
+    return p
+
+
+def renamed_hydraulis_idle(man):
+    """A Hydraulis plan with an idle pipeline relabelled with an unknown name: only
+    Hydraulis's registry entry lets a pipeline sit out a step, never an unknown name."""
+    return hydraulis_idle("hydra"), [], "joins no rank, so it sits out the optimizer step"
+
+
 CASES = [
     ("chunk_to_other_rank", chunk_to_other_rank, MANIFEST),
     ("chunk_to_next_iter", chunk_to_next_iter, MANIFEST),
@@ -363,6 +400,9 @@ CASES = [
     ("shared_without_self", shared_without_self, MANIFEST),
     ("pieces_same_rank", pieces_same_rank, MANIFEST),
     ("pieces_short_cut", pieces_short_cut, MANIFEST),
+    ("skrull_gpu_idle", skrull_gpu_idle, MANIFEST),
+    ("renamed_hydraulis_idle", renamed_hydraulis_idle, MANIFEST),
+    ("mcore_cp_ulysses_kv4", mcore_cp_ulysses_kv4, MANIFEST),
 ]
 
 
@@ -393,6 +433,9 @@ def main():
     vlplan = sys.argv[1] if len(sys.argv) > 1 else "build/vlplan"
     os.makedirs(OUT, exist_ok=True)
     make_bases(vlplan)
+    idle = hydraulis_idle("hydraulis")   # a base: Hydraulis may idle a pipeline
+    fix(idle, manifest_of(MANIFEST))
+    write(idle, "base_hydraulis_idle.jsonl")
     rows = []
     for name, fn, manifest in CASES:
         man = manifest_of(manifest)

@@ -193,6 +193,13 @@ vl_status vl_config_set(vl_config *cfg, const char *assignment, vl_err *err);
  *  after all overlays and before use. */
 vl_status vl_config_finalize(vl_config *cfg, vl_err *err);
 
+/** The most ranks of sp GPUs each that may run one sequence with context parallelism
+ *  together (a shared pack: a DP-Merge or hybrid-CP group): under
+ *  training.sp_kind=ulysses, which scatters the heads over the group, the largest power
+ *  of two k with sp x k dividing both model.kv_heads and the heads of a TP shard (0 when
+ *  sp alone does not); under ring, INT_MAX. */
+int vl_config_cp_ranks_most(const vl_config *cfg, int sp);
+
 /** Bind section `section` (e.g. "hbp") into opts using params: defaults first, then the
  *  YAML/--set values.  Unknown keys in the section are VL_ECONFIG with line:col, and so
  *  is a bad value, including a VL_P_TABLE that vl_config_table would refuse or with a

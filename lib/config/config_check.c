@@ -1,6 +1,7 @@
 /* lib/config/config_check.c -- what no single key can check: the derived training.dp, degrees
  * against the GPU count and the head counts, a partial cost.fit, the section names.
  * Messages point at where the offending key was last set (file:line:col or --set). */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +119,20 @@ static vl_status check_degrees(const vl_config *cfg, vl_err *err)
         return fin_err(cfg, err, "training.sp", "expected tp * sp to divide model.heads = "
                        "%d for ulysses, got %d * %d", m->heads, t->tp, t->sp);
     return VL_OK;
+}
+
+int vl_config_cp_ranks_most(const vl_config *cfg, int sp)
+{
+    int tp = cfg->training.tp > 1 ? cfg->training.tp : 1, k = 1;
+    long long kv = cfg->model.kv_heads, hq = cfg->model.heads / tp;
+
+    if (cfg->training.sp_kind != VL_SP_ULYSSES)
+        return INT_MAX;
+    if (sp < 1 || kv < 1 || hq < 1 || kv % sp != 0 || hq % sp != 0)
+        return 0;
+    while (k < (1 << 30) && kv % (2LL * k * sp) == 0 && hq % (2LL * k * sp) == 0)
+        k *= 2;
+    return k;
 }
 
 /* dp = 0 means "whatever is left": gpus / (tp * pp * sp), derived again by every

@@ -37,6 +37,7 @@ static void rules_init(vl_vctx *v, const vl_plan *p)
         v->allowed_caps = s->caps;
         v->slices = s->slicing ? VL_SLICES_PIECES : s->slices;
         v->shares = s->shares;
+        v->idles = s->idles;
     } else {
         v->allowed_caps = ~0u;
         v->slices = cfg_of(v) ? VL_SLICES_NONE : VL_SLICES_ITERS;

@@ -40,6 +40,7 @@ typedef struct vl_verifier {
     uint32_t allowed_caps;      /* VL_CAP_* the strategy may use */
     int slices;                 /* vl_slices: where it may slice a sample */
     int shares;                 /* vl_shares: which ranks may share a pack */
+    bool idles;                 /* it may leave GPUs out of an iteration (vl_strategy) */
     /* what the config and the strategy permit (verify_config.c), with a cost model */
     bool limits_set;            /* looked up (once, from the first plan seen) */
     uint32_t len_limit;         /* longest sample the strategy places, 0: unknown */

@@ -1,9 +1,11 @@
 /* lib/plan/verify_layout.c -- how a plan places its work (verify.h): the integer fields
  * within the ranges of the field table (lib/plan/planio_fields.c) and, with a config, within
- * what the cluster and model permit (I3); distinct data-parallel indices and GPUs per
- * iteration, within cluster.gpus (I5); CP coordinates within the rank's sp group (I5);
- * shared packs held identically by every member and only by them (I5); and, for plans
- * that state their capabilities, nothing used that the header does not declare (I5). */
+ * what the cluster and model permit, Ulysses CP groups (a rank's sp, a shared pack's
+ * members' together) splitting the heads evenly among them (I3); distinct data-parallel
+ * indices and GPUs per iteration, within cluster.gpus and, with a config, every one of
+ * them (I5); CP coordinates within the rank's sp group (I5); shared packs held
+ * identically by every member and only by them (I5); and, for plans that state their
+ * capabilities, nothing used that the header does not declare (I5). */
 #include "verify_impl.h"
 
 #include <stdio.h>
@@ -104,6 +106,24 @@ static int64_t first_repeat(const uint32_t *v, size_t n)
     return -1;
 }
 
+/* Every GPU joins every optimizer step: the config fixes dp x tp x pp x sp = cluster.gpus,
+ * so a GPU no rank holds sits out a whole step -- its share of the batch silently
+ * missing from the throughput the plan is judged by.  Only a strategy whose registry
+ * entry says it idles (Hydraulis: a pipeline left without sequences) may; an unknown
+ * name may not.  Called with the distinct, sorted, in-cluster ids v->gpus[0..total). */
+static void check_every_gpu(const vl_vctx *v, uint64_t total)
+{
+    uint32_t gpus = (uint32_t)v->cost->cfg->cluster.gpus, idle = 0;
+
+    if (total >= gpus || v->idles)
+        return;
+    while (idle < total && v->gpus[idle] == idle)   /* the first id missing from 0.. */
+        idle++;
+    vl__violation(v->rep, 5, "iteration %zu: the ranks hold %llu of the cluster's %u GPUs; "
+                  "GPU %u joins no rank, so it sits out the optimizer step", v->num,
+                  (unsigned long long)total, gpus, idle);
+}
+
 static vl_status check_placement(vl_vctx *v, size_t it, vl_err *err)
 {
     const vl_plan *p = v->p;
@@ -149,6 +169,8 @@ static vl_status check_placement(vl_vctx *v, size_t it, vl_err *err)
     if (v->cost && total > 0 && v->gpus[total - 1] >= (uint32_t)v->cost->cfg->cluster.gpus)
         vl__violation(v->rep, 5, "iteration %zu: GPU %u is outside the cluster's %d GPUs", v->num,
                       v->gpus[total - 1], v->cost->cfg->cluster.gpus);
+    else if (v->cost && dup < 0)
+        check_every_gpu(v, total);
     return VL_OK;
 }
 
@@ -250,6 +272,28 @@ static void check_group(const vl_vctx *v, uint32_t r, const char *what, uint32_t
                       v->p->strategy);
 }
 
+/* A shared pack runs with CP over its members' sp groups together (sp x members GPUs, as
+ * the cost model runs it), and Ulysses scatters the heads over those GPUs: the group
+ * must divide the KV heads and the heads of a TP shard, as a rank's own sp must
+ * (check_limits).  An empty pack (mcore_cp's barrier) attends to nothing. */
+static void check_group_heads(const vl_vctx *v, uint32_t r, const char *what, uint32_t j,
+                              const vl_rank *rk, const vl_mb *mb, uint32_t n)
+{
+    const vl_config *cfg = v->cost ? v->cost->cfg : NULL;
+    uint64_t cp = (uint64_t)n * (uint64_t)(rk->par.sp > 0 ? rk->par.sp : 0);
+    int hq;
+
+    if (!cfg || cfg->training.sp_kind != VL_SP_ULYSSES || mb->nseg == 0 || n < 2 ||
+        rk->par.tp < 1 || cp < 2)
+        return;
+    hq = cfg->model.heads / rk->par.tp;
+    if ((uint64_t)cfg->model.kv_heads % cp != 0 || (uint64_t)hq % cp != 0)
+        vl__violation(v->rep, 3, "iteration %zu, rank %u, %s %u: shared by %u ranks of sp %d, "
+                      "a Ulysses CP group of %llu GPUs, which must divide both the %d KV heads "
+                      "and the %d heads per TP shard (training.sp_kind: ulysses)", v->num, r,
+                      what, j, n, rk->par.sp, (unsigned long long)cp, cfg->model.kv_heads, hq);
+}
+
 static void check_share(vl_vctx *v, size_t it, uint32_t r, const vl_rank *rk, uint32_t j,
                         bool bwd)
 {
@@ -282,8 +326,10 @@ static void check_share(vl_vctx *v, size_t it, uint32_t r, const vl_rank *rk, ui
     if (!member)
         vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: shared by dp values that do "
                       "not include this rank's dp %d", v->num, r, what, j, rk->dp);
-    if (n > 0 && mem[0] == rk->dp)
+    if (n > 0 && mem[0] == rk->dp) {
         check_group(v, r, what, j, mem, n);
+        check_group_heads(v, r, what, j, rk, mb, n);
+    }
 }
 
 /* ---- the order of shared packs ---- */

@@ -104,6 +104,10 @@ typedef struct vl_strategy {
                            * plan header, verify holds the plan to them */
     vl_slices slices;     /* where it may slice a sample (default: never) */
     vl_shares shares;     /* which ranks may share a pack */
+    bool idles;           /* may leave a pipeline with no work out of an iteration, its
+                           * GPUs out of that optimizer step (Hydraulis, when an
+                           * iteration has fewer sequences than pipelines); false:
+                           * verify holds every iteration to every GPU of the cluster */
     bool streams;         /* true: plan() appends iterations in order and never reads or
                            * changes an iteration once the next vl_plan_iter_begin has
                            * been called, so the runner may write and free each finished

@@ -633,6 +633,7 @@ const vl_strategy vl_strategy_hydraulis = {
     .params = hydraulis_params,
     .opts_size = sizeof(hy_opts),
     .caps = VL_CAP_UNEVEN_MBS | VL_CAP_WORLD_OPTIM,
+    .idles = true,
     .max_len = hydraulis_max_len,
     .describe_max_len = hydraulis_describe_max_len,
     .max_cap = hydraulis_max_cap,

@@ -23,6 +23,11 @@
  * starts only when every rank has finished its group and which costs nothing itself
  * (the barrier's own latency is not charged).  mcore_cp.barrier=off leaves it out (then
  * only the GPUs of a sample wait for each other).
+ * Under training.sp_kind=ulysses a set never grows past the largest power of two the
+ * KV heads and a TP shard's heads split over (vlplan's cap: Megatron's fill_empty_gpus
+ * would double it into a group Ulysses cannot run): samples longer than
+ * max_seqlen_per_rank times that are oversize, and GPUs a group cannot give a capped set
+ * sit it out (the barrier still holds them).
  * Refused: training.pp > 1 (Megatron refuses it under hybrid CP); a DP×CP group that is
  * not a power of two (Megatron's fill_empty_gpus then indexes past its GPUs);
  * training.dp_sync=micro_step (not Megatron's runtime, which reduces once per
@@ -74,6 +79,16 @@ static int pool_of(const vl_config *cfg)
     return (t->dp > 1 ? t->dp : 1) * (t->sp > 1 ? t->sp : 1);
 }
 
+/* The largest CP group: the pool, or under Ulysses (which scatters the heads over the
+ * group) the largest power of two the KV heads and a TP shard's heads split over --
+ * Megatron would grow a set past it and fail in attention; vlplan caps the set. */
+static int cp_most_of(const vl_config *cfg)
+{
+    int pool = pool_of(cfg), most = vl_config_cp_ranks_most(cfg, 1);
+
+    return most < pool ? (most > 1 ? most : 1) : pool;
+}
+
 uint32_t vl__mc_auto_per_rank(const vl_cost *c, const vl_par *par, int pool)
 {
     int layers = vl_cost_stage_layers(c, 1, 0);
@@ -108,7 +123,7 @@ static uint32_t mcore_cp_max_len(const void *opts, const vl_config *cfg)
 
     if (resolve(opts, cfg, &per_rank, &fits, &err) != VL_OK)
         return 0;
-    most = (uint64_t)per_rank * (uint64_t)pool_of(cfg);
+    most = (uint64_t)per_rank * (uint64_t)cp_most_of(cfg);
     return most < cfg->training.max_seq_len ? (uint32_t)most : cfg->training.max_seq_len;
 }
 
@@ -120,9 +135,14 @@ static void mcore_cp_describe_max_len(const void *opts, const vl_config *cfg, ch
 
     if (resolve(opts, cfg, &per_rank, &fits, &err) != VL_OK)
         per_rank = 0;
-    snprintf(buf, n, "mcore_cp's tokens per GPU x GPUs in the CP pool = %u x %d; "
-                     "mcore_cp.max_seqlen_per_rank, training.dp x training.sp",
-             per_rank, pool_of(cfg));
+    if (cp_most_of(cfg) < pool_of(cfg))
+        snprintf(buf, n, "mcore_cp's tokens per GPU x largest Ulysses CP group = %u x %d; "
+                         "mcore_cp.max_seqlen_per_rank, model.kv_heads",
+                 per_rank, cp_most_of(cfg));
+    else
+        snprintf(buf, n, "mcore_cp's tokens per GPU x GPUs in the CP pool = %u x %d; "
+                         "mcore_cp.max_seqlen_per_rank, training.dp x training.sp",
+                 per_rank, pool_of(cfg));
 }
 
 /* A pack holds one sample unpadded: its capacity is its length. */
@@ -213,9 +233,11 @@ static vl_status emit(const vl_mc_sched *s, const vl_mc_opts *o, const vl_par *p
         st = vl_plan_rank_begin(out, (int)r, par, err);
         for (size_t g = 0; g < s->ngroups && st == VL_OK; g++) {
             const vl_mc_set *set = set_of(s, g, r);
-            st = set ? emit_set(s, set, members, out, err)
-                     : vl_seterr(err, VL_EINTERNAL, "mcore_cp: group %zu leaves GPU %u idle",
-                                 g, r);
+            if (set)
+                st = emit_set(s, set, members, out, err);
+            else if (!s->cp_most || s->cp_most >= s->gpus)   /* idle only under a cap */
+                st = vl_seterr(err, VL_EINTERNAL, "mcore_cp: group %zu leaves GPU %u idle",
+                               g, r);
             if (st == VL_OK && o->barrier && s->gpus > 1 && g + 1 < s->ngroups)
                 st = emit_barrier(s->gpus, members, out, err);
         }
@@ -297,11 +319,13 @@ static vl_status plan_epoch(vl_mc_sched *s, const vl_mc_opts *o, const vl_job *j
 static void log_summary(const vl_job *job, const vl_mc_sched *s, const mc_stats *t,
                         uint32_t fits)
 {
-    vl_job_log(job, "mcore_cp: max_seqlen_per_rank=%u (auto: %u) hdp GPUs=%u delta=%g "
+    vl_job_log(job, "mcore_cp: max_seqlen_per_rank=%u (auto: %u) hdp GPUs=%u (CP groups "
+               "up to %u) delta=%g "
                "bucket_factor=%g: %llu iterations, %llu groups (%.2f per iteration), %llu "
                "samples, %llu on more than one GPU, %llu trimmed, %llu expansions; with "
                "Megatron's group barriers %.3f ms per iteration; samples by CP size:",
-               s->per_rank, fits, s->gpus, s->delta, s->bucket_factor,
+               s->per_rank, fits, s->gpus, s->cp_most ? s->cp_most : s->gpus, s->delta,
+               s->bucket_factor,
                (unsigned long long)t->iters, (unsigned long long)t->groups,
                t->iters ? (double)t->groups / (double)t->iters : 0.0,
                (unsigned long long)t->samples, (unsigned long long)t->shared,
@@ -321,7 +345,8 @@ static vl_status mcore_cp_plan(const void *opts, const vl_job *job, vl_plan *out
     int pool = pool_of(cfg);
     uint32_t fits = vl__mc_auto_per_rank(job->cost, &par, pool);
     vl_mc_sched s = {.per_rank = o->per_rank ? o->per_rank : fits, .gpus = (uint32_t)pool,
-                     .delta = o->delta, .bucket_factor = o->bucket_factor};
+                     .cp_most = (uint32_t)cp_most_of(cfg), .delta = o->delta,
+                     .bucket_factor = o->bucket_factor};
     vl_mc_opts used = *o;
     size_t n = job->sel->n ? job->sel->n : 1;
     uint32_t *order = malloc(n * sizeof *order);

@@ -50,6 +50,8 @@ typedef struct vl_mc_rec {
 typedef struct vl_mc_sched {
     uint32_t per_rank;    /* max_seqlen_per_rank */
     uint32_t gpus;        /* DP×CP GPUs (the hdp group); a power of two */
+    uint32_t cp_most;     /* the largest set, a power of two (Ulysses: what the heads
+                           * split over); 0: gpus, Megatron's own limit */
     double delta, bucket_factor;
     /* result */
     vl_mc_item *out; size_t nout, out_cap;

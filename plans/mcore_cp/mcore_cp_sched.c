@@ -23,7 +23,8 @@
  *    sample of the most loaded set (first on ties) if that lowers the slack and leaves
  *    the set a sample;
  *  - fill_empty_gpus: while GPUs are idle, the first set of the smallest size doubles
- *    (min(2m, gpus)), the sets after it shift right; its samples run with the larger CP.
+ *    (min(2m, gpus)), the sets after it shift right; its samples run with the larger CP
+ *    (vlplan's one departure: under a cap, cp_most, no set grows past it).
  * Sets are contiguous GPU ranges in creation order, which is GPU order: free GPUs all
  * have load 0 and Python's stable sort takes the lowest, so the free ones are always a
  * suffix.  With gpus a power of two (the caller's rule) every expansion finds its GPUs
@@ -256,15 +257,21 @@ static void trim(vl_mc_sched *s, const grp *g, size_t *nleft)
     }
 }
 
-/* fill_empty_gpus: double the first smallest set until no GPU is idle. */
+/* fill_empty_gpus: double the first smallest set until no GPU is idle -- or, under a
+ * cap (cp_most), until every set has reached it: the GPUs left then sit this group out
+ * (Megatron has no cap; Ulysses cannot run a set its heads do not split over). */
 static void fill(vl_mc_sched *s, grp *g)
 {
+    uint32_t top = s->cp_most && s->cp_most < s->gpus ? s->cp_most : s->gpus;
+
     while (g->used < s->gpus) {
         uint32_t m = UINT32_MAX, grow;
         size_t j = 0;
         for (size_t q = 0; q < g->nsets; q++)
             m = s->ssize[q] < m ? s->ssize[q] : m;
-        grow = (2 * (uint64_t)m < s->gpus ? 2 * m : s->gpus) - m;
+        if (m >= top)
+            break;
+        grow = (2 * (uint64_t)m < top ? 2 * m : top) - m;
         while (s->ssize[j] != m)
             j++;
         s->ssize[j] += grow;

@@ -110,6 +110,9 @@ static vl_status make_setting(const sp_opts *o, const vl_job *job, sp_setting *s
     *s = (sp_setting){.o = o, .cost = job->cost, .ctx = t->max_seq_len, .dp = t->dp,
                       .ckpt_mode = t->recompute, .common_m = t->zero == VL_ZERO_3};
     s->par = (vl_par){.tp = t->tp, .pp = pp, .sp = t->sp, .ckpt_layers = 0};
+    /* a merge group runs its outlier with CP over all its members' GPUs */
+    s->merge_most = vl_config_cp_ranks_most(job->cfg, t->sp > 1 ? t->sp : 1);
+    s->merge_most = s->merge_most < 1 ? 1 : s->merge_most;
     s->stage_layers = vl_cost_stage_layers(job->cost, pp, 0);
     s->coef = vl__sp_coef(job->cost, &s->par, t->max_seq_len);
     return vl__sp_parse_factors(o->factors, s->factors, &s->factors_n, err);

@@ -63,7 +63,8 @@ static int merge_degree(const sp_work *w, const sp_setting *s, const weighed *v,
 
 /* DP-Merge of the heaviest samples while they exceed C or a rank's memory: returns how
  * many of the sorted samples were merged (a prefix: longer is heavier, and needs more
- * memory). */
+ * memory).  A group never passes s->merge_most ranks: under Ulysses its outlier's heads
+ * are scattered over all its GPUs, which must split them evenly (verify holds it). */
 static size_t merge_outliers(sp_work *w, const sp_setting *s, const weighed *v,
                              const uint32_t *len, size_t n, double C)
 {
@@ -75,7 +76,8 @@ static size_t merge_outliers(sp_work *w, const sp_setting *s, const weighed *v,
         return 0;
     for (; i < n && (k = merge_degree(w, s, &v[i], len, C)) > 1 &&
            w->ngroups < sizeof w->groups / sizeof w->groups[0]; i++) {
-        int dp0 = -1;
+        int dp0 = -1, most = s->merge_most > 0 ? s->merge_most : s->dp;
+        k = k < most ? k : most;
         k = k < s->dp ? k : s->dp;
         while (k >= 2 && (dp0 = free_run(w, s->dp, k)) < 0)
             k /= 2;   /* fewer ranks left: the largest power of two that still fits */

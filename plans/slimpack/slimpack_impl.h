@@ -71,6 +71,8 @@ typedef struct sp_setting {
     uint32_t ctx;              /* training.max_seq_len */
     sp_coef coef;
     int dp;
+    int merge_most;            /* the most ranks a DP-Merge group may join (Ulysses splits
+                                * the heads over them: vl_config_cp_ranks_most); 0: dp */
     vl_par par;                /* every rank's (tp, pp, sp); ckpt per rank */
     int stage_layers;          /* layers of the largest stage */
     int ckpt_mode;             /* training.recompute */

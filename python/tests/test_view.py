@@ -130,10 +130,21 @@ def test_duplicate_gpu_is_an_error(tmp_path):
 
 
 def test_hand_plan_is_valid_for_vlplan_verify(tmp_path):
-    """The fixture says what vlplan itself accepts, not what this reader assumes."""
-    from conftest import run_vlplan
+    """The fixture says what vlplan itself accepts, not what this reader assumes -- but
+    for the GPUs it leaves idle on purpose (iterations 0 and 2, for the views of an idle
+    GPU), which vlplan verify reports: every GPU joins every optimizer step unless the
+    strategy's registry entry says it idles, and "hand" is no registered strategy."""
+    import subprocess
+    from conftest import vlplan_bin
     path = write_lines(tmp_path / "hand.jsonl", [HEADER, IT0, IT1, IT2])
     man = tmp_path / "m.jsonl"
     man.write_text("".join(json.dumps({"id": k, "len": n, "loss_tokens": 1 if k == "a" else n})
                            + "\n" for k, n in LENGTHS.items()))
-    run_vlplan("verify", "--set", "cluster.gpus=8", path, str(man))
+    r = subprocess.run([vlplan_bin(), "verify", "--set", "cluster.gpus=8", path, str(man)],
+                       capture_output=True, text=True)
+    found = [line.split(": ", 1)[1] for line in r.stdout.splitlines()[1:]]
+    assert r.returncode == 1 and found == [
+        "I5: iteration 0: the ranks hold 5 of the cluster's 8 GPUs; GPU 3 joins no rank, "
+        "so it sits out the optimizer step",
+        "I5: iteration 2: the ranks hold 3 of the cluster's 8 GPUs; GPU 3 joins no rank, "
+        "so it sits out the optimizer step"], r.stdout

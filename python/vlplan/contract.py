@@ -15,6 +15,12 @@ earlier in the same iteration by the same GPUs in the same placement (CP-local o
 same coordinate, or sharded over the same group); check_iteration refuses a plan that
 does otherwise.
 
+Pieces.  A pack plan under training.oversize=split (the only strategy that splits)
+cuts a sample over training.max_seq_len into independent pieces [kC, kC + C): a piece
+does not attend to the pieces before it, so a segment of such a plan is a sequence of
+its own whatever its offset -- its keys and values are its own tokens only, and no
+order among the pieces of a sample is required (plan_pieces in vlplan.view says when).
+
 Order.  A rank runs its "schedule" (["F", i] forward of micro-batch i, ["R", i] its
 recompute-forward, ["B", j] backward of backward pack j, or of micro-batch j without
 "bwd"); without one, F i then B i for each micro-batch in order (a plan with "bwd" and no
@@ -101,8 +107,9 @@ def _padded(n: int, mult: int) -> int:
 
 
 def shard(offsets: Sequence[int], lengths: Sequence[int], cps: Sequence[int], size: int,
-          index: int, sp_kind: str = "ulysses") -> Shard:
-    """The Shard of CP member `index` of `size` for a pack with these segments."""
+          index: int, sp_kind: str = "ulysses", split: bool = False) -> Shard:
+    """The Shard of CP member `index` of `size` for a pack with these segments (split:
+    a plan of independent pieces, each segment a sequence of its own: module doc)."""
     if sp_kind not in SP_KINDS:
         raise PlanError(f"sp_kind {sp_kind!r}: expected one of {', '.join(SP_KINDS)}")
     if not 0 <= index < size:
@@ -146,12 +153,13 @@ def shard(offsets: Sequence[int], lengths: Sequence[int], cps: Sequence[int], si
                                     lengths[s.sharded[-1]], offsets[s.sharded[-1]] +
                                     lengths[s.sharded[-1]], pad))
     s.pieces = pieces
+    kv = [lengths[j] + (0 if split else offsets[j]) for j in range(n)]
     s.cu_seqlens_q = _cumsum([lengths[j] for j in s.local])
-    s.cu_seqlens_kv = _cumsum([offsets[j] + lengths[j] for j in s.local])
+    s.cu_seqlens_kv = _cumsum([kv[j] for j in s.local])
     s.max_seqlen_q = max((lengths[j] for j in s.local), default=0)
-    s.max_seqlen_kv = max((offsets[j] + lengths[j] for j in s.local), default=0)
+    s.max_seqlen_kv = max((kv[j] for j in s.local), default=0)
     s.sharded_cu_seqlens_q = _cumsum([lengths[j] for j in s.sharded])
-    s.sharded_cu_seqlens_kv = _cumsum([offsets[j] + lengths[j] for j in s.sharded])
+    s.sharded_cu_seqlens_kv = _cumsum([kv[j] for j in s.sharded])
     mult = 2 * size if sp_kind == "ring" else 1
     s.sharded_cu_seqlens_q_padded = _cumsum([_padded(lengths[j], mult) for j in s.sharded])
     return s
@@ -184,7 +192,8 @@ def _runs(pack) -> List[Tuple[int, Run]]:
     return [(j, (s.id, s.offset, s.offset + s.length)) for j, s in enumerate(pack.segs)]
 
 
-def check_rank(mbs, bwd, sched: Sequence[Op], group_of, where: str) -> None:
+def check_rank(mbs, bwd, sched: Sequence[Op], group_of, where: str,
+               split: bool = False) -> None:
     """Refuse (PlanError naming `where`) a rank's order that the contract cannot execute.
 
     mbs, bwd: the rank's packs (records.Pack); sched: its operations; group_of(pack) -> a
@@ -192,7 +201,8 @@ def check_rank(mbs, bwd, sched: Sequence[Op], group_of, where: str) -> None:
     recomputed at most once after its forward; every backward pack run once, after the
     forward or recompute of every pack holding its tokens; each segment's earlier tokens
     forwarded before it in the same placement; each backward after the backward of every
-    later token of its samples."""
+    later token of its samples -- the last two not for a plan of independent pieces
+    (split: module doc)."""
     backs = bwd if bwd else mbs
     fwd_done: Dict[int, bool] = {}
     recomputed = {op.index for op in sched if op.kind == "R"}
@@ -214,7 +224,7 @@ def check_rank(mbs, bwd, sched: Sequence[Op], group_of, where: str) -> None:
             grp = group_of(pack)
             for j, (sid, a, b) in _runs(pack):
                 place = (grp, pack.segs[j].cp)
-                gone = [(x, y) for x, y in bwd_runs.get(sid, []) if x < a]
+                gone = [(x, y) for x, y in bwd_runs.get(sid, []) if x < a and not split]
                 if gone:
                     raise PlanError(f"{w}: segment {j} continues sample {sid!r} at token {a}, "
                                     f"but the backward of its tokens {gone[0]} already ran: "
@@ -224,7 +234,7 @@ def check_rank(mbs, bwd, sched: Sequence[Op], group_of, where: str) -> None:
                 for x, y in have:
                     if x == at:
                         at = y
-                if a > 0 and at != a:
+                if a > 0 and at != a and not split:
                     raise PlanError(f"{w}: segment {j} continues sample {sid!r} at token {a}, "
                                     f"but its tokens [{at}, {a}) were not forwarded before "
                                     "it by the same GPUs in the same placement: their keys "
@@ -266,7 +276,7 @@ def check_rank(mbs, bwd, sched: Sequence[Op], group_of, where: str) -> None:
                 for x, y in done:
                     if y == top:
                         top = x
-                if top != b:
+                if top != b and not split:
                     raise PlanError(f"{w}: backward of tokens [{a}, {b}) of sample {sid!r} "
                                     f"before that of its later tokens [{b}, {top}), whose "
                                     "key/value gradients it needs")

@@ -90,6 +90,9 @@ class _Pass:
     def _check_footer(self, line):
         f, n = self.footer, self.count
         where = f"{self.name}:{line}: footer"
+        w = records.Where(self.name, line)
+        w.parts.append("footer")
+        records.check_footer(f, w)
         if f.get("iterations", n) != n:
             raise PlanError(f"{where} says {f['iterations']} iterations, the file has {n} "
                             "(truncated or edited plan)")

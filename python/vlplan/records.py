@@ -50,10 +50,18 @@ class Where:
         raise PlanError(f"{self.name}:{self.line}: {where + ': ' if where else ''}{msg}")
 
 
+# The C types of the integer fields (lib/plan/planio_fields.c): a value outside its type is
+# a structural error there, so here too (the ranges within are verify's).
+_I32, _U32 = (1 << 31) - 1, (1 << 32) - 1
+C_MAX = {"dp": _I32, "tp": _I32, "pp": _I32, "sp": _I32, "ckpt_layers": _I32, "group": _I32,
+         "candidate": _I32, "k": _U32, "cap": _U32, "epoch": _U32}
+
+
 def _int_field(obj, key, w, lo, default, hi=None):
-    v = obj.get(key, default)
-    if v is None and default is None:
+    hi = C_MAX.get(key) if hi is None else hi
+    if key not in obj and default is None:
         return None
+    v = obj.get(key, default)   # present as null: refused below, as the C reader does
     if not _is_int(v) or v < lo or (hi is not None and v > hi):
         rng = f"an integer >= {lo}" if hi is None else f"an integer in {lo}..{hi}"
         w.fail(f'"{key}" is {v!r}, expected {rng}')
@@ -71,15 +79,49 @@ def _list_field(obj, key, w, required):
     return v
 
 
+def _is_id(v):
+    """A sample id as the C reader takes one: an integer, or a string without NUL."""
+    return _is_int(v) or (isinstance(v, str) and "\0" not in v)
+
+
+U32 = (1 << 32) - 1
+
+DROP_REASONS = ("oversize", "truncated")
+
+
+def check_footer(footer, w):
+    """The footer's claims typed as the C reader types them, and its "dropped" list, when
+    present: [ID, OFFSET, LENGTH, REASON] entries, offsets and lengths 0..2^32-1, the
+    reason one the C reader knows (lib/plan/planio_read.c, read_footer and read_drop) --
+    so that the two readers refuse the same footers."""
+    claims(footer, (("iterations", 0, I64), ("samples", 0, I64), ("tokens", 0, I64)), w)
+    _typed(footer, "sha256", str, "a string", w)
+    if "dropped" not in footer:
+        return
+    dropped = footer["dropped"]
+    if not isinstance(dropped, list):
+        w.fail('"dropped" is not a list')
+    for i, e in enumerate(dropped):
+        if not (isinstance(e, list) and len(e) == 4 and _is_id(e[0]) and _is_int(e[1]) and
+                _is_int(e[2]) and 0 <= e[1] <= U32 and 0 <= e[2] <= U32 and
+                isinstance(e[3], str)):
+            w.fail(f'"dropped" entry {i}: expected [id, offset, length, reason], got '
+                   f'{str(e)[:80]}')
+        if e[3] not in DROP_REASONS:
+            w.fail(f'"dropped" entry {i}: unknown reason {e[3][:40]!r} (oversize or '
+                   'truncated)')
+
+
 def _segment(s, w, j, sp):
     if not isinstance(s, list) or len(s) not in (3, 4):
         w.fail(f"segment {j}: expected [id, offset, length] or [id, offset, length, cp]")
     sid = s[0]
-    if not (isinstance(sid, str) or _is_int(sid)):
-        w.fail(f"segment {j}: id {sid!r} is neither a string nor an integer")
+    if not _is_id(sid):
+        w.fail(f"segment {j}: id {sid!r} is neither a string without NUL nor an integer")
     off, length = s[1], s[2]
-    if not _is_int(off) or off < 0 or not _is_int(length) or length < 0:
-        w.fail(f"segment {j}: offset and length must be integers >= 0, got {off!r}, {length!r}")
+    if not (_is_int(off) and _is_int(length) and 0 <= off <= U32 and 0 <= length <= U32):
+        w.fail(f"segment {j}: offset and length must be integers in 0..{U32}, got {off!r}, "
+               f"{length!r}")
     cp = -1
     if len(s) == 4:
         cp = s[3]
@@ -307,21 +349,52 @@ def iteration(rec, name, line, expect_it, uneven, header=None):
     return out
 
 
+CAPS = ("uneven_mbs", "bwd_packs", "seg_cp", "schedule", "shared_packs")
+I64 = (1 << 63) - 1
+STRATEGY_BYTES = 47   # the C reader's name buffer (lib/plan/plan.h) less its NUL
+
+
+def _typed(rec, key, types, what, w):
+    """An optional member of the given type: present (even as null) means typed, as the
+    C reader's opt_typed has it."""
+    if key in rec and not isinstance(rec[key], types):
+        w.fail(f'"{key}" is {str(rec[key])[:40]!r}, expected {what}')
+    return rec.get(key)
+
+
+def claims(rec, keys, w):
+    """Counts a record claims, when present: integers 0..2^63-1 (the C reader's
+    vl__rd_uint bounds, lib/plan/planio_read.c)."""
+    for key, lo, hi in keys:
+        if key in rec and not (_is_int(rec[key]) and lo <= rec[key] <= hi):
+            w.fail(f'"{key}" is {str(rec[key])[:40]!r}, expected an integer in {lo}..{hi}')
+
+
 def header(rec, name, line):
     w = Where(name, line)
     if not isinstance(rec, dict) or rec.get("type") != "header":
         w.fail('the first line is not a header ({"type":"header",...})')
     if rec.get("schema") != SCHEMA:
         w.fail(f'schema {rec.get("schema")!r}, expected "{SCHEMA}"')
-    caps = rec.get("caps", [])
-    if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
-        w.fail('"caps" is not a list of names')
-    for key, lo in (("iterations", 0), ("epochs", 1), ("seed", 0)):
-        v = rec.get(key)
-        if v is not None and not (_is_int(v) and v >= lo):
-            w.fail(f'"{key}" is {v!r}, expected an integer >= {lo}')
-    if not isinstance(rec.get("strategy", ""), str):
-        w.fail('"strategy" is not a string')
+    caps = _typed(rec, "caps", list, "a list of capability names", w) or []
+    for c in caps:
+        if c not in CAPS:
+            w.fail(f'"caps": unknown capability {str(c)[:40]!r} (expected one of '
+                   f'{", ".join(CAPS)})')
+    shard = _typed(rec, "optimizer_shard", str, '"replicas" or "world"', w)
+    if shard is not None and shard not in ("replicas", "world"):
+        w.fail(f'"optimizer_shard" is {shard[:40]!r}, expected "replicas" or "world"')
+    claims(rec, (("iterations", 0, I64), ("epochs", 1, U32), ("seed", 0, I64)), w)
+    strategy = _typed(rec, "strategy", str, "a string", w)
+    if strategy is not None and len(strategy.encode("utf-8", "surrogatepass")) > STRATEGY_BYTES:
+        w.fail(f'"strategy": name longer than {STRATEGY_BYTES} bytes')
+    _typed(rec, "vlplan", str, "a string", w)
+    _typed(rec, "params", dict, "an object", w)
+    man = _typed(rec, "manifest", dict, "an object", w)
+    if man is not None:
+        claims(man, (("samples", 0, I64), ("tokens", 0, I64)), w)
+        _typed(man, "sha256", str, "a string", w)
+    _typed(rec, "config", dict, "an object", w)
     _header_config(rec.get("config"), w)
     return rec
 

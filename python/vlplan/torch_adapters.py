@@ -241,7 +241,7 @@ def packed_seq_params_kwargs(mb, max_seqlen: Optional[int] = None, device=None
         raise PlanError(f"micro-batch {mb.index}: CP-local segments beside sharded ones on a "
                         f"CP group of {sh.size}: one PackedSeqParams cannot describe them "
                         "(run the local ones apart: MicroBatch.shard())")
-    sliced = [j for j, o in enumerate(mb.offsets) if o > 0]
+    sliced = [] if mb.split else [j for j, o in enumerate(mb.offsets) if o > 0]
     if sliced:
         raise PlanError(f"micro-batch {mb.index}: segment {sliced[0]} continues sample "
                         f"{mb.ids[sliced[0]]!r} under context parallelism: THD attention "

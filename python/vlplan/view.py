@@ -44,6 +44,8 @@ def _cu_seqlens(lengths: Sequence[int]) -> array:
     acc = 0
     for n in lengths:
         acc += n
+        if acc > (1 << 31) - 1:   # FlashAttention's cu_seqlens are int32
+            raise PlanError(f"a micro-batch's keys run past 2^31 - 1 tokens ({acc})")
         cu.append(acc)
     return cu
 
@@ -54,7 +56,8 @@ class MicroBatch:
     ids, offsets, lengths, cps: per segment (cp -1 = sharded over the CP group, else the
     CP index that alone computes it); cu_seqlens (= cu_seqlens_q): array('i') (int32) of
     the segment lengths, starting at 0; cu_seqlens_kv: of offset + length, the keys of
-    each segment including its sample's earlier tokens (vlplan.contract); max_seqlen,
+    each segment including its sample's earlier tokens (vlplan.contract), of length alone
+    in a plan of independent pieces (split: plan_pieces); max_seqlen,
     max_seqlen_kv: the longest of each; indices: dataset indices from the id hook;
     cp_group / cp_index: the GPUs running it together with context parallelism (for a
     shared pack, the merged group of all its members) and this GPU's place in it;
@@ -62,10 +65,10 @@ class MicroBatch:
     not this GPU's part of it: shard() says which tokens this GPU computes."""
     __slots__ = ("index", "ids", "offsets", "lengths", "cps", "cu_seqlens", "max_seqlen",
                  "cu_seqlens_kv", "max_seqlen_kv", "tokens", "cap", "indices", "shared",
-                 "cp_group", "cp_index", "sp_kind", "pack")
+                 "cp_group", "cp_index", "sp_kind", "split", "pack")
 
     def __init__(self, index: int, pack, id_to_index: Callable, cp_group: List[int],
-                 cp_index: int, sp_kind: str = "ulysses"):
+                 cp_index: int, sp_kind: str = "ulysses", split: bool = False):
         segs = pack.segs
         self.index = index
         self.ids = [s.id for s in segs]
@@ -74,13 +77,15 @@ class MicroBatch:
         self.cps = [s.cp for s in segs]
         self.cu_seqlens = _cu_seqlens(self.lengths)
         self.max_seqlen = max(self.lengths, default=0)
-        kv = [o + n for o, n in zip(self.offsets, self.lengths)]
+        # a piece (split) attends to itself only; a slice also to its sample's earlier tokens
+        kv = [n + (0 if split else o) for o, n in zip(self.offsets, self.lengths)]
         self.cu_seqlens_kv = _cu_seqlens(kv)
         self.max_seqlen_kv = max(kv, default=0)
         self.tokens, self.cap, self.shared = pack.tokens, pack.cap, pack.shared
         self.indices = [id_to_index(i) for i in self.ids]
         self.cp_group, self.cp_index = cp_group, cp_index
         self.sp_kind = sp_kind
+        self.split = split
         self.pack = pack
 
     @property
@@ -96,13 +101,13 @@ class MicroBatch:
         """The tokens this GPU (or CP member cp_index) computes: vlplan.contract.shard."""
         c = self.cp_index if cp_index is None else cp_index
         return contract.shard(self.offsets, self.lengths, self.cps, len(self.cp_group), c,
-                              self.sp_kind)
+                              self.sp_kind, self.split)
 
     @property
     def sliced(self) -> bool:
         """Whether a segment continues a sample (offset > 0): the trainer must keep the
         keys and values of that sample's earlier tokens."""
-        return any(o > 0 for o in self.offsets)
+        return not self.split and any(o > 0 for o in self.offsets)
 
     def segments(self) -> List[SegmentTuple]:
         """(dataset index, offset, length, cp) of every segment."""
@@ -123,12 +128,13 @@ class IterationView:
     synchronisation (with zero gradients) and optimizer step.  A rank may also hold no
     micro-batch (``steps`` 0): the same holds for its GPUs."""
 
-    def __init__(self, it, gpu: int, sp_kind: str = "ulysses"):
+    def __init__(self, it, gpu: int, sp_kind: str = "ulysses", split: bool = False):
         self.it, self.epoch = it.it, it.epoch
         self.tokens, self.loss_tokens, self.samples = it.tokens, it.loss_tokens, it.samples
         self.candidate = it.candidate
         self.gpu = gpu
         self.sp_kind = sp_kind
+        self.split = split   # the plan's segments are independent pieces (plan_pieces)
         self.active = False
         self.micro_batches: List[MicroBatch] = []
         self.bwd: List[MicroBatch] = []
@@ -173,7 +179,7 @@ class IterationView:
         contract.check_rank([m.pack for m in self.micro_batches],
                             [m.pack for m in self.bwd], self.ops(),
                             lambda pack: pack.shared,
-                            f"iteration {self.it}, dp {self.dp}")
+                            f"iteration {self.it}, dp {self.dp}", self.split)
 
     def __repr__(self) -> str:
         if not self.active:
@@ -196,6 +202,15 @@ def _env_int(name: str) -> int:
 
 def _default_index(i):
     return i
+
+
+def plan_pieces(plan: Plan) -> bool:
+    """Whether the plan's segments are independent pieces (vlplan.contract): pack under
+    training.oversize=split, the only strategy that splits -- as `vlplan verify` reads the
+    same plan (the registry's slicing of pack under that config)."""
+    cfg = plan.header.get("config") or {}
+    return plan.header.get("strategy") == "pack" and \
+        (cfg.get("training") or {}).get("oversize") == "split"
 
 
 def plan_sp_kind(plan: Plan) -> str:
@@ -245,6 +260,7 @@ class GpuView:
         self.start_iter = start_iter
         self.id_to_index = id_to_index or _default_index
         self.sp_kind = plan_sp_kind(self.plan)
+        self.split = plan_pieces(self.plan)
 
     def _known_len(self) -> Optional[int]:
         try:
@@ -313,7 +329,7 @@ class GpuView:
 
     def view(self, it) -> IterationView:
         """The IterationView of one Iteration for this GPU."""
-        v = IterationView(it, self.rank, self.sp_kind)
+        v = IterationView(it, self.rank, self.sp_kind, self.split)
         r, gpus, k, placed = self._placement(it)
         if r is None:
             return v
@@ -346,12 +362,13 @@ class GpuView:
 
     def _mb(self, m, pack, v, by_dp, t, c, p, it) -> MicroBatch:
         if pack.shared is None:
-            return MicroBatch(m, pack, self.id_to_index, v.cp_group, v.cp_index, self.sp_kind)
+            return MicroBatch(m, pack, self.id_to_index, v.cp_group, v.cp_index, self.sp_kind,
+                              self.split)
         # a shared pack runs with CP over its members: member i is CP rank i of the
         # merged group, each member contributing its own sp coordinates
         group = self._merged(it, by_dp, pack, t, p, v.tp, v.sp, v.pp)
         index = pack.shared.index(v.dp) * v.sp + c
-        return MicroBatch(m, pack, self.id_to_index, group, index, self.sp_kind)
+        return MicroBatch(m, pack, self.id_to_index, group, index, self.sp_kind, self.split)
 
 
 def manifest_index(path) -> Dict[object, int]:

@@ -23,14 +23,15 @@ static vl_plan p;
 static vl_verify_report rep;
 static const vl_par PAR1 = {1, 1, 1, 0};
 
-/* qwen2.5-0.5b (14 heads, 2 KV heads, 24 layers) on 8 GPUs, packs of 1000 tokens. */
+/* qwen2.5-0.5b (14 heads, 2 KV heads, 24 layers) on 2 GPUs (the two ranks of plan_of,
+ * so every GPU joins every step), packs of 1000 tokens. */
 static void config(const char *const *sets)
 {
     vl_err err = {0};
 
     cr_assert_eq(vl_config_init_default(&cfg, &err), VL_OK);
     for (const char *const *s = (const char *const[]){
-             "model.preset=qwen2.5-0.5b", "cluster.gpus=8", "training.max_seq_len=1000",
+             "model.preset=qwen2.5-0.5b", "cluster.gpus=2", "training.max_seq_len=1000",
              "training.oversize=drop", NULL};
          *s; s++)
         cr_assert_eq(vl_config_set(&cfg, *s, &err), VL_OK, "%s", err.msg);
@@ -348,6 +349,9 @@ static void two_shared(fx *f, const char *ops0, const char *ops1)
     const int32_t both[2] = {0, 1};
 
     fx_init(f, 4);
+    /* a cluster of the two ranks' GPUs, so every GPU joins every step */
+    f->cfg.cluster.gpus = 2;
+    cr_assert_eq(vl_cost_init(&f->c, &f->cfg, &f->err), VL_OK, "%s", f->err.msg);
     /* SlimPack's DP-Merge: a strategy whose rules allow shared packs and schedules */
     snprintf(f->p.strategy, sizeof f->p.strategy, "slimpack");
     f->p.caps = VL_CAP_SHARED | VL_CAP_SCHEDULE | VL_CAP_BWD_PACKS | VL_CAP_UNEVEN_MBS;
@@ -394,7 +398,7 @@ Test(verify_config, shared_packs_in_contradicting_orders)
 }
 
 /* tp 32 x sp 2^22 x pp 32 is 2^32 GPUs: in 32 bits the product wraps to 0; counted in 64
- * bits (saturating) it is far over the 8 GPUs of the cluster. */
+ * bits (saturating) it is far over the 2 GPUs of the cluster. */
 Test(verify_config, gpu_count_does_not_wrap)
 {
     config((const char *const[]){"training.sp_kind=ring", NULL});
@@ -403,5 +407,5 @@ Test(verify_config, gpu_count_does_not_wrap)
     p.ranks[0].par = (vl_par){32, 32, 1 << 22, 0};
     cr_assert_eq(vl_plan_rank_size(&p.ranks[0]), 0u, "the 32-bit product wraps");
     cr_assert_eq(vl_plan_rank_size64(&p.ranks[0]), 1ull << 32);
-    expect(3, "tp 32 x sp 4194304 x pp 32 needs more than the 8 GPUs of the cluster");
+    expect(3, "tp 32 x sp 4194304 x pp 32 needs more than the 2 GPUs of the cluster");
 }

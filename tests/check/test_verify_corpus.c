@@ -81,6 +81,11 @@ CASE(skrull_two_cps)
 /* c: shared packs */
 CASE(mcore_cp_three)
 CASE(shared_without_self)
+/* CP group sizes the heads split over under Ulysses */
+CASE(mcore_cp_ulysses_kv4)
+/* every GPU joins every optimizer step */
+CASE(skrull_gpu_idle)
+CASE(renamed_hydraulis_idle)
 /* d: capacities, loss tokens, the optimizer's sharding */
 CASE(verl_cap_over)
 CASE(loss_tokens_removed)
@@ -113,13 +118,15 @@ Test(verify_corpus, golden_plans_pass)
 }
 
 /* The base plans the corpus mutates besides the goldens pass: pieces under
- * training.oversize=split, Skrull with CP 2, loss tokens. */
+ * training.oversize=split, Skrull with CP 2, loss tokens, and a Hydraulis iteration
+ * with an idle pipeline (its registry entry lets it: vl_strategy.idles). */
 Test(verify_corpus, base_plans_pass)
 {
     static const char *const b[][2] = {
         {"testdata/verify/base_pack_split.jsonl", "testdata/golden/manifest.jsonl"},
         {"testdata/verify/base_skrull_cp2.jsonl", "testdata/golden/manifest.jsonl"},
-        {"testdata/verify/base_pack_loss.jsonl", "testdata/verify/manifest_loss.jsonl"}};
+        {"testdata/verify/base_pack_loss.jsonl", "testdata/verify/manifest_loss.jsonl"},
+        {"testdata/verify/base_hydraulis_idle.jsonl", "testdata/golden/manifest.jsonl"}};
 
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) {
         const char *argv[] = {"verify", b[i][0], b[i][1], NULL};

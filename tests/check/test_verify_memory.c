@@ -21,6 +21,8 @@ Test(verify, modelled_memory)
     /* a small model, so that one unsharded replica's states fit on the device */
     cr_assert_eq(vl_config_set(&cfg, "model.preset=qwen2.5-0.5b", &err), VL_OK, "%s",
                  err.msg);
+    /* one GPU, the plan's one rank: every GPU joins every step */
+    cr_assert_eq(vl_config_set(&cfg, "cluster.gpus=1", &err), VL_OK, "%s", err.msg);
     cr_assert_eq(vl_config_set(&cfg, "training.oversize=drop", &err), VL_OK, "%s", err.msg);
     cr_assert_eq(vl_config_finalize(&cfg, &err), VL_OK, "%s", err.msg);
     cr_assert_eq(vl_cost_init(&cost, &cfg, &err), VL_OK, "%s", err.msg);
@@ -68,6 +70,8 @@ Test(verify, modelled_memory_follows_the_schedule)
     cr_assert_eq(vl_config_init_default(&cfg, &err), VL_OK, "%s", err.msg);
     cr_assert_eq(vl_config_set(&cfg, "model.preset=qwen2.5-0.5b", &err), VL_OK, "%s",
                  err.msg);
+    /* one GPU, the plan's one rank: every GPU joins every step */
+    cr_assert_eq(vl_config_set(&cfg, "cluster.gpus=1", &err), VL_OK, "%s", err.msg);
     /* a ChunkFlow plan: its samples and chunks as long as the test needs */
     cr_assert_eq(vl_config_set(&cfg, "training.max_seq_len=2000000000", &err), VL_OK, "%s",
                  err.msg);

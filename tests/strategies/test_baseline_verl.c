@@ -18,6 +18,7 @@ static void plan_verl(vl_plan *p, vl_manifest **m, const uint32_t *len, size_t n
     cr_assert_eq(vl_config_init_default(&cfg, &err), VL_OK, "%s", err.msg);
     cr_assert_eq(vl_config_finalize(&cfg, &err), VL_OK, "%s", err.msg);
     cfg.training.dp = dp;
+    cfg.cluster.gpus = dp;   /* dp x tp x pp x sp = gpus: every GPU joins every step */
     cfg.training.tp = cfg.training.pp = cfg.training.sp = 1;
     cfg.training.global_batch = gb;
     cfg.training.global_tokens = 0;

@@ -12,10 +12,12 @@
 #include "testutil.h"
 
 /* The schedule of lens[] (sample i = position i) as "gpu0:size:ids | ..." text, the form
- * of the fixture file. */
-static char *schedule_text(uint32_t per_rank, uint32_t gpus, const uint32_t *lens, size_t n)
+ * of the fixture file; sets capped at cp_most GPUs (0: none, Megatron's rule). */
+static char *schedule_capped(uint32_t per_rank, uint32_t gpus, uint32_t cp_most,
+                             const uint32_t *lens, size_t n)
 {
-    vl_mc_sched s = {.per_rank = per_rank, .gpus = gpus, .delta = 0.05, .bucket_factor = 1.1};
+    vl_mc_sched s = {.per_rank = per_rank, .gpus = gpus, .cp_most = cp_most, .delta = 0.05,
+                     .bucket_factor = 1.1};
     vl_mc_item *it = malloc((n ? n : 1) * sizeof *it);
     size_t cap = 64 + 24 * n + 16 * gpus * n, used = 0;
     char *out = malloc(cap);
@@ -41,6 +43,11 @@ static char *schedule_text(uint32_t per_rank, uint32_t gpus, const uint32_t *len
     vl__mc_sched_free(&s);
     free(it);
     return out;
+}
+
+static char *schedule_text(uint32_t per_rank, uint32_t gpus, const uint32_t *lens, size_t n)
+{
+    return schedule_capped(per_rank, gpus, 0, lens, n);
 }
 
 /* ---- gpus_needed, workload, buckets ---------------------------------------------------- */
@@ -133,6 +140,17 @@ Test(mcore_cp, fill_shifts_the_sets_after_the_one_it_doubles)
     static const uint32_t lens[] = {900, 1500, 300};
     char *got = schedule_text(1000, 8, lens, 3);
     cr_assert_str_eq(got, "0:4:1 4:2:0 6:2:2");
+    free(got);
+}
+
+/* The same under a cap of 2 (Ulysses over 2 KV heads): 900's set doubles to 2-3, 300's
+ * (shifted to 4) to 4-5, and then every set is at the cap: GPUs 6 and 7 sit the group
+ * out rather than grow 1500's set to 4. */
+Test(mcore_cp, fill_stops_at_the_cap)
+{
+    static const uint32_t lens[] = {900, 1500, 300};
+    char *got = schedule_capped(1000, 8, 2, lens, 3);
+    cr_assert_str_eq(got, "0:2:1 2:2:0 4:2:2");
     free(got);
 }
 

@@ -194,6 +194,35 @@ Test(mcore_cp_plan, longest_sample_is_per_rank_times_the_pool)
     vl_config_free(&cfg);
 }
 
+/* Under Ulysses a sample's heads are scattered over its CP group: qwen2.5-0.5b's 2 KV
+ * heads (14 heads) split over at most 2 GPUs, so no set grows past 2 (Megatron's
+ * fill_empty_gpus would double them to all 8) and the longest sample is per_rank x 2;
+ * the plan verifies, which checks every group against the heads. */
+Test(mcore_cp_plan, ulysses_caps_cp_groups_at_the_heads)
+{
+    setup u = {.dp = 8, .sp = 1, .per_rank = 1000, .batch = 4,
+               .extra = "training.sp_kind=ulysses"};
+    uint32_t len[] = {8000, 2000, 1500, 10};
+    vl_manifest *m = NULL;
+    vl_config cfg;
+    vl_plan p;
+    vl_err err;
+    cr_assert_eq(vl_manifest_from_lengths(&m, len, 4, &err), VL_OK);
+    cr_assert_eq(config(&cfg, &u, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl_strategy_mcore_cp.max_len(&(vl_mc_opts){1000, 0.05, 1.1, true}, &cfg), 2000);
+    cr_assert_eq(plan(&p, m, &cfg, &err), VL_OK, "%s", err.msg);
+    verify_all(&p, &cfg);
+    cr_assert_eq(p.ndrops, 1);
+    for (size_t j = 0; j < p.nmbs; j++) {
+        uint32_t k;
+        vl_plan_mb_members(&p, &p.mbs[j], &k);
+        cr_assert(p.mbs[j].nseg == 0 || k <= 2, "a sample on %u GPUs", k);
+    }
+    vl_plan_free(&p);
+    vl_manifest_free(m);
+    vl_config_free(&cfg);
+}
+
 static void refused(const setup *u, const char *needle)
 {
     vl_config cfg;
