@@ -7,8 +7,8 @@ fuzzer of the two readers (tools/diff_readers.py), as a markdown table on stdout
 
 Rows: each libFuzzer corpus (fuzz/corpus/NAME: inputs, bytes) and its kept crash inputs
 (fuzz/regressions/NAME); the verify corpus (testdata/verify: crafted wrong plans, one
-Criterion test each in tests/test_verify_corpus.c, and the base plans that must pass);
-the kinds of the mutation test (tests/test_mutation.c, KIND[]); and diff_readers with a
+Criterion test each in tests/check/test_verify_corpus.c, and the base plans that must pass);
+the kinds of the mutation test (tests/robust/test_mutation.c, KIND[]); and diff_readers with a
 fixed seed and case count (default 300 cases, seed 28: about half a minute), its
 executions, what each reader refused and its findings.  Deterministic for a given tree
 and build: the counts are of files, the fuzzer's cases come from its seed."""
@@ -43,8 +43,8 @@ def verify_corpus():
 
 
 def mutation_kinds():
-    """The mutation test's kinds, from the KIND[] table of tests/test_mutation.c."""
-    with open(os.path.join(ROOT, "tests", "test_mutation.c"), encoding="utf-8") as f:
+    """The mutation test's kinds, from the KIND[] table of tests/robust/test_mutation.c."""
+    with open(os.path.join(ROOT, "tests", "robust", "test_mutation.c"), encoding="utf-8") as f:
         text = f.read()
     m = re.search(r"KIND\[NKINDS\]\s*=\s*\{(.*?)\};", text, re.S)
     return re.findall(r'"([^"]*)"', m.group(1)) if m else []
@@ -67,10 +67,10 @@ def main(argv=None):
                      f"(fuzz/regressions/{name})"))
     cases, bases, size = verify_corpus()
     rows.append(("verify corpus (testdata/verify)", f"{cases} wrong plans",
-                 f"one Criterion test each (tests/test_verify_corpus.c); {bases} base plans "
+                 f"one Criterion test each (tests/check/test_verify_corpus.c); {bases} base plans "
                  f"and the 10 goldens must pass; {size:,} bytes"))
     kinds = mutation_kinds()
-    rows.append(("mutation test kinds (tests/test_mutation.c)", f"{len(kinds)} kinds",
+    rows.append(("mutation test kinds (tests/robust/test_mutation.c)", f"{len(kinds)} kinds",
                  "; ".join(kinds)))
     log = io.StringIO()
     n, findings, outcomes = diff_readers.run(a.seed, a.cases, None, a.vlplan, None, 10.0,
