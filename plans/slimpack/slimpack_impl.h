@@ -126,6 +126,9 @@ typedef struct sp_work {
     void *trace;                                       /* vl_sim_trace */
     struct sp_res *res; size_t res_cap;                /* per candidate and rank */
     int *choice; size_t choice_cap;                    /* per rank: candidate index */
+    size_t hint;                                       /* 1 + the candidate most ranks chose
+                                                          in the last batch, 0 none: the
+                                                          search simulates it first */
     sp_packing *refined; size_t refined_cap;           /* per rank: its MILP-refined own
                                                           forward packs, solved once a batch */
     bool *keep; size_t keep_cap;                       /* per rank: keeps the refinement */

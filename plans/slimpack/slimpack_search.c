@@ -145,19 +145,6 @@ static vl_status simulate(sp_work *w, const sp_setting *s, const vl_cost *cost, 
     return VL_OK;
 }
 
-static vl_status evaluate(sp_work *w, const sp_setting *s, const vl_cost *cost,
-                          const uint32_t *len, const cand *c, sp_res *res, vl_err *err)
-{
-    bool again = true;
-    vl_status st = build(w, s, len, c, err);
-
-    /* each round raises some rank's checkpointing; stage_layers bounds the rounds */
-    for (int round = 0; st == VL_OK && again && round <= s->stage_layers; round++)
-        st = simulate(w, s, cost, res, &again, err);
-    for (int k = 0; st == VL_OK && k < s->dp; k++)
-        res[k].ckpt = w->scratch.ranks[w->scratch.iters[0].rank0 + k].par.ckpt_layers;
-    return st;
-}
 
 /* ---- choice ---- */
 
@@ -204,13 +191,17 @@ static bool better(const sp_res *res, int dp, size_t ci, long bi, int r0, int r1
     return ov_c < ov_b;
 }
 
-static void choose_unit(sp_work *w, const sp_setting *s, const cand *cs, size_t nc,
-                        size_t eligible_m, const uint32_t *Ms, int r0, int r1)
+/* The best of the candidates simulated to the end (done) that ranks [r0, r1) may take,
+ * scanned in index order; -1 none. */
+static long unit_best(const sp_work *w, const sp_setting *s, const cand *cs, size_t nc,
+                      size_t eligible_m, const uint32_t *Ms, const bool *done, int r0, int r1)
 {
     long best = -1;
 
     for (size_t ci = 0; ci < nc; ci++) {
         size_t mi = 0;
+        if (!done[ci])
+            continue;
         while (Ms[mi] != cs[ci].M)
             mi++;
         if (mi >= eligible_m && !s->common_m)
@@ -218,6 +209,17 @@ static void choose_unit(sp_work *w, const sp_setting *s, const cand *cs, size_t 
         if (better(w->res, s->dp, ci, best, r0, r1))
             best = (long)ci;
     }
+    return best;
+}
+
+/* The unit's choice among the candidates simulated to the end: the cut ones (may_win)
+ * are chosen by no unit, so leaving them out changes no choice. */
+static void choose_unit(sp_work *w, const sp_setting *s, const cand *cs, size_t nc,
+                        size_t eligible_m, const uint32_t *Ms, const bool *done, int r0,
+                        int r1)
+{
+    long best = unit_best(w, s, cs, nc, eligible_m, Ms, done, r0, r1);
+
     for (int r = r0; r < r1; r++)
         w->choice[r] = (int)best;
 }
@@ -257,17 +259,110 @@ static size_t eligible_any(const sp_work *w, const sp_setting *s, const uint32_t
 }
 
 static void choose(sp_work *w, const sp_setting *s, const uint32_t *len, const cand *cs,
-                   size_t nc, const uint32_t *Ms)
+                   size_t nc, const uint32_t *Ms, const bool *done)
 {
     if (s->common_m) {   /* one unit of every rank */
-        choose_unit(w, s, cs, nc, SP_MAX_FACTORS, Ms, 0, s->dp);
+        choose_unit(w, s, cs, nc, SP_MAX_FACTORS, Ms, done, 0, s->dp);
         return;
     }
     for (int r = 0; r < s->dp;) {
         int gi = w->group_of[r], r1 = gi >= 0 ? w->groups[gi].dp0 + w->groups[gi].k : r + 1;
-        choose_unit(w, s, cs, nc, eligible(w, s, len, r, r1), Ms, r, r1);
+        choose_unit(w, s, cs, nc, eligible(w, s, len, r, r1), Ms, done, r, r1);
         r = r1;
     }
+}
+
+/* The candidate most ranks chose (ties: the lower index), as 1 + index. */
+static size_t most_chosen(const sp_work *w, const sp_setting *s, size_t nc)
+{
+    uint32_t votes[2 * SP_MAX_FACTORS] = {0};
+    size_t best = 0;
+
+    for (int r = 0; r < s->dp; r++)
+        if (w->choice[r] >= 0 && (size_t)w->choice[r] < nc)
+            votes[w->choice[r]]++;
+    for (size_t ci = 1; ci < nc; ci++)
+        best = votes[ci] > votes[best] ? ci : best;
+    return votes[best] ? best + 1 : 0;
+}
+
+/* ---- pruning ---- */
+
+/* The search state of a batch: the candidates, which of them are simulated to the end
+ * (done) and which were left out (cut: provably chosen by no unit). */
+typedef struct search {
+    const cand *cs;
+    size_t nc;
+    const uint32_t *Ms;
+    bool done[2 * SP_MAX_FACTORS], cut[2 * SP_MAX_FACTORS];
+} search;
+
+/* Can candidate ci, whose last simulation is in w->res, still be some unit's choice?
+ * Raising checkpointing only lengthens tasks (recompute) on a fixed DAG, so no makespan
+ * of a later round falls below that simulation's: a
+ * unit whose best candidate simulated to the end fits its room and is no slower than
+ * that bound (ties: the lower index, as choose_unit scans) never takes ci.  True when
+ * some unit (that may take ci) has no such best. */
+static bool may_win(const sp_work *w, const sp_setting *s, const uint32_t *len,
+                    const search *sr, size_t ci)
+{
+    size_t mi = 0;
+
+    while (sr->Ms[mi] != sr->cs[ci].M)
+        mi++;
+    for (int r0 = 0; r0 < s->dp;) {
+        int gi = w->group_of[r0], r1;
+        size_t em;
+        long best = -1;
+        double ms_b = 0, ov_b = -INFINITY, lb = 0;
+        if (s->common_m) {
+            r1 = s->dp;
+            em = SP_MAX_FACTORS;
+        } else {
+            r1 = gi >= 0 ? w->groups[gi].dp0 + w->groups[gi].k : r0 + 1;
+            em = eligible(w, s, len, r0, r1);
+        }
+        if (mi < em || s->common_m) {
+            best = unit_best(w, s, sr->cs, sr->nc, em, sr->Ms, sr->done, r0, r1);
+            if (best < 0)
+                return true;
+            for (int r = r0; r < r1; r++) {
+                const sp_res *y = &w->res[(size_t)best * s->dp + r];
+                ms_b = fmax(ms_b, y->ms);
+                ov_b = fmax(ov_b, y->over);
+                lb = fmax(lb, w->res[ci * (size_t)s->dp + r].ms);
+            }
+            if (!(ov_b <= 0) || lb < ms_b || (lb == ms_b && (long)ci < best))
+                return true;
+        }
+        r0 = r1;
+    }
+    return false;
+}
+
+/* Simulate candidate ci, raising checkpointing until every rank fits (recompute auto);
+ * with `prune`, stop after a round that leaves the candidate unable to win (may_win),
+ * marking it cut. */
+static vl_status evaluate(sp_work *w, const sp_setting *s, const vl_cost *cost,
+                          const uint32_t *len, search *sr, size_t ci, bool prune,
+                          vl_err *err)
+{
+    bool again = true;
+    sp_res *res = w->res + ci * (size_t)s->dp;
+    vl_status st = build(w, s, len, &sr->cs[ci], err);
+
+    /* each round raises some rank's checkpointing; stage_layers bounds the rounds */
+    for (int round = 0; st == VL_OK && again && round <= s->stage_layers; round++) {
+        st = simulate(w, s, cost, res, &again, err);
+        if (st == VL_OK && again && prune && !may_win(w, s, len, sr, ci)) {
+            sr->cut[ci] = true;
+            return VL_OK;
+        }
+    }
+    for (int k = 0; st == VL_OK && k < s->dp; k++)
+        res[k].ckpt = w->scratch.ranks[w->scratch.iters[0].rank0 + k].par.ckpt_layers;
+    sr->done[ci] = st == VL_OK;
+    return st;
 }
 
 /* ---- the batch ---- */
@@ -352,11 +447,21 @@ vl_status vl__sp_plan_batch(sp_work *w, const sp_setting *s, const vl_job *job,
         return st;
     /* candidates come grouped by M, ascending: the eligible ones are a prefix */
     size_t per = nM ? nc / nM : 0, neval = eligible_any(w, s, len, nM) * per;
+    search sr = {.cs = cs, .nc = neval, .Ms = Ms};
+    /* the last batch's choice first, so its makespans can cut the checkpointing rounds
+     * of the others (the first batch, whose table is logged, simulates every candidate
+     * to the end) */
+    bool prune = w->stat_iters > 0;
+    size_t first = prune && w->hint > 0 && w->hint <= neval ? w->hint - 1 : 0;
+    if (neval > 0)
+        st = evaluate(w, s, job->cost, len, &sr, first, false, err);
     for (size_t ci = 0; ci < neval && st == VL_OK; ci++)
-        st = evaluate(w, s, job->cost, len, &cs[ci], w->res + ci * (size_t)s->dp, err);
+        if (ci != first)
+            st = evaluate(w, s, job->cost, len, &sr, ci, prune, err);
     if (st != VL_OK)
         return st;
-    choose(w, s, len, cs, neval, Ms);
+    choose(w, s, len, cs, neval, Ms, sr.done);
+    w->hint = most_chosen(w, s, neval);
     if (w->stat_iters == 0)
         log_table(job, w, s, cs, neval, nc);
     return vl__sp_emit_batch(w, s, job->cost, len, cs, epoch, out, err);
