@@ -32,6 +32,7 @@ void vl__hy_work_free(hy_work *w)
     free(w->st);
     free(w->kind);
     free(w->kinds);
+    free(w->run0);
     free(w->fits);
     free(w->asc);
     free(w->ffd);
@@ -85,7 +86,11 @@ static size_t tabulate(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
     kc = w->kind_cap;
     if ((*st = vl_grow(&w->kinds, &kc, np + 1, sizeof *w->kinds, err)) != VL_OK)
         return 0;
+    kc = w->kind_cap;
+    if ((*st = vl_grow(&w->run0, &kc, np + 2, sizeof *w->run0, err)) != VL_OK)
+        return 0;
     w->kind_cap = kc;
+    w->nrun = 0;
     for (size_t j = 0; j < np; j++) {
         size_t k = 0;
         while (k < nk && w->kinds[k] != pipes[j].s)
@@ -93,7 +98,10 @@ static size_t tabulate(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
         if (k == nk)
             w->kinds[nk++] = pipes[j].s;
         w->kind[j] = (uint32_t)k;
+        if (j == 0 || w->kind[j - 1] != k)
+            w->run0[w->nrun++] = (uint32_t)j;
     }
+    w->run0[w->nrun] = (uint32_t)np;
     if ((*st = vl_grow(&w->st, &c, 2 * n * nk + 1, sizeof *w->st, err)) != VL_OK)
         return 0;
     w->st_cap = c;
@@ -154,11 +162,55 @@ static double trial_start(hy_work *w, const hy_pipe *pipes, size_t np, size_t nk
     return mx;
 }
 
+/* The pipeline the scan of trial() picks once no pipeline is empty: the first of
+ * pipelines [0, fit) whose estimate with the sequence stays within mx, else the first
+ * with the smallest estimate (the scan's x = max(mx, y) is mx exactly when y <= mx).
+ * Pipelines are walked by runs of one kind, so the sequence's t and bubble term are
+ * read once a run. */
+static size_t pick_full(const hy_work *w, const double *row, uint32_t fit, double mx)
+{
+    const double *C = w->C, *E = w->E;
+    double best = INFINITY;
+    size_t at = 0;
+
+    for (size_t r = 0; r < w->nrun && w->run0[r] < fit; r++) {
+        size_t j1 = w->run0[r + 1] < fit ? w->run0[r + 1] : fit;
+        const double *te = row + 2 * w->kind[w->run0[r]];
+        double t0 = te[0], t1 = te[1];
+        for (size_t j = w->run0[r]; j < j1; j++) {
+            double y = C[j] + t0 + hy_max(E[j], t1);
+            if (y <= mx)
+                return j;
+            at = y < best ? j : at;
+            best = y < best ? y : best;
+        }
+    }
+    return at;
+}
+
+/* The pipeline Alg. 1's scan picks while some pipeline is empty: the smallest estimate
+ * max(mx, y) over pipelines [0, fit), an empty pipeline winning a tie. */
+static size_t pick_open(const hy_work *w, const double *row, uint32_t fit, double mx)
+{
+    double best = INFINITY;
+    size_t at = 0;
+
+    for (size_t j = 0; j < fit; j++) {
+        const double *te = row + 2 * w->kind[j];
+        double x = hy_max(mx, w->C[j] + te[0] + hy_max(w->E[j], te[1]));
+        if (x < best || (x == best && w->cnt[j] == 0)) {
+            best = x;
+            at = j;
+        }
+    }
+    return at;
+}
+
 /* One trial over the order w->perm; owner[i] = pipeline.  Returns its objective, or
  * INFINITY as soon as it reaches `bound` (the objective only grows: such a trial cannot
  * beat the best one).  A pipeline's estimate never falls below the running maximum mx,
  * so once no pipeline is empty (an empty one would win a tie) the first to stay at mx
- * is the answer. */
+ * is the answer (pick_full). */
 static double trial(hy_work *w, const hy_pipe *pipes, size_t np, size_t nk,
                     const uint32_t *seq, size_t n, const uint32_t *len, double bound,
                     uint32_t *owner)
@@ -169,20 +221,11 @@ static double trial(hy_work *w, const hy_pipe *pipes, size_t np, size_t nk,
     for (size_t k = 0; k < n && mx < bound; k++) {
         uint32_t i = w->perm[k];
         const double *row = w->st + (size_t)i * nk * 2;
-        double best = INFINITY;
-        size_t at = 0;
+        size_t at;
         if (owner[i] != UINT32_MAX)
             continue;
-        for (size_t j = 0; j < w->fits[i]; j++) {
-            const double *te = row + 2 * w->kind[j];
-            double x = hy_max(mx, w->C[j] + te[0] + hy_max(w->E[j], te[1]));
-            if (x < best || (x == best && w->cnt[j] == 0)) {
-                best = x;
-                at = j;
-            }
-            if (best == mx && empty == 0)
-                break;
-        }
+        at = empty == 0 ? pick_full(w, row, w->fits[i], mx)
+                        : pick_open(w, row, w->fits[i], mx);
         owner[i] = (uint32_t)at;
         add(w, row, at, &empty);
         mx = hy_max(mx, w->C[at] + w->E[at]);

@@ -162,6 +162,8 @@ typedef struct hy_work {
     uint32_t *fits; size_t fits_cap;      /* per sequence: the pipelines holding it */
     size_t tree_from;                     /* pipelines from which trees pick; 0: HY_TREE_FROM */
     uint32_t *kind; const hy_scheme **kinds; size_t kind_cap;   /* pipeline -> scheme */
+    uint32_t *run0; size_t nrun;          /* runs of one kind: pipelines run0[r] ..
+                                           * run0[r + 1) (kind_cap + 1 entries) */
     /* packing: orders shared by every micro-batch count, and per-count state */
     uint32_t *items, *bin, *best_bin; double *t; size_t item_cap;
     uint32_t *asc, *ffd, *next, *prev, *mem, *tmp; size_t order_cap;
