@@ -163,10 +163,11 @@ static double trial_start(hy_work *w, const hy_pipe *pipes, size_t np, size_t nk
 }
 
 /* The pipeline the scan of trial() picks once no pipeline is empty: the first of
- * pipelines [0, fit) whose estimate with the sequence stays within mx, else the first
- * with the smallest estimate (the scan's x = max(mx, y) is mx exactly when y <= mx).
+ * pipelines [0, fit) whose estimate y with the sequence stays within mx (the scan's
+ * x = max(mx, y) is mx exactly then), else the first with the smallest estimate.
  * Pipelines are walked by runs of one kind, so the sequence's t and bubble term are
- * read once a run. */
+ * read once a run; the first search carries no minimum from one pipeline to the next,
+ * and the second, for the rarer sequence that raises mx, computes the same y again. */
 static size_t pick_full(const hy_work *w, const double *row, uint32_t fit, double mx)
 {
     const double *C = w->C, *E = w->E;
@@ -177,10 +178,16 @@ static size_t pick_full(const hy_work *w, const double *row, uint32_t fit, doubl
         size_t j1 = w->run0[r + 1] < fit ? w->run0[r + 1] : fit;
         const double *te = row + 2 * w->kind[w->run0[r]];
         double t0 = te[0], t1 = te[1];
+        for (size_t j = w->run0[r]; j < j1; j++)
+            if (C[j] + t0 + hy_max(E[j], t1) <= mx)
+                return j;
+    }
+    for (size_t r = 0; r < w->nrun && w->run0[r] < fit; r++) {
+        size_t j1 = w->run0[r + 1] < fit ? w->run0[r + 1] : fit;
+        const double *te = row + 2 * w->kind[w->run0[r]];
+        double t0 = te[0], t1 = te[1];
         for (size_t j = w->run0[r]; j < j1; j++) {
             double y = C[j] + t0 + hy_max(E[j], t1);
-            if (y <= mx)
-                return j;
             at = y < best ? j : at;
             best = y < best ? y : best;
         }
