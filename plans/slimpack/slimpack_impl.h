@@ -105,6 +105,9 @@ typedef struct sp_work {
     /* the batch */
     double room;                                       /* bytes per GPU (slimpack_mem.c) */
     uint32_t *samples; size_t nsamples, samples_cap;  /* manifest indices */
+    uint32_t *slen; size_t slen_cap;                   /* their lengths (phase 1 copies
+                                                          them: the manifest's len[] read
+                                                          at random misses the cache) */
     double *wf; size_t wf_cap;                         /* forward work per batch slot */
     int *rank_of; size_t rank_of_cap;                  /* dp of each batch slot, -1 merged */
     sp_group groups[64]; size_t ngroups;
@@ -118,6 +121,7 @@ typedef struct sp_work {
     uint32_t *tag; size_t tag_cap;                     /* pack index per placed segment */
     vl_seg *tmp; size_t tmp_cap;
     uint32_t *cnt; size_t cnt_cap;
+    uint32_t *heap; size_t heap_cap;                   /* packs by (load, index) */
     sp_rankplan rp;                                    /* one rank at a time */
     /* search */
     vl_plan scratch;

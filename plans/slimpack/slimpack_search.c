@@ -149,15 +149,15 @@ static vl_status simulate(sp_work *w, const sp_setting *s, const vl_cost *cost, 
 /* ---- choice ---- */
 
 /* Tokens a rank carries: its own samples and its share of a merged outlier. */
-static uint64_t rank_tokens(const sp_work *w, int r, const uint32_t *len)
+static uint64_t rank_tokens(const sp_work *w, int r)
 {
     uint64_t t = 0;
 
     for (uint32_t j = w->own0[r]; j < w->own0[r + 1]; j++)
-        t += len[w->samples[w->own[j]]];
+        t += w->slen[w->own[j]];
     if (w->group_of[r] >= 0) {
         const sp_group *g = &w->groups[w->group_of[r]];
-        t += len[w->samples[g->slot]] / (uint64_t)g->k;
+        t += w->slen[g->slot] / (uint64_t)g->k;
     }
     return t;
 }
@@ -225,14 +225,13 @@ static void choose_unit(sp_work *w, const sp_setting *s, const cand *cs, size_t 
 }
 
 /* The eligible M count of ranks [r0, r1): the fewest any member allows. */
-static size_t eligible(const sp_work *w, const sp_setting *s, const uint32_t *len, int r0,
-                       int r1)
+static size_t eligible(const sp_work *w, const sp_setting *s, int r0, int r1)
 {
     uint32_t tmp[SP_MAX_FACTORS];
     size_t least = SP_MAX_FACTORS;
 
     for (int r = r0; r < r1; r++) {
-        size_t k = vl__sp_candidates(s, rank_tokens(w, r, len), tmp, SP_MAX_FACTORS);
+        size_t k = vl__sp_candidates(s, rank_tokens(w, r), tmp, SP_MAX_FACTORS);
         least = k < least ? k : least;
     }
     return least;
@@ -242,8 +241,7 @@ static size_t eligible(const sp_work *w, const sp_setting *s, const uint32_t *le
  * are never simulated: choose_unit skips a candidate no member of the unit may take, so
  * leaving them out changes no plan (at 8K tokens a rank on pp 16 only M = 16 is
  * eligible, and the other candidates were most of the time planning took). */
-static size_t eligible_any(const sp_work *w, const sp_setting *s, const uint32_t *len,
-                           size_t nM)
+static size_t eligible_any(const sp_work *w, const sp_setting *s, size_t nM)
 {
     size_t most = 0;
 
@@ -251,15 +249,15 @@ static size_t eligible_any(const sp_work *w, const sp_setting *s, const uint32_t
         return nM;
     for (int r = 0; r < s->dp && most < nM;) {
         int gi = w->group_of[r], r1 = gi >= 0 ? w->groups[gi].dp0 + w->groups[gi].k : r + 1;
-        size_t k = eligible(w, s, len, r, r1);
+        size_t k = eligible(w, s, r, r1);
         most = k > most ? k : most;
         r = r1;
     }
     return most < nM ? most : nM;
 }
 
-static void choose(sp_work *w, const sp_setting *s, const uint32_t *len, const cand *cs,
-                   size_t nc, const uint32_t *Ms, const bool *done)
+static void choose(sp_work *w, const sp_setting *s, const cand *cs, size_t nc,
+                   const uint32_t *Ms, const bool *done)
 {
     if (s->common_m) {   /* one unit of every rank */
         choose_unit(w, s, cs, nc, SP_MAX_FACTORS, Ms, done, 0, s->dp);
@@ -267,7 +265,7 @@ static void choose(sp_work *w, const sp_setting *s, const uint32_t *len, const c
     }
     for (int r = 0; r < s->dp;) {
         int gi = w->group_of[r], r1 = gi >= 0 ? w->groups[gi].dp0 + w->groups[gi].k : r + 1;
-        choose_unit(w, s, cs, nc, eligible(w, s, len, r, r1), Ms, done, r, r1);
+        choose_unit(w, s, cs, nc, eligible(w, s, r, r1), Ms, done, r, r1);
         r = r1;
     }
 }
@@ -303,8 +301,7 @@ typedef struct search {
  * unit whose best candidate simulated to the end fits its room and is no slower than
  * that bound (ties: the lower index, as choose_unit scans) never takes ci.  True when
  * some unit (that may take ci) has no such best. */
-static bool may_win(const sp_work *w, const sp_setting *s, const uint32_t *len,
-                    const search *sr, size_t ci)
+static bool may_win(const sp_work *w, const sp_setting *s, const search *sr, size_t ci)
 {
     size_t mi = 0;
 
@@ -320,7 +317,7 @@ static bool may_win(const sp_work *w, const sp_setting *s, const uint32_t *len,
             em = SP_MAX_FACTORS;
         } else {
             r1 = gi >= 0 ? w->groups[gi].dp0 + w->groups[gi].k : r0 + 1;
-            em = eligible(w, s, len, r0, r1);
+            em = eligible(w, s, r0, r1);
         }
         if (mi < em || s->common_m) {
             best = unit_best(w, s, sr->cs, sr->nc, em, sr->Ms, sr->done, r0, r1);
@@ -354,7 +351,7 @@ static vl_status evaluate(sp_work *w, const sp_setting *s, const vl_cost *cost,
     /* each round raises some rank's checkpointing; stage_layers bounds the rounds */
     for (int round = 0; st == VL_OK && again && round <= s->stage_layers; round++) {
         st = simulate(w, s, cost, res, &again, err);
-        if (st == VL_OK && again && prune && !may_win(w, s, len, sr, ci)) {
+        if (st == VL_OK && again && prune && !may_win(w, s, sr, ci)) {
             sr->cut[ci] = true;
             return VL_OK;
         }
@@ -446,7 +443,7 @@ vl_status vl__sp_plan_batch(sp_work *w, const sp_setting *s, const vl_job *job,
         (st = ensure_search(w, s, m, nc, err)) != VL_OK)
         return st;
     /* candidates come grouped by M, ascending: the eligible ones are a prefix */
-    size_t per = nM ? nc / nM : 0, neval = eligible_any(w, s, len, nM) * per;
+    size_t per = nM ? nc / nM : 0, neval = eligible_any(w, s, nM) * per;
     search sr = {.cs = cs, .nc = neval, .Ms = Ms};
     /* the last batch's choice first, so its makespans can cut the checkpointing rounds
      * of the others (the first batch, whose table is logged, simulates every candidate
@@ -460,7 +457,7 @@ vl_status vl__sp_plan_batch(sp_work *w, const sp_setting *s, const vl_job *job,
             st = evaluate(w, s, job->cost, len, &sr, ci, prune, err);
     if (st != VL_OK)
         return st;
-    choose(w, s, len, cs, neval, Ms, sr.done);
+    choose(w, s, cs, neval, Ms, sr.done);
     w->hint = most_chosen(w, s, neval);
     if (w->stat_iters == 0)
         log_table(job, w, s, cs, neval, nc);
@@ -470,6 +467,7 @@ vl_status vl__sp_plan_batch(sp_work *w, const sp_setting *s, const vl_job *job,
 void vl__sp_work_free(sp_work *w)
 {
     free(w->samples);
+    free(w->slen);
     free(w->wf);
     free(w->rank_of);
     free(w->group_of);
@@ -480,6 +478,7 @@ void vl__sp_work_free(sp_work *w)
     free(w->tag);
     free(w->tmp);
     free(w->cnt);
+    free(w->heap);
     vl__sp_packing_free(&w->rp.fwd);
     vl__sp_packing_free(&w->rp.bwd);
     free(w->rp.ops);
