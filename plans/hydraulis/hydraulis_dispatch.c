@@ -34,6 +34,7 @@ void vl__hy_work_free(hy_work *w)
     free(w->kinds);
     free(w->run0);
     free(w->fits);
+    free(w->slen);
     free(w->asc);
     free(w->ffd);
     free(w->next);
@@ -108,12 +109,18 @@ static size_t tabulate(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
     c = w->fits_cap;
     if ((*st = vl_grow(&w->fits, &c, n + 1, sizeof *w->fits, err)) != VL_OK)
         return 0;
+    c = w->fits_cap;
+    if ((*st = vl_grow(&w->slen, &c, n + 1, sizeof *w->slen, err)) != VL_OK)
+        return 0;
     w->fits_cap = c;
+    w->only0 = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t f = 0;
         while (f < np && pipes[f].s->maxlen >= len[seq[i]])
             f++;
         w->fits[i] = f;
+        w->slen[i] = len[seq[i]];
+        w->only0 += f == 1;
     }
     for (size_t i = 0; i < n; i++)
         for (size_t k = 0; k < nk; k++) {
@@ -137,12 +144,10 @@ static void add(hy_work *w, const double *row, size_t j, size_t *empty)
 
 /* A trial's start, shared by both kinds: every pipeline empty, no sequence owned, then
  * the sequences only pipeline 0 can hold placed there.  Returns the running maximum. */
-static double trial_start(hy_work *w, const hy_pipe *pipes, size_t np, size_t nk,
-                          const uint32_t *seq, size_t n, const uint32_t *len,
-                          uint32_t *owner, size_t *empty)
+static double trial_start(hy_work *w, size_t np, size_t nk, size_t n, uint32_t *owner,
+                          size_t *empty)
 {
     double mx = 0;
-    uint32_t second = np > 1 ? pipes[1].s->maxlen : 0;
 
     *empty = np;
     memset(w->C, 0, np * sizeof *w->C);
@@ -150,9 +155,10 @@ static double trial_start(hy_work *w, const hy_pipe *pipes, size_t np, size_t nk
     memset(w->cnt, 0, np * sizeof *w->cnt);
     for (size_t i = 0; i < n; i++)
         owner[i] = UINT32_MAX;
-    for (size_t k = 0; k < n && np > 1; k++) {
+    /* the sequences longer than pipeline 1's MaxLen: fits 1 (no sequence fits none) */
+    for (size_t k = 0; k < n && np > 1 && w->only0 > 0; k++) {
         uint32_t i = w->perm[k];
-        if (len[seq[i]] > second) {
+        if (w->fits[i] == 1) {
             owner[i] = 0;
             add(w, w->st + (size_t)i * nk * 2, 0, empty);
         }
@@ -218,12 +224,11 @@ static size_t pick_open(const hy_work *w, const double *row, uint32_t fit, doubl
  * beat the best one).  A pipeline's estimate never falls below the running maximum mx,
  * so once no pipeline is empty (an empty one would win a tie) the first to stay at mx
  * is the answer (pick_full). */
-static double trial(hy_work *w, const hy_pipe *pipes, size_t np, size_t nk,
-                    const uint32_t *seq, size_t n, const uint32_t *len, double bound,
+static double trial(hy_work *w, size_t np, size_t nk, size_t n, double bound,
                     uint32_t *owner)
 {
     size_t empty;
-    double mx = trial_start(w, pipes, np, nk, seq, n, len, owner, &empty);
+    double mx = trial_start(w, np, nk, n, owner, &empty);
 
     for (size_t k = 0; k < n && mx < bound; k++) {
         uint32_t i = w->perm[k];
@@ -241,12 +246,11 @@ static double trial(hy_work *w, const hy_pipe *pipes, size_t np, size_t nk,
 }
 
 /* trial() with the pipeline of each sequence from the kinds' trees (many pipelines). */
-static double trial_tree(hy_work *w, hy_dtree *d, const hy_pipe *pipes, size_t np,
-                         size_t nk, const uint32_t *seq, size_t n, const uint32_t *len,
+static double trial_tree(hy_work *w, hy_dtree *d, size_t np, size_t nk, size_t n,
                          double bound, uint32_t *owner)
 {
     size_t empty;
-    double mx = trial_start(w, pipes, np, nk, seq, n, len, owner, &empty);
+    double mx = trial_start(w, np, nk, n, owner, &empty);
 
     vl__hy_dtree_reset(d);
     if (w->cnt[0] > 0)
@@ -257,7 +261,7 @@ static double trial_tree(hy_work *w, hy_dtree *d, const hy_pipe *pipes, size_t n
         size_t at;
         if (owner[i] != UINT32_MAX)
             continue;
-        at = vl__hy_dtree_pick(d, row, w->kinds, len[seq[i]], mx);
+        at = vl__hy_dtree_pick(d, row, w->kinds, w->slen[i], mx);
         owner[i] = (uint32_t)at;
         add(w, row, at, &empty);
         vl__hy_dtree_set(d, at, w->kind[at], w->C[at], w->E[at], w->cnt);
@@ -296,10 +300,8 @@ double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
             vl_rng_seed(&r, seed, stream + tr);
             vl_rng_shuffle_u32(&r, w->perm, n);
         }
-        obj = np >= from ? trial_tree(w, &d, pipes, np, nk, seq, n, len,
-                                      best >= 0 ? best : INFINITY, w->owner)
-                         : trial(w, pipes, np, nk, seq, n, len, best >= 0 ? best : INFINITY,
-                                 w->owner);
+        obj = np >= from ? trial_tree(w, &d, np, nk, n, best >= 0 ? best : INFINITY, w->owner)
+                         : trial(w, np, nk, n, best >= 0 ? best : INFINITY, w->owner);
         for (size_t j = 0; j < np; j++)
             empty = empty || w->cnt[j] == 0;
         if ((empty && !allow_empty) || (best >= 0 && obj >= best))

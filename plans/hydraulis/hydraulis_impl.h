@@ -160,6 +160,8 @@ typedef struct hy_work {
     /* dispatch: each sequence's time on each distinct scheme of the candidate */
     double *st; size_t st_cap;
     uint32_t *fits; size_t fits_cap;      /* per sequence: the pipelines holding it */
+    uint32_t *slen;                       /* per sequence: its length (fits_cap) */
+    size_t only0;                         /* sequences only pipeline 0 holds */
     size_t tree_from;                     /* pipelines from which trees pick; 0: HY_TREE_FROM */
     uint32_t *kind; const hy_scheme **kinds; size_t kind_cap;   /* pipeline -> scheme */
     uint32_t *run0; size_t nrun;          /* runs of one kind: pipelines run0[r] ..
