@@ -35,6 +35,7 @@ void vl__hy_work_free(hy_work *w)
     free(w->run0);
     free(w->fits);
     free(w->slen);
+    free(w->perms);
     free(w->asc);
     free(w->ffd);
     free(w->next);
@@ -270,6 +271,35 @@ static double trial_tree(hy_work *w, hy_dtree *d, size_t np, size_t nk, size_t n
     return mx < bound ? mx : INFINITY;
 }
 
+/* The shuffles of trials 0 .. trials-1 (rng seeded (seed, stream + trial)) kept in
+ * w->perms, drawn again only when the key changed. */
+static vl_status keep_perms(hy_work *w, size_t n, uint32_t trials, uint64_t seed,
+                           uint64_t stream, vl_err *err)
+{
+    vl_status st;
+
+    if (w->perms && w->perms_n == n && w->perms_trials == trials && w->perms_seed == seed &&
+        w->perms_stream == stream)
+        return VL_OK;
+    w->perms_n = 0;   /* invalid until drawn */
+    if ((st = vl_grow(&w->perms, &w->perms_cap, (size_t)trials * n + 1, sizeof *w->perms,
+                      err)) != VL_OK)
+        return st;
+    for (uint32_t tr = 0; tr < trials; tr++) {
+        uint32_t *p = w->perms + (size_t)tr * n;
+        vl_rng r;
+        for (size_t i = 0; i < n; i++)
+            p[i] = (uint32_t)i;
+        vl_rng_seed(&r, seed, stream + tr);
+        vl_rng_shuffle_u32(&r, p, n);
+    }
+    w->perms_n = n;
+    w->perms_trials = trials;
+    w->perms_seed = seed;
+    w->perms_stream = stream;
+    return VL_OK;
+}
+
 double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32_t *seq,
                        size_t n, const uint32_t *len, uint32_t trials, uint64_t seed,
                        uint64_t stream, bool allow_empty, uint32_t *owner, vl_status *st,
@@ -290,15 +320,25 @@ double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
     d.nonneg = true;
     for (size_t q = 0; q < 2 * n * nk && np >= from; q++)
         d.nonneg = d.nonneg && w->st[q] >= 0;
+    bool kept = trials > 0 && (uint64_t)trials * n <= HY_PERMS_KEPT &&
+                (*st = keep_perms(w, n, trials, seed, stream, err)) == VL_OK;
+    if (*st != VL_OK) {
+        vl__hy_dtree_free(&d);
+        return -1;
+    }
     for (uint32_t tr = 0; tr < (trials ? trials : 1); tr++) {
         vl_rng r;
         bool empty = false;
         double obj;
-        for (size_t i = 0; i < n; i++)
-            w->perm[i] = (uint32_t)i;
-        if (trials > 0) {
-            vl_rng_seed(&r, seed, stream + tr);
-            vl_rng_shuffle_u32(&r, w->perm, n);
+        if (kept) {
+            memcpy(w->perm, w->perms + (size_t)tr * n, n * sizeof *w->perm);
+        } else {
+            for (size_t i = 0; i < n; i++)
+                w->perm[i] = (uint32_t)i;
+            if (trials > 0) {
+                vl_rng_seed(&r, seed, stream + tr);
+                vl_rng_shuffle_u32(&r, w->perm, n);
+            }
         }
         obj = np >= from ? trial_tree(w, &d, np, nk, n, best >= 0 ? best : INFINITY, w->owner)
                          : trial(w, np, nk, n, best >= 0 ? best : INFINITY, w->owner);

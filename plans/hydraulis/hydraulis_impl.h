@@ -16,6 +16,8 @@
 /* The most GPUs planned: dispatch costs trials x samples x pipelines an iteration. */
 #define HY_MAX_GPUS 4096
 #define HY_MAX_V 20           /* micro-batch counts tried per pipeline */
+/* Dispatch keeps the trials' shuffles of an iteration up to this many entries (16 MiB). */
+#define HY_PERMS_KEPT (UINT64_C(4) << 20)
 
 typedef enum { HY_DYNAMIC = 0, HY_STATIC = 1, HY_HOMO = 2 } hy_mode;
 typedef enum { HY_BALANCED = 0, HY_MAXPACK = 1 } hy_packing;
@@ -161,6 +163,12 @@ typedef struct hy_work {
     double *st; size_t st_cap;
     uint32_t *fits; size_t fits_cap;      /* per sequence: the pipelines holding it */
     uint32_t *slen;                       /* per sequence: its length (fits_cap) */
+    /* the trials' shuffles of the last (seed, stream, n, trials): every candidate of an
+     * iteration draws the same ones */
+    uint32_t *perms; size_t perms_cap;
+    uint64_t perms_seed, perms_stream;
+    size_t perms_n;
+    uint32_t perms_trials;
     size_t only0;                         /* sequences only pipeline 0 holds */
     size_t tree_from;                     /* pipelines from which trees pick; 0: HY_TREE_FROM */
     uint32_t *kind; const hy_scheme **kinds; size_t kind_cap;   /* pipeline -> scheme */
