@@ -129,6 +129,10 @@ typedef struct sp_work {
     void *sim;                                         /* vl_sim_scratch */
     void *trace;                                       /* vl_sim_trace */
     struct sp_res *res; size_t res_cap;                /* per candidate and rank */
+    sp_packing *held; size_t held_cap;                 /* per rank: fwd, bwd packs held
+                                                          while a candidate may be cut */
+    uint32_t *held_shared; size_t held_shared_cap;     /* their nshared_f, nshared_b */
+    vl_seg *lbtmp; size_t lbtmp_cap;                   /* cost model scratch (bounds) */
     int *choice; size_t choice_cap;                    /* per rank: candidate index */
     size_t hint;                                       /* 1 + the candidate most ranks chose
                                                           in the last batch, 0 none: the

@@ -295,23 +295,46 @@ typedef struct search {
     bool done[2 * SP_MAX_FACTORS], cut[2 * SP_MAX_FACTORS];
 } search;
 
-/* Can candidate ci, whose last simulation is in w->res, still be some unit's choice?
- * Raising checkpointing only lengthens tasks (recompute) on a fixed DAG, so no makespan
- * of a later round falls below that simulation's: a
- * unit whose best candidate simulated to the end fits its room and is no slower than
- * that bound (ties: the lower index, as choose_unit scans) never takes ci.  True when
- * some unit (that may take ci) has no such best. */
-static bool may_win(const sp_work *w, const sp_setting *s, const search *sr, size_t ci)
+/* May ranks [r0, r1) (a unit that may take candidate ci) choose ci, whose makespans in
+ * w->res are lower bounds?  Not when the unit's best candidate simulated to the end
+ * fits its room and is no slower than them (ties: the lower index, as choose_unit
+ * scans). */
+static bool unit_may_win(const sp_work *w, const sp_setting *s, const search *sr, size_t ci,
+                         size_t em, int r0, int r1)
+{
+    long best = unit_best(w, s, sr->cs, sr->nc, em, sr->Ms, sr->done, r0, r1);
+    double ms_b = 0, ov_b = -INFINITY, lb = 0;
+
+    if (best < 0)
+        return true;
+    for (int r = r0; r < r1; r++) {
+        const sp_res *y = &w->res[(size_t)best * s->dp + r];
+        ms_b = fmax(ms_b, y->ms);
+        ov_b = fmax(ov_b, y->over);
+        lb = fmax(lb, w->res[ci * (size_t)s->dp + r].ms);
+    }
+    return !(ov_b <= 0) || lb < ms_b || (lb == ms_b && (long)ci < best);
+}
+
+static size_t m_index(const search *sr, size_t ci)
 {
     size_t mi = 0;
 
     while (sr->Ms[mi] != sr->cs[ci].M)
         mi++;
+    return mi;
+}
+
+/* Can candidate ci, whose makespans in w->res bound from below what it will end with,
+ * still be some unit's choice?  Raising checkpointing only lengthens tasks (recompute)
+ * on a fixed DAG, so no makespan of a later round falls below an earlier round's. */
+static bool may_win(const sp_work *w, const sp_setting *s, const search *sr, size_t ci)
+{
+    size_t mi = m_index(sr, ci);
+
     for (int r0 = 0; r0 < s->dp;) {
         int gi = w->group_of[r0], r1;
         size_t em;
-        long best = -1;
-        double ms_b = 0, ov_b = -INFINITY, lb = 0;
         if (s->common_m) {
             r1 = s->dp;
             em = SP_MAX_FACTORS;
@@ -319,22 +342,153 @@ static bool may_win(const sp_work *w, const sp_setting *s, const search *sr, siz
             r1 = gi >= 0 ? w->groups[gi].dp0 + w->groups[gi].k : r0 + 1;
             em = eligible(w, s, r0, r1);
         }
-        if (mi < em || s->common_m) {
-            best = unit_best(w, s, sr->cs, sr->nc, em, sr->Ms, sr->done, r0, r1);
-            if (best < 0)
-                return true;
-            for (int r = r0; r < r1; r++) {
-                const sp_res *y = &w->res[(size_t)best * s->dp + r];
-                ms_b = fmax(ms_b, y->ms);
-                ov_b = fmax(ov_b, y->over);
-                lb = fmax(lb, w->res[ci * (size_t)s->dp + r].ms);
-            }
-            if (!(ov_b <= 0) || lb < ms_b || (lb == ms_b && (long)ci < best))
-                return true;
-        }
+        if ((mi < em || s->common_m) && unit_may_win(w, s, sr, ci, em, r0, r1))
+            return true;
         r0 = r1;
     }
     return false;
+}
+
+/* ---- bounds before simulating ---- */
+
+/* Where the rank's busy time bounds its makespan from below as the simulator costs it:
+ * one stage (pp 1: the makespan is at least the sum of its tasks), no merge groups (no
+ * shared packs), every rank its own unit, no CP placements in the scratch plan. */
+static bool busy_bounds(const sp_work *w, const sp_setting *s)
+{
+    return s->par.pp <= 1 && w->ngroups == 0 && !s->common_m && w->scratch.cps == NULL;
+}
+
+/* The rank's packs in w->rp as the simulator times them on its one stage at ckpt
+ * checkpointed layers (sim_rank.c class_weights: forward packs by vl_cost_mb_time, a
+ * symmetric rank's backward from the same, an asymmetric one's backward packs by
+ * vl_cost_pack_time; no recompute-forward operations): the sum of its tasks, shaded
+ * far above the rounding of the simulator's own sums. */
+static vl_status rank_busy(sp_work *w, const sp_setting *s, const vl_cost *cost, int ckpt,
+                           double *busy, vl_err *err)
+{
+    const sp_rankplan *rp = &w->rp;
+    const sp_packing *f = &rp->fwd, *b = &rp->bwd;
+    vl_par par = s->par;
+    int layers = cost->cfg->model.layers;
+    double sum = 0;
+    vl_status st;
+
+    par.pp = 1;
+    par.ckpt_layers = ckpt;
+    if ((st = vl_grow(&w->lbtmp, &w->lbtmp_cap, b->nsegs + 1, sizeof *w->lbtmp, err)))
+        return st;
+    for (size_t p = 0; p < f->npacks; p++) {
+        vl_mb_time t = vl_cost_mb_time(cost, f->segs + f->start[p], f->start[p + 1] - f->start[p],
+                                       &par, layers, 1);
+        sum += t.fwd;
+        if (b->npacks == 0)
+            sum += t.bwd;
+    }
+    for (size_t p = 0; p < b->npacks; p++) {
+        vl_pack_view v = {b->segs + b->start[p], NULL, b->start[p + 1] - b->start[p], 1};
+        sum += vl_cost_pack_time(cost, &v, &par, layers, 1, w->lbtmp).bwd;
+    }
+    *busy = sum * (1 - 1e-9);
+    return VL_OK;
+}
+
+static vl_status copy_packing(sp_packing *to, const sp_packing *from, vl_err *err)
+{
+    vl_status st;
+
+    if ((st = vl_grow(&to->segs, &to->segs_cap, from->nsegs + 1, sizeof *to->segs, err)) ||
+        (st = vl_grow(&to->start, &to->start_cap, from->npacks + 1, sizeof *to->start, err)))
+        return st;
+    if (from->nsegs > 0)
+        memcpy(to->segs, from->segs, from->nsegs * sizeof *to->segs);
+    if (from->start != NULL)
+        memcpy(to->start, from->start, (from->npacks + 1) * sizeof *to->start);
+    else
+        to->start[0] = 0;
+    to->nsegs = from->nsegs;
+    to->npacks = from->npacks;
+    return VL_OK;
+}
+
+static vl_status hold(sp_work *w, int r, bool save, vl_err *err)
+{
+    sp_rankplan *rp = &w->rp;
+    sp_packing *h = &w->held[2 * (size_t)r];
+    vl_status st;
+
+    if (save) {
+        w->held_shared[2 * r] = rp->nshared_f;
+        w->held_shared[2 * r + 1] = rp->nshared_b;
+        if ((st = copy_packing(&h[0], &rp->fwd, err)) != VL_OK)
+            return st;
+        return copy_packing(&h[1], &rp->bwd, err);
+    }
+    rp->nshared_f = w->held_shared[2 * r];
+    rp->nshared_b = w->held_shared[2 * r + 1];
+    if ((st = copy_packing(&rp->fwd, &h[0], err)) != VL_OK)
+        return st;
+    return copy_packing(&rp->bwd, &h[1], err);
+}
+
+static vl_status emit_one(sp_work *w, const sp_setting *s, int r, vl_err *err)
+{
+    vl_status st = vl__sp_schedule(w, s, err);
+
+    if (st == VL_OK)
+        st = vl__sp_emit_rank(w, s, r, s->ckpt_mode == VL_RECOMPUTE_FULL ? s->stage_layers : 0,
+                              &w->scratch, err);
+    return st;
+}
+
+/* build() for candidate ci, with each rank's busy time (busy_bounds) as its makespan's
+ * bound in w->res first: while no rank may take ci, the ranks' packs are held rather
+ * than scheduled, and when none may, ci is cut (*cut) without a schedule or a
+ * simulation.  The scratch iteration is complete otherwise. */
+static vl_status build_bounded(sp_work *w, const sp_setting *s, const vl_cost *cost,
+                               const uint32_t *len, search *sr, size_t ci, bool *cut,
+                               vl_err *err)
+{
+    const cand *c = &sr->cs[ci];
+    int ckpt = s->ckpt_mode == VL_RECOMPUTE_FULL ? s->stage_layers : 0;
+    size_t mi = m_index(sr, ci), old = w->held_cap;
+    bool may = false;
+    vl_status st;
+
+    *cut = false;
+    if ((st = vl_grow(&w->held, &w->held_cap, 2 * (size_t)s->dp, sizeof *w->held, err)))
+        return st;
+    memset(w->held + old, 0, (w->held_cap - old) * sizeof *w->held);
+    if ((st = vl_grow(&w->held_shared, &w->held_shared_cap, 2 * (size_t)s->dp,
+                      sizeof *w->held_shared, err)))
+        return st;
+    vl_plan_clear_iters(&w->scratch, 0);
+    if ((st = vl_plan_iter_begin(&w->scratch, 0, err)) != VL_OK)
+        return st;
+    for (int r = 0; r < s->dp && st == VL_OK; r++) {
+        if ((st = vl__sp_rank_packs(w, s, len, r, c->M, c->asym, err)) != VL_OK)
+            break;
+        if (!may) {
+            sp_res *x = &w->res[ci * (size_t)s->dp + r];
+            size_t em = eligible(w, s, r, r + 1);
+            if ((st = rank_busy(w, s, cost, ckpt, &x->ms, err)) != VL_OK)
+                break;
+            if (!(mi < em && unit_may_win(w, s, sr, ci, em, r, r + 1))) {
+                st = hold(w, r, true, err);
+                continue;
+            }
+            may = true;
+            if ((st = hold(w, r, true, err)) != VL_OK)
+                break;
+            for (int q = 0; q <= r && st == VL_OK; q++)
+                if ((st = hold(w, q, false, err)) == VL_OK)
+                    st = emit_one(w, s, q, err);
+            continue;
+        }
+        st = emit_one(w, s, r, err);
+    }
+    *cut = st == VL_OK && !may;
+    return st;
 }
 
 /* Simulate candidate ci, raising checkpointing until every rank fits (recompute auto);
@@ -344,9 +498,16 @@ static vl_status evaluate(sp_work *w, const sp_setting *s, const vl_cost *cost,
                           const uint32_t *len, search *sr, size_t ci, bool prune,
                           vl_err *err)
 {
-    bool again = true;
+    bool again = true, cut = false;
     sp_res *res = w->res + ci * (size_t)s->dp;
-    vl_status st = build(w, s, len, &sr->cs[ci], err);
+    vl_status st = prune && busy_bounds(w, s)
+                       ? build_bounded(w, s, cost, len, sr, ci, &cut, err)
+                       : build(w, s, len, &sr->cs[ci], err);
+
+    if (st == VL_OK && cut) {
+        sr->cut[ci] = true;
+        return VL_OK;
+    }
 
     /* each round raises some rank's checkpointing; stage_layers bounds the rounds */
     for (int round = 0; st == VL_OK && again && round <= s->stage_layers; round++) {
@@ -490,6 +651,11 @@ void vl__sp_work_free(sp_work *w)
         free(w->trace);
     }
     free(w->res);
+    for (size_t r = 0; r < w->held_cap; r++)
+        vl__sp_packing_free(&w->held[r]);
+    free(w->held);
+    free(w->held_shared);
+    free(w->lbtmp);
     free(w->choice);
     for (size_t r = 0; r < w->refined_cap; r++)
         vl__sp_packing_free(&w->refined[r]);
