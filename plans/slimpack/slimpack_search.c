@@ -393,6 +393,41 @@ static vl_status rank_busy(sp_work *w, const sp_setting *s, const vl_cost *cost,
     return VL_OK;
 }
 
+/* rank_busy() of rank r as the scratch iteration holds it, at its checkpointing now
+ * (after simulate() raised it: a bound on the next round's makespan). */
+static vl_status plan_rank_busy(sp_work *w, const vl_cost *cost, int r, double *busy,
+                                vl_err *err)
+{
+    const vl_plan *p = &w->scratch;
+    const vl_rank *rk = &p->ranks[p->iters[0].rank0 + r];
+    const vl_mb *mbs = vl_plan_rank_mbs(p, rk);
+    vl_par par = rk->par;
+    int layers = cost->cfg->model.layers;
+    uint32_t most = 1;
+    double sum = 0;
+    vl_status st;
+
+    par.pp = 1;
+    for (uint32_t b = 0; b < rk->nbwd; b++)
+        most = mbs[rk->nmb + b].nseg > most ? mbs[rk->nmb + b].nseg : most;
+    if ((st = vl_grow(&w->lbtmp, &w->lbtmp_cap, most, sizeof *w->lbtmp, err)) != VL_OK)
+        return st;
+    for (uint32_t f = 0; f < rk->nmb; f++) {
+        vl_mb_time t = vl_cost_mb_time(cost, vl_plan_mb_segs(p, &mbs[f]), mbs[f].nseg, &par,
+                                       layers, 1);
+        sum += t.fwd;
+        if (rk->nbwd == 0)
+            sum += t.bwd;
+    }
+    for (uint32_t b = 0; b < rk->nbwd; b++) {
+        const vl_mb *mb = &mbs[rk->nmb + b];
+        vl_pack_view v = {vl_plan_mb_segs(p, mb), NULL, mb->nseg, 1};
+        sum += vl_cost_pack_time(cost, &v, &par, layers, 1, w->lbtmp).bwd;
+    }
+    *busy = sum * (1 - 1e-9);
+    return VL_OK;
+}
+
 static vl_status copy_packing(sp_packing *to, const sp_packing *from, vl_err *err)
 {
     vl_status st;
@@ -509,13 +544,26 @@ static vl_status evaluate(sp_work *w, const sp_setting *s, const vl_cost *cost,
         return VL_OK;
     }
 
+    for (int k = 0; st == VL_OK && k < s->dp; k++)   /* as simulated next */
+        res[k].ckpt = w->scratch.ranks[w->scratch.iters[0].rank0 + k].par.ckpt_layers;
     /* each round raises some rank's checkpointing; stage_layers bounds the rounds */
     for (int round = 0; st == VL_OK && again && round <= s->stage_layers; round++) {
         st = simulate(w, s, cost, res, &again, err);
+        /* the raised ranks' next makespans: at least their busy time at the new
+         * checkpointing (one stage) */
+        for (int r = 0; st == VL_OK && again && prune && busy_bounds(w, s) && r < s->dp; r++) {
+            const vl_rank *rk = &w->scratch.ranks[w->scratch.iters[0].rank0 + r];
+            double b;
+            if (rk->par.ckpt_layers != res[r].ckpt &&
+                (st = plan_rank_busy(w, cost, r, &b, err)) == VL_OK)
+                res[r].ms = fmax(res[r].ms, b);
+        }
         if (st == VL_OK && again && prune && !may_win(w, s, sr, ci)) {
             sr->cut[ci] = true;
             return VL_OK;
         }
+        for (int k = 0; st == VL_OK && k < s->dp; k++)
+            res[k].ckpt = w->scratch.ranks[w->scratch.iters[0].rank0 + k].par.ckpt_layers;
     }
     for (int k = 0; st == VL_OK && k < s->dp; k++)
         res[k].ckpt = w->scratch.ranks[w->scratch.iters[0].rank0 + k].par.ckpt_layers;
