@@ -23,6 +23,7 @@
  * continuous relaxation; a min-max heuristic instead of the code's CBC MILP per v; the
  * histogram scaled to one iteration's expected sequence count; code quirks fixed as
  * docs/hydraulis.md §2 lists. */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,7 +229,10 @@ static vl_status choose(hy_run *r, const uint32_t *seq, size_t n, uint64_t iter,
             double e;
             if (r->fixed >= 0 && (int)c != r->fixed)
                 continue;
-            e = vl__hy_eval(&r->it, c, seq, n, len, stream_of(iter), *relax, &st, err);
+            /* a pipeline at the best estimate so far (a lower index) settles it: the
+             * candidate cannot win, its other pipelines need no packing */
+            e = vl__hy_eval(&r->it, c, seq, n, len, stream_of(iter), *relax,
+                            *cand >= 0 ? *est : INFINITY, &st, err);
             if (e >= 0 && (*cand < 0 || e < *est)) {
                 *cand = (int)c;
                 *est = e;
@@ -283,7 +287,7 @@ static vl_status pick_static(hy_run *r, const uint32_t *order, const vl_batches 
             continue;
         for (size_t k = 0; k < b->n && st == VL_OK && sum >= 0; k++) {
             double e = vl__hy_eval(&r->it, c, order + b->start[k], b->start[k + 1] - b->start[k],
-                                   sel->len, stream_of(k), true, &st, err);
+                                   sel->len, stream_of(k), true, INFINITY, &st, err);
             sum = e < 0 ? -1 : sum + e;
         }
         if (sum >= 0 && (best < 0 || sum < best)) {

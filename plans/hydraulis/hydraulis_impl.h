@@ -279,6 +279,7 @@ typedef struct hy_iter {
     uint32_t *sub, *pos, *bin, *gpos; size_t seq_cap;   /* one pipeline's sequences */
     size_t *gstart; size_t gstart_cap;    /* gpos[gstart[j] ..]: pipeline j's positions */
     double *pipe_est; size_t est_cap;     /* per pipeline (dispatch order) of the last eval */
+    uint32_t *porder; size_t porder_cap;  /* the order eval packs the pipelines in */
     hy_assign cur, kept;          /* the last evaluation, the one vl__hy_keep saved */
     size_t kept_cand;
 } hy_iter;
@@ -289,10 +290,12 @@ void vl__hy_iter_free(hy_iter *it);
  *  candidate `cand`: dispatch (stream `stream`), then every pipeline packed; returns the
  *  slowest pipeline's estimate (ms), or -1 when the candidate cannot run the batch (a
  *  sequence no pipeline holds, or every trial leaves a pipeline empty unless
- *  allow_empty).  VL_ENOMEM through *st. */
+ *  allow_empty).  Once a pipeline's estimate reaches `bound` (INFINITY: none) the rest
+ *  are not packed and that estimate, >= bound, is returned (the assignment is then
+ *  incomplete: not for vl__hy_keep).  VL_ENOMEM through *st. */
 double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
-                   const uint32_t *len, uint64_t stream, bool allow_empty, vl_status *st,
-                   vl_err *err);
+                   const uint32_t *len, uint64_t stream, bool allow_empty, double bound,
+                   vl_status *st, vl_err *err);
 
 /** Save the assignment of the last vl__hy_eval (which returned >= 0, on candidate cand)
  *  for vl__hy_emit_kept: the chosen candidate is then written without evaluating it
