@@ -17,8 +17,10 @@
  * pipelines per sequence below 64 of them, per-scheme min-trees above), plus per
  * pipeline up to 20 min-max packings of its U sequences (LPT from a heap; each improving
  * step searches the heaviest micro-batch's sequences against a window of the others;
- * counts that cannot win skipped); the chosen candidate is written as evaluated.  All
- * exact: the same plans as the plain scans (tests/test_hydraulis_fast.c).
+ * counts that cannot win skipped; a candidate's packing stops at the best estimate of
+ * an earlier one); the trials' shuffles are drawn once an iteration for every
+ * candidate; the chosen candidate is written as evaluated.  All exact: the same plans
+ * as the plain scans (tests/test_hydraulis_fast.c).
  * Deviations (man page, HYDRAULIS): the integer DP of the authors' code, not the paper's
  * continuous relaxation; a min-max heuristic instead of the code's CBC MILP per v; the
  * histogram scaled to one iteration's expected sequence count; code quirks fixed as
