@@ -183,8 +183,17 @@ static size_t pick_full(const hy_work *w, const double *row, uint32_t fit, doubl
 
     for (size_t r = 0; r < w->nrun && w->run0[r] < fit; r++) {
         size_t j1 = w->run0[r + 1] < fit ? w->run0[r + 1] : fit;
-        const double *te = row + 2 * w->kind[w->run0[r]];
+        uint32_t k = w->kind[w->run0[r]];
+        const double *te = row + 2 * k;
         double t0 = te[0], t1 = te[1];
+        if (w->kinds[k]->pp == 1) {
+            /* no bubble term: E and (pp - 1)·t are zeros, and adding a zero changes
+             * no sum a comparison sees */
+            for (size_t j = w->run0[r]; j < j1; j++)
+                if (C[j] + t0 <= mx)
+                    return j;
+            continue;
+        }
         for (size_t j = w->run0[r]; j < j1; j++)
             if (C[j] + t0 + hy_max(E[j], t1) <= mx)
                 return j;
