@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-vl_status vl_grow(void *buf, size_t *cap, size_t n, size_t elem, vl_err *err)
+vl_status vl__grow_to(void *buf, size_t *cap, size_t n, size_t elem, vl_err *err)
 {
     void **p = buf;
     size_t nc = *cap ? *cap : 16;

@@ -17,12 +17,15 @@
  * pipelines per sequence below 64 of them, per-scheme min-trees above), plus per
  * pipeline up to 20 min-max packings of its U sequences (LPT from a heap; each improving
  * step searches the heaviest micro-batch's sequences against a window of the others;
- * counts that cannot win skipped); the chosen candidate is written as evaluated.  All
- * exact: the same plans as the plain scans (tests/strategies/test_hydraulis_fast.c).
+ * counts that cannot win skipped; a candidate's packing stops at the best estimate of
+ * an earlier one); the trials' shuffles are drawn once an iteration for every
+ * candidate; the chosen candidate is written as evaluated.  All exact: the same plans
+ * as the plain scans (tests/strategies/test_hydraulis_fast.c).
  * Deviations (man page, HYDRAULIS): the integer DP of the authors' code, not the paper's
  * continuous relaxation; a min-max heuristic instead of the code's CBC MILP per v; the
  * histogram scaled to one iteration's expected sequence count; code quirks fixed as
  * docs/hydraulis.md §2 lists. */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -291,7 +294,12 @@ static vl_status choose(hy_run *r, const uint32_t *seq, size_t n, uint64_t iter,
             double e;
             if (r->fixed >= 0 && (int)c != r->fixed)
                 continue;
-            e = vl__hy_eval(&r->it, c, seq, n, len, stream_of(iter), *relax, &st, err);
+            /* a pipeline at the best estimate so far (a lower index), or past it by the
+             * margin the simulation checks, settles it: the candidate cannot win (nor be
+             * a runner-up), its other pipelines need no packing */
+            e = vl__hy_eval(&r->it, c, seq, n, len, stream_of(iter), *relax,
+                            *cand >= 0 ? *est * (r->o->verify ? 1 + HY_VERIFY_MARGIN : 1)
+                                       : INFINITY, &st, err);
             r->est_of[c] = e;
             if (e >= 0 && (*cand < 0 || e < *est)) {
                 *cand = (int)c;
@@ -367,7 +375,7 @@ static vl_status verify_choice(hy_run *r, const uint32_t *seq, size_t n, uint32_
     st = simulate_kept(r, seq, n, epoch, &best_ms, err);
     for (size_t i = 0; i < m && st == VL_OK; i++) {
         if (vl__hy_eval(&r->it, (size_t)up[i], seq, n, r->job->sel->len, stream_of(r->iters),
-                        relax, &st, err) < 0)
+                        relax, INFINITY, &st, err) < 0)
             continue;
         vl__hy_keep(&r->it, (size_t)up[i]);
         kept = up[i];
@@ -378,7 +386,7 @@ static vl_status verify_choice(hy_run *r, const uint32_t *seq, size_t n, uint32_
     }
     if (st == VL_OK && kept != best) {   /* the winner's assignment, again */
         vl__hy_eval(&r->it, (size_t)best, seq, n, r->job->sel->len, stream_of(r->iters), relax,
-                    &st, err);
+                    INFINITY, &st, err);
         vl__hy_keep(&r->it, (size_t)best);
     }
     r->verified++;
@@ -431,7 +439,7 @@ static vl_status pick_static(hy_run *r, const uint32_t *order, const vl_batches 
             continue;
         for (size_t k = 0; k < b->n && st == VL_OK && sum >= 0; k++) {
             double e = vl__hy_eval(&r->it, c, order + b->start[k], b->start[k + 1] - b->start[k],
-                                   sel->len, stream_of(k), true, &st, err);
+                                   sel->len, stream_of(k), true, INFINITY, &st, err);
             sum = e < 0 ? -1 : sum + e;
         }
         if (sum >= 0 && (best < 0 || sum < best)) {

@@ -32,7 +32,10 @@ void vl__hy_work_free(hy_work *w)
     free(w->st);
     free(w->kind);
     free(w->kinds);
+    free(w->run0);
     free(w->fits);
+    free(w->slen);
+    free(w->perms);
     free(w->asc);
     free(w->ffd);
     free(w->next);
@@ -85,7 +88,11 @@ static size_t tabulate(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
     kc = w->kind_cap;
     if ((*st = vl_grow(&w->kinds, &kc, np + 1, sizeof *w->kinds, err)) != VL_OK)
         return 0;
+    kc = w->kind_cap;
+    if ((*st = vl_grow(&w->run0, &kc, np + 2, sizeof *w->run0, err)) != VL_OK)
+        return 0;
     w->kind_cap = kc;
+    w->nrun = 0;
     for (size_t j = 0; j < np; j++) {
         size_t k = 0;
         while (k < nk && w->kinds[k] != pipes[j].s)
@@ -93,19 +100,28 @@ static size_t tabulate(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
         if (k == nk)
             w->kinds[nk++] = pipes[j].s;
         w->kind[j] = (uint32_t)k;
+        if (j == 0 || w->kind[j - 1] != k)
+            w->run0[w->nrun++] = (uint32_t)j;
     }
+    w->run0[w->nrun] = (uint32_t)np;
     if ((*st = vl_grow(&w->st, &c, 2 * n * nk + 1, sizeof *w->st, err)) != VL_OK)
         return 0;
     w->st_cap = c;
     c = w->fits_cap;
     if ((*st = vl_grow(&w->fits, &c, n + 1, sizeof *w->fits, err)) != VL_OK)
         return 0;
+    c = w->fits_cap;
+    if ((*st = vl_grow(&w->slen, &c, n + 1, sizeof *w->slen, err)) != VL_OK)
+        return 0;
     w->fits_cap = c;
+    w->only0 = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t f = 0;
         while (f < np && pipes[f].s->maxlen >= len[seq[i]])
             f++;
         w->fits[i] = f;
+        w->slen[i] = len[seq[i]];
+        w->only0 += f == 1;
     }
     for (size_t i = 0; i < n; i++)
         for (size_t k = 0; k < nk; k++) {
@@ -129,12 +145,10 @@ static void add(hy_work *w, const double *row, size_t j, size_t *empty)
 
 /* A trial's start, shared by both kinds: every pipeline empty, no sequence owned, then
  * the sequences only pipeline 0 can hold placed there.  Returns the running maximum. */
-static double trial_start(hy_work *w, const hy_pipe *pipes, size_t np, size_t nk,
-                          const uint32_t *seq, size_t n, const uint32_t *len,
-                          uint32_t *owner, size_t *empty)
+static double trial_start(hy_work *w, size_t np, size_t nk, size_t n, uint32_t *owner,
+                          size_t *empty)
 {
     double mx = 0;
-    uint32_t second = np > 1 ? pipes[1].s->maxlen : 0;
 
     *empty = np;
     memset(w->C, 0, np * sizeof *w->C);
@@ -142,9 +156,10 @@ static double trial_start(hy_work *w, const hy_pipe *pipes, size_t np, size_t nk
     memset(w->cnt, 0, np * sizeof *w->cnt);
     for (size_t i = 0; i < n; i++)
         owner[i] = UINT32_MAX;
-    for (size_t k = 0; k < n && np > 1; k++) {
+    /* the sequences longer than pipeline 1's MaxLen: fits 1 (no sequence fits none) */
+    for (size_t k = 0; k < n && np > 1 && w->only0 > 0; k++) {
         uint32_t i = w->perm[k];
-        if (len[seq[i]] > second) {
+        if (w->fits[i] == 1) {
             owner[i] = 0;
             add(w, w->st + (size_t)i * nk * 2, 0, empty);
         }
@@ -154,35 +169,85 @@ static double trial_start(hy_work *w, const hy_pipe *pipes, size_t np, size_t nk
     return mx;
 }
 
+/* The pipeline the scan of trial() picks once no pipeline is empty: the first of
+ * pipelines [0, fit) whose estimate y with the sequence stays within mx (the scan's
+ * x = max(mx, y) is mx exactly then), else the first with the smallest estimate.
+ * Pipelines are walked by runs of one kind, so the sequence's t and bubble term are
+ * read once a run; the first search carries no minimum from one pipeline to the next,
+ * and the second, for the rarer sequence that raises mx, computes the same y again. */
+static size_t pick_full(const hy_work *w, const double *row, uint32_t fit, double mx)
+{
+    const double *C = w->C, *E = w->E;
+    double best = INFINITY;
+    size_t at = 0;
+
+    for (size_t r = 0; r < w->nrun && w->run0[r] < fit; r++) {
+        size_t j1 = w->run0[r + 1] < fit ? w->run0[r + 1] : fit;
+        uint32_t k = w->kind[w->run0[r]];
+        const double *te = row + 2 * k;
+        double t0 = te[0], t1 = te[1];
+        if (w->kinds[k]->pp == 1) {
+            /* no bubble term: E and (pp - 1)·t are zeros, and adding a zero changes
+             * no sum a comparison sees */
+            for (size_t j = w->run0[r]; j < j1; j++)
+                if (C[j] + t0 <= mx)
+                    return j;
+            continue;
+        }
+        for (size_t j = w->run0[r]; j < j1; j++)
+            if (C[j] + t0 + hy_max(E[j], t1) <= mx)
+                return j;
+    }
+    for (size_t r = 0; r < w->nrun && w->run0[r] < fit; r++) {
+        size_t j1 = w->run0[r + 1] < fit ? w->run0[r + 1] : fit;
+        const double *te = row + 2 * w->kind[w->run0[r]];
+        double t0 = te[0], t1 = te[1];
+        for (size_t j = w->run0[r]; j < j1; j++) {
+            double y = C[j] + t0 + hy_max(E[j], t1);
+            at = y < best ? j : at;
+            best = y < best ? y : best;
+        }
+    }
+    return at;
+}
+
+/* The pipeline Alg. 1's scan picks while some pipeline is empty: the smallest estimate
+ * max(mx, y) over pipelines [0, fit), an empty pipeline winning a tie. */
+static size_t pick_open(const hy_work *w, const double *row, uint32_t fit, double mx)
+{
+    double best = INFINITY;
+    size_t at = 0;
+
+    for (size_t j = 0; j < fit; j++) {
+        const double *te = row + 2 * w->kind[j];
+        double x = hy_max(mx, w->C[j] + te[0] + hy_max(w->E[j], te[1]));
+        if (x < best || (x == best && w->cnt[j] == 0)) {
+            best = x;
+            at = j;
+        }
+    }
+    return at;
+}
+
 /* One trial over the order w->perm; owner[i] = pipeline.  Returns its objective, or
  * INFINITY as soon as it reaches `bound` (the objective only grows: such a trial cannot
  * beat the best one).  A pipeline's estimate never falls below the running maximum mx,
  * so once no pipeline is empty (an empty one would win a tie) the first to stay at mx
- * is the answer. */
-static double trial(hy_work *w, const hy_pipe *pipes, size_t np, size_t nk,
-                    const uint32_t *seq, size_t n, const uint32_t *len, double bound,
+ * is the answer (pick_full). */
+static double trial(hy_work *w, size_t np, size_t nk, size_t n, double bound,
                     uint32_t *owner)
 {
     size_t empty;
-    double mx = trial_start(w, pipes, np, nk, seq, n, len, owner, &empty);
+    double mx = trial_start(w, np, nk, n, owner, &empty);
 
     for (size_t k = 0; k < n && mx < bound; k++) {
         uint32_t i = w->perm[k];
         const double *row = w->st + (size_t)i * nk * 2;
-        double best = INFINITY;
-        size_t at = 0;
+        size_t at;
         if (owner[i] != UINT32_MAX)
             continue;
-        for (size_t j = 0; j < w->fits[i]; j++) {
-            const double *te = row + 2 * w->kind[j];
-            double x = hy_max(mx, w->C[j] + te[0] + hy_max(w->E[j], te[1]));
-            if (x < best || (x == best && w->cnt[j] == 0)) {
-                best = x;
-                at = j;
-            }
-            if (best == mx && empty == 0)
-                break;
-        }
+        at = empty == 0 ? pick_full(w, row, w->fits[i], mx)
+                        : pick_open(w, row, w->fits[i], mx);
         owner[i] = (uint32_t)at;
         add(w, row, at, &empty);
         mx = hy_max(mx, w->C[at] + w->E[at]);
@@ -191,12 +256,11 @@ static double trial(hy_work *w, const hy_pipe *pipes, size_t np, size_t nk,
 }
 
 /* trial() with the pipeline of each sequence from the kinds' trees (many pipelines). */
-static double trial_tree(hy_work *w, hy_dtree *d, const hy_pipe *pipes, size_t np,
-                         size_t nk, const uint32_t *seq, size_t n, const uint32_t *len,
+static double trial_tree(hy_work *w, hy_dtree *d, size_t np, size_t nk, size_t n,
                          double bound, uint32_t *owner)
 {
     size_t empty;
-    double mx = trial_start(w, pipes, np, nk, seq, n, len, owner, &empty);
+    double mx = trial_start(w, np, nk, n, owner, &empty);
 
     vl__hy_dtree_reset(d);
     if (w->cnt[0] > 0)
@@ -207,13 +271,42 @@ static double trial_tree(hy_work *w, hy_dtree *d, const hy_pipe *pipes, size_t n
         size_t at;
         if (owner[i] != UINT32_MAX)
             continue;
-        at = vl__hy_dtree_pick(d, row, w->kinds, len[seq[i]], mx);
+        at = vl__hy_dtree_pick(d, row, w->kinds, w->slen[i], mx);
         owner[i] = (uint32_t)at;
         add(w, row, at, &empty);
         vl__hy_dtree_set(d, at, w->kind[at], w->C[at], w->E[at], w->cnt);
         mx = hy_max(mx, w->C[at] + w->E[at]);
     }
     return mx < bound ? mx : INFINITY;
+}
+
+/* The shuffles of trials 0 .. trials-1 (rng seeded (seed, stream + trial)) kept in
+ * w->perms, drawn again only when the key changed. */
+static vl_status keep_perms(hy_work *w, size_t n, uint32_t trials, uint64_t seed,
+                           uint64_t stream, vl_err *err)
+{
+    vl_status st;
+
+    if (w->perms && w->perms_n == n && w->perms_trials == trials && w->perms_seed == seed &&
+        w->perms_stream == stream)
+        return VL_OK;
+    w->perms_n = 0;   /* invalid until drawn */
+    if ((st = vl_grow(&w->perms, &w->perms_cap, (size_t)trials * n + 1, sizeof *w->perms,
+                      err)) != VL_OK)
+        return st;
+    for (uint32_t tr = 0; tr < trials; tr++) {
+        uint32_t *p = w->perms + (size_t)tr * n;
+        vl_rng r;
+        for (size_t i = 0; i < n; i++)
+            p[i] = (uint32_t)i;
+        vl_rng_seed(&r, seed, stream + tr);
+        vl_rng_shuffle_u32(&r, p, n);
+    }
+    w->perms_n = n;
+    w->perms_trials = trials;
+    w->perms_seed = seed;
+    w->perms_stream = stream;
+    return VL_OK;
 }
 
 double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32_t *seq,
@@ -236,20 +329,28 @@ double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
     d.nonneg = true;
     for (size_t q = 0; q < 2 * n * nk && np >= from; q++)
         d.nonneg = d.nonneg && w->st[q] >= 0;
+    bool kept = trials > 0 && (uint64_t)trials * n <= HY_PERMS_KEPT &&
+                (*st = keep_perms(w, n, trials, seed, stream, err)) == VL_OK;
+    if (*st != VL_OK) {
+        vl__hy_dtree_free(&d);
+        return -1;
+    }
     for (uint32_t tr = 0; tr < (trials ? trials : 1); tr++) {
         vl_rng r;
         bool empty = false;
         double obj;
-        for (size_t i = 0; i < n; i++)
-            w->perm[i] = (uint32_t)i;
-        if (trials > 0) {
-            vl_rng_seed(&r, seed, stream + tr);
-            vl_rng_shuffle_u32(&r, w->perm, n);
+        if (kept) {
+            memcpy(w->perm, w->perms + (size_t)tr * n, n * sizeof *w->perm);
+        } else {
+            for (size_t i = 0; i < n; i++)
+                w->perm[i] = (uint32_t)i;
+            if (trials > 0) {
+                vl_rng_seed(&r, seed, stream + tr);
+                vl_rng_shuffle_u32(&r, w->perm, n);
+            }
         }
-        obj = np >= from ? trial_tree(w, &d, pipes, np, nk, seq, n, len,
-                                      best >= 0 ? best : INFINITY, w->owner)
-                         : trial(w, pipes, np, nk, seq, n, len, best >= 0 ? best : INFINITY,
-                                 w->owner);
+        obj = np >= from ? trial_tree(w, &d, np, nk, n, best >= 0 ? best : INFINITY, w->owner)
+                         : trial(w, np, nk, n, best >= 0 ? best : INFINITY, w->owner);
         for (size_t j = 0; j < np; j++)
             empty = empty || w->cnt[j] == 0;
         if ((empty && !allow_empty) || (best >= 0 && obj >= best))

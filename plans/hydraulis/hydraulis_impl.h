@@ -16,6 +16,8 @@
 /* The most GPUs planned: dispatch costs trials x samples x pipelines an iteration. */
 #define HY_MAX_GPUS 4096
 #define HY_MAX_V 20           /* micro-batch counts tried per pipeline */
+/* Dispatch keeps the trials' shuffles of an iteration up to this many entries (16 MiB). */
+#define HY_PERMS_KEPT (UINT64_C(4) << 20)
 
 typedef enum { HY_DYNAMIC = 0, HY_STATIC = 1, HY_HOMO = 2 } hy_mode;
 typedef enum { HY_BALANCED = 0, HY_MAXPACK = 1 } hy_packing;
@@ -162,8 +164,18 @@ typedef struct hy_work {
     /* dispatch: each sequence's time on each distinct scheme of the candidate */
     double *st; size_t st_cap;
     uint32_t *fits; size_t fits_cap;      /* per sequence: the pipelines holding it */
+    uint32_t *slen;                       /* per sequence: its length (fits_cap) */
+    /* the trials' shuffles of the last (seed, stream, n, trials): every candidate of an
+     * iteration draws the same ones */
+    uint32_t *perms; size_t perms_cap;
+    uint64_t perms_seed, perms_stream;
+    size_t perms_n;
+    uint32_t perms_trials;
+    size_t only0;                         /* sequences only pipeline 0 holds */
     size_t tree_from;                     /* pipelines from which trees pick; 0: HY_TREE_FROM */
     uint32_t *kind; const hy_scheme **kinds; size_t kind_cap;   /* pipeline -> scheme */
+    uint32_t *run0; size_t nrun;          /* runs of one kind: pipelines run0[r] ..
+                                           * run0[r + 1) (kind_cap + 1 entries) */
     /* packing: orders shared by every micro-batch count, and per-count state */
     uint32_t *items, *bin, *best_bin; double *t; size_t item_cap;
     uint32_t *asc, *ffd, *next, *prev, *mem, *tmp; size_t order_cap;
@@ -269,6 +281,7 @@ typedef struct hy_iter {
     uint32_t *sub, *pos, *bin, *gpos; size_t seq_cap;   /* one pipeline's sequences */
     size_t *gstart; size_t gstart_cap;    /* gpos[gstart[j] ..]: pipeline j's positions */
     double *pipe_est; size_t est_cap;     /* per pipeline (dispatch order) of the last eval */
+    uint32_t *porder; size_t porder_cap;  /* the order eval packs the pipelines in */
     hy_assign cur, kept;          /* the last evaluation, the one vl__hy_keep saved */
     size_t kept_cand;
 } hy_iter;
@@ -279,10 +292,12 @@ void vl__hy_iter_free(hy_iter *it);
  *  candidate `cand`: dispatch (stream `stream`), then every pipeline packed; returns the
  *  slowest pipeline's estimate (ms), or -1 when the candidate cannot run the batch (a
  *  sequence no pipeline holds, or every trial leaves a pipeline empty unless
- *  allow_empty).  VL_ENOMEM through *st. */
+ *  allow_empty).  Once a pipeline's estimate reaches `bound` (INFINITY: none) the rest
+ *  are not packed and that estimate, >= bound, is returned (the assignment is then
+ *  incomplete: not for vl__hy_keep).  VL_ENOMEM through *st. */
 double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
-                   const uint32_t *len, uint64_t stream, bool allow_empty, vl_status *st,
-                   vl_err *err);
+                   const uint32_t *len, uint64_t stream, bool allow_empty, double bound,
+                   vl_status *st, vl_err *err);
 
 /** Save the assignment of the last vl__hy_eval (which returned >= 0, on candidate cand)
  *  for vl__hy_emit_kept: the chosen candidate is then written without evaluating it

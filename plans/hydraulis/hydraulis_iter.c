@@ -4,6 +4,7 @@
  * are the candidate's pipelines, each with its own <tp, pp> and micro-batch count; GPUs
  * follow the default placement, consecutive blocks in rank order (tp descending, so a
  * TP group never straddles a node when tp <= gpus_per_node). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@ void vl__hy_iter_free(hy_iter *it)
     free(it->gpos);
     free(it->gstart);
     free(it->pipe_est);
+    free(it->porder);
     assign_free(&it->cur);
     assign_free(&it->kept);
     it->pipes = NULL;
@@ -35,6 +37,8 @@ void vl__hy_iter_free(hy_iter *it)
     it->gstart = NULL;
     it->gstart_cap = 0;
     it->pipe_est = NULL;
+    it->porder = NULL;
+    it->porder_cap = 0;
     it->pipes_cap = it->seq_cap = it->est_cap = 0;
 }
 
@@ -59,7 +63,8 @@ static vl_status reserve(hy_iter *it, size_t n, size_t np, vl_err *err)
     if ((st = vl_grow(&it->gpos, &c, n + 1, sizeof *it->gpos, err)) != VL_OK)
         return st;
     it->seq_cap = c;
-    if ((st = vl_grow(&it->gstart, &it->gstart_cap, np + 2, sizeof *it->gstart, err)))
+    if ((st = vl_grow(&it->gstart, &it->gstart_cap, np + 2, sizeof *it->gstart, err)) ||
+        (st = vl_grow(&it->porder, &it->porder_cap, np + 1, sizeof *it->porder, err)))
         return st;
     if ((st = vl_grow(&it->cur.owner, &ac, n + 1, sizeof *it->cur.owner, err)) != VL_OK)
         return st;
@@ -131,9 +136,27 @@ static size_t gather(hy_iter *it, const uint32_t *seq, size_t j)
     return m;
 }
 
+/* The pipelines in the order eval packs them: the heaviest dispatch load first (Σ t of
+ * its sequences; ties: index), so a bound is reached after few of them. */
+static void pack_order(hy_iter *it, const uint32_t *seq, size_t np, const uint32_t *len)
+{
+    for (size_t j = 0; j < np; j++) {
+        double load = 0;
+        for (size_t q = it->gstart[j]; q < it->gstart[j + 1]; q++)
+            load += hy_t(it->pipes[j].s, len[seq[it->gpos[q]]]);
+        it->pipe_est[j] = load;   /* overwritten by the estimates as they are packed */
+        size_t k = j;
+        while (k > 0 && it->pipe_est[it->porder[k - 1]] < load) {
+            it->porder[k] = it->porder[k - 1];
+            k--;
+        }
+        it->porder[k] = (uint32_t)j;
+    }
+}
+
 double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
-                   const uint32_t *len, uint64_t stream, bool allow_empty, vl_status *st,
-                   vl_err *err)
+                   const uint32_t *len, uint64_t stream, bool allow_empty, double bound,
+                   vl_status *st, vl_err *err)
 {
     size_t np = it->cands->c[cand].np;
     double worst = 0;
@@ -145,8 +168,9 @@ double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
                         allow_empty, it->cur.owner, st, err) < 0)
         return -1;
     group(it, it->cur.owner, n, np);
-    for (size_t j = 0; j < np && *st == VL_OK; j++) {
-        size_t m = gather(it, seq, j);
+    pack_order(it, seq, np, len);
+    for (size_t o = 0; o < np && *st == VL_OK && worst < bound; o++) {
+        size_t j = it->porder[o], m = gather(it, seq, j);
         hy_scheme s = packing_scheme(it, j);
         it->pipe_est[j] = vl__hy_pack(&it->w, &s, it->sub, m, len, it->packing, it->bin,
                                       &it->cur.nmb[j], st, err);
@@ -275,7 +299,7 @@ vl_status vl__hy_emit(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
 {
     vl_status st;
 
-    if (vl__hy_eval(it, cand, seq, n, len, stream, allow_empty, &st, err) < 0)
+    if (vl__hy_eval(it, cand, seq, n, len, stream, allow_empty, INFINITY, &st, err) < 0)
         return st != VL_OK ? st : vl_seterr(err, VL_EINTERNAL, "hydraulis: candidate %zu "
                                             "cannot run the batch it was chosen for", cand);
     vl__hy_keep(it, cand);

@@ -16,8 +16,9 @@
  * Complexity per batch of n samples over dp ranks, C candidates of at most M packs:
  * O(n log n) phase 1, O(n M) phase 2 per candidate (LPT scans), O(M² s) scheduling (s
  * segments per pack), and C simulations linear in tasks and edges (only the M some
- * rank may choose); the MILP is capped by slimpack.milp_nodes branch-and-bound nodes
- * and solved once per rank and batch.
+ * rank may choose; a candidate that provably cannot win is cut by lower bounds on its
+ * makespans, slimpack_search.c); the MILP is capped by slimpack.milp_nodes
+ * branch-and-bound nodes and solved once per rank and batch.
  * Reconstructions and deviations (docs/slimpack.md; the man page says so): the work
  * formulas and closed-form cut, DP-Merge's k and capacity, the slim threshold, the
  * backward stream order, the MILP (reduced to cut positions in the slim stream plus

@@ -144,12 +144,14 @@ vl_status vl__sp_phase1(sp_work *w, const sp_setting *s, const uint32_t *len, vl
             VL_OK ||
         (st = vl_grow(&w->group_of, &w->group_of_cap, (size_t)s->dp, sizeof *w->group_of,
                       err)) != VL_OK ||
-        (st = vl_grow(&w->load, &w->load_cap, (size_t)s->dp, sizeof *w->load, err)) != VL_OK)
+        (st = vl_grow(&w->load, &w->load_cap, (size_t)s->dp, sizeof *w->load, err)) != VL_OK ||
+        (st = vl_grow(&w->slen, &w->slen_cap, n ? n : 1, sizeof *w->slen, err)) != VL_OK)
         return st;
     if ((v = malloc((n ? n : 1) * sizeof *v)) == NULL)
         return vl_seterr(err, VL_ENOMEM, "slimpack: out of memory for %zu samples", n);
     for (size_t i = 0; i < n; i++) {
-        w->wf[i] = vl__sp_work(s->coef.af, s->coef.bf, 0, len[w->samples[i]]);
+        w->slen[i] = len[w->samples[i]];
+        w->wf[i] = vl__sp_work(s->coef.af, s->coef.bf, 0, w->slen[i]);
         v[i] = (weighed){w->wf[i], w->samples[i], (uint32_t)i};
         total += w->wf[i];
     }

@@ -107,6 +107,9 @@ typedef struct sp_work {
     /* the batch */
     double room;                                       /* bytes per GPU (slimpack_mem.c) */
     uint32_t *samples; size_t nsamples, samples_cap;  /* manifest indices */
+    uint32_t *slen; size_t slen_cap;                   /* their lengths (phase 1 copies
+                                                          them: the manifest's len[] read
+                                                          at random misses the cache) */
     double *wf; size_t wf_cap;                         /* forward work per batch slot */
     int *rank_of; size_t rank_of_cap;                  /* dp of each batch slot, -1 merged */
     sp_group groups[64]; size_t ngroups;
@@ -120,6 +123,7 @@ typedef struct sp_work {
     uint32_t *tag; size_t tag_cap;                     /* pack index per placed segment */
     vl_seg *tmp; size_t tmp_cap;
     uint32_t *cnt; size_t cnt_cap;
+    uint32_t *heap; size_t heap_cap;                   /* packs by (load, index) */
     sp_rankplan rp;                                    /* one rank at a time */
     /* search */
     vl_plan scratch;
@@ -127,7 +131,14 @@ typedef struct sp_work {
     void *sim;                                         /* vl_sim_scratch */
     void *trace;                                       /* vl_sim_trace */
     struct sp_res *res; size_t res_cap;                /* per candidate and rank */
+    sp_packing *held; size_t held_cap;                 /* per rank: fwd, bwd packs held
+                                                          while a candidate may be cut */
+    uint32_t *held_shared; size_t held_shared_cap;     /* their nshared_f, nshared_b */
+    vl_seg *lbtmp; size_t lbtmp_cap;                   /* cost model scratch (bounds) */
     int *choice; size_t choice_cap;                    /* per rank: candidate index */
+    size_t hint;                                       /* 1 + the candidate most ranks chose
+                                                          in the last batch, 0 none: the
+                                                          search simulates it first */
     sp_packing *refined; size_t refined_cap;           /* per rank: its MILP-refined own
                                                           forward packs, solved once a batch */
     bool *keep; size_t keep_cap;                       /* per rank: keeps the refinement */

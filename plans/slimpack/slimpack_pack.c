@@ -119,10 +119,67 @@ static uint32_t least_loaded(const double *load, uint32_t M)
     return best;
 }
 
+/* The LPT placement of least_loaded's pick from a heap of the packs ordered by (load,
+ * index), the same pack (the first of the lightest), for many packs. */
+static bool lighter(const double *load, uint32_t a, uint32_t b)
+{
+    return load[a] < load[b] || (load[a] == load[b] && a < b);
+}
+
+static void sift_down(uint32_t *h, uint32_t M, const double *load, uint32_t at)
+{
+    uint32_t x = h[at];
+
+    for (;;) {
+        uint32_t c = 2 * at + 1;
+        if (c >= M)
+            break;
+        if (c + 1 < M && lighter(load, h[c + 1], h[c]))
+            c++;
+        if (!lighter(load, h[c], x))
+            break;
+        h[at] = h[c];
+        at = c;
+    }
+    h[at] = x;
+}
+
+/* Above this many packs the whole samples go through the heap. */
+#define SP_HEAP_FROM 16
+
+static vl_status place_whole(sp_work *w, const uint32_t *items,
+                             size_t i, size_t n, uint32_t M, size_t *np, vl_err *err)
+{
+    vl_status st = VL_OK;
+
+    if (M <= SP_HEAP_FROM) {
+        for (; i < n && st == VL_OK; i++) {
+            uint32_t p = least_loaded(w->load, M), slot = items[i];
+            st = place(w, np, w->samples[slot], 0, w->slen[slot], p, err);
+            w->load[p] += w->wf[slot];
+        }
+        return st;
+    }
+    if ((st = vl_grow(&w->heap, &w->heap_cap, M, sizeof *w->heap, err)) != VL_OK)
+        return st;
+    for (uint32_t p = 0; p < M; p++)
+        w->heap[p] = p;
+    for (uint32_t p = M / 2; p-- > 0;)
+        sift_down(w->heap, M, w->load, p);
+    for (; i < n && st == VL_OK; i++) {
+        uint32_t p = w->heap[0], slot = items[i];
+        st = place(w, np, w->samples[slot], 0, w->slen[slot], p, err);
+        w->load[p] += w->wf[slot];
+        sift_down(w->heap, M, w->load, 0);
+    }
+    return st;
+}
+
 vl_status vl__sp_forward(sp_work *w, const sp_setting *s, const uint32_t *len,
                          const uint32_t *items, size_t n, uint32_t M, sp_packing *pk,
                          vl_err *err)
 {
+    (void)len;   /* w->slen holds the lengths of the batch's slots */
     double total = 0, tau, pos = 0;
     size_t np = 0, i = 0;
     uint32_t k = 0;
@@ -139,12 +196,9 @@ vl_status vl__sp_forward(sp_work *w, const sp_setting *s, const uint32_t *len,
     tau = total / M;
     /* items come heaviest first (phase 1's order): the slimmable ones are a prefix */
     for (; i < n && w->wf[items[i]] > s->o->slim_threshold * tau && st == VL_OK; i++)
-        st = slim_one(w, s, &np, items[i], len[w->samples[items[i]]], tau, M, &pos, &k, err);
-    for (; i < n && st == VL_OK; i++) {
-        uint32_t p = least_loaded(w->load, M), slot = items[i];
-        st = place(w, &np, w->samples[slot], 0, len[w->samples[slot]], p, err);
-        w->load[p] += w->wf[slot];
-    }
+        st = slim_one(w, s, &np, items[i], w->slen[items[i]], tau, M, &pos, &k, err);
+    if (st == VL_OK)
+        st = place_whole(w, items, i, n, M, &np, err);
     return st == VL_OK ? flush_placed(w, np, M, pk, err) : st;
 }
 

@@ -57,46 +57,82 @@ static void sort_entries(entry *v, entry *tmp, size_t n)
         memcpy(v, src, n * sizeof *v);
 }
 
-static entry *entries_of(const sp_packing *pk)
-{
-    entry *e = malloc((pk->nsegs ? 2 * pk->nsegs : 1) * sizeof *e);
-
-    if (e == NULL)
-        return NULL;
-    for (size_t p = 0; p < pk->npacks; p++)
-        for (uint32_t j = pk->start[p]; j < pk->start[p + 1]; j++)
-            e[j] = (entry){pk->segs[j].sample, pk->segs[j].off, (uint32_t)p, j};
-    sort_entries(e, e + pk->nsegs, pk->nsegs);
-    return e;
-}
-
-/* What each backward unit waits for: need_f[u] = the last forward pack holding the end
- * of one of its samples; next[seg] = the unit holding the next-later tokens of the
- * segment's sample (UINT32_MAX: none, or the unit itself). */
+/* What each backward unit waits for (find_deps). */
 typedef struct deps {
     uint32_t *need_f, *next;
 } deps;
 
-static void find_deps(const sp_packing *fw, const sp_packing *bu, const entry *ef,
-                      const entry *eb, deps *d)
-{
-    size_t i = 0;
+/* A sample of the rank in find_deps' table: its forward slice of the largest offset
+ * (off, unit) when it has one, and how many backward segments it has. */
+typedef struct slot {
+    uint32_t sample, off, unit, nb;
+    bool used, fwd;
+} slot;
 
+static slot *slot_of(slot *t, size_t mask, uint32_t sample)
+{
+    size_t h = (size_t)((sample * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & mask;
+
+    while (t[h].used && t[h].sample != sample)
+        h = (h + 1) & mask;
+    if (!t[h].used)
+        t[h] = (slot){.sample = sample, .used = true};
+    return &t[h];
+}
+
+/* What each backward unit waits for: need_f[u] = the last forward pack holding the end
+ * of one of its samples (its slice of the largest offset); next[seg] = the unit holding
+ * the next-later tokens of the segment's sample (UINT32_MAX: none, or the unit itself).
+ * One pass over each packing through a table by sample; only the samples with several
+ * backward segments are sorted, by (sample, off).  VL_ENOMEM. */
+static vl_status find_deps(const sp_packing *fw, const sp_packing *bu, deps *d, vl_err *err)
+{
+    size_t cap = 16, nmulti = 0;
+    slot *t;
+    entry *multi = NULL;
+    vl_status st = VL_OK;
+
+    while (cap < 2 * (fw->nsegs + bu->nsegs))
+        cap *= 2;
+    if ((t = calloc(cap, sizeof *t)) == NULL)
+        return vl_seterr(err, VL_ENOMEM, "slimpack: out of memory for a schedule");
     for (size_t u = 0; u < bu->npacks; u++)
         d->need_f[u] = 0;
-    for (size_t j = 0; j < bu->nsegs; j++) {
-        const entry *e = &eb[j];
-        while (i < fw->nsegs && ef[i].sample < e->sample)
-            i++;
-        size_t last = i;   /* the sample's last forward slice */
-        while (last + 1 < fw->nsegs && ef[last + 1].sample == e->sample)
-            last++;
-        if (i < fw->nsegs && ef[i].sample == e->sample && ef[last].unit > d->need_f[e->unit])
-            d->need_f[e->unit] = ef[last].unit;
-        bool later = j + 1 < bu->nsegs && eb[j + 1].sample == e->sample &&
-                     eb[j + 1].unit != e->unit;
-        d->next[e->seg] = later ? eb[j + 1].unit : UINT32_MAX;
+    for (size_t p = 0; p < fw->npacks; p++)
+        for (uint32_t j = fw->start[p]; j < fw->start[p + 1]; j++) {
+            slot *x = slot_of(t, cap - 1, fw->segs[j].sample);
+            if (!x->fwd || fw->segs[j].off > x->off) {
+                x->fwd = true;
+                x->off = fw->segs[j].off;
+                x->unit = (uint32_t)p;
+            }
+        }
+    for (size_t u = 0; u < bu->npacks; u++)
+        for (uint32_t j = bu->start[u]; j < bu->start[u + 1]; j++) {
+            slot *x = slot_of(t, cap - 1, bu->segs[j].sample);
+            if (x->fwd && x->unit > d->need_f[u])
+                d->need_f[u] = x->unit;
+            x->nb++;
+            d->next[j] = UINT32_MAX;
+        }
+    for (size_t j = 0; j < bu->nsegs; j++)
+        nmulti += slot_of(t, cap - 1, bu->segs[j].sample)->nb > 1;
+    if (nmulti > 0 && (multi = malloc(2 * nmulti * sizeof *multi)) == NULL)
+        st = vl_seterr(err, VL_ENOMEM, "slimpack: out of memory for a schedule");
+    if (st == VL_OK && nmulti > 0) {
+        size_t k = 0;
+        for (size_t u = 0; u < bu->npacks; u++)
+            for (uint32_t j = bu->start[u]; j < bu->start[u + 1]; j++)
+                if (slot_of(t, cap - 1, bu->segs[j].sample)->nb > 1)
+                    multi[k++] = (entry){bu->segs[j].sample, bu->segs[j].off, (uint32_t)u, j};
+        sort_entries(multi, multi + nmulti, nmulti);
+        for (size_t q = 0; q + 1 < nmulti; q++)
+            if (multi[q + 1].sample == multi[q].sample && multi[q + 1].unit != multi[q].unit)
+                d->next[multi[q].seg] = multi[q + 1].unit;
     }
+    free(multi);
+    free(t);
+    return st;
 }
 
 static bool ready(const sp_packing *bu, const deps *d, const bool *done, uint32_t u,
@@ -188,7 +224,6 @@ vl_status vl__sp_schedule(sp_work *w, const sp_setting *s, vl_err *err)
 {
     sp_rankplan *rp = &w->rp;
     const sp_packing *fw = &rp->fwd, *bu = rp->bwd.npacks ? &rp->bwd : &rp->fwd;
-    entry *ef = entries_of(fw), *eb = entries_of(bu);
     deps d = {malloc((bu->npacks ? bu->npacks : 1) * sizeof *d.need_f),
               malloc((bu->nsegs ? bu->nsegs : 1) * sizeof *d.next)};
     lister l = {rp, bu, &d, calloc(bu->npacks ? bu->npacks : 1, sizeof *l.done),
@@ -197,18 +232,16 @@ vl_status vl__sp_schedule(sp_work *w, const sp_setting *s, vl_err *err)
     vl_status st = VL_OK;
 
     rp->nops = 0;
-    if (!ef || !eb || !d.need_f || !d.next || !l.done || !l.look)
+    if (!d.need_f || !d.next || !l.done || !l.look)
         st = vl_seterr(err, VL_ENOMEM, "slimpack: out of memory for a schedule");
     if (st == VL_OK)
-        find_deps(fw, bu, ef, eb, &d);
+        st = find_deps(fw, bu, &d, err);
     for (uint32_t f = 0; f < fw->npacks && st == VL_OK; f++)
         if ((st = push_op(rp, f, VL_OP_F, err)) == VL_OK)
             st = step(&l, f + 1, (uint32_t)fw->npacks, err);
     if (st == VL_OK && l.lo < bu->npacks)
         st = vl_seterr(err, VL_EINTERNAL, "slimpack: backward pack %u never became ready",
                        l.lo);
-    free(ef);
-    free(eb);
     free(d.need_f);
     free(d.next);
     free(l.done);

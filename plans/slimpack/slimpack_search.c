@@ -145,32 +145,19 @@ static vl_status simulate(sp_work *w, const sp_setting *s, const vl_cost *cost, 
     return VL_OK;
 }
 
-static vl_status evaluate(sp_work *w, const sp_setting *s, const vl_cost *cost,
-                          const uint32_t *len, const cand *c, sp_res *res, vl_err *err)
-{
-    bool again = true;
-    vl_status st = build(w, s, len, c, err);
-
-    /* each round raises some rank's checkpointing; stage_layers bounds the rounds */
-    for (int round = 0; st == VL_OK && again && round <= s->stage_layers; round++)
-        st = simulate(w, s, cost, res, &again, err);
-    for (int k = 0; st == VL_OK && k < s->dp; k++)
-        res[k].ckpt = w->scratch.ranks[w->scratch.iters[0].rank0 + k].par.ckpt_layers;
-    return st;
-}
 
 /* ---- choice ---- */
 
 /* Tokens a rank carries: its own samples and its share of a merged outlier. */
-static uint64_t rank_tokens(const sp_work *w, int r, const uint32_t *len)
+static uint64_t rank_tokens(const sp_work *w, int r)
 {
     uint64_t t = 0;
 
     for (uint32_t j = w->own0[r]; j < w->own0[r + 1]; j++)
-        t += len[w->samples[w->own[j]]];
+        t += w->slen[w->own[j]];
     if (w->group_of[r] >= 0) {
         const sp_group *g = &w->groups[w->group_of[r]];
-        t += len[w->samples[g->slot]] / (uint64_t)g->k;
+        t += w->slen[g->slot] / (uint64_t)g->k;
     }
     return t;
 }
@@ -204,13 +191,17 @@ static bool better(const sp_res *res, int dp, size_t ci, long bi, int r0, int r1
     return ov_c < ov_b;
 }
 
-static void choose_unit(sp_work *w, const sp_setting *s, const cand *cs, size_t nc,
-                        size_t eligible_m, const uint32_t *Ms, int r0, int r1)
+/* The best of the candidates simulated to the end (done) that ranks [r0, r1) may take,
+ * scanned in index order; -1 none. */
+static long unit_best(const sp_work *w, const sp_setting *s, const cand *cs, size_t nc,
+                      size_t eligible_m, const uint32_t *Ms, const bool *done, int r0, int r1)
 {
     long best = -1;
 
     for (size_t ci = 0; ci < nc; ci++) {
         size_t mi = 0;
+        if (!done[ci])
+            continue;
         while (Ms[mi] != cs[ci].M)
             mi++;
         if (mi >= eligible_m && !s->common_m)
@@ -218,19 +209,29 @@ static void choose_unit(sp_work *w, const sp_setting *s, const cand *cs, size_t 
         if (better(w->res, s->dp, ci, best, r0, r1))
             best = (long)ci;
     }
+    return best;
+}
+
+/* The unit's choice among the candidates simulated to the end: the cut ones (may_win)
+ * are chosen by no unit, so leaving them out changes no choice. */
+static void choose_unit(sp_work *w, const sp_setting *s, const cand *cs, size_t nc,
+                        size_t eligible_m, const uint32_t *Ms, const bool *done, int r0,
+                        int r1)
+{
+    long best = unit_best(w, s, cs, nc, eligible_m, Ms, done, r0, r1);
+
     for (int r = r0; r < r1; r++)
         w->choice[r] = (int)best;
 }
 
 /* The eligible M count of ranks [r0, r1): the fewest any member allows. */
-static size_t eligible(const sp_work *w, const sp_setting *s, const uint32_t *len, int r0,
-                       int r1)
+static size_t eligible(const sp_work *w, const sp_setting *s, int r0, int r1)
 {
     uint32_t tmp[SP_MAX_FACTORS];
     size_t least = SP_MAX_FACTORS;
 
     for (int r = r0; r < r1; r++) {
-        size_t k = vl__sp_candidates(s, rank_tokens(w, r, len), tmp, SP_MAX_FACTORS);
+        size_t k = vl__sp_candidates(s, rank_tokens(w, r), tmp, SP_MAX_FACTORS);
         least = k < least ? k : least;
     }
     return least;
@@ -240,8 +241,7 @@ static size_t eligible(const sp_work *w, const sp_setting *s, const uint32_t *le
  * are never simulated: choose_unit skips a candidate no member of the unit may take, so
  * leaving them out changes no plan (at 8K tokens a rank on pp 16 only M = 16 is
  * eligible, and the other candidates were most of the time planning took). */
-static size_t eligible_any(const sp_work *w, const sp_setting *s, const uint32_t *len,
-                           size_t nM)
+static size_t eligible_any(const sp_work *w, const sp_setting *s, size_t nM)
 {
     size_t most = 0;
 
@@ -249,25 +249,326 @@ static size_t eligible_any(const sp_work *w, const sp_setting *s, const uint32_t
         return nM;
     for (int r = 0; r < s->dp && most < nM;) {
         int gi = w->group_of[r], r1 = gi >= 0 ? w->groups[gi].dp0 + w->groups[gi].k : r + 1;
-        size_t k = eligible(w, s, len, r, r1);
+        size_t k = eligible(w, s, r, r1);
         most = k > most ? k : most;
         r = r1;
     }
     return most < nM ? most : nM;
 }
 
-static void choose(sp_work *w, const sp_setting *s, const uint32_t *len, const cand *cs,
-                   size_t nc, const uint32_t *Ms)
+static void choose(sp_work *w, const sp_setting *s, const cand *cs, size_t nc,
+                   const uint32_t *Ms, const bool *done)
 {
     if (s->common_m) {   /* one unit of every rank */
-        choose_unit(w, s, cs, nc, SP_MAX_FACTORS, Ms, 0, s->dp);
+        choose_unit(w, s, cs, nc, SP_MAX_FACTORS, Ms, done, 0, s->dp);
         return;
     }
     for (int r = 0; r < s->dp;) {
         int gi = w->group_of[r], r1 = gi >= 0 ? w->groups[gi].dp0 + w->groups[gi].k : r + 1;
-        choose_unit(w, s, cs, nc, eligible(w, s, len, r, r1), Ms, r, r1);
+        choose_unit(w, s, cs, nc, eligible(w, s, r, r1), Ms, done, r, r1);
         r = r1;
     }
+}
+
+/* The candidate most ranks chose (ties: the lower index), as 1 + index. */
+static size_t most_chosen(const sp_work *w, const sp_setting *s, size_t nc)
+{
+    uint32_t votes[2 * SP_MAX_FACTORS] = {0};
+    size_t best = 0;
+
+    for (int r = 0; r < s->dp; r++)
+        if (w->choice[r] >= 0 && (size_t)w->choice[r] < nc)
+            votes[w->choice[r]]++;
+    for (size_t ci = 1; ci < nc; ci++)
+        best = votes[ci] > votes[best] ? ci : best;
+    return votes[best] ? best + 1 : 0;
+}
+
+/* ---- pruning ---- */
+
+/* The search state of a batch: the candidates, which of them are simulated to the end
+ * (done) and which were left out (cut: provably chosen by no unit). */
+typedef struct search {
+    const cand *cs;
+    size_t nc;
+    const uint32_t *Ms;
+    bool done[2 * SP_MAX_FACTORS], cut[2 * SP_MAX_FACTORS];
+} search;
+
+/* May ranks [r0, r1) (a unit that may take candidate ci) choose ci, whose makespans in
+ * w->res are lower bounds?  Not when the unit's best candidate simulated to the end
+ * fits its room and is no slower than them (ties: the lower index, as choose_unit
+ * scans). */
+static bool unit_may_win(const sp_work *w, const sp_setting *s, const search *sr, size_t ci,
+                         size_t em, int r0, int r1)
+{
+    long best = unit_best(w, s, sr->cs, sr->nc, em, sr->Ms, sr->done, r0, r1);
+    double ms_b = 0, ov_b = -INFINITY, lb = 0;
+
+    if (best < 0)
+        return true;
+    for (int r = r0; r < r1; r++) {
+        const sp_res *y = &w->res[(size_t)best * s->dp + r];
+        ms_b = fmax(ms_b, y->ms);
+        ov_b = fmax(ov_b, y->over);
+        lb = fmax(lb, w->res[ci * (size_t)s->dp + r].ms);
+    }
+    return !(ov_b <= 0) || lb < ms_b || (lb == ms_b && (long)ci < best);
+}
+
+static size_t m_index(const search *sr, size_t ci)
+{
+    size_t mi = 0;
+
+    while (sr->Ms[mi] != sr->cs[ci].M)
+        mi++;
+    return mi;
+}
+
+/* Can candidate ci, whose makespans in w->res bound from below what it will end with,
+ * still be some unit's choice?  Raising checkpointing only lengthens tasks (recompute)
+ * on a fixed DAG, so no makespan of a later round falls below an earlier round's. */
+static bool may_win(const sp_work *w, const sp_setting *s, const search *sr, size_t ci)
+{
+    size_t mi = m_index(sr, ci);
+
+    for (int r0 = 0; r0 < s->dp;) {
+        int gi = w->group_of[r0], r1;
+        size_t em;
+        if (s->common_m) {
+            r1 = s->dp;
+            em = SP_MAX_FACTORS;
+        } else {
+            r1 = gi >= 0 ? w->groups[gi].dp0 + w->groups[gi].k : r0 + 1;
+            em = eligible(w, s, r0, r1);
+        }
+        if ((mi < em || s->common_m) && unit_may_win(w, s, sr, ci, em, r0, r1))
+            return true;
+        r0 = r1;
+    }
+    return false;
+}
+
+/* ---- bounds before simulating ---- */
+
+/* Where the rank's busy time bounds its makespan from below as the simulator costs it:
+ * one stage (pp 1: the makespan is at least the sum of its tasks), no merge groups (no
+ * shared packs), every rank its own unit, no CP placements in the scratch plan. */
+static bool busy_bounds(const sp_work *w, const sp_setting *s)
+{
+    return s->par.pp <= 1 && w->ngroups == 0 && !s->common_m && w->scratch.cps == NULL;
+}
+
+/* The rank's packs in w->rp as the simulator times them on its one stage at ckpt
+ * checkpointed layers (sim_rank.c class_weights: forward packs by vl_cost_mb_time, a
+ * symmetric rank's backward from the same, an asymmetric one's backward packs by
+ * vl_cost_pack_time; no recompute-forward operations): the sum of its tasks, shaded
+ * far above the rounding of the simulator's own sums. */
+static vl_status rank_busy(sp_work *w, const sp_setting *s, const vl_cost *cost, int ckpt,
+                           double *busy, vl_err *err)
+{
+    const sp_rankplan *rp = &w->rp;
+    const sp_packing *f = &rp->fwd, *b = &rp->bwd;
+    vl_par par = s->par;
+    int layers = cost->cfg->model.layers;
+    double sum = 0;
+    vl_status st;
+
+    par.pp = 1;
+    par.ckpt_layers = ckpt;
+    if ((st = vl_grow(&w->lbtmp, &w->lbtmp_cap, b->nsegs + 1, sizeof *w->lbtmp, err)))
+        return st;
+    for (size_t p = 0; p < f->npacks; p++) {
+        vl_mb_time t = vl_cost_mb_time(cost, f->segs + f->start[p], f->start[p + 1] - f->start[p],
+                                       &par, layers, 1);
+        sum += t.fwd;
+        if (b->npacks == 0)
+            sum += t.bwd;
+    }
+    for (size_t p = 0; p < b->npacks; p++) {
+        vl_pack_view v = {b->segs + b->start[p], NULL, b->start[p + 1] - b->start[p], 1};
+        sum += vl_cost_pack_time(cost, &v, &par, layers, 1, w->lbtmp).bwd;
+    }
+    *busy = sum * (1 - 1e-9);
+    return VL_OK;
+}
+
+/* rank_busy() of rank r as the scratch iteration holds it, at its checkpointing now
+ * (after simulate() raised it: a bound on the next round's makespan). */
+static vl_status plan_rank_busy(sp_work *w, const vl_cost *cost, int r, double *busy,
+                                vl_err *err)
+{
+    const vl_plan *p = &w->scratch;
+    const vl_rank *rk = &p->ranks[p->iters[0].rank0 + r];
+    const vl_mb *mbs = vl_plan_rank_mbs(p, rk);
+    vl_par par = rk->par;
+    int layers = cost->cfg->model.layers;
+    uint32_t most = 1;
+    double sum = 0;
+    vl_status st;
+
+    par.pp = 1;
+    for (uint32_t b = 0; b < rk->nbwd; b++)
+        most = mbs[rk->nmb + b].nseg > most ? mbs[rk->nmb + b].nseg : most;
+    if ((st = vl_grow(&w->lbtmp, &w->lbtmp_cap, most, sizeof *w->lbtmp, err)) != VL_OK)
+        return st;
+    for (uint32_t f = 0; f < rk->nmb; f++) {
+        vl_mb_time t = vl_cost_mb_time(cost, vl_plan_mb_segs(p, &mbs[f]), mbs[f].nseg, &par,
+                                       layers, 1);
+        sum += t.fwd;
+        if (rk->nbwd == 0)
+            sum += t.bwd;
+    }
+    for (uint32_t b = 0; b < rk->nbwd; b++) {
+        const vl_mb *mb = &mbs[rk->nmb + b];
+        vl_pack_view v = {vl_plan_mb_segs(p, mb), NULL, mb->nseg, 1};
+        sum += vl_cost_pack_time(cost, &v, &par, layers, 1, w->lbtmp).bwd;
+    }
+    *busy = sum * (1 - 1e-9);
+    return VL_OK;
+}
+
+static vl_status copy_packing(sp_packing *to, const sp_packing *from, vl_err *err)
+{
+    vl_status st;
+
+    if ((st = vl_grow(&to->segs, &to->segs_cap, from->nsegs + 1, sizeof *to->segs, err)) ||
+        (st = vl_grow(&to->start, &to->start_cap, from->npacks + 1, sizeof *to->start, err)))
+        return st;
+    if (from->nsegs > 0)
+        memcpy(to->segs, from->segs, from->nsegs * sizeof *to->segs);
+    if (from->start != NULL)
+        memcpy(to->start, from->start, (from->npacks + 1) * sizeof *to->start);
+    else
+        to->start[0] = 0;
+    to->nsegs = from->nsegs;
+    to->npacks = from->npacks;
+    return VL_OK;
+}
+
+static vl_status hold(sp_work *w, int r, bool save, vl_err *err)
+{
+    sp_rankplan *rp = &w->rp;
+    sp_packing *h = &w->held[2 * (size_t)r];
+    vl_status st;
+
+    if (save) {
+        w->held_shared[2 * r] = rp->nshared_f;
+        w->held_shared[2 * r + 1] = rp->nshared_b;
+        if ((st = copy_packing(&h[0], &rp->fwd, err)) != VL_OK)
+            return st;
+        return copy_packing(&h[1], &rp->bwd, err);
+    }
+    rp->nshared_f = w->held_shared[2 * r];
+    rp->nshared_b = w->held_shared[2 * r + 1];
+    if ((st = copy_packing(&rp->fwd, &h[0], err)) != VL_OK)
+        return st;
+    return copy_packing(&rp->bwd, &h[1], err);
+}
+
+static vl_status emit_one(sp_work *w, const sp_setting *s, int r, vl_err *err)
+{
+    vl_status st = vl__sp_schedule(w, s, err);
+
+    if (st == VL_OK)
+        st = vl__sp_emit_rank(w, s, r, s->ckpt_mode == VL_RECOMPUTE_FULL ? s->stage_layers : 0,
+                              &w->scratch, err);
+    return st;
+}
+
+/* build() for candidate ci, with each rank's busy time (busy_bounds) as its makespan's
+ * bound in w->res first: while no rank may take ci, the ranks' packs are held rather
+ * than scheduled, and when none may, ci is cut (*cut) without a schedule or a
+ * simulation.  The scratch iteration is complete otherwise. */
+static vl_status build_bounded(sp_work *w, const sp_setting *s, const vl_cost *cost,
+                               const uint32_t *len, search *sr, size_t ci, bool *cut,
+                               vl_err *err)
+{
+    const cand *c = &sr->cs[ci];
+    int ckpt = s->ckpt_mode == VL_RECOMPUTE_FULL ? s->stage_layers : 0;
+    size_t mi = m_index(sr, ci), old = w->held_cap;
+    bool may = false;
+    vl_status st;
+
+    *cut = false;
+    if ((st = vl_grow(&w->held, &w->held_cap, 2 * (size_t)s->dp, sizeof *w->held, err)))
+        return st;
+    memset(w->held + old, 0, (w->held_cap - old) * sizeof *w->held);
+    if ((st = vl_grow(&w->held_shared, &w->held_shared_cap, 2 * (size_t)s->dp,
+                      sizeof *w->held_shared, err)))
+        return st;
+    vl_plan_clear_iters(&w->scratch, 0);
+    if ((st = vl_plan_iter_begin(&w->scratch, 0, err)) != VL_OK)
+        return st;
+    for (int r = 0; r < s->dp && st == VL_OK; r++) {
+        if ((st = vl__sp_rank_packs(w, s, len, r, c->M, c->asym, err)) != VL_OK)
+            break;
+        if (!may) {
+            sp_res *x = &w->res[ci * (size_t)s->dp + r];
+            size_t em = eligible(w, s, r, r + 1);
+            if ((st = rank_busy(w, s, cost, ckpt, &x->ms, err)) != VL_OK)
+                break;
+            if (!(mi < em && unit_may_win(w, s, sr, ci, em, r, r + 1))) {
+                st = hold(w, r, true, err);
+                continue;
+            }
+            may = true;
+            if ((st = hold(w, r, true, err)) != VL_OK)
+                break;
+            for (int q = 0; q <= r && st == VL_OK; q++)
+                if ((st = hold(w, q, false, err)) == VL_OK)
+                    st = emit_one(w, s, q, err);
+            continue;
+        }
+        st = emit_one(w, s, r, err);
+    }
+    *cut = st == VL_OK && !may;
+    return st;
+}
+
+/* Simulate candidate ci, raising checkpointing until every rank fits (recompute auto);
+ * with `prune`, stop after a round that leaves the candidate unable to win (may_win),
+ * marking it cut. */
+static vl_status evaluate(sp_work *w, const sp_setting *s, const vl_cost *cost,
+                          const uint32_t *len, search *sr, size_t ci, bool prune,
+                          vl_err *err)
+{
+    bool again = true, cut = false;
+    sp_res *res = w->res + ci * (size_t)s->dp;
+    vl_status st = prune && busy_bounds(w, s)
+                       ? build_bounded(w, s, cost, len, sr, ci, &cut, err)
+                       : build(w, s, len, &sr->cs[ci], err);
+
+    if (st == VL_OK && cut) {
+        sr->cut[ci] = true;
+        return VL_OK;
+    }
+
+    for (int k = 0; st == VL_OK && k < s->dp; k++)   /* as simulated next */
+        res[k].ckpt = w->scratch.ranks[w->scratch.iters[0].rank0 + k].par.ckpt_layers;
+    /* each round raises some rank's checkpointing; stage_layers bounds the rounds */
+    for (int round = 0; st == VL_OK && again && round <= s->stage_layers; round++) {
+        st = simulate(w, s, cost, res, &again, err);
+        /* the raised ranks' next makespans: at least their busy time at the new
+         * checkpointing (one stage) */
+        for (int r = 0; st == VL_OK && again && prune && busy_bounds(w, s) && r < s->dp; r++) {
+            const vl_rank *rk = &w->scratch.ranks[w->scratch.iters[0].rank0 + r];
+            double b;
+            if (rk->par.ckpt_layers != res[r].ckpt &&
+                (st = plan_rank_busy(w, cost, r, &b, err)) == VL_OK)
+                res[r].ms = fmax(res[r].ms, b);
+        }
+        if (st == VL_OK && again && prune && !may_win(w, s, sr, ci)) {
+            sr->cut[ci] = true;
+            return VL_OK;
+        }
+        for (int k = 0; st == VL_OK && k < s->dp; k++)
+            res[k].ckpt = w->scratch.ranks[w->scratch.iters[0].rank0 + k].par.ckpt_layers;
+    }
+    for (int k = 0; st == VL_OK && k < s->dp; k++)
+        res[k].ckpt = w->scratch.ranks[w->scratch.iters[0].rank0 + k].par.ckpt_layers;
+    sr->done[ci] = st == VL_OK;
+    return st;
 }
 
 /* ---- the batch ---- */
@@ -351,12 +652,22 @@ vl_status vl__sp_plan_batch(sp_work *w, const sp_setting *s, const vl_job *job,
         (st = ensure_search(w, s, m, nc, err)) != VL_OK)
         return st;
     /* candidates come grouped by M, ascending: the eligible ones are a prefix */
-    size_t per = nM ? nc / nM : 0, neval = eligible_any(w, s, len, nM) * per;
+    size_t per = nM ? nc / nM : 0, neval = eligible_any(w, s, nM) * per;
+    search sr = {.cs = cs, .nc = neval, .Ms = Ms};
+    /* the last batch's choice first, so its makespans can cut the checkpointing rounds
+     * of the others (the first batch, whose table is logged, simulates every candidate
+     * to the end) */
+    bool prune = w->stat_iters > 0;
+    size_t first = prune && w->hint > 0 && w->hint <= neval ? w->hint - 1 : 0;
+    if (neval > 0)
+        st = evaluate(w, s, job->cost, len, &sr, first, false, err);
     for (size_t ci = 0; ci < neval && st == VL_OK; ci++)
-        st = evaluate(w, s, job->cost, len, &cs[ci], w->res + ci * (size_t)s->dp, err);
+        if (ci != first)
+            st = evaluate(w, s, job->cost, len, &sr, ci, prune, err);
     if (st != VL_OK)
         return st;
-    choose(w, s, len, cs, neval, Ms);
+    choose(w, s, cs, neval, Ms, sr.done);
+    w->hint = most_chosen(w, s, neval);
     if (w->stat_iters == 0)
         log_table(job, w, s, cs, neval, nc);
     return vl__sp_emit_batch(w, s, job->cost, len, cs, epoch, out, err);
@@ -365,6 +676,7 @@ vl_status vl__sp_plan_batch(sp_work *w, const sp_setting *s, const vl_job *job,
 void vl__sp_work_free(sp_work *w)
 {
     free(w->samples);
+    free(w->slen);
     free(w->wf);
     free(w->rank_of);
     free(w->group_of);
@@ -375,6 +687,7 @@ void vl__sp_work_free(sp_work *w)
     free(w->tag);
     free(w->tmp);
     free(w->cnt);
+    free(w->heap);
     vl__sp_packing_free(&w->rp.fwd);
     vl__sp_packing_free(&w->rp.bwd);
     free(w->rp.ops);
@@ -386,6 +699,11 @@ void vl__sp_work_free(sp_work *w)
         free(w->trace);
     }
     free(w->res);
+    for (size_t r = 0; r < w->held_cap; r++)
+        vl__sp_packing_free(&w->held[r]);
+    free(w->held);
+    free(w->held_shared);
+    free(w->lbtmp);
     free(w->choice);
     for (size_t r = 0; r < w->refined_cap; r++)
         vl__sp_packing_free(&w->refined[r]);
