@@ -220,11 +220,15 @@ build/fuzz/%: fuzz/fuzz_%.c fuzz-lib
 	@clang $(CPPFLAGS) -Itests -std=c11 -pthread -O1 -g -fsanitize=fuzzer,address,undefined \
 	    -fno-sanitize-recover=all -o $@ $< build/fuzzlib/libvlplan.a $(LDLIBS)
 
+# Bounded memory on any input (issue 28): a run that holds more than this, or asks for
+# one allocation above the second, fails as a crash would.
+FUZZ_LIMITS ?= -rss_limit_mb=1024 -malloc_limit_mb=512
+
 fuzz: $(FUZZERS) $(BUILD)/vlplan
 	@for f in $(FUZZERS); do n=$${f##*/}; d=; [ -f fuzz/$$n.dict ] && d=-dict=fuzz/$$n.dict; \
 	  echo "fuzz: $$n for $(FUZZ_TIME) s"; mkdir -p fuzz/corpus/$$n; \
 	  mkdir -p fuzz/regressions/$$n; \
-	  $$f $$d -max_total_time=$(FUZZ_TIME) -artifact_prefix=fuzz/regressions/$$n/crash- \
+	  $$f $$d $(FUZZ_LIMITS) -max_total_time=$(FUZZ_TIME) -artifact_prefix=fuzz/regressions/$$n/crash- \
 	      -print_final_stats=1 fuzz/corpus/$$n 2>&1 | grep -E "^(stat::number_of_executed_units|==|SUMMARY)" \
 	      || exit 1; done
 	@echo "fuzz: diff_readers (the C and Python plan readers) for $(FUZZ_TIME) s"
@@ -235,10 +239,10 @@ fuzz: $(FUZZERS) $(BUILD)/vlplan
 fuzz-smoke: $(FUZZERS)
 	@for f in $(FUZZERS); do n=$${f##*/}; d=; [ -f fuzz/$$n.dict ] && d=-dict=fuzz/$$n.dict; \
 	  r=; [ -d fuzz/regressions/$$n ] && r=fuzz/regressions/$$n; \
-	  $$f -runs=0 fuzz/corpus/$$n $$r >/dev/null 2>&1 || { echo "fuzz: $$n replay failed"; \
-	    $$f -runs=0 fuzz/corpus/$$n $$r 2>&1 | tail -30; exit 1; }; \
+	  $$f $(FUZZ_LIMITS) -runs=0 fuzz/corpus/$$n $$r >/dev/null 2>&1 || { echo "fuzz: $$n replay failed"; \
+	    $$f $(FUZZ_LIMITS) -runs=0 fuzz/corpus/$$n $$r 2>&1 | tail -30; exit 1; }; \
 	  mkdir -p build/fuzz/new-$$n; \
-	  $$f $$d -max_total_time=$${FUZZ_SMOKE_TIME:-10} -print_final_stats=1 \
+	  $$f $$d $(FUZZ_LIMITS) -max_total_time=$${FUZZ_SMOKE_TIME:-10} -print_final_stats=1 \
 	      build/fuzz/new-$$n fuzz/corpus/$$n \
 	      >build/fuzz/$$n.log 2>&1 || { tail -30 build/fuzz/$$n.log; exit 1; }; \
 	  echo "fuzz: $$n corpus replayed, $$(grep -o 'stat::number_of_executed_units: [0-9]*' \
