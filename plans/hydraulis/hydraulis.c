@@ -318,9 +318,10 @@ static vl_status choose(hy_run *r, const uint32_t *seq, size_t n, uint64_t iter,
 static vl_status simulate_kept(hy_run *r, const uint32_t *seq, size_t n, uint32_t epoch,
                                double *ms, vl_err *err)
 {
-    vl_sim_iter_result res;
+    vl_sim_iter_result res = {0};
     vl_status st = VL_OK;
 
+    *ms = INFINITY;
     if (!r->scratch_ready) {
         if ((st = vl_plan_init(&r->scratch, r->man, "hydraulis", 0, err)) != VL_OK)
             return st;
@@ -331,9 +332,9 @@ static vl_status simulate_kept(hy_run *r, const uint32_t *seq, size_t n, uint32_
         return st;
     vl_plan_clear_iters(&r->scratch, 0);
     st = vl__hy_emit_kept(&r->it, seq, n, r->job->sel->len, epoch, &r->scratch, err);
-    if (st == VL_OK)
-        st = vl_sim_iter(&r->scratch, 0, r->job->cost, NULL, &res, r->sim, NULL, err);
-    *ms = res.iter_time_ms;
+    if (st == VL_OK && (st = vl_sim_iter(&r->scratch, 0, r->job->cost, NULL, &res, r->sim,
+                                         NULL, err)) == VL_OK)
+        *ms = res.iter_time_ms;
     return st;
 }
 
