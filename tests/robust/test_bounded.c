@@ -55,7 +55,7 @@ static char *plan_text(const char *kind)
     return out;
 }
 
-Test(bounded, huge_claims_in_a_small_plan_allocate_nothing_by_them, .timeout = 120)
+Test(bounded, huge_claims_in_a_small_plan_allocate_nothing_by_them)
 {
     char *dir = tu_tmpdir(), *plan = tu_path(dir, "p.jsonl"), *man = tu_path(dir, "m.jsonl");
     struct rusage ru;
