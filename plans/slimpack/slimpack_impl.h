@@ -240,6 +240,11 @@ vl_status vl__sp_plan_batch(sp_work *w, const sp_setting *s, const vl_job *job,
                             const uint32_t *len, uint32_t epoch, vl_plan *out, vl_err *err);
 /** The M candidates of a rank of `tokens` tokens (ascending, distinct).  Returns count. */
 size_t vl__sp_candidates(const sp_setting *s, uint64_t tokens, uint32_t *out, size_t cap);
+
+/** Every candidate of a batch into cs (M values into Ms[0..*nM), each asymmetric,
+ *  symmetric or both as slimpack.asymmetric says); the count. */
+size_t vl__sp_list_candidates(const sp_setting *s, uint32_t *Ms, size_t *nM, sp_cand *cs);
+
 /** Bytes a GPU may hold in this batch: w->room, the device's capacity without one. */
 double vl__sp_room(const sp_work *w, double capacity);
 

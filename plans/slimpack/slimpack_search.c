@@ -18,34 +18,6 @@
 #include "sim.h"
 #include "slimpack_impl.h"
 
-size_t vl__sp_candidates(const sp_setting *s, uint64_t tokens, uint32_t *out, size_t cap)
-{
-    size_t n = 0;
-    int pp = s->par.pp > 1 ? s->par.pp : 1;
-
-    if (s->o->micropacks > 0) {
-        out[0] = s->o->micropacks;
-        return 1;
-    }
-    for (uint32_t i = 0; i < s->factors_n && n < cap; i++) {
-        long M = lround(pp * s->factors[i]);
-        uint32_t m = M < 1 ? 1 : M > 65536 ? 65536 : (uint32_t)M;
-        size_t j = 0;
-        while (j < n && out[j] < m)
-            j++;
-        if (j < n && out[j] == m)
-            continue;
-        memmove(out + j + 1, out + j, (n - j) * sizeof *out);
-        out[j] = m;
-        n++;
-    }
-    /* packs of fewer than min_pack_tokens on average: kept only as the smallest M */
-    size_t keep = 1;
-    while (keep < n && tokens / out[keep] >= s->o->min_pack_tokens)
-        keep++;
-    return n ? keep : 0;
-}
-
 /* ---- one candidate ---- */
 
 typedef sp_cand cand;
@@ -596,20 +568,6 @@ static vl_status ensure_search(sp_work *w, const sp_setting *s, vl_manifest *m,
     return vl_grow(&w->choice, &w->choice_cap, (size_t)s->dp, sizeof *w->choice, err);
 }
 
-static size_t list_candidates(const sp_setting *s, uint32_t *Ms, size_t *nM, cand *cs)
-{
-    size_t nc = 0;
-
-    *nM = vl__sp_candidates(s, UINT64_MAX, Ms, SP_MAX_FACTORS);
-    for (size_t i = 0; i < *nM; i++) {
-        if (s->o->asymmetric != SP_ASYM_OFF)
-            cs[nc++] = (cand){Ms[i], true};
-        if (s->o->asymmetric != SP_ASYM_ON)
-            cs[nc++] = (cand){Ms[i], false};
-    }
-    return nc;
-}
-
 static void log_table(const vl_job *job, const sp_work *w, const sp_setting *s,
                       const cand *cs, size_t nc, size_t nall)
 {
@@ -636,7 +594,7 @@ vl_status vl__sp_plan_batch(sp_work *w, const sp_setting *s, const vl_job *job,
 {
     uint32_t Ms[SP_MAX_FACTORS];
     cand cs[2 * SP_MAX_FACTORS];
-    size_t nM, nc = list_candidates(s, Ms, &nM, cs);
+    size_t nM, nc = vl__sp_list_candidates(s, Ms, &nM, cs);
     vl_status st;
 
     if ((st = vl_grow(&w->samples, &w->samples_cap, n ? n : 1, sizeof *w->samples, err)) !=
