@@ -1,7 +1,7 @@
 /* lib/data/manifest.h -- the sample table: ids kept verbatim, token lengths, loss tokens, sources.
  * Reads plain text, CSV/TSV with a header, and JSONL, each optionally zstd-compressed
  * (detected by magic number), from files or stdin ("-"), several inputs forming one dataset.
- * Memory is structure-of-arrays so that per-sample state stays small (docs/design.md §3). */
+ * Memory is structure-of-arrays so that per-sample state stays small (docs/decisions.md §3). */
 #ifndef VLPLAN_MANIFEST_H
 #define VLPLAN_MANIFEST_H
 

@@ -1,4 +1,4 @@
-/* lib/model/cost.c -- the cost model (docs/design.md §5; docs/costmodel.md §7 is the spec):
+/* lib/model/cost.c -- the cost model (docs/decisions.md §5; docs/costmodel.md §7 is the spec):
  * FLOPs of causal slices, compute time through efficiency curves, alpha-beta
  * communication, activation and model-state memory.
  *

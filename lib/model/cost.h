@@ -1,4 +1,4 @@
-/* lib/model/cost.h -- the cost model, the single source of every estimate (docs/design.md §5,
+/* lib/model/cost.h -- the cost model, the single source of every estimate (docs/decisions.md §5,
  * docs/costmodel.md §7): FLOPs, compute time, activation and model-state memory,
  * and alpha-beta communication, for a micro-batch given as segments [a, b) of samples. */
 #ifndef VLPLAN_COST_H

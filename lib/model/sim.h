@@ -1,4 +1,4 @@
-/* lib/model/sim.h -- the DAG pipeline simulator and memory timeline (docs/design.md §6): step time,
+/* lib/model/sim.h -- the DAG pipeline simulator and memory timeline (docs/decisions.md §6): step time,
  * bubble ratio, TBR, peak memory and MFU of a plan, from the cost model alone.
  *
  * Model, per iteration and per rank (data-parallel replica) of pp = rank.par.pp stages:

@@ -1,5 +1,5 @@
 /* lib/plan/metrics.h -- balance metrics computed the same way for every strategy, from the
- * plan alone (docs/design.md §4): ABR, DBR, PR, CR, Ave-T per iteration, and their mean, p50,
+ * plan alone (docs/decisions.md §4): ABR, DBR, PR, CR, Ave-T per iteration, and their mean, p50,
  * p99 and max over iterations. */
 #ifndef VLPLAN_METRICS_H
 #define VLPLAN_METRICS_H

@@ -1,7 +1,7 @@
 /* lib/plan/plan.h -- the in-memory plan (flat arrays) and the builder API every strategy
  * calls.  Iterations hold ranks (data-parallel replicas), ranks hold forward micro-batches
  * ("packs") and optionally backward packs, packs hold segments [off, off + len) of
- * samples (docs/design.md §7).
+ * samples (docs/decisions.md §7).
  *
  * The vocabulary, shared by all five strategies:
  *  - a rank runs under (tp, pp, sp, ckpt_layers) on tp·sp·pp GPUs, given explicitly

@@ -1,4 +1,4 @@
-/* lib/plan/planio.h -- plan files (docs/design.md §7, schema "vlplan.plan/1"): JSONL (the header
+/* lib/plan/planio.h -- plan files (docs/decisions.md §7, schema "vlplan.plan/1"): JSONL (the header
  * through jansson, the integer-only records through a direct printer that writes the
  * same bytes jansson would), zstd-framed when the name ends in ".zst", atomically
  * (temporary file in the same directory, fsync, rename); and the reader (jansson) used
@@ -53,7 +53,7 @@ bool vl_plan_name_zstd(const char *path);
  *  file->unknown_ids); without m, p->m is NULL and every distinct id gets the next
  *  index in order of first appearance within its record (an iteration, or the footer's
  *  dropped ranges): enough to tell the slices of one sample apart, which is all the
- *  metrics and the simulator need.  Only the structure is required (docs/design.md §7): a
+ *  metrics and the simulator need.  Only the structure is required (docs/decisions.md §7): a
  *  header with the schema, iteration records, ranks, micro-batches and their "seg";
  *  every other field is optional and checked when present.  Findings for verify (sums,
  *  counts, checksum) are recorded in file; structural errors (a wrong type, a missing

@@ -1,5 +1,5 @@
 /* lib/plan/planio_fields.c -- every key of an iteration record, one row each, in the order
- * the writer prints them (docs/design.md §7).  The writer walks it to print a record, the reader
+ * the writer prints them (docs/decisions.md §7).  The writer walks it to print a record, the reader
  * to read one (defaults for what a plan from another tool leaves out), and verify to
  * range-check the integer fields: a new field is one row here plus its meaning. */
 #include <stddef.h>

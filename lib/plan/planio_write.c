@@ -1,4 +1,4 @@
-/* lib/plan/planio_write.c -- the plan file writer (planio.h, docs/design.md §7): one JSON record per
+/* lib/plan/planio_write.c -- the plan file writer (planio.h, docs/decisions.md §7): one JSON record per
  * line, keys in the schema's fixed order, a running SHA-256 of the uncompressed bytes for
  * the footer, out through zio (zstd for ".zst") and outfile.  This file holds the
  * writer's life and the records' way out; the header is formatted by

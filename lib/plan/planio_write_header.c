@@ -1,4 +1,4 @@
-/* lib/plan/planio_write_header.c -- the plan writer's header record (docs/design.md §7): params and
+/* lib/plan/planio_write_header.c -- the plan writer's header record (docs/decisions.md §7): params and
  * config hold reals and arbitrary nesting, so the header is built and dumped with
  * jansson, into the writer's line buffer. */
 #include <jansson.h>

@@ -1,4 +1,4 @@
-/* lib/plan/planio_write_iter.c -- the plan writer's iteration records and footer (docs/design.md §7):
+/* lib/plan/planio_write_iter.c -- the plan writer's iteration records and footer (docs/decisions.md §7):
  * fixed keys, integers and ids, nearly all of the file, printed by hand into the line
  * buffer key by key from the field table (planio_fields.c), token for token what
  * jansson's compact dump gives (tests/plan/test_planio_json.c re-dumps every line through

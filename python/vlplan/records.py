@@ -1,4 +1,4 @@
-"""Structure of the plan records (docs/design.md §7, man page PLAN FILE): each record is checked
+"""Structure of the plan records (docs/decisions.md §7, man page PLAN FILE): each record is checked
 before anyone sees it, and turned into plain objects.  The rules follow the C reader's:
 only the structure is required, every redundant field is checked when present."""
 from collections import namedtuple

@@ -1,4 +1,4 @@
-/* tests/model/test_sim.c -- the DAG pipeline simulator (docs/design.md §6) on a cost linear in tokens
+/* tests/model/test_sim.c -- the DAG pipeline simulator (docs/decisions.md §6) on a cost linear in tokens
  * (sim_fixture.h); explicit lists on any depth are in test_sim_lists.c.
  *
  * Setup: fitted curve a = 0, b = 1 s per token per layer, c = 0, no communication,
