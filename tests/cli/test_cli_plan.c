@@ -363,7 +363,7 @@ Test(cli_plan, every_config_plans_with_every_strategy)
 
 /* Killed while writing, vlplan removes its temporary and dies of the signal: neither a
  * partial file under the final name nor a stray ".tmp" is left behind. */
-Test(cli_plan, signal_removes_the_temporary, .timeout = 120)
+Test(cli_plan, signal_removes_the_temporary)
 {
     const char *bin = getenv("VLPLAN_BIN") ? getenv("VLPLAN_BIN") : "build/vlplan";
     char *out = tu_path(dir, "big.jsonl.zst");

@@ -42,7 +42,7 @@ static tu_result run(const char *const *args)
     return r;
 }
 
-TestSuite(compare_work, .init = setup, .fini = teardown, .timeout = 300);
+TestSuite(compare_work, .init = setup, .fini = teardown);
 
 /* Under truncation Skrull cuts at C·N (42,512 here), pack at the context: Skrull's row
  * planned fewer tokens, is said to, has no speedup, and a check on it fails. */

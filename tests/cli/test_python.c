@@ -26,7 +26,7 @@ static const char *tail(const char *text, size_t keep)
     return n > keep ? text + n - keep : text;
 }
 
-Test(python, pytest_suite_passes, .timeout = 600)
+Test(python, pytest_suite_passes)
 {
     char *dir = tu_tmpdir();
     char *log = tu_path(dir, "pytest.log");

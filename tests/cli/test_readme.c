@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-Test(readme, shell_examples_run_as_written, .timeout = 600)
+Test(readme, shell_examples_run_as_written)
 {
     const char *bin = getenv("VLPLAN_BIN");
     char cmd[1024];

@@ -222,7 +222,7 @@ static void one_point(scratch *s, const fcase *fc, int k, unsigned long n, int e
                  spec);
 }
 
-ParameterizedTest(int *idx, faults, each_call, .timeout = 900)
+ParameterizedTest(int *idx, faults, each_call)
 {
     const fcase *fc = &cases[*idx];
     scratch s = {tu_tmpdir(), NULL, {NULL}, {NULL}, {0}};

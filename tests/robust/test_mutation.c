@@ -512,7 +512,7 @@ static void mutate_base(size_t si, int base, const char *path, tally *t)
     pp_free(&c);
 }
 
-Test(mutation, every_meaningful_mutation_is_rejected, .timeout = 600)
+Test(mutation, every_meaningful_mutation_is_rejected)
 {
     char *dir = tu_tmpdir(), *path = tu_path(dir, "mutated.jsonl");
     tally t;

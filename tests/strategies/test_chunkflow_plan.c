@@ -267,7 +267,7 @@ static double peak_gib(vl_manifest *m, uint32_t ctx, const char *k)
  * Table 5 setting: the same data capped at 32K and at 256K peaks within 10 %, although
  * the 256K run holds a sample 8x longer (its dropped chunks keep only their K/V state
  * store); keeping every chunk (K = 64) instead makes memory follow the sample. */
-Test(chunkflow, memory_set_by_chunk_not_context, .timeout = 120)
+Test(chunkflow, memory_set_by_chunk_not_context)
 {
     vl_manifest *m = tu_gen_manifest("chunkflow-eval", 2048, 11);
     m->len[3] = 262144;    /* make sure the 256K run holds a full-length sample */
@@ -285,7 +285,7 @@ Test(chunkflow, memory_set_by_chunk_not_context, .timeout = 120)
 
 /* ---- grid search ------------------------------------------------------------------- */
 
-Test(chunkflow, grid_search_logs_candidates, .timeout = 120)
+Test(chunkflow, grid_search_logs_candidates)
 {
     static const char *const sets[] = {
         "model.preset=qwen2.5-7b", "cluster.gpus=64", "training.tp=4", "training.sp=4",
@@ -392,7 +392,7 @@ static vl_status run_long(vl_plan *p, uint64_t seed, const char *mem, const char
     return st;
 }
 
-Test(chunkflow, memory_guarantee_per_batch, .timeout = 120)
+Test(chunkflow, memory_guarantee_per_batch)
 {
     vl_plan p;
     vl_err err;
@@ -426,7 +426,7 @@ Test(chunkflow, memory_guarantee_per_batch, .timeout = 120)
 
 /* The grid search judges the batch that holds the longest sample even when it samples
  * a single batch: the chosen setting fits every batch as it is. */
-Test(chunkflow, grid_judges_the_worst_batch, .timeout = 120)
+Test(chunkflow, grid_judges_the_worst_batch)
 {
     vl_plan p;
     vl_err err;
@@ -482,7 +482,7 @@ Test(chunkflow, every_rank_busy)
 
 /* ---- against fixed-length packing (item 7 of the issue; numbers in bench/) --------- */
 
-Test(chunkflow, faster_than_pack, .timeout = 120)
+Test(chunkflow, faster_than_pack)
 {
     static const char *const sets[] = {
         "model.preset=qwen2.5-7b", "cluster.gpus=64", "training.tp=4", "training.sp=4",

@@ -379,7 +379,7 @@ Test(hbp, curriculum_skips_an_empty_longest_group)
     "training: {max_seq_len: 131072, global_tokens: 524288, sp: 8}\n"                 \
     "pack: {algo: isf}\n"
 
-Test(hbp, paper_metrics_and_step_time, .timeout = 600)
+Test(hbp, paper_metrics_and_step_time)
 {
     size_t n = 1000000;   /* the paper's ~1M samples; fewer leave the long group sparse */
     uint32_t *len = malloc(n * sizeof *len);

@@ -314,7 +314,7 @@ static void simulate(const vl_plan *p, const vl_config *cfg, size_t n, double *m
 
 #define PAPER_ITERS 40
 
-Test(hydraulis_plan, paper_shape_32b_64_gpus, .timeout = 120)
+Test(hydraulis_plan, paper_shape_32b_64_gpus)
 {
     vl_config cfg, homo_cfg, pack_cfg;
     vl_manifest *m = tu_gen_manifest("lognormal:6.7:1.1", 5600, 7);
