@@ -168,8 +168,9 @@ static void write_log(bl *c, const char *name)
                (unsigned long long)c->splits, (unsigned long long)c->empty, fill,
                (unsigned long long)c->slots);
     if (c->dealt_samples > 0)   /* pack.deal=samples (baseline_pack_samples.c) */
-        vl_job_log(c->job, "%s: %llu iterations dealt by sample\n", name,
-                   (unsigned long long)c->dealt_samples);
+        vl_job_log(c->job, "%s: %llu iterations dealt by sample, %llu of them as veRL deals\n",
+                   name, (unsigned long long)c->dealt_samples,
+                   (unsigned long long)c->dealt_verl);
 }
 
 /* Checkpointed layers per stage for micro-batches of up to mb_tokens tokens. */

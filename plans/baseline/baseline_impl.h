@@ -24,6 +24,7 @@ struct bl {
     size_t batch;
     uint64_t iters, mbs, splits, empty, slots, tokens;
     uint64_t dealt_samples;   /* iterations whose samples were dealt, not whole packs */
+    uint64_t dealt_verl;      /* of those, dealt as veRL deals (more slots, balanced) */
 };
 
 uint32_t vl__bl_max_len(const void *opts, const vl_config *cfg);
@@ -39,5 +40,13 @@ vl_status vl__bl_run_batches(bl *c, vl__bl_batch_fn fn, vl_err *err);
 vl_status vl__bl_run(const vl_job *job, vl_plan *out, vl__bl_batch_fn batch,
                      vl__bl_epochs_fn epochs, const void *opts, const char *name, bool padded,
                      vl_err *err);
+
+/* veRL's workload coefficient (baseline_verl.c: verl.linear's default). */
+#define VL__VERL_LINEAR_STR "24576"
+#define VL__VERL_LINEAR 24576.0
+/** veRL's dealing of items[0..n) (baseline_verl.c steps 1 and 2): bins[r] (dp of them,
+ *  zeroed by the caller) receives rank r's *m micro-batches, empty ones included. */
+vl_status vl__verl_deal(bl *c, const uint32_t *items, size_t n, double linear, vl_bins *bins,
+                        size_t *m, vl_err *err);
 
 #endif

@@ -40,10 +40,13 @@ typedef struct dealer {
     size_t *by, *cur;
     vl_seg *segs;
     size_t nsegs_cap;
+    size_t cap;           /* packs ids, w, part and by have room for */
 } dealer;
 
 vl_status vl__pk_dealer_init(dealer *d, size_t packs_max, size_t dp, vl_err *err);
 void vl__pk_dealer_free(dealer *d);
+/** Room for `packs` packs in d (kept on failure).  VL_ENOMEM. */
+vl_status vl__pk_dealer_reserve(dealer *d, size_t want, vl_err *err);
 /** The weight pack.balance deals by (time, tokens or attention); an empty pack: 0. */
 vl_status vl__pk_weight(bl *c, dealer *d, const uint32_t *it, size_t k, double *out,
                         vl_err *err);
@@ -118,6 +121,8 @@ vl_status vl__pk_shift_emit(bl *c, dealer *d, const packs *pk, const size_t *ids
 /* One dealing of an iteration's samples: each rank's packs, the busiest rank's load. */
 typedef struct share {
     vl_bins *bins;        /* [dp] */
+    size_t m;             /* slots per rank: its packs, then empty ones */
+    bool verl;            /* veRL's dealing (baseline_verl.c), not packed shares */
     double worst;         /* the busiest rank's pack.balance weight */
     double time;          /* the largest modelled time of any rank (= worst under time) */
     bool fits;            /* every rank's packs within its m slots */

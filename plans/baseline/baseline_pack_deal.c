@@ -20,15 +20,32 @@ void vl__pk_dealer_free(dealer *d)
 vl_status vl__pk_dealer_init(dealer *d, size_t packs_max, size_t dp, vl_err *err)
 {
     memset(d, 0, sizeof *d);
-    d->ids = malloc((packs_max ? packs_max : 1) * sizeof *d->ids);
-    d->w = malloc((packs_max ? packs_max : 1) * sizeof *d->w);
-    d->part = malloc((packs_max ? packs_max : 1) * sizeof *d->part);
-    d->by = malloc((packs_max ? packs_max : 1) * sizeof *d->by);
     d->cur = malloc(dp * sizeof *d->cur);
-    if (!d->ids || !d->w || !d->part || !d->by || !d->cur) {
-        vl__pk_dealer_free(d);
-        return vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", packs_max);
-    }
+    if (d->cur == NULL)
+        return vl_seterr(err, VL_ENOMEM, "out of memory for %zu ranks", dp);
+    return vl__pk_dealer_reserve(d, packs_max, err);
+}
+
+vl_status vl__pk_dealer_reserve(dealer *d, size_t want, vl_err *err)
+{
+    size_t n = want ? want : 1;
+    size_t *ids, *by;
+    double *w;
+    int *part;
+
+    if (n <= d->cap)
+        return VL_OK;
+    if ((ids = realloc(d->ids, n * sizeof *ids)) != NULL)
+        d->ids = ids;
+    if ((w = realloc(d->w, n * sizeof *w)) != NULL)
+        d->w = w;
+    if ((part = realloc(d->part, n * sizeof *part)) != NULL)
+        d->part = part;
+    if ((by = realloc(d->by, n * sizeof *by)) != NULL)
+        d->by = by;
+    if (ids == NULL || w == NULL || part == NULL || by == NULL)
+        return vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", want);
+    d->cap = n;
     return VL_OK;
 }
 

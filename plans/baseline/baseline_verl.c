@@ -33,7 +33,7 @@ typedef struct verl_opts {
 } verl_opts;
 
 static const vl_param verl_params[] = {
-    {"linear", VL_P_DOUBLE, offsetof(verl_opts, linear), 0, 1e12, NULL, "24576",
+    {"linear", VL_P_DOUBLE, offsetof(verl_opts, linear), 0, 1e12, NULL, VL__VERL_LINEAR_STR,
      "linear coefficient of the workload linear*len + len^2 (veRL: 24576, h = 4096)"},
     {NULL, VL_P_INT, 0, 0, 0, NULL, NULL, NULL},
 };
@@ -108,13 +108,36 @@ static vl_status split_rank(bl *c, verl_batch *v, const uint32_t *it, size_t k, 
     return VL_OK;
 }
 
-/* The common micro-batch count: max over ranks of ceil(tokens / cap), raised until
- * every rank's KK split fits. */
-static vl_status mb_count(bl *c, verl_batch *v, double linear, size_t *out, vl_err *err)
+/* The split of rank r's samples into m micro-batches as bins[r], empty ones included;
+ * *fits false (nothing kept) when one is over capacity. */
+static vl_status rank_bins(bl *c, verl_batch *v, size_t r, size_t m, double linear,
+                           vl_bins *b, bool *fits, vl_err *err)
+{
+    size_t k = v->rank_off[r + 1] - v->rank_off[r];
+    vl_status st = split_rank(c, v, v->rank_items + v->rank_off[r], k, m, linear, fits, err);
+
+    if (st != VL_OK || !*fits)
+        return st;
+    b->start = malloc((m + 1) * sizeof *b->start);
+    b->items = malloc((k ? k : 1) * sizeof *b->items);
+    b->load = malloc(m * sizeof *b->load);
+    if (b->start == NULL || b->items == NULL || b->load == NULL)
+        return vl_seterr(err, VL_ENOMEM, "out of memory for %zu micro-batches", m);
+    b->n = m;
+    memcpy(b->start, v->mb_off, (m + 1) * sizeof *b->start);
+    memcpy(b->items, v->mb_items, k * sizeof *b->items);
+    memcpy(b->load, v->mb_tok, m * sizeof *b->load);
+    return VL_OK;
+}
+
+/* The common micro-batch count *out: max over ranks of ceil(tokens / cap), raised until
+ * every rank's KK split fits; bins[r] each rank's split at that count. */
+static vl_status mb_split(bl *c, verl_batch *v, double linear, vl_bins *bins, size_t *out,
+                          vl_err *err)
 {
     const uint32_t *len = c->job->sel->len;
     size_t m = 1;
-    vl_status st;
+    vl_status st = VL_OK;
 
     for (size_t r = 0; r < c->dp; r++) {
         uint64_t tok = 0;
@@ -123,41 +146,17 @@ static vl_status mb_count(bl *c, verl_batch *v, double linear, size_t *out, vl_e
         size_t need = (size_t)((tok + c->t->max_seq_len - 1) / c->t->max_seq_len);
         m = need > m ? need : m;
     }
-    for (size_t r = 0; r < c->dp;) {
-        size_t k = v->rank_off[r + 1] - v->rank_off[r];
+    for (size_t r = 0; r < c->dp && st == VL_OK;) {
         bool fits;
-        if ((st = split_rank(c, v, v->rank_items + v->rank_off[r], k, m, linear, &fits,
-                             err)) != VL_OK)
-            return st;
-        if (fits) {
+        if ((st = rank_bins(c, v, r, m, linear, &bins[r], &fits, err)) != VL_OK || fits) {
             r++;
-        } else {
-            m++;     /* one sample per micro-batch always fits, so this ends */
-            r = 0;   /* a larger count: every rank again */
+            continue;
         }
+        m++;     /* one sample per micro-batch always fits, so this ends */
+        while (r > 0)   /* a larger count: every rank again */
+            vl_bins_free(&bins[--r]);
     }
     *out = m;
-    return VL_OK;
-}
-
-static vl_status emit_ranks(bl *c, verl_batch *v, size_t m, double linear, vl_err *err)
-{
-    vl_status st = VL_OK;
-
-    for (size_t r = 0; r < c->dp && st == VL_OK; r++) {
-        size_t k = v->rank_off[r + 1] - v->rank_off[r];
-        bool fits;
-        if ((st = split_rank(c, v, v->rank_items + v->rank_off[r], k, m, linear, &fits,
-                             err)) != VL_OK ||
-            (st = vl_plan_rank_begin(c->out, (int)r, &c->par, err)) != VL_OK)
-            break;
-        for (size_t j = 0; j < m && st == VL_OK; j++) {
-            size_t cnt = v->mb_off[j + 1] - v->mb_off[j];
-            c->empty += cnt == 0;
-            st = vl__bl_emit_mb(c, cnt ? c->t->max_seq_len : 0, v->mb_items + v->mb_off[j],
-                                cnt, err);
-        }
-    }
     return st;
 }
 
@@ -174,10 +173,11 @@ static void verl_batch_free(verl_batch *v)
     free(v->mb_tok);
 }
 
-static vl_status verl_batch_fn(bl *c, const uint32_t *items, size_t n, vl_err *err)
+vl_status vl__verl_deal(bl *c, const uint32_t *items, size_t n, double linear, vl_bins *bins,
+                        size_t *m, vl_err *err)
 {
-    const verl_opts *o = c->opts;
-    size_t np = (n + c->dp - 1) / c->dp * c->dp, m = 0, a = np ? np : 1;
+    size_t a = (n + c->dp - 1) / c->dp * c->dp;
+    a = a ? a : 1;
     verl_batch v = {
         .w = malloc(a * sizeof *v.w), .part = malloc(a * sizeof *v.part),
         .rank_items = malloc(a * sizeof *v.rank_items),
@@ -186,13 +186,38 @@ static vl_status verl_batch_fn(bl *c, const uint32_t *items, size_t n, vl_err *e
         .mb_off = malloc((a + 1) * sizeof *v.mb_off), .mb_tok = malloc(a * sizeof *v.mb_tok)};
     vl_status st;
 
+    *m = 0;
     if (!v.w || !v.part || !v.rank_items || !v.rank_off || !v.rw || !v.mpart ||
         !v.mb_items || !v.mb_off || !v.mb_tok)
         st = vl_seterr(err, VL_ENOMEM, "out of memory for a batch of %zu", n);
-    else if ((st = deal_ranks(c, &v, items, n, o->linear, err)) == VL_OK &&
-             (st = mb_count(c, &v, o->linear, &m, err)) == VL_OK)
-        st = emit_ranks(c, &v, m, o->linear, err);
+    else if ((st = deal_ranks(c, &v, items, n, linear, err)) == VL_OK)
+        st = mb_split(c, &v, linear, bins, m, err);
     verl_batch_free(&v);
+    return st;
+}
+
+static vl_status verl_batch_fn(bl *c, const uint32_t *items, size_t n, vl_err *err)
+{
+    const verl_opts *o = c->opts;
+    vl_bins *bins = calloc(c->dp, sizeof *bins);
+    size_t m = 0;
+    vl_status st = bins == NULL ? vl_seterr(err, VL_ENOMEM, "out of memory for %zu ranks",
+                                            c->dp)
+                                : vl__verl_deal(c, items, n, o->linear, bins, &m, err);
+
+    for (size_t r = 0; r < c->dp && st == VL_OK; r++) {
+        const vl_bins *b = &bins[r];
+        st = vl_plan_rank_begin(c->out, (int)r, &c->par, err);
+        for (size_t j = 0; j < m && st == VL_OK; j++) {
+            size_t cnt = b->start[j + 1] - b->start[j];
+            c->empty += cnt == 0;
+            st = vl__bl_emit_mb(c, cnt ? c->t->max_seq_len : 0, b->items + b->start[j], cnt,
+                                err);
+        }
+    }
+    for (size_t r = 0; bins != NULL && r < c->dp; r++)
+        vl_bins_free(&bins[r]);
+    free(bins);
     return st;
 }
 
