@@ -113,7 +113,8 @@ static char *fragment(const vl_calib_fit *fits, size_t n, const vl_config *cfg,
                          "schemes below\n  # replace the analytic time; every other scheme "
                          "(sp or cp > 1, other tp or pp)\n  # keeps it, corrected alike\n"
                          "  compute_scale: %.17g\n", scaled, scale);
-    vl_strbuf_printf(&b, "  schemes:\n");
+    vl_strbuf_printf(&b, "  # the rows time decoder layers, no LM head: a last stage adds "
+                     "the analytic one\n  schemes_with_head: false\n  schemes:\n");
     for (size_t i = 0; i < n; i++) {
         const vl_scheme *s = &fits[i].scheme;
         vl_strbuf_printf(&b, "    # %zu rows, MAPE %.2f%%, worst %.2f%%\n", fits[i].err.n,

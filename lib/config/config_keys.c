@@ -190,6 +190,10 @@ const vl_key vl__keys[] = {
       "communication) of ranks whose <tp, pp, sp> has no cost.schemes row: `vlplan "
       "calibrate` sets it to what the measured schemes say of the analytic model, so "
       "unmeasured schemes are corrected alike."),
+    K("cost.schemes_with_head", VL_K_BOOL, cost.schemes_with_head, 0, 0, "on", "",
+      "Whether a cost.schemes row's time includes the LM head and loss of a last stage (as "
+      "measured whole stages do); off: the rows time decoder layers only, as `vlplan "
+      "calibrate` measures them, and the last stage adds the analytic head."),
     K("cost.logits_bytes", VL_K_DOUBLE, cost.logits_bytes, 0.5, 64, "6", "bytes",
       "Bytes per token per vocabulary entry the loss holds at its peak on the last stage: "
       "6 = bf16 logits + their fp32 copy (Megatron's cross-entropy), 4 = the fp32 logits "

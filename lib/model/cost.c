@@ -367,6 +367,39 @@ static vl_mb_time fitted_time(const vl_cost *c, double T, double P, double g, in
 static vl_mb_time mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const vl_par *par,
                           int layers, int last_stage);
 
+/* The LM head's forward on a GPU of g = tp·sp GPUs running T tokens at GEMM efficiency
+ * eff, with cost.compute_scale. */
+static double head_fwd(const vl_cost *c, double T, double g, double eff)
+{
+    double s = c->cfg->cost.compute_scale > 0 ? c->cfg->cost.compute_scale : 1.0;
+
+    return c->head * T / g / (c->peak * eff) * s;
+}
+
+/* Under cost.schemes_with_head off a cost.schemes row times the decoder layers alone, as
+ * calibrate's rows do (tools/profile_step.py profiles no head; vl_calib_predict_model): the
+ * last stage adds the analytic head with calibration's correction, as an analytic rank
+ * does.  Without it a measured rank skipped a head its analytic neighbour paid (27.6% of
+ * the 0.5B model's linear work), and a calibrated configuration favoured the measured
+ * scheme. */
+static vl_mb_time with_head(const vl_cost *c, vl_mb_time t, const vl_seg *segs, size_t n,
+                            const vl_par *par, int last_stage)
+{
+    double T = 0, lgT = NAN;
+    double g = (double)(par->tp > 1 ? par->tp : 1) * (par->sp > 1 ? par->sp : 1);
+
+    for (size_t i = 0; i < n && last_stage; i++)
+        T += segs[i].len;
+    if (T == 0)
+        return t;
+    double eff = curve_eval_lx(&c->cfg->cluster.gemm_eff, c->lx_gemm, T / g, VL_WORK_LINEAR,
+                               &lgT);
+    double head = head_fwd(c, T, g, eff);
+    t.fwd += head;
+    t.bwd += c->cfg->cost.bwd_linear * head;
+    return t;
+}
+
 /* ZeRO-3 gathers the stage's parameters for every micro-batch's forward and again for
  * its backward: exposed communication of the micro-batch itself. */
 vl_mb_time vl_cost_mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const vl_par *par,
@@ -386,8 +419,10 @@ static vl_mb_time mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const 
                           int layers, int last_stage)
 {
     const vl_scheme *measured = vl_cost_scheme(c, par);   /* cost.schemes (cost_pack.c) */
-    if (measured)
-        return vl_cost_scheme_time(c, measured, segs, n, par, layers);
+    if (measured) {
+        vl_mb_time t = vl_cost_scheme_time(c, measured, segs, n, par, layers);
+        return c->cfg->cost.schemes_with_head ? t : with_head(c, t, segs, n, par, last_stage);
+    }
 
     const vl_config *cfg = c->cfg;
     const vl_cluster_cfg *cl = &cfg->cluster;
@@ -426,7 +461,7 @@ static vl_mb_time mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const 
     double s = cfg->cost.compute_scale > 0 ? cfg->cost.compute_scale : 1.0;
     double fix_b = cl->layer_fixed_us_bwd * 1e-6 * s;
     lin = linear_time(c, T / g, eff) * s;
-    head = last_stage ? c->head * T / g / (c->peak * eff) * s : 0;
+    head = last_stage ? head_fwd(c, T, g, eff) : 0;
     att_f *= s;
     att_b *= s;
     fix_f *= s;

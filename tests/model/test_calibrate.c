@@ -321,6 +321,8 @@ Test(calibrate, cli_writes_a_fragment_that_config_accepts)
     cr_assert_eq(tu_run(&r, NULL, (const char *[]){"config", "--dump", "-c", frag, NULL}), 0);
     cr_expect_eq(r.status, 0, "%s", r.err);
     cr_expect(strstr(r.out, "schemes: [{tp: 1, pp: 1, sp: 1, a: 2.") != NULL, "%s", r.out);
+    /* its rows time decoder layers: a last stage adds the analytic head */
+    cr_expect(strstr(r.out, "schemes_with_head: false") != NULL, "%s", r.out);
     tu_result_free(&r);
     tu_write_file(bad, "tokens,sum_len2,seconds\n100,2000,1\n100,2000,-1\n");
     cr_assert_eq(tu_run(&r, NULL, (const char *[]){"calibrate", bad, NULL}), 0);

@@ -408,6 +408,45 @@ Test(sim_model, cost_schemes_time_a_matching_rank)
     vl_config_free(&cfg);
 }
 
+/* The head (last stage) a rank of the analytic model pays: its last-stage time less the
+ * same stage's time elsewhere. */
+static vl_mb_time head_of(const char *set, const vl_seg *s, size_t n, const vl_par *par)
+{
+    vl_config cfg;
+    vl_cost c;
+    vl_err err = {0};
+    cr_assert_eq(vl_config_init_default(&cfg, &err), VL_OK);
+    if (set != NULL)
+        cr_assert_eq(vl_config_set(&cfg, set, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl_config_set(&cfg, "cost.compute_scale=1.5", &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl_config_finalize(&cfg, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl_cost_init(&c, &cfg, &err), VL_OK);
+    vl_mb_time last = vl_cost_mb_time(&c, s, n, par, 16, 1);
+    vl_mb_time mid = vl_cost_mb_time(&c, s, n, par, 16, 0);
+    vl_config_free(&cfg);
+    return (vl_mb_time){.fwd = last.fwd - mid.fwd, .bwd = last.bwd - mid.bwd};
+}
+
+/* A cost.schemes row that times decoder layers alone (cost.schemes_with_head off, as
+ * calibrate writes) pays on the last stage the analytic LM head, with cost.compute_scale,
+ * that an analytic rank pays; a row of a whole stage (on, the default) already holds it. */
+Test(sim_model, headless_schemes_pay_the_lm_head_on_the_last_stage)
+{
+    vl_seg s[2] = {{0, 0, 1000}, {1, 200, 300}};
+    vl_par par = {1, 2, 1, 0};
+    vl_mb_time analytic = head_of(NULL, s, 2, &par);
+    vl_mb_time off = head_of("cost={schemes_with_head: false, schemes: [{tp: 1, pp: 2, "
+                             "a: 1e-6, b: 0.003, c: 2}]}", s, 2, &par);
+    vl_mb_time on = head_of("cost.schemes=[{tp: 1, pp: 2, a: 1e-6, b: 0.003, c: 2}]", s, 2,
+                            &par);
+    cr_assert_gt(analytic.fwd, 0);
+    cr_assert_gt(analytic.bwd, analytic.fwd, "the head's backward is bwd_linear times it");
+    cr_assert_float_eq(off.fwd, analytic.fwd, 1e-12 * analytic.fwd);
+    cr_assert_float_eq(off.bwd, analytic.bwd, 1e-12 * analytic.bwd);
+    cr_assert_eq(on.fwd, 0.0);
+    cr_assert_eq(on.bwd, 0.0);
+}
+
 Test(sim_model, world_sharded_optimizer_states)
 {
     vl_config cfg;
