@@ -173,21 +173,12 @@ Test(baseline_pack_shift, property_on_random_packs)
         }
         free(seen);
         cr_assert_eq(sum_after, sum_before, "the same samples");
-        double mt = 0, ma = 0;
-        for (size_t r = 0; r < dp; r++) {
-            mt += tok[r] / (double)dp;
-            ma += att[r] / (double)dp;
-        }
-        if (primary == VL__PK_TIME) {   /* time is tokens here: tokens never rise */
-            cr_assert_leq(max_of(tok2, dp), max_of(tok, dp));
-            double j0 = 0, j1 = 0;
-            for (size_t r = 0; r < dp; r++) {
-                double a0 = tok[r] / mt > att[r] / ma ? tok[r] / mt : att[r] / ma;
-                double a1 = tok2[r] / mt > att2[r] / ma ? tok2[r] / mt : att2[r] / ma;
-                j0 = a0 > j0 ? a0 : j0;
-                j1 = a1 > j1 ? a1 : j1;
-            }
-            cr_assert_leq(j1, j0 * (1 + 1e-12), "seed %llu", (unsigned long long)seed);
+        if (primary == VL__PK_TIME) {
+            /* time is tokens here: the busiest rank's time never rises (the first pass
+             * lowers it holding nothing else, so the balance of attention may be traded
+             * for it) */
+            cr_assert_leq(max_of(tok2, dp), max_of(tok, dp), "seed %llu",
+                          (unsigned long long)seed);
         } else if (primary == VL__PK_TOK) {
             cr_assert_leq(max_of(tok2, dp), max_of(tok, dp));
         } else {
