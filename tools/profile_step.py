@@ -4,7 +4,9 @@ and write the timings file `vlplan calibrate` reads.
 
 The stack is `--layers` decoder layers (RMSNorm, grouped-query attention with rotary
 embeddings, SwiGLU MLP) without embedding or LM head, since cost.schemes times the
-layers of a stage.  A packed micro-batch of sequences l_1..l_n runs attention per
+layers of a stage.  With `--head`, each token budget also times the LM head (a
+`--vocab` x hidden projection, fp32 logits) and the cross-entropy loss alone, a row
+with head = 1, from which `vlplan calibrate` writes cost.head_scale.  A packed micro-batch of sequences l_1..l_n runs attention per
 sequence (causal, PyTorch's scaled_dot_product_attention where the installed torch has
 it, else matmul + softmax), so its cost grows with sum(l_i^2) as in a varlen kernel.
 
@@ -29,7 +31,7 @@ import torch.nn.functional as F
 import torch.utils.checkpoint
 
 COLUMNS = ["tokens", "sum_len2", "tp", "pp", "sp", "ckpt_layers", "layers", "mbs", "seconds",
-           "composition", "device", "dtype"]
+           "head", "composition", "device", "dtype"]
 
 
 class RMSNorm(torch.nn.Module):
@@ -146,6 +148,18 @@ class Runner:
         self.layers = torch.nn.ModuleList(
             DecoderLayer(args.hidden, args.heads, args.kv_heads, args.ffn)
             for _ in range(args.layers)).to(self.device, self.dtype)
+        self.head = torch.nn.Parameter(torch.randn(args.vocab, args.hidden, device=self.device,
+                                                   dtype=self.dtype) * args.hidden ** -0.5)
+
+    def head_step(self, tokens):
+        """The LM head and the loss of `tokens` tokens: the final norm's output through the
+        vocabulary projection, fp32 logits, cross-entropy, forward and backward."""
+        a = self.args
+        x = torch.randn(tokens, a.hidden, device=self.device, dtype=self.dtype,
+                        requires_grad=True)
+        target = torch.randint(0, a.vocab, (tokens,), device=self.device)
+        logits = F.linear(x, self.head).float()
+        F.cross_entropy(logits, target).backward()
 
     def step(self, lengths):
         a = self.args
@@ -168,26 +182,27 @@ class Runner:
         if self.device.type == "cuda":
             torch.cuda.synchronize()
 
-    def time(self, lengths):
+    def time(self, lengths, step=None):
+        step = step or self.step
         for _ in range(self.args.warmup):
-            self.step(lengths)
+            step(lengths)
         times = []
         for _ in range(self.args.repeat):
-            for p in self.layers.parameters():
+            for p in list(self.layers.parameters()) + [self.head]:
                 p.grad = None
             self.sync()
             t0 = time.perf_counter()
-            self.step(lengths)
+            step(lengths)
             self.sync()
             times.append(time.perf_counter() - t0)
         return statistics.median(times)
 
 
-def row(args, name, lengths, seconds):
+def row(args, name, lengths, seconds, head=0):
     return {"tokens": sum(lengths), "sum_len2": sum(n * n for n in lengths), "tp": 1, "pp": 1,
-            "sp": 1, "ckpt_layers": args.ckpt_layers, "layers": args.layers, "mbs": 1,
-            "seconds": repr(seconds), "composition": name, "device": args.device,
-            "dtype": args.dtype}
+            "sp": 1, "ckpt_layers": 0 if head else args.ckpt_layers, "layers": args.layers,
+            "mbs": 1, "seconds": repr(seconds), "head": head, "composition": name,
+            "device": args.device, "dtype": args.dtype}
 
 
 def write(path, rows, args):
@@ -207,7 +222,7 @@ def write_model_yaml(path, args):
         f.write("# the decoder shape tools/profile_step.py measured\nmodel:\n"
                 f"  layers: {args.layers}\n  hidden: {args.hidden}\n  ffn: {args.ffn}\n"
                 f"  heads: {args.heads}\n  kv_heads: {args.kv_heads}\n"
-                f"  head_dim: {args.hidden // args.heads}\n")
+                f"  head_dim: {args.hidden // args.heads}\n  vocab: {args.vocab}\n")
 
 
 def parse_args(argv):
@@ -217,6 +232,9 @@ def parse_args(argv):
     p.add_argument("--heads", type=int, default=8)
     p.add_argument("--kv-heads", type=int, default=4)
     p.add_argument("--ffn", type=int, default=2816)
+    p.add_argument("--vocab", type=int, default=32000, help="vocabulary of the LM head")
+    p.add_argument("--head", action="store_true",
+                   help="also time the LM head and loss per token budget (rows with head = 1)")
     p.add_argument("--tokens", default="2048,4096,8192",
                    help="token budgets of the micro-batches, comma-separated")
     p.add_argument("--min-len", type=int, default=64, help="shortest sequence")
@@ -248,6 +266,11 @@ def main(argv):
             r = row(args, name, lengths, runner.time(lengths))
             (held if args.holdout and i % 2 == 1 else fit).append(r)
             print(f"{name:>22} tokens {r['tokens']:>7} sum_len2 {r['sum_len2']:>12} "
+                  f"{float(r['seconds']) * 1e3:9.3f} ms", file=sys.stderr)
+        if args.head:   # one row per budget: the head's cost has no sum_len2 term
+            r = row(args, "head", [budget], runner.time(budget, runner.head_step), head=1)
+            fit.append(r)
+            print(f"{'LM head + loss':>22} tokens {budget:>7} "
                   f"{float(r['seconds']) * 1e3:9.3f} ms", file=sys.stderr)
     write(args.output, fit, args)
     if args.holdout:

@@ -91,7 +91,8 @@ static void put_fits(FILE *f, const vl_calib_fit *fits, size_t n, const char *na
 /* The fragment: comments saying what it was fitted to, then cost.schemes or cost.fit,
  * every number with 17 significant digits so it reads back exactly. */
 static char *fragment(const vl_calib_fit *fits, size_t n, const vl_config *cfg,
-                      const char *name, size_t rows, double scale, size_t scaled)
+                      const char *name, size_t rows, double scale, size_t scaled,
+                      double head_scale)
 {
     vl_strbuf b = {0};
 
@@ -113,6 +114,9 @@ static char *fragment(const vl_calib_fit *fits, size_t n, const vl_config *cfg,
                          "schemes below\n  # replace the analytic time; every other scheme "
                          "(sp or cp > 1, other tp or pp)\n  # keeps it, corrected alike\n"
                          "  compute_scale: %.17g\n", scaled, scale);
+    if (head_scale > 0)
+        vl_strbuf_printf(&b, "  # the LM head and loss: measured / analytic over the rows "
+                         "with head = 1\n  head_scale: %.17g\n", head_scale);
     vl_strbuf_printf(&b, "  # the rows time decoder layers, no LM head: a last stage adds "
                      "the analytic one\n  schemes_with_head: false\n  schemes:\n");
     for (size_t i = 0; i < n; i++) {
@@ -174,10 +178,14 @@ static int evaluate(const calib_args *a, const vl_calib_fit *fits, size_t n,
                     const vl_cost *cost, const vl_config *cfg, const vl_calib_rows *set,
                     FILE *rep)
 {
-    vl_calib_rows held = {0}, all = {0};
+    vl_calib_rows held = {0}, all = {0}, head = {0};
     vl_err err = {0};
     vl_status st = vl_calib_read(&held, a->eval, cfg, &err);
     int rc = 0;
+
+    if (st == VL_OK)   /* the fits and their scores are of decoder layers */
+        st = vl_calib_take_head(&held, &head, &err);
+    vl_calib_rows_free(&head);
 
     if (st == VL_OK) {
         put_err(rep, "held out, cost model before calibration",
@@ -192,9 +200,30 @@ static int evaluate(const calib_args *a, const vl_calib_fit *fits, size_t n,
     return rc;
 }
 
+/* The rows with head = 1: cost.head_scale for the schemes (NAN: none, or a per-layer fit,
+ * which has no head), said on rep. */
+static double head_line(const calib_args *a, const vl_cost *cost, const vl_calib_rows *head,
+                        FILE *rep)
+{
+    size_t used = 0;
+    double s = NAN;
+
+    if (head->n == 0)
+        return NAN;
+    if (a->kind == VL_CALIB_SCHEMES)
+        s = vl_calib_head_scale(cost, head, &used);
+    if (used > 0)
+        fprintf(rep, "the LM head and loss (%zu rows with head = 1): cost.head_scale %.4f "
+                     "(measured / analytic)\n", used, s);
+    else
+        fprintf(rep, "%zu rows with head = 1 not used (%s)\n", head->n,
+                a->kind == VL_CALIB_SCHEMES ? "no usable ratio" : "cost.fit has no LM head");
+    return used > 0 ? s : NAN;
+}
+
 static int run(const calib_args *a, const char *path, const vl_config *cfg)
 {
-    vl_calib_rows set = {0};
+    vl_calib_rows set = {0}, head = {0};
     vl_calib_fit *fits = NULL;
     size_t n = 0;
     vl_cost cost;
@@ -206,9 +235,12 @@ static int run(const calib_args *a, const char *path, const vl_config *cfg)
     if (st == VL_OK)
         st = vl_calib_read(&set, path, cfg, &err);
     if (st == VL_OK)
+        st = vl_calib_take_head(&set, &head, &err);
+    if (st == VL_OK)
         st = vl_calib_fit_rows(&set, cfg, a->kind, &fits, &n, &err);
     if (st != VL_OK) {
         vl_calib_rows_free(&set);
+        vl_calib_rows_free(&head);
         return cli_fail(CMD, &err);
     }
     put_fits(rep, fits, n, set.name);
@@ -224,8 +256,9 @@ static int run(const calib_args *a, const char *path, const vl_config *cfg)
         fprintf(rep, "schemes not measured (sp or cp > 1, other tp or pp) keep the analytic "
                      "model, scaled by cost.compute_scale %.4f (measured / analytic over %zu "
                      "rows)\n", scale, scaled);
+    double head_scale = head_line(a, &cost, &head, rep);
     if (rc == 0) {
-        char *text = fragment(fits, n, cfg, set.name, set.n, scale, scaled);
+        char *text = fragment(fits, n, cfg, set.name, set.n, scale, scaled, head_scale);
         if (!text) {
             cli_error(CMD, "out of memory");
             rc = EX_OSERR_;
@@ -236,6 +269,7 @@ static int run(const calib_args *a, const char *path, const vl_config *cfg)
     }
     free(fits);
     vl_calib_rows_free(&set);
+    vl_calib_rows_free(&head);
     return rc;
 }
 

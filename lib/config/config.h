@@ -109,6 +109,7 @@ typedef struct vl_cost_cfg {
     double optimizer_fixed_ms;  /* the optimizer step's fixed cost (launches) per iteration */
     double compute_scale;       /* factor of the analytic compute of schemes without a
                                  * cost.schemes row (`vlplan calibrate` writes it) */
+    double head_scale;          /* factor of the analytic LM head; 0: compute_scale */
     bool schemes_with_head;     /* cost.schemes rows time the LM head too (off: the
                                  * last stage adds the analytic head) */
     int nschemes;               /* cost.schemes: fitted times per <tp, pp, sp> */

@@ -190,6 +190,9 @@ const vl_key vl__keys[] = {
       "communication) of ranks whose <tp, pp, sp> has no cost.schemes row: `vlplan "
       "calibrate` sets it to what the measured schemes say of the analytic model, so "
       "unmeasured schemes are corrected alike."),
+    K("cost.head_scale", VL_K_DOUBLE, cost.head_scale, 0, 1e6, "0", "",
+      "Factor of the analytic LM head and loss time (measured / analytic, what `vlplan "
+      "calibrate` writes from rows with head = 1); 0: cost.compute_scale."),
     K("cost.schemes_with_head", VL_K_BOOL, cost.schemes_with_head, 0, 0, "on", "",
       "Whether a cost.schemes row's time includes the LM head and loss of a last stage (as "
       "measured whole stages do); off: the rows time decoder layers only, as `vlplan "

@@ -7,10 +7,12 @@
  * (Lawson-Hanson would find the same), each solved by a QR factorisation of the
  * column-scaled matrix (modified Gram-Schmidt, twice, for stability). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "calibrate.h"
+#include "grow.h"
 
 #define NCOEF 3
 /* a column whose norm after orthogonalisation falls below this share of its own norm
@@ -299,5 +301,51 @@ double vl_calib_compute_scale(const vl_cost *c, const vl_calib_rows *set, size_t
     }
     double s = n ? c->cfg->cost.compute_scale * exp(logsum / (double)n) : NAN;
     *used = s >= 1e-6 && s <= 1e6 ? n : 0;   /* cost.compute_scale's range */
+    return *used ? s : NAN;
+}
+
+vl_status vl_calib_take_head(vl_calib_rows *set, vl_calib_rows *head, vl_err *err)
+{
+    size_t heads = 0, kept = 0;
+    vl_status st;
+
+    for (size_t i = 0; i < set->n; i++)
+        heads += set->rows[i].head;
+    if (heads == 0)
+        return VL_OK;
+    /* room first: on failure nothing has moved */
+    if ((st = vl_grow(&head->rows, &head->cap, head->n + heads, sizeof *head->rows, err)))
+        return st;
+    for (size_t i = 0; i < set->n; i++) {
+        if (set->rows[i].head)
+            head->rows[head->n++] = set->rows[i];
+        else
+            set->rows[kept++] = set->rows[i];
+    }
+    set->n = kept;
+    if (head->name[0] == '\0')
+        snprintf(head->name, sizeof head->name, "%s", set->name);
+    return VL_OK;
+}
+
+double vl_calib_head_scale(const vl_cost *c, const vl_calib_rows *head, size_t *used)
+{
+    const vl_cost_cfg *k = &c->cfg->cost;
+    double now = k->head_scale > 0 ? k->head_scale : k->compute_scale > 0 ? k->compute_scale
+                                                                          : 1.0;
+    double logsum = 0;
+    size_t n = 0;
+
+    for (size_t i = 0; i < head->n; i++) {
+        const vl_calib_row *r = &head->rows[i];
+        vl_par par = {r->tp, 1, r->sp, 0};
+        double p = vl_cost_head_time(c, r->tokens, &par);
+        if (!(p > 0))
+            continue;
+        logsum += log(r->seconds / p);
+        n++;
+    }
+    double s = n ? now * exp(logsum / (double)n) : NAN;
+    *used = s >= 1e-6 && s <= 1e6 ? n : 0;   /* cost.head_scale's range */
     return *used ? s : NAN;
 }

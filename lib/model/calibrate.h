@@ -19,6 +19,7 @@
 #ifndef VLPLAN_CALIBRATE_H
 #define VLPLAN_CALIBRATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,8 @@ typedef struct vl_calib_row {
     double tokens;        /* Σ len */
     double sum_len2;      /* Σ len² */
     double seconds;       /* measured forward + backward */
+    bool head;            /* the LM head and loss of `tokens` tokens alone (a last
+                           * stage's, under tp and sp), not decoder layers */
     uint32_t line;        /* line in its file, for messages */
     const char *file;     /* that file when rows of several are pooled; NULL: the set's */
 } vl_calib_row;
@@ -98,6 +101,16 @@ vl_calib_err vl_calib_score(const vl_calib_fit *fits, size_t nfits, const vl_cos
  *  with cost.fit).  Written beside cost.schemes so that the schemes the rows did not
  *  measure (sp > 1, other tp or pp) get the same correction as those they did. */
 double vl_calib_compute_scale(const vl_cost *c, const vl_calib_rows *set, size_t *used);
+
+/** Move the rows that time the LM head (head = 1) from set into *head (appended), keeping
+ *  the order of both; the fits take decoder-layer rows only.  VL_ENOMEM. */
+vl_status vl_calib_take_head(vl_calib_rows *set, vl_calib_rows *head, vl_err *err);
+
+/** The cost.head_scale that makes the cost model's LM head agree with head rows: the
+ *  configured head scale (cost.head_scale, else cost.compute_scale) times the geometric
+ *  mean of measured / vl_cost_head_time over them (*used of them; NAN when none or out of
+ *  the key's range). */
+double vl_calib_head_scale(const vl_cost *c, const vl_calib_rows *head, size_t *used);
 
 /* One token budget left out: fitted on every other budget, scored on its own rows
  * (err.n = 0 when the other budgets determine no fit for its schemes). */

@@ -2,7 +2,7 @@
  * (calibrate.h).  The format is told by the first character that is not blank: '{' is
  * JSON Lines, anything else CSV with a header line.  Columns (keys): tokens, sum_len2,
  * seconds (required); tp, pp, sp (default 1), ckpt_layers (0), layers (model.layers / pp),
- * mbs (1).  Other columns are ignored (a profiler may add its own); '#' starts a comment
+ * mbs (1), head (0; 1: the row times the LM head and loss alone).  Other columns are ignored (a profiler may add its own); '#' starts a comment
  * line.  Every bad value is an error naming FILE:LINE, the column and the value. */
 #include <errno.h>
 #include <jansson.h>
@@ -14,9 +14,10 @@
 #include "grow.h"
 #include "zio.h"
 
-enum { C_TOKENS, C_SUMSQ, C_SECONDS, C_TP, C_PP, C_SP, C_CKPT, C_LAYERS, C_MBS, NCOLS };
+enum { C_TOKENS, C_SUMSQ, C_SECONDS, C_TP, C_PP, C_SP, C_CKPT, C_LAYERS, C_MBS, C_HEAD,
+       NCOLS };
 static const char *const COLS[NCOLS] = {"tokens", "sum_len2", "seconds", "tp", "pp",
-                                        "sp", "ckpt_layers", "layers", "mbs"};
+                                        "sp", "ckpt_layers", "layers", "mbs", "head"};
 static const bool REQUIRED[NCOLS] = {true, true, true};
 #define MAX_FIELDS 64
 
@@ -62,8 +63,10 @@ static vl_status add_row(const ctx *c, const double *v)
         (!isnan(v[C_PP]) && (st = check_int(c, C_PP, v[C_PP], 1, 1024))) ||
         (!isnan(v[C_SP]) && (st = check_int(c, C_SP, v[C_SP], 1, 65536))) ||
         (!isnan(v[C_CKPT]) && (st = check_int(c, C_CKPT, v[C_CKPT], 0, 1e6))) ||
-        (!isnan(v[C_MBS]) && (st = check_int(c, C_MBS, v[C_MBS], 1, 1e12))))
+        (!isnan(v[C_MBS]) && (st = check_int(c, C_MBS, v[C_MBS], 1, 1e12))) ||
+        (!isnan(v[C_HEAD]) && (st = check_int(c, C_HEAD, v[C_HEAD], 0, 1))))
         return st;
+    r.head = !isnan(v[C_HEAD]) && v[C_HEAD] == 1;
     r.ckpt_layers = isnan(v[C_CKPT]) ? 0 : (int)v[C_CKPT];
     r.mbs = isnan(v[C_MBS]) ? 1 : v[C_MBS];
     r.layers = isnan(v[C_LAYERS]) ? (double)c->cfg->model.layers / r.pp : v[C_LAYERS];

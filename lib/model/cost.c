@@ -371,7 +371,8 @@ static vl_mb_time mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const 
  * eff, with cost.compute_scale. */
 static double head_fwd(const vl_cost *c, double T, double g, double eff)
 {
-    double s = c->cfg->cost.compute_scale > 0 ? c->cfg->cost.compute_scale : 1.0;
+    const vl_cost_cfg *k = &c->cfg->cost;
+    double s = k->head_scale > 0 ? k->head_scale : k->compute_scale > 0 ? k->compute_scale : 1.0;
 
     return c->head * T / g / (c->peak * eff) * s;
 }
@@ -382,6 +383,17 @@ static double head_fwd(const vl_cost *c, double T, double g, double eff)
  * does.  Without it a measured rank skipped a head its analytic neighbour paid (27.6% of
  * the 0.5B model's linear work), and a calibrated configuration favoured the measured
  * scheme. */
+double vl_cost_head_time(const vl_cost *c, double tokens, const vl_par *par)
+{
+    double lgT = NAN, g = (double)(par->tp > 1 ? par->tp : 1) * (par->sp > 1 ? par->sp : 1);
+
+    if (!(tokens > 0))
+        return 0;
+    double eff = curve_eval_lx(&c->cfg->cluster.gemm_eff, c->lx_gemm, tokens / g,
+                               VL_WORK_LINEAR, &lgT);
+    return head_fwd(c, tokens, g, eff) * (1 + c->cfg->cost.bwd_linear);
+}
+
 static vl_mb_time with_head(const vl_cost *c, vl_mb_time t, const vl_seg *segs, size_t n,
                             const vl_par *par, int last_stage)
 {

@@ -132,6 +132,11 @@ double vl_cost_dp_exposed(const vl_cost *c, double grad, double param);
  *  written once at cluster.hbm_gbs, plus cost.optimizer_fixed_ms. */
 double vl_cost_optimizer_time(const vl_cost *c, double state_bytes);
 
+/** Forward + backward seconds of the LM head and loss on a last stage running `tokens`
+ *  tokens under par's tp and sp: the analytic GEMM at the efficiency of its tokens per GPU,
+ *  scaled by cost.head_scale (else cost.compute_scale). */
+double vl_cost_head_time(const vl_cost *c, double tokens, const vl_par *par);
+
 /** Parameters one GPU of a stage of `layers` layers holds (its layers, the embedding on
  *  the first stage, the LM head on the last), split by TP. */
 double vl_cost_stage_params(const vl_cost *c, const vl_par *par, int layers, int first_stage,

@@ -21,9 +21,13 @@ def test_profile_then_calibrate(tmp_path):
                         "--heads", "4", "--kv-heads", "2", "--ffn", "64", "--tokens", "64,128",
                         "--min-len", "16", "--warmup", "0", "--repeat", "1",
                         "--ckpt-layers", "1", "-o", str(fit), "--holdout", str(held),
-                        "--model-yaml", str(model)], capture_output=True, text=True)
+                        "--model-yaml", str(model), "--head", "--vocab", "100"],
+                       capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     rows = list(csv.DictReader(line for line in open(fit) if not line.startswith("#")))
+    heads = [row for row in rows if row["head"] == "1"]   # one LM head row per budget
+    assert sorted(int(row["tokens"]) for row in heads) == [64, 128]
+    rows = [row for row in rows if row["head"] == "0"]
     heldrows = [line for line in open(held) if line[0].isdigit()]
     assert len(rows) >= 4 and len(heldrows) >= 3
     for row in rows:
@@ -34,4 +38,6 @@ def test_profile_then_calibrate(tmp_path):
     out = run_vlplan("calibrate", "-c", str(model), "--eval", str(held), "-o",
                      str(tmp_path / "calib.yaml"), str(fit))
     assert "after calibration:" in out and "held out, after calibration:" in out
+    assert "the LM head and loss (2 rows with head = 1): cost.head_scale" in out
+    assert "head_scale: " in open(tmp_path / "calib.yaml").read()
     run_vlplan("config", "-c", str(model), "-c", str(tmp_path / "calib.yaml"))

@@ -460,3 +460,55 @@ Test(calibrate, compute_scale_is_measured_over_analytic)
     vl_config_free(&c2);
     vl_calib_rows_free(&set);
 }
+
+/* Rows with head = 1 time the LM head and loss: read from either format, taken out of the
+ * set the fits use (both keep their order), and a head timed at 1.3 times the analytic
+ * head gives cost.head_scale 1.3 on top of the scale configured, which a cost model with
+ * it then predicts exactly. */
+Test(calibrate, head_rows_give_the_head_scale)
+{
+    const char *scale2[] = {"cost.compute_scale=2", NULL};
+    vl_calib_rows set = {0}, head = {0};
+    vl_config c;
+    vl_cost cost;
+    size_t used;
+
+    cr_assert_eq(parse("tokens,sum_len2,seconds,head\n100,2000,0.5,0\n4096,16777216,0.1,1\n"
+                       "200,4000,0.7,0\n", &set), VL_OK, "%s", err.msg);
+    cr_assert_eq(parse("{\"tokens\": 8192, \"sum_len2\": 8192, \"seconds\": 0.2, \"head\": 1}\n",
+                       &set), VL_OK, "%s", err.msg);
+    cr_assert_eq(parse("tokens,sum_len2,seconds,head\n100,2000,0.5,2\n", &set), VL_EDATA);
+    cr_expect(strstr(err.msg, "column 'head' is '2'") != NULL, "%s", err.msg);
+    cr_assert_eq(vl_calib_take_head(&set, &head, &err), VL_OK);
+    cr_assert_eq(set.n, 2);
+    cr_expect_eq(set.rows[1].tokens, 200);
+    cr_assert_eq(head.n, 2);
+    cr_expect_eq(head.rows[0].tokens, 4096);
+    cr_expect(head.rows[1].head && !set.rows[0].head);
+
+    tu_config(&c, NULL, scale2);   /* no cost.head_scale: the head takes compute_scale */
+    cr_assert_eq(vl_cost_init(&cost, &c, &err), VL_OK);
+    for (size_t i = 0; i < head.n; i++) {
+        vl_par par = {1, 1, 1, 0};
+        head.rows[i].seconds = 1.3 * vl_cost_head_time(&cost, head.rows[i].tokens, &par);
+    }
+    double s = vl_calib_head_scale(&cost, &head, &used);
+    cr_expect_eq(used, 2);
+    expect_close(s, 2 * 1.3, 1e-9, "head_scale");
+    char set_scale[64];
+    snprintf(set_scale, sizeof set_scale, "cost.head_scale=%.17g", s);
+    const char *scaled[] = {"cost.compute_scale=2", set_scale, NULL};
+    vl_config c2;
+    vl_cost cost2;
+    tu_config(&c2, NULL, scaled);
+    cr_assert_eq(vl_cost_init(&cost2, &c2, &err), VL_OK);
+    for (size_t i = 0; i < head.n; i++) {
+        vl_par par = {1, 1, 1, 0};
+        expect_close(vl_cost_head_time(&cost2, head.rows[i].tokens, &par), head.rows[i].seconds,
+                     1e-9, "scaled head");
+    }
+    vl_config_free(&c);
+    vl_config_free(&c2);
+    vl_calib_rows_free(&set);
+    vl_calib_rows_free(&head);
+}
