@@ -8,15 +8,15 @@
 #     vlplan calibrate -c OUTDIR/model.yaml --eval OUTDIR/held.csv -o calib.yaml OUTDIR/fit.csv
 #
 # calibrate reports the held-out error and the error with each token budget left out (what
-# a micro-batch size that was not measured costs), and writes cost.compute_scale for the
-# schemes the rows do not measure.
+# a micro-batch size that was not measured costs), writes cost.compute_scale for the
+# schemes the rows do not measure, and cost.head_scale from the LM head rows (--head).
 # SHAPE, TOKENS, CKPT_TOKENS, MIN_LEN, DEVICE and PYTHON override the defaults (a CPU smoke
 # run: DEVICE=cpu SHAPE="--layers 1 --hidden 64 --heads 4 --kv-heads 2 --ffn 128" ...).
 set -eu
 out=${1:?usage: calib_gpu.sh OUTDIR}
 py=${PYTHON:-python3}
 dev=${DEVICE:-cuda}
-shape=${SHAPE:---layers 4 --hidden 4096 --heads 32 --kv-heads 8 --ffn 14336}
+shape=${SHAPE:---layers 4 --hidden 4096 --heads 32 --kv-heads 8 --ffn 14336 --vocab 128256}
 # small budgets too: the per-micro-batch constant c is only pinned by micro-batches in which
 # it is a large share of the time (leaving the 4K budget out of a 4K..32K fit cost the 0.5B
 # 26% there, `vlplan calibrate` reports it), and budgets spread by doubling
@@ -32,7 +32,7 @@ mkdir -p "$out"
 # shellcheck disable=SC2086 # $shape is a list of options
 "$py" tools/profile_step.py --device "$dev" $shape --tokens "$tokens" --min-len "$min_len" \
     --warmup 3 --repeat 7 -o "$out/fit.csv" --holdout "$out/held.csv" \
-    --model-yaml "$out/model.yaml" 2>"$out/log.txt"
+    --model-yaml "$out/model.yaml" --head 2>"$out/log.txt"
 # shellcheck disable=SC2086
 "$py" tools/profile_step.py --device "$dev" $shape --ckpt-layers "$layers" \
     --tokens "$ckpt_tokens" --min-len "$min_len" --warmup 2 --repeat 5 \
