@@ -15,17 +15,15 @@
  * in the measures held; modelled time is screened on the cost model linearised per
  * sample and then checked exactly on the two packs changed (a step that would raise the
  * busiest rank's modelled time is undone and ends the pass).
- * Passes: under pack.balance=time, first the busiest rank's modelled time itself with
- * nothing else held (the passes below reach time only through tokens and attention, and
- * stop where the busiest rank in time is not the busiest in either: lognormal(7.5, 1)
- * lengths at 32K on 32 ranks, two full packs a rank, take 5.2% less modelled epoch time
- * with this pass, lognormal(8, 1) 0.6%, Mooncake-like 1.2%), then, as in
- * baseline_pack_refine.c, tokens then attention, each holding the other two, then a
- * joint pass lowering the larger of a rank's tokens and attention over their means,
- * holding time only (the tokens and attention passes stop where the rank with room in
- * one measure is full in the other: it trades a little of one for the other, never past
- * the busiest rank's); under tokens or attention, that measure with nothing held, then
- * the other of the two holding it and time.
+ * Passes: under pack.balance=time, the busiest rank's modelled time itself with nothing
+ * else held, then a joint pass lowering the larger of a rank's tokens and attention over
+ * their means, holding time only.  Passes by tokens, then attention, each holding the
+ * other two (what baseline_pack_refine.c does with whole packs), reached time only through
+ * them: lognormal(7.5, 1) lengths at 32K on 32 ranks, two full packs a rank, take 5.2% less
+ * modelled epoch time with the time pass, lognormal(8, 1) 0.6%, Mooncake-like 1.2%; run
+ * after it they changed no figure of bench/RESULTS.md's pack table, so they are not run.
+ * Under tokens or attention, that measure with nothing held, then the other of the two
+ * holding it and time.
  * Work: a step looks at the busiest rank's samples against the samples and packs of the
  * SHIFT_PEERS ranks with the most room (the least of their loads over the maxima, in the
  * target and the measures held), and only where they offer no step, all ranks':
@@ -462,10 +460,6 @@ vl_status vl__pk_shift(const vl__pk_shift_in *in, packs *pk, const int *part, vl
 
     if (st == VL_OK && in->primary == VL__PK_TIME) {
         st = pass(&s, VL__PK_TIME, 0, err);
-        if (st == VL_OK)
-            st = pass(&s, VL__PK_TOK, VL__PK_ALL, err);
-        if (st == VL_OK)
-            st = pass(&s, VL__PK_ATT, VL__PK_ALL, err);
         if (st == VL_OK)
             st = pass(&s, JOINT, 1u << VL__PK_TIME, err);
     } else if (st == VL_OK) {
