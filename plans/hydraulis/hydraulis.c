@@ -19,8 +19,11 @@
  * step searches the heaviest micro-batch's sequences against a window of the others;
  * counts that cannot win skipped; a candidate's packing stops at the best estimate of
  * an earlier one); the trials' shuffles are drawn once an iteration for every
- * candidate; the chosen candidate is written as evaluated.  All exact: the same plans
- * as the plain scans (tests/strategies/test_hydraulis_fast.c).
+ * candidate; a candidate whose lower bound (Σ t and the micro-batch constants spread
+ * over its pipelines, hydraulis_iter.c) already passes the best estimate's margin is
+ * neither dispatched nor packed; the chosen candidate and the runners-up simulated are
+ * written as evaluated, not evaluated again.  All exact: the same plans as the plain
+ * scans (tests/strategies/test_hydraulis_fast.c).
  * Deviations (man page, HYDRAULIS): the integer DP of the authors' code, not the paper's
  * continuous relaxation; a min-max heuristic instead of the code's CBC MILP per v; the
  * histogram scaled to one iteration's expected sequence count; code quirks fixed as
@@ -37,8 +40,9 @@
 /* Candidates whose estimate is within this of the best are simulated too, at most
  * hydraulis.verify of them besides the best (HY_VERIFY_MAX at most), and the fastest
  * simulated runs the iteration: the estimate is the paper's latency model, a few percent
- * off the simulator's.  One runner-up within 3% costs ~30% more planning time on 1M
- * samples and gains up to 2% of modelled epoch time on the real traces. */
+ * off the simulator's.  One runner-up within 3% costs ~20% more planning time on 1M
+ * samples (its packing in full, the simulations) and gains up to 2% of modelled epoch
+ * time on the real traces. */
 #define HY_VERIFY_MARGIN 0.03
 #define HY_VERIFY_MAX 4
 
