@@ -297,8 +297,10 @@ void vl__hy_iter_free(hy_iter *it);
  *  slowest pipeline's estimate (ms), or -1 when the candidate cannot run the batch (a
  *  sequence no pipeline holds, or every trial leaves a pipeline empty unless
  *  allow_empty).  Once a pipeline's estimate reaches `bound` (INFINITY: none) the rest
- *  are not packed and that estimate, >= bound, is returned (the assignment is then
- *  incomplete: not for vl__hy_keep).  VL_ENOMEM through *st. */
+ *  are not packed and that estimate, >= bound, is returned; when a lower bound of every
+ *  assignment's estimate passes `bound`, that lower bound is returned at once, without
+ *  a dispatch (even where none is feasible).  Either way the assignment is incomplete:
+ *  not for vl__hy_keep.  VL_ENOMEM through *st. */
 double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
                    const uint32_t *len, uint64_t stream, bool allow_empty, double bound,
                    vl_status *st, vl_err *err);
