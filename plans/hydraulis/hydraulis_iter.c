@@ -49,9 +49,24 @@ void vl__hy_iter_free(hy_iter *it)
     it->pipes_cap = it->seq_cap = it->est_cap = 0;
 }
 
+/* Room in a for n sequences and np pipelines, contents kept.  VL_ENOMEM. */
+static vl_status assign_grow(hy_assign *a, size_t n, size_t np, vl_err *err)
+{
+    size_t c = a->seq_cap;
+    vl_status st;
+
+    if ((st = vl_grow(&a->owner, &c, n + 1, sizeof *a->owner, err)) != VL_OK)
+        return st;
+    c = a->seq_cap;
+    if ((st = vl_grow(&a->mb, &c, n + 1, sizeof *a->mb, err)) != VL_OK)
+        return st;
+    a->seq_cap = c;
+    return vl_grow(&a->nmb, &a->pipe_cap, np + 1, sizeof *a->nmb, err);
+}
+
 static vl_status reserve(hy_iter *it, size_t n, size_t np, vl_err *err)
 {
-    size_t c = it->seq_cap, e = it->est_cap, ac = it->cur.seq_cap, pc = it->cur.pipe_cap;
+    size_t c = it->seq_cap, e = it->est_cap;
     vl_status st;
 
     if ((st = vl_grow(&it->pipes, &it->pipes_cap, np + 1, sizeof *it->pipes, err)) ||
@@ -73,16 +88,7 @@ static vl_status reserve(hy_iter *it, size_t n, size_t np, vl_err *err)
     if ((st = vl_grow(&it->gstart, &it->gstart_cap, np + 2, sizeof *it->gstart, err)) ||
         (st = vl_grow(&it->porder, &it->porder_cap, np + 1, sizeof *it->porder, err)))
         return st;
-    if ((st = vl_grow(&it->cur.owner, &ac, n + 1, sizeof *it->cur.owner, err)) != VL_OK)
-        return st;
-    ac = it->cur.seq_cap;
-    if ((st = vl_grow(&it->cur.mb, &ac, n + 1, sizeof *it->cur.mb, err)) != VL_OK)
-        return st;
-    it->cur.seq_cap = ac;
-    if ((st = vl_grow(&it->cur.nmb, &pc, np + 1, sizeof *it->cur.nmb, err)) != VL_OK)
-        return st;
-    it->cur.pipe_cap = pc;
-    return VL_OK;
+    return assign_grow(&it->cur, n, np, err);
 }
 
 /* The candidate's pipelines by MaxLen descending (stable: rank order among equals). */
@@ -337,16 +343,9 @@ void vl__hy_keep(hy_iter *it, size_t cand)
 static vl_status assign_copy(hy_assign *b, const hy_assign *a, size_t n, size_t np,
                              vl_err *err)
 {
-    size_t c = b->seq_cap;
-    vl_status st;
+    vl_status st = assign_grow(b, n, np, err);
 
-    if ((st = vl_grow(&b->owner, &c, n + 1, sizeof *b->owner, err)) != VL_OK)
-        return st;
-    c = b->seq_cap;
-    if ((st = vl_grow(&b->mb, &c, n + 1, sizeof *b->mb, err)) != VL_OK)
-        return st;
-    b->seq_cap = c;
-    if ((st = vl_grow(&b->nmb, &b->pipe_cap, np + 1, sizeof *b->nmb, err)) != VL_OK)
+    if (st != VL_OK)
         return st;
     memcpy(b->owner, a->owner, n * sizeof *b->owner);
     memcpy(b->mb, a->mb, n * sizeof *b->mb);
