@@ -39,22 +39,25 @@ static uint64_t weight_key(double w)
     return ~u;
 }
 
-/* Heaviest first, then lower index (a total order): a stable LSD radix sort of the
- * items in index order, skipping the bytes every key shares (integer lengths vary in
- * two or three of the eight).  tmp has room for n. */
-static void sort_items(witem *it, witem *tmp, size_t n)
+/* An item and its radix key, sorted together (the key computed once, not per pass). */
+typedef struct kitem {
+    uint64_t key;
+    witem it;
+} kitem;
+
+/* An LSD radix sort of src[0..n) (in index order: stable, so equal keys keep it),
+ * skipping the bytes every key shares (integer lengths vary in two or three of the
+ * eight); dst has room for n.  Returns the array holding the result. */
+static kitem *radix_keys(kitem *src, kitem *dst, size_t n)
 {
     size_t cnt[8][256] = {{0}};
-    witem *src = it, *dst = tmp;
 
-    for (size_t i = 0; i < n; i++) {
-        uint64_t key = weight_key(it[i].w);
+    for (size_t i = 0; i < n; i++)
         for (int b = 0; b < 8; b++)
-            cnt[b][(key >> (8 * b)) & 0xff]++;
-    }
+            cnt[b][(src[i].key >> (8 * b)) & 0xff]++;
     for (int b = 0; b < 8; b++) {
         size_t pos = 0;
-        if (cnt[b][(weight_key(it[0].w) >> (8 * b)) & 0xff] == n)
+        if (cnt[b][(src[0].key >> (8 * b)) & 0xff] == n)
             continue;   /* one value everywhere: the pass would change nothing */
         for (int v = 0; v < 256; v++) {
             size_t c = cnt[b][v];
@@ -62,13 +65,25 @@ static void sort_items(witem *it, witem *tmp, size_t n)
             pos += c;
         }
         for (size_t i = 0; i < n; i++)
-            dst[cnt[b][(weight_key(src[i].w) >> (8 * b)) & 0xff]++] = src[i];
-        witem *t = src;
+            dst[cnt[b][(src[i].key >> (8 * b)) & 0xff]++] = src[i];
+        kitem *t = src;
         src = dst;
         dst = t;
     }
-    if (src != it)
-        memcpy(it, src, n * sizeof *it);
+    return src;
+}
+
+/* Heaviest first, then lower index (a total order), the key of each computed once.
+ * tmp has room for 2n kitems. */
+static void sort_items(witem *it, kitem *tmp, size_t n)
+{
+    kitem *src = tmp;
+
+    for (size_t i = 0; i < n; i++)
+        src[i] = (kitem){weight_key(it[i].w), it[i]};
+    src = radix_keys(src, tmp + n, n);
+    for (size_t i = 0; i < n; i++)
+        it[i] = src[i].it;
 }
 
 /* The arguments every partitioner refuses: VL_EUSAGE. */
@@ -87,13 +102,13 @@ static vl_status check_items(const double *w, size_t n, int k, vl_err *err)
 
 static vl_status sorted_items(witem **out, const double *w, size_t n, int k, vl_err *err)
 {
-    witem *tmp;
+    kitem *tmp;
     vl_status st = check_items(w, n, k, err);
 
     if (st != VL_OK)
         return st;
     *out = malloc((n ? n : 1) * sizeof **out);
-    tmp = malloc((n ? n : 1) * sizeof *tmp);
+    tmp = malloc((n ? 2 * n : 1) * sizeof *tmp);
     if (*out == NULL || tmp == NULL) {
         free(*out);
         free(tmp);
@@ -190,6 +205,7 @@ typedef struct kk {
     kstate *st;           /* [nstates] */
     kset *seed;           /* [nstates * per] the initial states' subsets */
     kset *add;            /* [min(n, k)] the subsets one merge brings into a state */
+    kset *tmp;            /* [min(n, k)] sort_sets' scratch */
     double *spread;       /* [nstates] */
     uint32_t *heap;       /* max-heap of state ids by (spread desc, id asc) */
     size_t nheap;
@@ -198,13 +214,11 @@ typedef struct kk {
     uint32_t *next;       /* [n] item lists */
 } kk;
 
-/* Sum descending, then first item: a total order on non-empty subsets. */
-static int cmp_kset(const void *a, const void *b)
+/* Sum descending, then first item: a total order on non-empty subsets ("cmp_kset
+ * order"). */
+static bool kset_before(const kset *x, const kset *y)
 {
-    const kset *x = a, *y = b;
-    if (x->sum != y->sum)
-        return x->sum > y->sum ? -1 : 1;
-    return (x->head > y->head) - (x->head < y->head);
+    return x->sum > y->sum || (x->sum == y->sum && x->head < y->head);
 }
 
 static int state_before(const kk *c, uint32_t a, uint32_t b)
@@ -322,20 +336,30 @@ static void release(kstate *s)
     *s = (kstate){0};
 }
 
-/* Sort x[0..n) by cmp_kset; a merge usually brings in one or two subsets. */
-static void sort_sets(kset *x, uint32_t n)
+/* Sort x[0..n) in cmp_kset order (a total order: any sort gives the same result); a merge
+ * usually brings in one or two subsets, up to k: insertion below 16, else a merge sort
+ * through tmp (room for n) with the comparison inline, not qsort's call per pair. */
+static void sort_sets(kset *x, kset *tmp, uint32_t n)
 {
-    if (n > 16) {
-        qsort(x, n, sizeof *x, cmp_kset);
+    uint32_t h = n / 2, i = 0, j = h, o = 0;
+
+    if (n <= 16) {
+        for (uint32_t a = 1; a < n; a++) {
+            kset v = x[a];
+            uint32_t b = a;
+            for (; b > 0 && kset_before(&v, &x[b - 1]); b--)
+                x[b] = x[b - 1];
+            x[b] = v;
+        }
         return;
     }
-    for (uint32_t i = 1; i < n; i++) {
-        kset v = x[i];
-        uint32_t j = i;
-        for (; j > 0 && cmp_kset(&x[j - 1], &v) > 0; j--)
-            x[j] = x[j - 1];
-        x[j] = v;
-    }
+    sort_sets(x, tmp, h);
+    sort_sets(x + h, tmp, n - h);
+    while (i < h && j < n)
+        tmp[o++] = kset_before(&x[j], &x[i]) ? x[j++] : x[i++];
+    while (i < h)
+        tmp[o++] = x[i++];
+    memcpy(x, tmp, o * sizeof *x);   /* x[j .. n) is in place already */
 }
 
 /* Merge the sorted add[0..na) into the sorted x[0..nx), which has room for both: from
@@ -348,7 +372,7 @@ static void merge_sorted(kset *x, uint32_t nx, const kset *add, uint32_t na)
         uint32_t lo = 0, h = hi;
         while (lo < h) {
             uint32_t mid = lo + (h - lo) / 2;
-            if (cmp_kset(&x[mid], &add[i]) < 0)
+            if (kset_before(&x[mid], &add[i]))
                 lo = mid + 1;
             else
                 h = mid;
@@ -389,7 +413,7 @@ static vl_status merge(kk *c, uint32_t a, uint32_t b, vl_err *err)
     x->m = w;
     if ((st = reserve(c, x, w + na, err)) != VL_OK)
         return st;
-    sort_sets(c->add, na);
+    sort_sets(c->add, c->tmp, na);
     merge_sorted(x->set, w, c->add, na);
     x->m = w + na;
     c->spread[a] = state_spread(c, x);
@@ -454,10 +478,11 @@ static vl_status kk_run(int *part, const double *w, size_t n, int k, size_t per,
     c.st = calloc(nstates ? nstates : 1, sizeof *c.st);
     c.seed = malloc((nstates ? nstates * per : 1) * sizeof *c.seed);
     c.add = malloc((nadd ? nadd : 1) * sizeof *c.add);
+    c.tmp = malloc((nadd ? nadd : 1) * sizeof *c.tmp);
     c.spread = malloc((nstates ? nstates : 1) * sizeof *c.spread);
     c.heap = malloc((nstates ? nstates : 1) * sizeof *c.heap);
     c.next = malloc((n ? n : 1) * sizeof *c.next);
-    if (c.st == NULL || c.seed == NULL || c.add == NULL || c.spread == NULL ||
+    if (c.st == NULL || c.seed == NULL || c.add == NULL || c.tmp == NULL || c.spread == NULL ||
         c.heap == NULL || c.next == NULL) {
         st = vl_seterr(err, VL_ENOMEM, "out of memory partitioning %zu items", n);
         goto done;
@@ -479,6 +504,7 @@ done:
     free(c.st);
     free(c.seed);
     free(c.add);
+    free(c.tmp);
     free(c.spread);
     free(c.heap);
     free(c.next);

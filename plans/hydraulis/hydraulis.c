@@ -19,8 +19,11 @@
  * step searches the heaviest micro-batch's sequences against a window of the others;
  * counts that cannot win skipped; a candidate's packing stops at the best estimate of
  * an earlier one); the trials' shuffles are drawn once an iteration for every
- * candidate; the chosen candidate is written as evaluated.  All exact: the same plans
- * as the plain scans (tests/strategies/test_hydraulis_fast.c).
+ * candidate; a candidate whose lower bound (Σ t and the micro-batch constants spread
+ * over its pipelines, hydraulis_iter.c) already passes the best estimate's margin is
+ * neither dispatched nor packed; the chosen candidate and the runners-up simulated are
+ * written as evaluated, not evaluated again.  All exact: the same plans as the plain
+ * scans (tests/strategies/test_hydraulis_fast.c).
  * Deviations (man page, HYDRAULIS): the integer DP of the authors' code, not the paper's
  * continuous relaxation; a min-max heuristic instead of the code's CBC MILP per v; the
  * histogram scaled to one iteration's expected sequence count; code quirks fixed as
@@ -37,8 +40,9 @@
 /* Candidates whose estimate is within this of the best are simulated too, at most
  * hydraulis.verify of them besides the best (HY_VERIFY_MAX at most), and the fastest
  * simulated runs the iteration: the estimate is the paper's latency model, a few percent
- * off the simulator's.  One runner-up within 3% costs ~30% more planning time on 1M
- * samples and gains up to 2% of modelled epoch time on the real traces. */
+ * off the simulator's.  One runner-up within 3% costs ~20% more planning time on 1M
+ * samples (its packing in full, the simulations) and gains up to 2% of modelled epoch
+ * time on the real traces. */
 #define HY_VERIFY_MARGIN 0.03
 #define HY_VERIFY_MAX 4
 
@@ -290,17 +294,20 @@ static vl_status choose(hy_run *r, const uint32_t *seq, size_t n, uint64_t iter,
     *cand = -1;
     for (int pass = 0; pass < 2 && *cand < 0; pass++) {
         *relax = pass == 1 || r->fixed >= 0;
+        vl__hy_memo_clear(&r->it);
         for (size_t c = 0; c < r->cands.n && st == VL_OK; c++) {
-            double e;
+            double e, bound = *cand >= 0 ? *est * (r->o->verify ? 1 + HY_VERIFY_MARGIN : 1)
+                                         : INFINITY;
             if (r->fixed >= 0 && (int)c != r->fixed)
                 continue;
             /* a pipeline at the best estimate so far (a lower index), or past it by the
              * margin the simulation checks, settles it: the candidate cannot win (nor be
              * a runner-up), its other pipelines need no packing */
-            e = vl__hy_eval(&r->it, c, seq, n, len, stream_of(iter), *relax,
-                            *cand >= 0 ? *est * (r->o->verify ? 1 + HY_VERIFY_MARGIN : 1)
-                                       : INFINITY, &st, err);
+            e = vl__hy_eval(&r->it, c, seq, n, len, stream_of(iter), *relax, bound, &st, err);
             r->est_of[c] = e;
+            /* complete: a runner-up verify_choice may simulate */
+            if (st == VL_OK && e >= 0 && e < bound && r->o->verify > 0 && r->fixed < 0)
+                st = vl__hy_memo_save(&r->it, c, n, err);
             if (e >= 0 && (*cand < 0 || e < *est)) {
                 *cand = (int)c;
                 *est = e;
@@ -375,17 +382,20 @@ static vl_status verify_choice(hy_run *r, const uint32_t *seq, size_t n, uint32_
         return VL_OK;
     st = simulate_kept(r, seq, n, epoch, &best_ms, err);
     for (size_t i = 0; i < m && st == VL_OK; i++) {
-        if (vl__hy_eval(&r->it, (size_t)up[i], seq, n, r->job->sel->len, stream_of(r->iters),
-                        relax, INFINITY, &st, err) < 0)
-            continue;
-        vl__hy_keep(&r->it, (size_t)up[i]);
+        if (!vl__hy_memo_keep(&r->it, (size_t)up[i])) {
+            if (vl__hy_eval(&r->it, (size_t)up[i], seq, n, r->job->sel->len,
+                            stream_of(r->iters), relax, INFINITY, &st, err) < 0)
+                continue;
+            vl__hy_keep(&r->it, (size_t)up[i]);
+        }
         kept = up[i];
         if ((st = simulate_kept(r, seq, n, epoch, &ms, err)) == VL_OK && ms < best_ms) {
             best_ms = ms;
             best = up[i];
         }
     }
-    if (st == VL_OK && kept != best) {   /* the winner's assignment, again */
+    if (st == VL_OK && kept != best && !vl__hy_memo_keep(&r->it, (size_t)best)) {
+        /* the winner's assignment, again */
         vl__hy_eval(&r->it, (size_t)best, seq, n, r->job->sel->len, stream_of(r->iters), relax,
                     INFINITY, &st, err);
         vl__hy_keep(&r->it, (size_t)best);

@@ -284,6 +284,10 @@ typedef struct hy_iter {
     uint32_t *porder; size_t porder_cap;  /* the order eval packs the pipelines in */
     hy_assign cur, kept;          /* the last evaluation, the one vl__hy_keep saved */
     size_t kept_cand;
+    /* per candidate: its complete evaluation of this batch, saved by vl__hy_memo_save so
+     * the simulated check of runners-up does not dispatch and pack them again */
+    hy_assign *memo; uint64_t *memo_gen; size_t memo_cap;
+    uint64_t gen;                 /* memo[c] is of this batch when memo_gen[c] == gen */
 } hy_iter;
 
 void vl__hy_iter_free(hy_iter *it);
@@ -293,8 +297,10 @@ void vl__hy_iter_free(hy_iter *it);
  *  slowest pipeline's estimate (ms), or -1 when the candidate cannot run the batch (a
  *  sequence no pipeline holds, or every trial leaves a pipeline empty unless
  *  allow_empty).  Once a pipeline's estimate reaches `bound` (INFINITY: none) the rest
- *  are not packed and that estimate, >= bound, is returned (the assignment is then
- *  incomplete: not for vl__hy_keep).  VL_ENOMEM through *st. */
+ *  are not packed and that estimate, >= bound, is returned; when a lower bound of every
+ *  assignment's estimate passes `bound`, that lower bound is returned at once, without
+ *  a dispatch (even where none is feasible).  Either way the assignment is incomplete:
+ *  not for vl__hy_keep.  VL_ENOMEM through *st. */
 double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
                    const uint32_t *len, uint64_t stream, bool allow_empty, double bound,
                    vl_status *st, vl_err *err);
@@ -303,6 +309,17 @@ double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
  *  for vl__hy_emit_kept: the chosen candidate is then written without evaluating it
  *  again. */
 void vl__hy_keep(hy_iter *it, size_t cand);
+
+/** Forget every evaluation vl__hy_memo_save saved (a new batch, or a new pass over it). */
+void vl__hy_memo_clear(hy_iter *it);
+
+/** Save the last vl__hy_eval (complete: it returned an estimate >= 0 below its bound) of
+ *  candidate cand on the batch of n sequences.  VL_ENOMEM. */
+vl_status vl__hy_memo_save(hy_iter *it, size_t cand, size_t n, vl_err *err);
+
+/** vl__hy_keep of the evaluation of cand saved since the last vl__hy_memo_clear, which
+ *  is the one vl__hy_eval would compute again; false (nothing kept) when none was. */
+bool vl__hy_memo_keep(hy_iter *it, size_t cand);
 
 /** Append the iteration the kept assignment of batch seq[0..n) describes to out: one
  *  rank per non-empty pipeline in candidate order, micro-batches by tokens descending

@@ -32,6 +32,13 @@ void vl__hy_iter_free(hy_iter *it)
     free(it->porder);
     assign_free(&it->cur);
     assign_free(&it->kept);
+    for (size_t c = 0; c < it->memo_cap; c++)
+        assign_free(&it->memo[c]);
+    free(it->memo);
+    free(it->memo_gen);
+    it->memo = NULL;
+    it->memo_gen = NULL;
+    it->memo_cap = 0;
     it->pipes = NULL;
     it->sub = it->pos = it->bin = it->gpos = NULL;
     it->gstart = NULL;
@@ -42,9 +49,24 @@ void vl__hy_iter_free(hy_iter *it)
     it->pipes_cap = it->seq_cap = it->est_cap = 0;
 }
 
+/* Room in a for n sequences and np pipelines, contents kept.  VL_ENOMEM. */
+static vl_status assign_grow(hy_assign *a, size_t n, size_t np, vl_err *err)
+{
+    size_t c = a->seq_cap;
+    vl_status st;
+
+    if ((st = vl_grow(&a->owner, &c, n + 1, sizeof *a->owner, err)) != VL_OK)
+        return st;
+    c = a->seq_cap;
+    if ((st = vl_grow(&a->mb, &c, n + 1, sizeof *a->mb, err)) != VL_OK)
+        return st;
+    a->seq_cap = c;
+    return vl_grow(&a->nmb, &a->pipe_cap, np + 1, sizeof *a->nmb, err);
+}
+
 static vl_status reserve(hy_iter *it, size_t n, size_t np, vl_err *err)
 {
-    size_t c = it->seq_cap, e = it->est_cap, ac = it->cur.seq_cap, pc = it->cur.pipe_cap;
+    size_t c = it->seq_cap, e = it->est_cap;
     vl_status st;
 
     if ((st = vl_grow(&it->pipes, &it->pipes_cap, np + 1, sizeof *it->pipes, err)) ||
@@ -66,16 +88,7 @@ static vl_status reserve(hy_iter *it, size_t n, size_t np, vl_err *err)
     if ((st = vl_grow(&it->gstart, &it->gstart_cap, np + 2, sizeof *it->gstart, err)) ||
         (st = vl_grow(&it->porder, &it->porder_cap, np + 1, sizeof *it->porder, err)))
         return st;
-    if ((st = vl_grow(&it->cur.owner, &ac, n + 1, sizeof *it->cur.owner, err)) != VL_OK)
-        return st;
-    ac = it->cur.seq_cap;
-    if ((st = vl_grow(&it->cur.mb, &ac, n + 1, sizeof *it->cur.mb, err)) != VL_OK)
-        return st;
-    it->cur.seq_cap = ac;
-    if ((st = vl_grow(&it->cur.nmb, &pc, np + 1, sizeof *it->cur.nmb, err)) != VL_OK)
-        return st;
-    it->cur.pipe_cap = pc;
-    return VL_OK;
+    return assign_grow(&it->cur, n, np, err);
 }
 
 /* The candidate's pipelines by MaxLen descending (stable: rank order among equals). */
@@ -154,6 +167,59 @@ static void pack_order(hy_iter *it, const uint32_t *seq, size_t np, const uint32
     }
 }
 
+/* The most distinct schemes lower_bound() looks at (a candidate of more gets no bound). */
+#define HY_LB_KINDS 32
+
+/* A lower bound on the estimate of the candidate whose pipelines load_pipes() listed,
+ * for any dispatch of the batch and any packing; 0 when some time could be negative.
+ * Pipeline j's estimate (m + c)·(pp − 1 + v) is at least Σ t + c·v + (pp − 1)·c over its
+ * sequences (m·v >= Σ t), and v >= its tokens / MaxLen: at least Σ w over them, w = t +
+ * c·l / MaxLen.  So the slowest pipeline is at least Σ w / np with each sequence's
+ * smallest w over the pipelines holding it, and at least the pipeline of any one
+ * sequence: w + (pp − 1)·(t + c) (m >= t).  And as m >= Σ t / v, the estimate is at least
+ * Σ t + (pp − 1)·c + c·v + (pp − 1)·Σ t / v >= S + (pp − 1)·c + 2·√(c·(pp − 1)·S), S = Σ t,
+ * which grows with S: some pipeline holds S >= Σ t / np with each sequence's smallest t. */
+static double lower_bound(const hy_iter *it, size_t np, const uint32_t *seq, size_t n,
+                          const uint32_t *len)
+{
+    const hy_scheme *ks[HY_LB_KINDS];
+    size_t nk = 0;
+    double sum = 0, tsum = 0, one = 0, deep = INFINITY;
+
+    /* pipes by MaxLen descending, a scheme's pipelines adjacent (load_pipes' stable
+     * sort of the rank order): its distinct schemes, MaxLen descending */
+    for (size_t j = 0; j < np; j++) {
+        const hy_scheme *s = it->pipes[j].s;
+        if (s->a < 0 || s->b < 0 || s->c < 0 || s->maxlen == 0)
+            return 0;
+        if (nk > 0 && ks[nk - 1] == s)
+            continue;
+        if (nk == HY_LB_KINDS)
+            return 0;
+        ks[nk++] = s;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint32_t l = len[seq[i]];
+        double w = INFINITY, x = INFINITY, tmin = INFINITY;
+        for (size_t k = 0; k < nk && ks[k]->maxlen >= l; k++) {
+            double t = hy_t(ks[k], l), wk = t + ks[k]->c * l / ks[k]->maxlen;
+            w = hy_min(w, wk);
+            x = hy_min(x, wk + (ks[k]->pp - 1) * (t + ks[k]->c));
+            tmin = hy_min(tmin, t);
+        }
+        sum += w;
+        tsum += tmin;
+        one = hy_max(one, x);
+    }
+    tsum /= (double)np;
+    for (size_t k = 0; k < nk; k++) {
+        double cp = ks[k]->c * (ks[k]->pp - 1);
+        deep = hy_min(deep, tsum + cp + 2 * sqrt(cp * tsum));
+    }
+    /* less a margin far above the rounding of the sums compared */
+    return hy_max(hy_max(sum / (double)np, one), deep) * (1 - 1e-9);
+}
+
 double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
                    const uint32_t *len, uint64_t stream, bool allow_empty, double bound,
                    vl_status *st, vl_err *err)
@@ -164,6 +230,11 @@ double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
     if ((*st = reserve(it, n, np, err)) != VL_OK)
         return -1;
     load_pipes(it, cand);
+    /* its estimate would pass the bound: no dispatch, no packing (a sequence no pipeline
+     * holds gives an infinite bound, and that candidate cannot win either) */
+    if (bound < INFINITY && n > 0 && (worst = lower_bound(it, np, seq, n, len)) > bound)
+        return worst;
+    worst = 0;
     if (vl__hy_dispatch(&it->w, it->pipes, np, seq, n, len, it->trials, it->seed, stream,
                         allow_empty, it->cur.owner, st, err) < 0)
         return -1;
@@ -266,6 +337,66 @@ void vl__hy_keep(hy_iter *it, size_t cand)
     it->kept = it->cur;
     it->cur = t;
     it->kept_cand = cand;
+}
+
+/* a's first n sequences and np pipelines into b, grown as needed.  VL_ENOMEM. */
+static vl_status assign_copy(hy_assign *b, const hy_assign *a, size_t n, size_t np,
+                             vl_err *err)
+{
+    vl_status st = assign_grow(b, n, np, err);
+
+    if (st != VL_OK)
+        return st;
+    memcpy(b->owner, a->owner, n * sizeof *b->owner);
+    memcpy(b->mb, a->mb, n * sizeof *b->mb);
+    memcpy(b->nmb, a->nmb, np * sizeof *b->nmb);
+    return VL_OK;
+}
+
+void vl__hy_memo_clear(hy_iter *it)
+{
+    it->gen++;
+}
+
+vl_status vl__hy_memo_save(hy_iter *it, size_t cand, size_t n, vl_err *err)
+{
+    size_t nc = it->cands->n;
+    vl_status st;
+
+    if (it->memo_cap < nc) {
+        hy_assign *m = realloc(it->memo, nc * sizeof *m);
+        uint64_t *g = m ? realloc(it->memo_gen, nc * sizeof *g) : NULL;
+        if (m)
+            it->memo = m;
+        if (g == NULL)
+            return vl_seterr(err, VL_ENOMEM, "hydraulis: out of memory");
+        it->memo_gen = g;
+        for (size_t c = it->memo_cap; c < nc; c++) {
+            it->memo[c] = (hy_assign){0};
+            it->memo_gen[c] = 0;
+        }
+        it->memo_cap = nc;
+    }
+    it->memo_gen[cand] = 0;
+    if ((st = assign_copy(&it->memo[cand], &it->cur, n, it->cands->c[cand].np, err)) != VL_OK)
+        return st;
+    it->memo_gen[cand] = it->gen;
+    return VL_OK;
+}
+
+bool vl__hy_memo_keep(hy_iter *it, size_t cand)
+{
+    hy_assign t;
+
+    if (cand >= it->memo_cap || it->memo_gen[cand] != it->gen || it->gen == 0)
+        return false;
+    /* the memo and kept swap: the memo is spent (emission reads kept only) */
+    t = it->kept;
+    it->kept = it->memo[cand];
+    it->memo[cand] = t;
+    it->memo_gen[cand] = 0;
+    it->kept_cand = cand;
+    return true;
 }
 
 vl_status vl__hy_emit_kept(hy_iter *it, const uint32_t *seq, size_t n, const uint32_t *len,

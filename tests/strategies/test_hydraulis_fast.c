@@ -3,7 +3,8 @@
  * every pipeline (vl__hy_dispatch with hy_work.tree_from 1 and SIZE_MAX), and min-max
  * packing against a copy of the plain version kept here (sorts per count, LPT scanning
  * every micro-batch, the search scanning every sequence, every count packed), on seeded
- * random inputs full of ties. */
+ * random inputs full of ties; and the evaluation's candidate bound never passes an
+ * estimate, and a kept evaluation is the one evaluated again. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
@@ -300,4 +301,131 @@ Test(hydraulis_fast, pack_chooses_the_count_the_plain_loop_chooses)
         cr_assert_arr_eq(a, b, n * sizeof *a, "case %d: micro-batches differ", c);
     }
     vl__hy_work_free(&w);
+}
+
+/* ---- evaluation: the candidate bound and the kept evaluations ---- */
+
+/* Random schemes (quadratic or not, pp 1-4, a micro-batch constant) and candidates of
+ * them, homogeneous and mixed, for the evaluation tests below. */
+static void random_cands(vl_rng *r, hy_scheme *s, size_t ns, hy_cands *cs)
+{
+    hy_schemes sch = {.s = s, .n = ns, .cap = ns};
+    uint32_t pipes[12];
+    vl_err err;
+    bool added;
+
+    vl__hy_cands_free(cs);
+    for (size_t k = 0; k < ns; k++)
+        s[k] = (hy_scheme){.tp = 1 << k, .pp = 1 + (int)vl_rng_below(r, 4),
+                           .a = vl_rng_below(r, 2) ? 1e-7 * (double)(k + 1) : 0,
+                           .b = 0.01 * (double)(1 + vl_rng_below(r, 3)),
+                           .c = 0.5 * (double)vl_rng_below(r, 4),
+                           .maxlen = 1024 * (uint32_t)(1 + k), .utillen = 256};
+    for (int c = 0; c < 6; c++) {
+        size_t np = 1 + vl_rng_below(r, 12);
+        for (size_t j = 0; j < np; j++)
+            pipes[j] = (uint32_t)(c < (int)ns ? (size_t)c : vl_rng_below(r, ns));
+        cr_assert_eq(vl__hy_cand_add(cs, &sch, pipes, np, -1, 0, &added, &err), VL_OK);
+    }
+}
+
+Test(hydraulis_fast, eval_bounded_just_above_the_estimate_returns_it)
+{
+    enum { N = 300, NS = 3 };
+    hy_scheme s[NS];
+    hy_schemes sch = {.s = s, .n = NS, .cap = NS};
+    hy_cands cs = {0};
+    uint32_t len[N], seq[N];
+    vl_status st;
+    vl_err err;
+    vl_rng r;
+    int checked = 0, cut = 0;
+
+    vl_rng_seed(&r, 29, 0);
+    for (int c = 0; c < 40; c++) {
+        size_t n = 1 + vl_rng_below(&r, N);
+        hy_iter it = {.sch = &sch, .cands = &cs, .trials = 4, .context = 2048, .seed = 3,
+                      .packing = c % 4 == 3 ? HY_MAXPACK : HY_BALANCED};
+        random_cands(&r, s, NS, &cs);
+        for (size_t i = 0; i < n; i++) {
+            seq[i] = (uint32_t)(n - 1 - i);
+            len[i] = 1 + (uint32_t)vl_rng_below(&r, 2048);   /* up to the context */
+        }
+        for (size_t k = 0; k < cs.n; k++) {
+            double e = vl__hy_eval(&it, k, seq, n, len, 7, true, INFINITY, &st, &err), f, g;
+            cr_assert_eq(st, VL_OK, "%s", err.msg);
+            if (e <= 0)
+                continue;
+            /* the lower bound never passes the estimate: just above it, nothing is cut */
+            f = vl__hy_eval(&it, k, seq, n, len, 7, true, nextafter(e, INFINITY), &st, &err);
+            cr_assert_eq(f, e, "case %d cand %zu: %.17g bounded, %.17g in full", c, k, f, e);
+            /* below it, what comes back reaches the bound (the lower bound, or the
+             * estimate of a pipeline packed before the rest were left) */
+            g = vl__hy_eval(&it, k, seq, n, len, 7, true, e * 0.99, &st, &err);
+            cr_assert(g >= e * 0.99 && g <= e, "case %d cand %zu: %.17g of %.17g", c, k, g, e);
+            checked++;
+        }
+        /* a candidate of more pipelines than sequences cannot run them without an idle
+         * pipeline, yet under a bound below its lower bound it is cut before dispatch */
+        for (size_t k = 0; k < cs.n && n < cs.c[k].np; k++) {
+            double e = vl__hy_eval(&it, k, seq, n, len, 7, false, INFINITY, &st, &err);
+            double g = vl__hy_eval(&it, k, seq, n, len, 7, false, 1e-12, &st, &err);
+            cr_assert_eq(e, -1, "case %d cand %zu", c, k);
+            cut += g > 1e-12;
+        }
+        vl__hy_iter_free(&it);
+    }
+    cr_assert_gt(checked, 40);
+    cr_assert_gt(cut, 0, "no candidate was cut by its lower bound");
+    vl__hy_cands_free(&cs);
+}
+
+Test(hydraulis_fast, a_kept_evaluation_is_the_one_evaluated_again)
+{
+    enum { N = 200, NS = 3 };
+    hy_scheme s[NS];
+    hy_schemes sch = {.s = s, .n = NS, .cap = NS};
+    hy_cands cs = {0};
+    uint32_t len[N], seq[N], owner[N], mb[N], nmb[12];
+    vl_status st;
+    vl_err err;
+    vl_rng r;
+    int kept = 0;
+
+    vl_rng_seed(&r, 30, 0);
+    for (int c = 0; c < 20; c++) {
+        hy_iter it = {.sch = &sch, .cands = &cs, .trials = 3, .context = 2048, .seed = 5};
+        random_cands(&r, s, NS, &cs);
+        for (size_t i = 0; i < N; i++) {
+            seq[i] = (uint32_t)i;
+            len[i] = 1 + (uint32_t)vl_rng_below(&r, 1024);
+        }
+        vl__hy_memo_clear(&it);
+        for (size_t k = 0; k < cs.n; k++)   /* every candidate evaluated and saved */
+            if (vl__hy_eval(&it, k, seq, N, len, 9, true, INFINITY, &st, &err) >= 0)
+                cr_assert_eq(vl__hy_memo_save(&it, k, N, &err), VL_OK);
+        for (size_t k = cs.n; k-- > 0;) {
+            size_t np = cs.c[k].np;
+            if (vl__hy_eval(&it, k, seq, N, len, 9, true, INFINITY, &st, &err) < 0) {
+                cr_assert(!vl__hy_memo_keep(&it, k), "case %d: cand %zu kept", c, k);
+                continue;
+            }
+            vl__hy_keep(&it, k);
+            memcpy(owner, it.kept.owner, sizeof owner);
+            memcpy(mb, it.kept.mb, sizeof mb);
+            memcpy(nmb, it.kept.nmb, np * sizeof *nmb);
+            cr_assert(vl__hy_memo_keep(&it, k), "case %d: cand %zu not saved", c, k);
+            cr_assert_eq(it.kept_cand, k);
+            cr_assert_arr_eq(it.kept.owner, owner, sizeof owner, "case %d cand %zu", c, k);
+            cr_assert_arr_eq(it.kept.mb, mb, sizeof mb, "case %d cand %zu", c, k);
+            cr_assert_arr_eq(it.kept.nmb, nmb, np * sizeof *nmb, "case %d cand %zu", c, k);
+            cr_assert(!vl__hy_memo_keep(&it, k), "case %d: a memo is spent once kept", c);
+            kept++;
+        }
+        vl__hy_memo_clear(&it);
+        cr_assert(!vl__hy_memo_keep(&it, 0), "case %d: cleared, yet kept", c);
+        vl__hy_iter_free(&it);
+    }
+    cr_assert_gt(kept, 20);
+    vl__hy_cands_free(&cs);
 }
