@@ -495,8 +495,11 @@ vl_status vl_config_dump_json_params(const vl_config *cfg, const char *section,
         json_t *o = node_json(sec);
         bool own = section && strcmp(extra->kids[i]->text, section) == 0 &&
                    sec->kind == VL_YMAP;
-        if ((own && type_section(o, sec, params) != 0) ||
-            json_object_set_new(root, extra->kids[i]->text, o)) {
+        if (own && type_section(o, sec, params) != 0) {
+            json_decref(o);
+            o = NULL;
+        }
+        if (json_object_set_new(root, extra->kids[i]->text, o)) {
             vl__ynode_free(extra);
             json_decref(root);
             return vl_seterr(err, VL_ENOMEM, "out of memory");

@@ -15,10 +15,11 @@ static const char *const RULES[] = {NULL, "rank_size", "prefix_sums", "distinct_
                                     "names_pack", "bwd_tokens", "cp_below_sp"};
 static const char *const CLAIMS[] = {NULL, "position", "sum_tokens", "loss", "epoch", "cap"};
 
-/* json_object_set_new that remembers a failure in *ok (jansson frees v either way). */
+/* json_object_set_new that remembers a failure in *ok (jansson frees v either way, also
+ * when o is NULL). */
 static void put(json_t *o, const char *key, json_t *v, bool *ok)
 {
-    if (o == NULL || v == NULL || json_object_set_new(o, key, v) != 0)
+    if (json_object_set_new(o, key, v) != 0)
         *ok = false;
 }
 
@@ -92,14 +93,13 @@ static json_t *items_json(const vl_parray *a)
     return ok ? o : (json_decref(o), NULL);
 }
 
-static json_t *list_json(json_t *o, const vl_parray *a, bool *ok)
+static void list_json(json_t *o, const vl_parray *a, bool *ok)
 {
     put(o, "type", json_string("list"), ok);
     put(o, "items", items_json(a), ok);
     put(o, "min_len", json_integer((json_int_t)a->min_len), ok);
     if (RULES[a->rule])
         put(o, "rule", json_string(RULES[a->rule]), ok);
-    return o;
 }
 
 /* A default that depends on the element is named; none (omitted when absent) is null. */
@@ -150,15 +150,31 @@ static json_t *records_json(void)
     return ok ? o : (json_decref(o), NULL);
 }
 
+/* The capability names a header's "caps" may hold. */
+static json_t *caps_json(void)
+{
+    json_t *a = json_array();
+
+    for (unsigned k = 0; a && vl_cap_name(k); k++)
+        if ((1u << k) != VL_CAP_WORLD_OPTIM &&
+            json_array_append_new(a, json_string(vl_cap_name(k))) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
 static json_t *meta_json(const vl_pmeta *m)
 {
     static const char *const TYPES[] = {"count", "string", "object", "caps", "list"};
-    json_t *o = json_object(), *caps;
+    json_t *o = json_object();
     bool ok = true;
 
     put(o, "key", json_string(m->key), &ok);
-    if (m->type == VL_PM_LIST)
-        return list_json(o, m->arr, &ok), ok ? o : (json_decref(o), NULL);
+    if (m->type == VL_PM_LIST) {
+        list_json(o, m->arr, &ok);
+        return ok ? o : (json_decref(o), NULL);
+    }
     put(o, "type", json_string(TYPES[m->type]), &ok);
     if (m->type == VL_PM_COUNT || (m->type == VL_PM_STRING && m->max > 0)) {
         if (m->type == VL_PM_COUNT)
@@ -167,13 +183,8 @@ static json_t *meta_json(const vl_pmeta *m)
     }
     if (m->values)
         put(o, "values", names(m->values), &ok);
-    if (m->type == VL_PM_CAPS && (caps = json_array()) != NULL) {
-        for (unsigned k = 0; vl_cap_name(k); k++)
-            if ((1u << k) != VL_CAP_WORLD_OPTIM &&
-                json_array_append_new(caps, json_string(vl_cap_name(k))) != 0)
-                ok = false;
-        put(o, "values", caps, &ok);
-    }
+    if (m->type == VL_PM_CAPS)
+        put(o, "values", caps_json(), &ok);
     return ok ? o : (json_decref(o), NULL);
 }
 
