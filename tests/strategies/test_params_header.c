@@ -106,3 +106,31 @@ Test(params_header, bool_written_as_json_bool)
     free(json);
     vl_config_free(&c);
 }
+
+/* verify compares the plan header's config with the one given (-c/--set): the header's
+ * true and the user's on are the same setting, not "the strategy sections" differing. */
+Test(params_header, header_bool_equals_the_users_spelling)
+{
+    const vl_strategy *s = vl_strategy_find("mcore_cp");
+    vl_config given, header;
+    vl_err err;
+    char *json = NULL, diff[256];
+    size_t n = 99;
+
+    cr_assert(s);
+    cr_assert_eq(vl_config_init_default(&given, &err), VL_OK);
+    cr_assert_eq(vl_config_set(&given, "mcore_cp.barrier=on", &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl_config_finalize(&given, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl_config_dump_json_params(&given, s->section, s->params, &json, &err), VL_OK);
+    cr_assert_eq(vl_config_init_default(&header, &err), VL_OK);
+    cr_assert_eq(vl_config_load_string(&header, json, "header", &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl_config_finalize(&header, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl_config_diff(&header, &given, diff, sizeof diff, &n, &err), VL_OK);
+    cr_assert_eq(n, 0, "%s", diff);
+    cr_assert_eq(vl_config_set(&given, "mcore_cp.barrier=off", &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl_config_diff(&header, &given, diff, sizeof diff, &n, &err), VL_OK);
+    cr_assert_eq(n, 1, "on against off must differ");
+    vl_config_free(&given);
+    vl_config_free(&header);
+    free(json);
+}
