@@ -45,7 +45,7 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/tests/testutil.o
 DEPFILES := $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 
 .PHONY: all deps deps-test deps-clang deps-lint demo test test-release test-cmake test-clang test-clang-san fault-all bench results lint \
-        man-lint clean help fmt golden fuzz fuzz-smoke
+        man-lint clean help fmt golden schema fuzz fuzz-smoke
 
 all: $(BUILD)/vlplan $(BUILD)/libvlplan.a man/vlplan.1
 
@@ -69,6 +69,8 @@ help:
 	@echo "make results    regenerate bench/RESULTS.md, the current figures (bench/results.py)"
 	@echo "make lint       mandoc -Tlint on the man page, the layer check (tools/layers.py)"
 	@echo "make golden     rewrite testdata/golden/*.jsonl after an intended plan change"
+	@echo "make schema     rewrite python/vlplan/plan_schema.json (vlplan schema) after a change"
+	@echo "                to the plan field table (lib/plan/planio_fields.c)"
 	@echo "make fuzz       run every fuzz/fuzz_*.c harness FUZZ_TIME seconds (default 60),"
 	@echo "                then tools/diff_readers.py (C against Python reader) as long"
 	@echo "make fuzz-smoke replay every corpus, then FUZZ_TIME=10 seconds each (CI)"
@@ -205,6 +207,11 @@ lint man-lint: man/vlplan.1 | deps-lint
 # Regenerate the golden plans (tests/plan/test_golden.c) after an intended change.
 golden: $(BUILD)/vlplan
 	VLPLAN=$(BUILD)/vlplan sh tools/golden.sh
+
+# The plan schema the Python reader checks against, from the C field table (vlplan schema;
+# python/tests/test_schema.py fails while the copy is stale).
+schema: $(BUILD)/vlplan
+	$(BUILD)/vlplan schema --format json > python/vlplan/plan_schema.json
 
 # libFuzzer harnesses (clang, ASan + UBSan): fuzz/fuzz_NAME.c -> build/fuzz/NAME, its
 # corpus fuzz/corpus/NAME/, crash inputs kept as regression files in fuzz/regressions/NAME/

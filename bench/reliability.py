@@ -3,7 +3,7 @@
 readers and `vlplan verify`, counted from the tree, and a fixed run of the differential
 fuzzer of the two readers (tools/diff_readers.py), as a markdown table on stdout.
 
-    python3 bench/reliability.py [--cases N] [--seed S] [--vlplan PATH]
+    python3 bench/reliability.py [--cases N] [--seed S] [--fuzz-seconds S] [--vlplan PATH]
 
 Rows: each libFuzzer corpus (fuzz/corpus/NAME: inputs, bytes) and its kept crash inputs
 (fuzz/regressions/NAME); the verify corpus (testdata/verify: crafted wrong plans, one
@@ -11,7 +11,9 @@ Criterion test each in tests/check/test_verify_corpus.c, and the base plans that
 the kinds of the mutation test (tests/robust/test_mutation.c, KIND[]); and diff_readers with a
 fixed seed and case count (default 300 cases, seed 28: about half a minute), its
 executions, what each reader refused and its findings.  Deterministic for a given tree
-and build: the counts are of files, the fuzzer's cases come from its seed."""
+and build: the counts are of files, the fuzzer's cases come from its seed.  With
+--fuzz-seconds S, one more row: diff_readers for S seconds of the same seed (what `make
+fuzz` runs; issue 28 asks for ten minutes), whose execution count depends on the machine."""
 import argparse
 import io
 import os
@@ -50,10 +52,31 @@ def mutation_kinds():
     return re.findall(r'"([^"]*)"', m.group(1)) if m else []
 
 
+def fuzz_row(a, cases, seconds):
+    """The row of one run of diff_readers: `cases` cases, or as many as fit in `seconds`."""
+    log = io.StringIO()
+    n, findings, outcomes = diff_readers.run(a.seed, cases, seconds, a.vlplan, None, 10.0,
+                                             out=log)
+    py_no = sum(v for (k, c, p, f), v in outcomes.items() if p == "reject")
+    c_no = sum(v for (k, c, p, f), v in outcomes.items() if c == "reject")
+    nf = sum(len(v) for v in findings.values())
+    how = f"seed {a.seed}" + (f", {seconds:.0f} s" if seconds else "")
+    return (f"differential fuzzer, C and Python readers (tools/diff_readers.py, {how})",
+            f"{n:,} executions",
+            f"{len(diff_readers.MUTATIONS)} mutation kinds over {len(diff_readers.bases())} "
+            f"valid plans (the 10 goldens and {len(diff_readers.MORE)} more); "
+            f"the Python reader refused {py_no:,}, the C reader {c_no:,}; {nf} finding"
+            f"{'s' if nf != 1 else ''}" +
+            (": " + "; ".join(f"{k} ({len(v)})" for k, v in sorted(findings.items()))
+             if nf else ""))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", type=int, default=300)
     ap.add_argument("--seed", type=int, default=28)
+    ap.add_argument("--fuzz-seconds", type=float, default=0,
+                    help="also a timed run of the differential fuzzer (0: none)")
     ap.add_argument("--vlplan", default=os.path.join(ROOT, "build", "vlplan"))
     a = ap.parse_args(argv)
 
@@ -72,20 +95,9 @@ def main(argv=None):
     kinds = mutation_kinds()
     rows.append(("mutation test kinds (tests/robust/test_mutation.c)", f"{len(kinds)} kinds",
                  "; ".join(kinds)))
-    log = io.StringIO()
-    n, findings, outcomes = diff_readers.run(a.seed, a.cases, None, a.vlplan, None, 10.0,
-                                             out=log)
-    py_no = sum(v for (k, c, p, f), v in outcomes.items() if p == "reject")
-    c_no = sum(v for (k, c, p, f), v in outcomes.items() if c == "reject")
-    nf = sum(len(v) for v in findings.values())
-    rows.append((f"differential fuzzer, C and Python readers (tools/diff_readers.py, seed "
-                 f"{a.seed})", f"{n} executions",
-                 f"{len(diff_readers.MUTATIONS)} mutation kinds over {len(diff_readers.bases())} "
-                 f"valid plans (the 10 goldens and {len(diff_readers.MORE)} more); "
-                 f"the Python reader refused {py_no}, the C reader {c_no}; {nf} finding"
-                 f"{'s' if nf != 1 else ''}" +
-                 (": " + "; ".join(f"{k} ({len(v)})" for k, v in sorted(findings.items()))
-                  if nf else "")))
+    rows.append(fuzz_row(a, a.cases, None))
+    if a.fuzz_seconds > 0:
+        rows.append(fuzz_row(a, None, a.fuzz_seconds))
     print("| defence | size | detail |")
     print("|---|---|---|")
     for what, size, detail in rows:

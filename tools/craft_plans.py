@@ -312,6 +312,21 @@ def shared_without_self(man):
     raise SystemExit("shared_without_self: no pack of 2")
 
 
+def shared_primary_missing(man):
+    """mcore_cp: the primary's copy of a shared pack deleted, the other members' copies
+    kept (tools/diff_readers.py found it: verify compared the copies from the primary
+    only, so a member's extra copy passed)."""
+    p = read_plan(GOLDEN + "/mcore_cp.jsonl")
+    it = p["iters"][0]
+    for rk in it["ranks"]:
+        for j, mb in enumerate(rk["mbs"]):
+            sh = mb.get("shared")
+            if sh and sh[0] == rk["dp"]:
+                del rk["mbs"][j]
+                return p, [], "whose primary copy, on dp 0, is missing"
+    raise SystemExit("shared_primary_missing: no shared pack")
+
+
 def pieces_same_rank(man):
     """pack, training.oversize=split: two pieces of a sample on one rank of an
     iteration (they would read as one sequence's slices)."""
@@ -398,6 +413,7 @@ CASES = [
     ("skrull_two_cps", skrull_two_cps, MANIFEST),
     ("mcore_cp_three", mcore_cp_three, MANIFEST),
     ("shared_without_self", shared_without_self, MANIFEST),
+    ("shared_primary_missing", shared_primary_missing, MANIFEST),
     ("pieces_same_rank", pieces_same_rank, MANIFEST),
     ("pieces_short_cut", pieces_short_cut, MANIFEST),
     ("skrull_gpu_idle", skrull_gpu_idle, MANIFEST),

@@ -214,6 +214,7 @@ int cmd_verify(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_strategies(int argc, char **argv);
+int cmd_schema(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_compare(int argc, char **argv);

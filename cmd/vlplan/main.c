@@ -17,6 +17,7 @@ static const cli_cmd commands[] = {
     {"stats", cmd_stats, "length statistics of manifests (the papers' table)"},
     {"gen", cmd_gen, "generate a manifest from a published or real length distribution"},
     {"strategies", cmd_strategies, "list strategies and their parameters"},
+    {"schema", cmd_schema, "the plan file's schema as JSON, for other readers"},
     {"config", cmd_config, "check a config and print the effective configuration"},
     {"advise", cmd_advise, "search layouts x strategies x settings for the fastest plan"},
     {"calibrate", cmd_calibrate, "fit the cost model to measured step times (cost.schemes)"},

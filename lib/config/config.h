@@ -234,6 +234,12 @@ vl_status vl_config_check_sections(const vl_config *cfg, const char *const *stra
  *  effective values go in the plan header's "params"). */
 vl_status vl_config_dump_yaml(const vl_config *cfg, char **out, vl_err *err);
 vl_status vl_config_dump_json(const vl_config *cfg, char **out, vl_err *err);
+/** vl_config_dump_json with strategy section `section`'s scalar parameters (params)
+ *  written as their binding reads them: a bool as a JSON bool whatever YAML spelling
+ *  (on, yes, True) the user chose, a number as a JSON number -- so that the JSON, read
+ *  back (the plan header's config), binds to the same values.  section NULL: none. */
+vl_status vl_config_dump_json_params(const vl_config *cfg, const char *section,
+                                     const vl_param *params, char **out, vl_err *err);
 
 /** Strategy params (opts bound with the table) as compact JSON text, keys in table order.
  *  VL_P_TABLE parameters are left out (opts does not hold them); the plan header's

@@ -424,7 +424,54 @@ static json_t *node_json(const vl_ynode *n)
     return j;
 }
 
+/* The plain scalar n of parameter p as its binding reads it: a bool written on, yes or
+ * True is a JSON bool, a number a JSON number; NULL when p is not a scalar of those types
+ * or n does not read as one (then binding refuses it as written anyway). */
+static json_t *typed_param_json(const vl_param *p, const vl_ynode *n)
+{
+    vl_err quiet = {0};
+    vl_vloc loc = {NULL, p->key, &quiet};
+    long long i;
+    double d;
+    bool b;
+
+    if (n->kind != VL_YSCALAR || n->quoted)
+        return NULL;
+    switch (p->type) {
+    case VL_P_BOOL:
+        return vl__val_bool(&loc, n, &b) == VL_OK ? json_boolean(b) : NULL;
+    case VL_P_INT:
+    case VL_P_UINT:
+    case VL_P_AUTO_UINT:
+        return vl__val_int(&loc, n, -9e18, 9e18, &i) == VL_OK ? json_integer(i) : NULL;
+    case VL_P_DOUBLE:
+        return vl__val_double(&loc, n, -HUGE_VAL, HUGE_VAL, &d) == VL_OK ? json_real(d) : NULL;
+    default:
+        return NULL;
+    }
+}
+
+/* The strategy's own section (o, its node sec) with every scalar parameter typed: the
+ * plan header's config is read back from JSON, where a quoted scalar is a string by
+ * design, so `--set mcore_cp.barrier=on` must be written true, not "on" (issue 28). */
+static int type_section(json_t *o, const vl_ynode *sec, const vl_param *params)
+{
+    for (const vl_param *p = params; o != NULL && p && p->key != NULL; p++) {
+        const vl_ynode *n = vl__ymap_get(sec, p->key);
+        json_t *typed = n ? typed_param_json(p, n) : NULL;
+        if (typed != NULL && json_object_set_new(o, p->key, typed) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 vl_status vl_config_dump_json(const vl_config *cfg, char **out, vl_err *err)
+{
+    return vl_config_dump_json_params(cfg, NULL, NULL, out, err);
+}
+
+vl_status vl_config_dump_json_params(const vl_config *cfg, const char *section,
+                                     const vl_param *params, char **out, vl_err *err)
 {
     json_t *root = json_object();
     vl_ynode *extra = NULL;
@@ -443,12 +490,21 @@ vl_status vl_config_dump_json(const vl_config *cfg, char **out, vl_err *err)
         json_decref(root);
         return st;
     }
-    for (size_t i = 0; extra != NULL && i + 1 < extra->n; i += 2)
-        if (json_object_set_new(root, extra->kids[i]->text, node_json(extra->kids[i + 1]))) {
+    for (size_t i = 0; extra != NULL && i + 1 < extra->n; i += 2) {
+        const vl_ynode *sec = extra->kids[i + 1];
+        json_t *o = node_json(sec);
+        bool own = section && strcmp(extra->kids[i]->text, section) == 0 &&
+                   sec->kind == VL_YMAP;
+        if (own && type_section(o, sec, params) != 0) {
+            json_decref(o);
+            o = NULL;
+        }
+        if (json_object_set_new(root, extra->kids[i]->text, o)) {
             vl__ynode_free(extra);
             json_decref(root);
             return vl_seterr(err, VL_ENOMEM, "out of memory");
         }
+    }
     vl__ynode_free(extra);
     return vl__json_text(root, out, err);
 }
@@ -494,13 +550,59 @@ static json_t *sections_json(const vl_config *cfg, vl_status *st, vl_err *err)
     return o;
 }
 
+/* A string that YAML reads as a bool (on, yes, True...) matches that bool: one side may
+ * be a plan header's config, where the strategy's bools are typed, the other the
+ * sections as the user wrote them. */
+static bool same_scalar(const json_t *a, const json_t *b)
+{
+    vl_ynode n = {.kind = VL_YSCALAR};
+    vl_err quiet = {0};
+    vl_vloc loc = {NULL, "", &quiet};
+    bool v;
+
+    if (json_is_boolean(a) && json_is_string(b)) {
+        const json_t *t = a;
+        a = b;
+        b = t;
+    }
+    if (!json_is_string(a) || !json_is_boolean(b))
+        return json_equal(a, b);
+    n.text = (char *)json_string_value(a);
+    return vl__val_bool(&loc, &n, &v) == VL_OK && v == json_is_true(b);
+}
+
+static bool same_json(const json_t *a, const json_t *b)
+{
+    const char *key;
+    json_t *x;
+    size_t i;
+
+    if (json_is_object(a) && json_is_object(b)) {
+        if (json_object_size(a) != json_object_size(b))
+            return false;
+        json_object_foreach((json_t *)a, key, x)
+            if (!same_json(x, json_object_get(b, key)))
+                return false;
+        return true;
+    }
+    if (json_is_array(a) && json_is_array(b)) {
+        if (json_array_size(a) != json_array_size(b))
+            return false;
+        json_array_foreach(a, i, x)
+            if (!same_json(x, json_array_get(b, i)))
+                return false;
+        return true;
+    }
+    return a != NULL && b != NULL && same_scalar(a, b);
+}
+
 static vl_status diff_sections(const vl_config *a, const vl_config *b, char *buf, size_t cap,
                                size_t *ndiff, vl_err *err)
 {
     vl_status st = VL_OK;
     json_t *sa = sections_json(a, &st, err), *sb = sa ? sections_json(b, &st, err) : NULL;
 
-    if (sa && sb && !json_equal(sa, sb)) {
+    if (sa && sb && !same_json(sa, sb)) {
         *ndiff = 1;
         if (cap)
             snprintf(buf, cap, "the strategy sections");

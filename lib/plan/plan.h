@@ -52,6 +52,8 @@ typedef struct vl_op {
 
 /* Per-segment CP placement: sharded over the rank's sp group, or local to coordinate c. */
 #define VL_CP_SHARDED (-1)
+/* A strategy's name in a plan, with its NUL. */
+#define VL_STRATEGY_NAME_MAX 48
 
 /* What a plan may use beyond the HBP/ChunkFlow core; a strategy declares them
  * (vl_strategy.caps), the header records them ("caps"), verify holds plans to them. */
@@ -121,7 +123,7 @@ struct vl_plan {
                            * without one (sample = the id's order of first appearance in
                            * its iteration) */
     /* header */
-    char strategy[48];
+    char strategy[VL_STRATEGY_NAME_MAX];
     uint64_t seed;
     uint32_t epochs;
     uint32_t caps;        /* VL_CAP_* */

@@ -95,18 +95,116 @@ typedef enum {
 #define VL_PF_DEF_INDEX INT64_MIN      /* its position in its list (dp) */
 #define VL_PF_DEF_TOKENS (INT64_MIN + 1) /* the pack's tokens (cap: no padding) */
 
+/* The largest count a record may claim ("it", "tokens", "loss_tokens", "samples" and the
+ * header's and footer's counts): 2^63 - 1, so that sums of claims cannot wrap. */
+#define VL_PF_COUNT_MAX INT64_MAX
+
+/* ---- arrays: what a list holds (the schema's "items") ---- */
+
+typedef enum {
+    VL_PT_INT,            /* an integer min..max */
+    VL_PT_ID,             /* a sample id: an integer, or a string without NUL */
+    VL_PT_OP,             /* a schedule operation's kind: one letter of vl_pf_op_names */
+    VL_PT_NAME            /* a string, one of values */
+} vl_pt;
+
+/** One element of a list of integers, or one position of a tuple. */
+typedef struct vl_pitem {
+    const char *name;
+    vl_pt type;
+    int64_t min, max;     /* VL_PT_INT */
+    const char *const *values;   /* VL_PT_NAME: NULL-terminated */
+} vl_pitem;
+
+typedef enum {
+    VL_PA_INTS,           /* integers, each as items[0] */
+    VL_PA_TUPLES,         /* lists of arity_min..arity_max, position i as items[i] */
+    VL_PA_RECORDS         /* objects of level `record` */
+} vl_pa;
+
+/* The rules the readers check on a list beyond its elements' types, named as the
+ * exported schema names them (vlplan schema; the Python reader implements each). */
+typedef enum {
+    VL_PR_NONE,
+    VL_PR_RANK_SIZE,      /* gpus: exactly tp*sp*pp entries */
+    VL_PR_PREFIX_SUMS,    /* cu_seqlens: 0 and the running sums of the segment lengths */
+    VL_PR_DISTINCT_SELF,  /* shared: distinct dp values, the pack's own rank among them */
+    VL_PR_NAMES_PACK,     /* schedule: F and R name a forward pack, B a backward one */
+    VL_PR_BWD_TOKENS,     /* bwd: the backward packs hold the forward packs' tokens */
+    VL_PR_CP_BELOW_SP     /* seg: a cp coordinate below the rank's sp */
+} vl_prule;
+
+typedef struct vl_parray {
+    vl_pa elems;
+    const vl_pitem *items;
+    size_t arity_min, arity_max;   /* VL_PA_TUPLES */
+    size_t min_len;                /* fewest elements */
+    vl_pf_level record;            /* VL_PA_RECORDS */
+    vl_prule rule;
+} vl_parray;
+
+/* Rules on a scalar claim, named in the exported schema as vl_prule's are. */
+typedef enum {
+    VL_PC_NONE,
+    VL_PC_POSITION,       /* it: the record's position in the file, from 0 */
+    VL_PC_SUM_TOKENS,     /* tokens: what the segments hold (an iteration: each shared
+                           * pack counted once) */
+    VL_PC_LOSS,           /* loss_tokens: at most the tokens */
+    VL_PC_EPOCH,          /* epoch: below the header's epochs */
+    VL_PC_CAP             /* cap: at least the pack's tokens */
+} vl_pclaim;
+
 typedef struct vl_pfield {
     const char *key;
     vl_pf_level level;
     vl_pf_kind kind;
     size_t off;           /* VL_PF_I32/U32: offsetof in vl_iter, vl_rank or vl_mb */
-    int64_t min, max;     /* VL_PF_I32/U32: the values verify accepts */
+    int64_t min, max;     /* VL_PF_I32/U32: the values verify accepts; counts 0..COUNT_MAX */
     int64_t def;          /* VL_PF_I32/U32: the value when absent */
     bool omit_default;    /* written only when it differs from def */
     int inv;              /* invariant broken by a value out of range (verify) */
+    bool required;        /* a reader refuses the record without it */
+    const vl_parray *arr; /* a list: what it holds; NULL for an integer */
+    vl_pclaim claim;      /* an integer's relation to the rest of the record */
 } vl_pfield;
 
 /** The table in key order ({NULL}-terminated); `level` filters nothing: walk it whole. */
 extern const vl_pfield vl_plan_fields[];
+
+/* The lists of the table, for the readers that parse them by hand (planio_read_iter.c,
+ * planio_fast.c): their bounds come from here. */
+extern const vl_parray vl_pf_seg, vl_pf_gpus, vl_pf_shared, vl_pf_schedule, vl_pf_cu,
+    vl_pf_dropped;
+/** The schedule operations' kinds, in vl_op_kind order: "FRB". */
+extern const char vl_pf_op_names[];
+
+/* ---- header and footer: their typed members, for the exported schema ---- */
+
+typedef enum {
+    VL_PM_COUNT,          /* an integer min..max */
+    VL_PM_STRING,         /* a string of at most max bytes (0: any), one of values if given */
+    VL_PM_OBJECT,         /* an object */
+    VL_PM_CAPS,           /* a list of capability names (vl_cap_name, less world_optimizer,
+                           * which "optimizer_shard":"world" declares) */
+    VL_PM_LIST            /* a list, as arr says */
+} vl_pm_type;
+
+typedef struct vl_pmeta {
+    const char *record;   /* "header", "footer", or "header.manifest" */
+    const char *key;
+    vl_pm_type type;
+    int64_t min, max;     /* VL_PM_COUNT; VL_PM_STRING: max bytes (0: any) */
+    const char *const *values;  /* NULL-terminated names allowed, or NULL: any */
+    const vl_parray *arr; /* VL_PM_LIST */
+} vl_pmeta;
+
+/** The header's and footer's optional members, typed as the reader checks them
+ *  ({NULL}-terminated). */
+extern const vl_pmeta vl_plan_meta[];
+
+/** The schema of plan files as JSON text (malloc'd): every record's fields, lists with
+ *  their elements and rules, the header's and footer's members (vlplan schema; the
+ *  Python reader checks against it).  VL_ENOMEM. */
+vl_status vl_plan_schema_json(char **out, vl_err *err);
 
 #endif

@@ -204,16 +204,18 @@ static bool id(vl_reader *r, cur *c, uint32_t *sample, vl_err *err, vl_status *s
 
 static bool segs(vl_reader *r, cur *c, vl_err *err, vl_status *st)
 {
+    const vl_pitem *it = vl_pf_seg.items;   /* id, offset, length, cp */
+
     if (!LIT(c, "{\"seg\":["))
         return false;
     for (bool first = true; !peek(c, ']'); first = false) {
         uint32_t sample;
         int64_t off, len, cp = VL_CP_SHARDED;
         if ((!first && !LIT(c, ",")) || !LIT(c, "[") || !id(r, c, &sample, err, st) ||
-            !LIT(c, ",") || !num(c, 0, UINT32_MAX, &off) || !LIT(c, ",") ||
-            !num(c, 0, UINT32_MAX, &len))
+            !LIT(c, ",") || !num(c, it[1].min, it[1].max, &off) || !LIT(c, ",") ||
+            !num(c, it[2].min, it[2].max, &len))
             return false;
-        if (peek(c, ',') && (!LIT(c, ",") || !num(c, VL_CP_SHARDED, INT16_MAX, &cp)))
+        if (peek(c, ',') && (!LIT(c, ",") || !num(c, it[3].min, it[3].max, &cp)))
             return false;
         if (!LIT(c, "]") ||
             (*st = vl_plan_seg_cp(r->p, sample, (uint32_t)off, (uint32_t)len, (int)cp, err)))
@@ -262,11 +264,12 @@ static bool shared(vl_reader *r, cur *c, vl_err *err, vl_status *st)
                 cap *= 2;
             }
         }
-        ok = ok && (n == 0 || LIT(c, ",")) && num(c, 0, INT32_MAX, &v);
+        ok = ok && (n == 0 || LIT(c, ",")) &&
+             num(c, vl_pf_shared.items->min, vl_pf_shared.items->max, &v);
         if (ok)
             dp[n] = (int32_t)v;
     }
-    ok = ok && n >= 2 && LIT(c, "]") && (*st = vl_plan_mb_share(r->p, dp, n, err)) == VL_OK;
+    ok = ok && n >= vl_pf_shared.min_len && LIT(c, "]") && (*st = vl_plan_mb_share(r->p, dp, n, err)) == VL_OK;
     if (dp != small)
         free(dp);
     return ok;
@@ -308,7 +311,7 @@ static bool gpus(vl_reader *r, cur *c, const vl_rank *rk, vl_err *err, vl_status
     if (!LIT(c, ",\"gpus\":[") || n == 0 || n > 64 || vl_plan_rank_size64(rk) != n)
         return false;   /* larger (or wrapping) ranks: the jansson path */
     for (uint32_t k = 0; k < n; k++) {
-        if ((k > 0 && !LIT(c, ",")) || !num(c, 0, UINT32_MAX - 1, &v))
+        if ((k > 0 && !LIT(c, ",")) || !num(c, vl_pf_gpus.items->min, vl_pf_gpus.items->max, &v))
             return false;
         buf[k] = (uint32_t)v;
     }
@@ -317,7 +320,8 @@ static bool gpus(vl_reader *r, cur *c, const vl_rank *rk, vl_err *err, vl_status
 
 static bool schedule(vl_reader *r, cur *c, vl_err *err, vl_status *st)
 {
-    static const char names[] = "FRB";
+    const char *names = vl_pf_op_names;
+    const vl_pitem *pack = &vl_pf_schedule.items[1];
 
     if (!next_key(c, "schedule"))
         return true;
@@ -327,8 +331,8 @@ static bool schedule(vl_reader *r, cur *c, vl_err *err, vl_status *st)
         const char *k;
         int64_t mb;
         if ((!first && !LIT(c, ",")) || !LIT(c, "[\"") || c->p == c->end ||
-            !(k = memchr(names, *c->p, 3)) || (c->p++, !LIT(c, "\",")) ||
-            !num(c, 0, UINT32_MAX, &mb) || !LIT(c, "]") ||
+            !(k = memchr(names, *c->p, strlen(names))) || (c->p++, !LIT(c, "\",")) ||
+            !num(c, pack->min, pack->max, &mb) || !LIT(c, "]") ||
             (*st = vl_plan_op(r->p, (uint32_t)mb, (vl_op_kind)(k - names), err)))
             return false;
     }

@@ -236,8 +236,8 @@ static void check_manifest(vl_reader *r, json_t *o)
 
     if (!man)
         return;
-    has_n = vl__rd_uint(r, man, "samples", UINT64_MAX / 2, &n, &bad);
-    has_t = vl__rd_uint(r, man, "tokens", UINT64_MAX / 2, &tokens, &bad);
+    has_n = vl__rd_uint(r, man, "samples", VL_PF_COUNT_MAX, &n, &bad);
+    has_t = vl__rd_uint(r, man, "tokens", VL_PF_COUNT_MAX, &tokens, &bad);
     sha = opt_typed(r, man, "sha256", JSON_STRING);
     if (!r->m)
         return;
@@ -313,7 +313,7 @@ static vl_status read_header(vl_reader *r, json_t *o, vl_err *err)
         r->file->header_epochs = (int64_t)v;
         r->p->epochs = (uint32_t)v;
     }
-    if (vl__rd_uint(r, o, "iterations", UINT64_MAX / 2, &v, &bad))
+    if (vl__rd_uint(r, o, "iterations", VL_PF_COUNT_MAX, &v, &bad))
         r->file->header_iterations = (int64_t)v;
     read_caps(r, o);
     return VL_OK;
@@ -321,34 +321,47 @@ static vl_status read_header(vl_reader *r, json_t *o, vl_err *err)
 
 /* ---- footer ---- */
 
+/* The index of name in the NULL-terminated names, or -1. */
+static int name_index(const char *const *names, const char *name)
+{
+    for (int i = 0; name && names[i]; i++)
+        if (strcmp(names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+/* Position i of a tuple of vl_pf_dropped: an integer in its range. */
+static bool drop_int(const json_t *e, size_t i)
+{
+    const json_t *v = json_array_get(e, i);
+    const vl_pitem *it = &vl_pf_dropped.items[i];
+
+    return json_is_integer(v) && json_integer_value(v) >= it->min &&
+           json_integer_value(v) <= it->max;
+}
+
 static vl_status read_drop(vl_reader *r, json_t *e, vl_err *err)
 {
     const char *why = json_string_value(json_array_get(e, 3));
-    const json_t *off = json_array_get(e, 1), *len = json_array_get(e, 2);
+    int reason = name_index(vl_pf_dropped.items[3].values, why); /* vl_drop_reason order */
     uint32_t sample;
     bool ok;
-    vl_drop_reason reason;
     vl_status st;
 
-    if (!json_is_array(e) || json_array_size(e) != 4 || !why || !json_is_integer(off) ||
-        !json_is_integer(len) || json_integer_value(off) < 0 ||
-        json_integer_value(off) > UINT32_MAX || json_integer_value(len) < 0 ||
-        json_integer_value(len) > UINT32_MAX) {
+    if (!json_is_array(e) || json_array_size(e) != vl_pf_dropped.arity_max || !why ||
+        !drop_int(e, 1) || !drop_int(e, 2)) {
         vl__rd_error(r, "\"dropped\": expected [ID, OFFSET, LENGTH, REASON]");
         return VL_OK;
     }
-    if (strcmp(why, "oversize") == 0) {
-        reason = VL_DROP_OVERSIZE;
-    } else if (strcmp(why, "truncated") == 0) {
-        reason = VL_DROP_TRUNCATED;
-    } else {
+    if (reason < 0) {
         vl__rd_error(r, "\"dropped\": unknown reason \"%s\" (oversize or truncated)", why);
         return VL_OK;
     }
     if ((st = vl__rd_sample(r, json_array_get(e, 0), &sample, &ok, err)) != VL_OK || !ok)
         return st;
-    return vl_plan_drop(r->p, sample, (uint32_t)json_integer_value(off),
-                        (uint32_t)json_integer_value(len), reason, err);
+    return vl_plan_drop(r->p, sample, (uint32_t)json_integer_value(json_array_get(e, 1)),
+                        (uint32_t)json_integer_value(json_array_get(e, 2)),
+                        (vl_drop_reason)reason, err);
 }
 
 static vl_status read_footer(vl_reader *r, json_t *o, vl_err *err)
@@ -364,7 +377,7 @@ static vl_status read_footer(vl_reader *r, json_t *o, vl_err *err)
     vl_status st;
 
     for (int i = 0; i < 3; i++)
-        if (vl__rd_uint(r, o, keys[i], UINT64_MAX / 2, &v, &bad))
+        if (vl__rd_uint(r, o, keys[i], VL_PF_COUNT_MAX, &v, &bad))
             *claim[i] = (int64_t)v;
     for (size_t i = 0; dropped && i < json_array_size(dropped); i++) {
         r->seg = (long)i;

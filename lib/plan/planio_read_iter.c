@@ -70,16 +70,19 @@ static bool elem_int(const json_t *a, size_t i, int64_t lo, int64_t hi, int64_t 
 
 static vl_status read_seg(vl_reader *r, const json_t *e, vl_err *err)
 {
+    const vl_pitem *it = vl_pf_seg.items;   /* id, offset, length, cp */
     int64_t off, len, cp = VL_CP_SHARDED;
     uint32_t sample;
     bool ok;
     vl_status st;
 
-    if (!json_is_array(e) || json_array_size(e) < 3 || json_array_size(e) > 4 ||
-        !elem_int(e, 1, 0, UINT32_MAX, &off) || !elem_int(e, 2, 0, UINT32_MAX, &len) ||
-        (json_array_size(e) == 4 && !elem_int(e, 3, VL_CP_SHARDED, INT16_MAX, &cp))) {
+    if (!json_is_array(e) || json_array_size(e) < vl_pf_seg.arity_min ||
+        json_array_size(e) > vl_pf_seg.arity_max ||
+        !elem_int(e, 1, it[1].min, it[1].max, &off) ||
+        !elem_int(e, 2, it[2].min, it[2].max, &len) ||
+        (json_array_size(e) == 4 && !elem_int(e, 3, it[3].min, it[3].max, &cp))) {
         vl__rd_error(r, "\"seg\": expected [ID, OFFSET, LENGTH] or [ID, OFFSET, LENGTH, CP] "
-                     "(integers, CP -1..%d)", INT16_MAX);
+                     "(integers, CP %lld..%lld)", (long long)it[3].min, (long long)it[3].max);
         return VL_OK;
     }
     if ((st = vl__rd_sample(r, json_array_get(e, 0), &sample, &ok, err)) != VL_OK || !ok)
@@ -117,14 +120,14 @@ static vl_status read_shared(vl_reader *r, json_t *o, vl_err *err)
 
     if (!sh)
         return VL_OK;
-    if (n < 2 || n > INT32_MAX) {
+    if (n < vl_pf_shared.min_len || n > INT32_MAX) {
         vl__rd_error(r, "\"shared\": expected two or more data-parallel ranks, got %zu", n);
         return VL_OK;
     }
     if (n > 64 && !(dp = malloc(n * sizeof *dp)))
         return vl_seterr(err, VL_ENOMEM, "out of memory for %zu sharers", n);
     for (size_t i = 0; i < n && st == VL_OK; i++) {
-        if (!elem_int(sh, i, 0, INT32_MAX, &v)) {
+        if (!elem_int(sh, i, vl_pf_shared.items->min, vl_pf_shared.items->max, &v)) {
             vl__rd_error(r, "\"shared\": expected data-parallel indices (integers >= 0)");
             n = 0;
             break;
@@ -163,7 +166,7 @@ static vl_status read_pack(vl_reader *r, json_t *o, bool bwd, vl_err *err)
     read_scalars(r, VL_PF_MB, o, mb, r->mb, mb->tokens);
     if ((cu = opt_array(r, o, "cu_seqlens", false)))
         check_cu(r, cu, mb);
-    has_tokens = vl__rd_uint(r, o, "tokens", UINT64_MAX / 2, &tokens, &bad);
+    has_tokens = vl__rd_uint(r, o, "tokens", VL_PF_COUNT_MAX, &tokens, &bad);
     if (has_tokens && tokens != mb->tokens)
         vl__rd_problem(r, 2, "\"tokens\" is %llu, the segments sum to %llu",
                        (unsigned long long)tokens, (unsigned long long)mb->tokens);
@@ -189,12 +192,13 @@ static vl_status read_packs(vl_reader *r, json_t *list, bool bwd, vl_err *err)
 
 static vl_status read_op(vl_reader *r, const json_t *e, vl_err *err)
 {
-    const char *k = json_string_value(json_array_get(e, 0));
-    static const char names[] = "FRB";
+    const char *k = json_string_value(json_array_get(e, 0)), *names = vl_pf_op_names;
+    const vl_pitem *pack = &vl_pf_schedule.items[1];
     int64_t mb;
 
-    if (!json_is_array(e) || json_array_size(e) != 2 || !k || strlen(k) != 1 ||
-        !strchr(names, k[0]) || !elem_int(e, 1, 0, UINT32_MAX, &mb)) {
+    if (!json_is_array(e) || json_array_size(e) != vl_pf_schedule.arity_max || !k ||
+        strlen(k) != 1 || !strchr(names, k[0]) ||
+        !elem_int(e, 1, pack->min, pack->max, &mb)) {
         vl__rd_error(r, "\"schedule\": expected [\"F\"|\"R\"|\"B\", MICRO_BATCH]");
         return VL_OK;
     }
@@ -220,7 +224,7 @@ static vl_status read_gpus(vl_reader *r, json_t *o, const vl_rank *rk, vl_err *e
     if (!(v = malloc((n ? n : 1) * sizeof *v)))
         return vl_seterr(err, VL_ENOMEM, "out of memory reading GPU placements");
     for (uint32_t k = 0; k < n; k++) {
-        if (!elem_int(g, k, 0, UINT32_MAX - 1, &x)) {
+        if (!elem_int(g, k, vl_pf_gpus.items->min, vl_pf_gpus.items->max, &x)) {
             vl__rd_error(r, "\"gpus\": expected GPU indices (integers >= 0)");
             free(v);
             return VL_OK;
@@ -272,14 +276,14 @@ static void check_claims(vl_reader *r, json_t *o, size_t unknown_before)
     bool bad = false;
 
     vl_plan_iter_totals(r->p, i, &t, &l, &s);
-    if (vl__rd_uint(r, o, "it", UINT64_MAX / 2, &v, &bad) && v != number)
+    if (vl__rd_uint(r, o, "it", VL_PF_COUNT_MAX, &v, &bad) && v != number)
         vl__rd_problem(r, 5, "iteration numbered %llu, expected %llu", (unsigned long long)v,
                        (unsigned long long)number);
-    if (vl__rd_uint(r, o, "tokens", UINT64_MAX / 2, &v, &bad) && v != t)
+    if (vl__rd_uint(r, o, "tokens", VL_PF_COUNT_MAX, &v, &bad) && v != t)
         vl__rd_problem(r, 2, "\"tokens\" is %llu, its segments sum to %llu",
                        (unsigned long long)v, (unsigned long long)t);
     /* an unknown id's loss is unknown, not wrong */
-    if (vl__rd_uint(r, o, "loss_tokens", UINT64_MAX / 2, &v, &bad)) {
+    if (vl__rd_uint(r, o, "loss_tokens", VL_PF_COUNT_MAX, &v, &bad)) {
         if (v != l && r->m && unknown_before == r->file->unknown_ids)
             vl__rd_problem(r, 2, "\"loss_tokens\" is %llu, its segments carry %llu",
                            (unsigned long long)v, (unsigned long long)l);
@@ -289,7 +293,7 @@ static void check_claims(vl_reader *r, json_t *o, size_t unknown_before)
                        "%llu)", r->file->by_vlplan ? "vlplan writes it in every iteration"
                        : "the manifest gives loss tokens", (unsigned long long)l);
     }
-    if (vl__rd_uint(r, o, "samples", UINT64_MAX / 2, &v, &bad) && v != s)
+    if (vl__rd_uint(r, o, "samples", VL_PF_COUNT_MAX, &v, &bad) && v != s)
         vl__rd_problem(r, 2, "\"samples\" is %llu, it starts %llu", (unsigned long long)v,
                        (unsigned long long)s);
 }

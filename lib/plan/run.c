@@ -136,7 +136,7 @@ static vl_status fill_header(run_ctx *c, vl_plan *p, vl_err *err)
     else if (!params && !(params = strdup("{}")))
         st = vl_seterr(err, VL_ENOMEM, "out of memory");
     if (st == VL_OK)
-        st = vl_config_dump_json(c->cfg, &config, err);
+        st = vl_config_dump_json_params(c->cfg, c->s->section, c->s->params, &config, err);
     if (st != VL_OK) {
         free(params);
         free(config);

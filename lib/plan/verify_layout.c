@@ -322,6 +322,10 @@ static void check_share(vl_vctx *v, size_t it, uint32_t r, const vl_rank *rk, ui
             vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: the copy of this shared "
                           "pack on dp %d is %s", v->num, r, what, j, mem[i],
                           c ? "different" : "missing");
+        else if (i == 0 && o != rk && !copy_on(p, rk, o, j, bwd)) /* a copy beyond the primary's */
+            vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: a copy of a shared pack "
+                          "whose primary copy, on dp %d, is missing", v->num, r, what, j,
+                          mem[0]);
     }
     if (!member)
         vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: shared by dp values that do "

@@ -1,12 +1,15 @@
 """Structure of the plan records (docs/decisions.md §7, man page PLAN FILE): each record is checked
 before anyone sees it, and turned into plain objects.  The rules follow the C reader's:
-only the structure is required, every redundant field is checked when present."""
+only the structure is required, every redundant field is checked when present.  Keys,
+types, ranges, defaults, list shapes and the rules they obey come from the exported
+schema (schema.py, plan_schema.json: `vlplan schema`), not from a copy here."""
 from collections import namedtuple
 
+from . import schema as S
 from .contract import schedule
 from .stream import PlanError
 
-SCHEMA = "vlplan.plan/1"
+SCHEMA = S.SCHEMA
 
 # One slice [offset, offset + length) of sample `id`; cp = -1 when sharded over the
 # rank's sp group, else the sp coordinate that alone computes it (Skrull).
@@ -50,33 +53,56 @@ class Where:
         raise PlanError(f"{self.name}:{self.line}: {where + ': ' if where else ''}{msg}")
 
 
-# The C types of the integer fields (lib/plan/planio_fields.c): a value outside its type is
-# a structural error there, so here too (the ranges within are verify's).
-_I32, _U32 = (1 << 31) - 1, (1 << 32) - 1
-C_MAX = {"dp": _I32, "tp": _I32, "pp": _I32, "sp": _I32, "ckpt_layers": _I32, "group": _I32,
-         "candidate": _I32, "k": _U32, "cap": _U32, "epoch": _U32}
-
-
-def _int_field(obj, key, w, lo, default, hi=None):
-    hi = C_MAX.get(key) if hi is None else hi
-    if key not in obj and default is None:
-        return None
-    v = obj.get(key, default)   # present as null: refused below, as the C reader does
-    if not _is_int(v) or v < lo or (hi is not None and v > hi):
-        rng = f"an integer >= {lo}" if hi is None else f"an integer in {lo}..{hi}"
-        w.fail(f'"{key}" is {v!r}, expected {rng}')
+def _int_field(obj, level, key, w, default=None, hi=None):
+    """Integer member key of a `level` record in the schema's range (hi, when given, a
+    tighter bound from elsewhere in the plan); absent: default when given (for defaults
+    that depend on the element: "index", "tokens", a position), else the schema's, None
+    where the schema gives none."""
+    f = S.field(level, key)
+    lo, hi = f["min"], f["max"] if hi is None else min(hi, f["max"])
+    if key not in obj:
+        if default is not None:
+            return default
+        d = f.get("default")
+        return d if _is_int(d) else None
+    v = obj[key]   # present as null: refused below, as the C reader does
+    if not _is_int(v) or v < lo or v > hi:
+        w.fail(f'"{key}" is {v!r}, expected an integer in {lo}..{hi}')
     return v
 
 
-def _list_field(obj, key, w, required):
+def _list_field(obj, level, key, w):
+    """List member key of a `level` record (None when absent and not required), at least
+    the schema's min_len long."""
+    f = S.field(level, key)
     if key not in obj:
-        if required:
+        if f["required"]:
             w.fail(f'missing "{key}"')
         return None
     v = obj[key]
     if not isinstance(v, list):
         w.fail(f'"{key}" is not a list')
+    if len(v) < f["min_len"]:
+        w.fail(f'"{key}" has {len(v)} entries, expected at least {f["min_len"]}'
+               if v else f'"{key}" is empty')
     return v
+
+
+def _item_ok(v, item):
+    """v as one element or tuple position the schema describes."""
+    t = item["type"]
+    if t == "int":
+        return _is_int(v) and item["min"] <= v <= item["max"]
+    if t == "id":
+        return _is_id(v)
+    return isinstance(v, str) and v in item["values"]   # "op", "name"
+
+
+def _tuple_ok(v, spec):
+    """v as a tuple of the schema's arity, every position valid."""
+    lo, hi = spec["arity"]
+    return isinstance(v, list) and lo <= len(v) <= hi and \
+        all(_item_ok(x, it) for x, it in zip(v, spec["items"]))
 
 
 def _is_id(v):
@@ -84,48 +110,45 @@ def _is_id(v):
     return _is_int(v) or (isinstance(v, str) and "\0" not in v)
 
 
-U32 = (1 << 32) - 1
-
-DROP_REASONS = ("oversize", "truncated")
-
-
 def check_footer(footer, w):
-    """The footer's claims typed as the C reader types them, and its "dropped" list, when
-    present: [ID, OFFSET, LENGTH, REASON] entries, offsets and lengths 0..2^32-1, the
-    reason one the C reader knows (lib/plan/planio_read.c, read_footer and read_drop) --
-    so that the two readers refuse the same footers."""
-    claims(footer, (("iterations", 0, I64), ("samples", 0, I64), ("tokens", 0, I64)), w)
-    _typed(footer, "sha256", str, "a string", w)
+    """The footer's members typed as the schema's "meta" says and the C reader checks
+    them (lib/plan/planio_read.c, read_footer and read_drop): counts, the checksum, and
+    the "dropped" list of [ID, OFFSET, LENGTH, REASON] entries -- so that the two
+    readers refuse the same footers."""
+    check_meta(footer, "footer", w)
     if "dropped" not in footer:
         return
-    dropped = footer["dropped"]
+    dropped, spec = footer["dropped"], S.meta("footer", "dropped")["items"]
     if not isinstance(dropped, list):
         w.fail('"dropped" is not a list')
+    reason = spec["items"][3]
     for i, e in enumerate(dropped):
-        if not (isinstance(e, list) and len(e) == 4 and _is_id(e[0]) and _is_int(e[1]) and
-                _is_int(e[2]) and 0 <= e[1] <= U32 and 0 <= e[2] <= U32 and
-                isinstance(e[3], str)):
+        if isinstance(e, list) and len(e) == 4 and isinstance(e[3], str) and \
+                e[3] not in reason["values"]:
+            w.fail(f'"dropped" entry {i}: unknown reason {e[3][:40]!r} '
+                   f'({" or ".join(reason["values"])})')
+        if not _tuple_ok(e, spec):
             w.fail(f'"dropped" entry {i}: expected [id, offset, length, reason], got '
                    f'{str(e)[:80]}')
-        if e[3] not in DROP_REASONS:
-            w.fail(f'"dropped" entry {i}: unknown reason {e[3][:40]!r} (oversize or '
-                   'truncated)')
 
 
 def _segment(s, w, j, sp):
-    if not isinstance(s, list) or len(s) not in (3, 4):
+    spec = S.items("pack", "seg")
+    pos = spec["items"]   # id, offset, length, cp
+    if not isinstance(s, list) or not spec["arity"][0] <= len(s) <= spec["arity"][1]:
         w.fail(f"segment {j}: expected [id, offset, length] or [id, offset, length, cp]")
     sid = s[0]
-    if not _is_id(sid):
+    if not _item_ok(sid, pos[0]):
         w.fail(f"segment {j}: id {sid!r} is neither a string without NUL nor an integer")
     off, length = s[1], s[2]
-    if not (_is_int(off) and _is_int(length) and 0 <= off <= U32 and 0 <= length <= U32):
-        w.fail(f"segment {j}: offset and length must be integers in 0..{U32}, got {off!r}, "
-               f"{length!r}")
+    if not (_item_ok(off, pos[1]) and _item_ok(length, pos[2])):
+        w.fail(f"segment {j}: offset and length must be integers in "
+               f"{pos[1]['min']}..{pos[1]['max']}, got {off!r}, {length!r}")
     cp = -1
     if len(s) == 4:
         cp = s[3]
-        if not _is_int(cp) or cp < -1 or cp >= sp:
+        # rule cp_below_sp: a coordinate of the rank's sp group, or -1 (sharded)
+        if not _item_ok(cp, pos[3]) or cp >= sp:
             w.fail(f"segment {j}: cp {cp!r} outside -1..{sp - 1} (sp = {sp})")
     return Segment(sid, off, length, cp)
 
@@ -133,12 +156,13 @@ def _segment(s, w, j, sp):
 def _pack(obj, w, sp):
     if not isinstance(obj, dict):
         w.fail("not an object")
-    raw = _list_field(obj, "seg", w, True)
+    raw = _list_field(obj, "pack", "seg", w)
     segs = [_segment(s, w, j, sp) for j, s in enumerate(raw)]
     tokens = sum(s.length for s in segs)
-    if "tokens" in obj and obj["tokens"] != tokens:
+    if "tokens" in obj and obj["tokens"] != tokens:   # claim sum_tokens
         w.fail(f'"tokens" is {obj["tokens"]!r}, its segments hold {tokens}')
-    cu = _list_field(obj, "cu_seqlens", w, False)
+    _int_field(obj, "pack", "tokens", w, tokens)
+    cu = _list_field(obj, "pack", "cu_seqlens", w)   # rule prefix_sums
     if cu is not None:
         want, acc = [0], 0
         for s in segs:
@@ -147,20 +171,28 @@ def _pack(obj, w, sp):
         if cu != want:
             w.fail(f'"cu_seqlens" {cu[:8]}{"..." if len(cu) > 8 else ""} does not match '
                    "the segment lengths")
-    cap = _int_field(obj, "cap", w, 0, tokens)
-    if cap < tokens:
+    cap = _int_field(obj, "pack", "cap", w, tokens)
+    if cap < tokens:   # claim cap
         w.fail(f'"cap" {cap} is below the {tokens} tokens the segments hold')
-    shared = _list_field(obj, "shared", w, False)
-    if shared is not None:
-        if len(shared) < 2 or not all(_is_int(d) and d >= 0 for d in shared) or \
-                len(set(shared)) != len(shared):
-            w.fail(f'"shared" {shared!r}: expected two or more distinct dp values')
-        shared = tuple(shared)
+    shared = _shared(obj, w)
     return Pack(segs, tokens, cap, shared)
 
 
-def _packs(obj, key, w, sp, required):
-    raw = _list_field(obj, key, w, required)
+def _shared(obj, w):
+    """A pack's "shared" list as a tuple: the schema's min_len distinct dp values (rule
+    distinct_self; the pack's own rank among them is _check_shared's, which sees the
+    iteration)."""
+    if "shared" not in obj:
+        return None
+    shared, f = obj["shared"], S.field("pack", "shared")
+    if not isinstance(shared, list) or len(shared) < f["min_len"] or \
+            not all(_item_ok(d, f["items"]) for d in shared) or len(set(shared)) != len(shared):
+        w.fail(f'"shared" {shared!r}: expected two or more distinct dp values')
+    return tuple(shared)
+
+
+def _packs(obj, key, w, sp):
+    raw = _list_field(obj, "rank", key, w)
     if raw is None:
         return []
     out = []
@@ -172,15 +204,16 @@ def _packs(obj, key, w, sp, required):
 
 
 def _schedule(obj, w, nmb, nb):
-    raw = _list_field(obj, "schedule", w, False)
+    raw = _list_field(obj, "rank", "schedule", w)
     if raw is None:
         return None
-    ops = []
+    spec, ops = S.items("rank", "schedule"), []
+    kinds = spec["items"][0]["values"]
     for j, op in enumerate(raw):
-        if not isinstance(op, list) or len(op) != 2 or op[0] not in ("F", "R", "B") or \
-                not _is_int(op[1]):
-            w.fail(f"schedule operation {j}: expected [\"F\"|\"R\"|\"B\", index], got {op!r}")
-        lim = nb if op[0] == "B" else nmb
+        if not _tuple_ok(op, spec):
+            w.fail(f"schedule operation {j}: expected [{'|'.join(map(repr, kinds))}, "
+                   f"index], got {op!r}")
+        lim = nb if op[0] == "B" else nmb   # rule names_pack
         if not 0 <= op[1] < lim:
             w.fail(f"schedule operation {j}: {op[0]} {op[1]} names no pack (it has {lim})")
         ops.append((op[0], op[1]))
@@ -192,20 +225,23 @@ def _rank(obj, w, index):
         w.fail("not an object")
     r = Rank()
     r.index = index
-    r.dp = _int_field(obj, "dp", w, 0, index)
-    r.tp = _int_field(obj, "tp", w, 1, 1)
-    r.pp = _int_field(obj, "pp", w, 1, 1)
-    r.sp = _int_field(obj, "sp", w, 1, 1)
-    r.ckpt_layers = _int_field(obj, "ckpt_layers", w, 0, 0)
-    r.group = _int_field(obj, "group", w, 0, None)
-    r.k = _int_field(obj, "k", w, 1, None)
-    gpus = _list_field(obj, "gpus", w, False)
-    if gpus is not None:
-        if len(gpus) != r.size() or not all(_is_int(g) and g >= 0 for g in gpus):
-            w.fail(f'"gpus" must list tp*sp*pp = {r.size()} GPU indices >= 0')
+    r.dp = _int_field(obj, "rank", "dp", w, index)
+    r.tp = _int_field(obj, "rank", "tp", w)
+    r.pp = _int_field(obj, "rank", "pp", w)
+    r.sp = _int_field(obj, "rank", "sp", w)
+    r.ckpt_layers = _int_field(obj, "rank", "ckpt_layers", w)
+    r.group = _int_field(obj, "rank", "group", w)
+    r.k = _int_field(obj, "rank", "k", w)
+    gpus = _list_field(obj, "rank", "gpus", w)
+    if gpus is not None:   # rule rank_size
+        gpu = S.items("rank", "gpus")
+        if len(gpus) != r.size() or not all(_item_ok(g, gpu) for g in gpus):
+            w.fail(f'"gpus" must list tp*sp*pp = {r.size()} GPU indices in '
+                   f'{gpu["min"]}..{gpu["max"]}')
     r.gpus = gpus
-    r.mbs = _packs(obj, "mbs", w, r.sp, True)
-    r.bwd = _packs(obj, "bwd", w, r.sp, False)
+    r.mbs = _packs(obj, "mbs", w, r.sp)
+    r.bwd = _packs(obj, "bwd", w, r.sp)
+    # rule bwd_tokens
     if r.bwd and sum(p.tokens for p in r.bwd) != sum(p.tokens for p in r.mbs):
         w.fail('"bwd" packs do not hold the tokens of the forward packs')
     r.schedule = _schedule(obj, w, len(r.mbs), len(r.bwd) or len(r.mbs))
@@ -315,11 +351,9 @@ def iteration(rec, name, line, expect_it, uneven, header=None):
     w = Where(name, line)
     it = rec.get("it", expect_it)
     w.parts.append(f"iteration {it}")
-    if it != expect_it:
+    if not _is_int(it) or it != expect_it:   # claim position
         w.fail(f'"it" is {it!r}, expected {expect_it} (iterations are numbered from 0 in order)')
-    ranks_raw = _list_field(rec, "ranks", w, True)
-    if not ranks_raw:
-        w.fail('"ranks" is empty')
+    ranks_raw = _list_field(rec, "iter", "ranks", w)
     ranks = []
     for i, r in enumerate(ranks_raw):
         w.parts.append(f"rank {i}")
@@ -338,20 +372,15 @@ def iteration(rec, name, line, expect_it, uneven, header=None):
                  if p.shared is None or p.shared[0] == r.dp)
     out = Iteration()
     out.it, out.line, out.ranks = it, line, ranks
-    epochs = (header or {}).get("epochs")
-    out.epoch = _int_field(rec, "epoch", w, 0, 0, epochs - 1 if epochs else None)
-    out.tokens = _int_field(rec, "tokens", w, 0, tokens)
-    if out.tokens != tokens:
+    epochs = (header or {}).get("epochs")   # claim epoch
+    out.epoch = _int_field(rec, "iter", "epoch", w, hi=epochs - 1 if epochs else None)
+    out.tokens = _int_field(rec, "iter", "tokens", w, tokens)
+    if out.tokens != tokens:   # claim sum_tokens
         w.fail(f'"tokens" is {out.tokens}, its micro-batches hold {tokens}')
-    out.loss_tokens = _int_field(rec, "loss_tokens", w, 0, tokens, tokens)
-    out.samples = _int_field(rec, "samples", w, 0, None)
-    out.candidate = _int_field(rec, "candidate", w, 0, None)
+    out.loss_tokens = _int_field(rec, "iter", "loss_tokens", w, tokens, tokens)   # claim loss
+    out.samples = _int_field(rec, "iter", "samples", w)
+    out.candidate = _int_field(rec, "iter", "candidate", w)
     return out
-
-
-CAPS = ("uneven_mbs", "bwd_packs", "seg_cp", "schedule", "shared_packs")
-I64 = (1 << 63) - 1
-STRATEGY_BYTES = 47   # the C reader's name buffer (lib/plan/plan.h) less its NUL
 
 
 def _typed(rec, key, types, what, w):
@@ -362,12 +391,38 @@ def _typed(rec, key, types, what, w):
     return rec.get(key)
 
 
-def claims(rec, keys, w):
-    """Counts a record claims, when present: integers 0..2^63-1 (the C reader's
-    vl__rd_uint bounds, lib/plan/planio_read.c)."""
-    for key, lo, hi in keys:
-        if key in rec and not (_is_int(rec[key]) and lo <= rec[key] <= hi):
-            w.fail(f'"{key}" is {str(rec[key])[:40]!r}, expected an integer in {lo}..{hi}')
+def _meta_member(rec, m, w):
+    """Member m of the schema's "meta" (a header's or footer's), when present."""
+    key, t = m["key"], m["type"]
+    v = rec[key]
+    if t == "count":
+        if not (_is_int(v) and m["min"] <= v <= m["max"]):
+            w.fail(f'"{key}" is {str(v)[:40]!r}, expected an integer in {m["min"]}..{m["max"]}')
+    elif t == "string":
+        _typed(rec, key, str, "a string", w)
+        if "max" in m and len(v.encode("utf-8", "surrogatepass")) > m["max"]:
+            w.fail(f'"{key}": name longer than {m["max"]} bytes')
+        if "values" in m and v not in m["values"]:
+            want = " or ".join(f'"{x}"' for x in m["values"])
+            w.fail(f'"{key}" is {v[:40]!r}, expected {want}')
+    elif t == "object":
+        _typed(rec, key, dict, "an object", w)
+    elif t == "caps":
+        _typed(rec, key, list, "a list of capability names", w)
+        for c in v:
+            if c not in m["values"]:
+                w.fail(f'"{key}": unknown capability {str(c)[:40]!r} (expected one of '
+                       f'{", ".join(m["values"])})')
+    elif t == "list":
+        _typed(rec, key, list, "a list", w)
+
+
+def check_meta(rec, record, w):
+    """Every member of rec the schema types for `record` ("header", "header.manifest",
+    "footer"), when present."""
+    for key, m in S.META[record].items():
+        if key in rec:
+            _meta_member(rec, m, w)
 
 
 def header(rec, name, line):
@@ -376,25 +431,9 @@ def header(rec, name, line):
         w.fail('the first line is not a header ({"type":"header",...})')
     if rec.get("schema") != SCHEMA:
         w.fail(f'schema {rec.get("schema")!r}, expected "{SCHEMA}"')
-    caps = _typed(rec, "caps", list, "a list of capability names", w) or []
-    for c in caps:
-        if c not in CAPS:
-            w.fail(f'"caps": unknown capability {str(c)[:40]!r} (expected one of '
-                   f'{", ".join(CAPS)})')
-    shard = _typed(rec, "optimizer_shard", str, '"replicas" or "world"', w)
-    if shard is not None and shard not in ("replicas", "world"):
-        w.fail(f'"optimizer_shard" is {shard[:40]!r}, expected "replicas" or "world"')
-    claims(rec, (("iterations", 0, I64), ("epochs", 1, U32), ("seed", 0, I64)), w)
-    strategy = _typed(rec, "strategy", str, "a string", w)
-    if strategy is not None and len(strategy.encode("utf-8", "surrogatepass")) > STRATEGY_BYTES:
-        w.fail(f'"strategy": name longer than {STRATEGY_BYTES} bytes')
-    _typed(rec, "vlplan", str, "a string", w)
-    _typed(rec, "params", dict, "an object", w)
-    man = _typed(rec, "manifest", dict, "an object", w)
-    if man is not None:
-        claims(man, (("samples", 0, I64), ("tokens", 0, I64)), w)
-        _typed(man, "sha256", str, "a string", w)
-    _typed(rec, "config", dict, "an object", w)
+    check_meta(rec, "header", w)
+    if isinstance(rec.get("manifest"), dict):
+        check_meta(rec["manifest"], "header.manifest", w)
     _header_config(rec.get("config"), w)
     return rec
 

@@ -81,6 +81,7 @@ CASE(skrull_two_cps)
 /* c: shared packs */
 CASE(mcore_cp_three)
 CASE(shared_without_self)
+CASE(shared_primary_missing)
 /* CP group sizes the heads split over under Ulysses */
 CASE(mcore_cp_ulysses_kv4)
 /* every GPU joins every optimizer step */

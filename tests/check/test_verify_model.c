@@ -163,8 +163,10 @@ Test(verify_model, shared_pack_copies)
     shared(&f, 1);    /* rank 1 holds another sample under the shared list */
     expect(&f, NULL, 5, 1, "the copy of this shared pack on dp 1 is different");
     fx_fini(&f);
-    shared(&f, 2);    /* rank 1's copy names dp 2, which the iteration lacks */
-    expect(&f, NULL, 5, 3, "shared with dp 2, which the iteration does not have");
+    shared(&f, 2);    /* rank 1's copy names dp 2, which the iteration lacks; and dp 0, the
+                       * primary, holds no pack shared by [0, 2] */
+    expect(&f, NULL, 5, 4, "shared with dp 2, which the iteration does not have");
+    expect(&f, NULL, 5, 4, "whose primary copy, on dp 0, is missing");
     fx_fini(&f);
 }
 
