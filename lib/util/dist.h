@@ -1,6 +1,6 @@
 /* lib/util/dist.h -- distributions over iterations: mean, p50, p99 and max of a column
  * of per-iteration values.  Every distribution vlplan reports (the metrics of
- * lib/plan/metrics.c and the simulator's) comes from here, so both read alike. */
+ * lib/check/metrics.c and the simulator's) comes from here, so both read alike. */
 #ifndef VLPLAN_DIST_H
 #define VLPLAN_DIST_H
 

@@ -1,4 +1,4 @@
-/* lib/plan/run.h -- one planning run end to end, shared by `plan`, `compare` and tests:
+/* lib/run/run.h -- one planning run end to end, shared by `plan`, `compare` and tests:
  * bind the strategy's params, apply the oversize policy, plan every epoch, fill the
  * header, and check the result -- structure and modelled device memory, the checker
  * `verify` runs -- before anyone sees it.

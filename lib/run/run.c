@@ -1,4 +1,4 @@
-/* lib/plan/run.c -- one planning run end to end (run.h): bind the strategy's parameters,
+/* lib/run/run.c -- one planning run end to end (run.h): bind the strategy's parameters,
  * apply the oversize policy, plan, fill the header, and check every iteration -- the
  * checker verify runs, device memory included -- before it goes to the sink, so a
  * strategy bug can never become a silently wrong schedule, nor an infeasible one a

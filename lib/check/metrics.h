@@ -1,4 +1,4 @@
-/* lib/plan/metrics.h -- balance metrics computed the same way for every strategy, from the
+/* lib/check/metrics.h -- balance metrics computed the same way for every strategy, from the
  * plan alone (docs/decisions.md §4): ABR, DBR, PR, CR, Ave-T per iteration, and their mean, p50,
  * p99 and max over iterations. */
 #ifndef VLPLAN_METRICS_H

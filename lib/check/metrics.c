@@ -1,4 +1,4 @@
-/* lib/plan/metrics.c -- balance metrics from the plan alone (metrics.h, docs/decisions.md §4): per
+/* lib/check/metrics.c -- balance metrics from the plan alone (metrics.h, docs/decisions.md §4): per
  * iteration ABR, DBR, PR, CR and Ave-T over its ranks, then mean, p50, p99 and max over
  * iterations.  Percentiles are nearest-rank: the ceil(q·n/100)-th smallest value.
  *  - Ranks of different sizes (Hydraulis pipelines, GPUs = tp·sp·pp) are compared by

@@ -1,4 +1,4 @@
-/* lib/plan/verify.h -- the plan checker (docs/decisions.md §7 invariants), run by `vlplan verify` and by
+/* lib/check/verify.h -- the plan checker (docs/decisions.md §7 invariants), run by `vlplan verify` and by
  * `vlplan plan` on its own output before committing it.
  *   I1 coverage: every token of every sample exactly once per epoch, or dropped; a rank's
  *      backward packs hold exactly the tokens of its forward packs;

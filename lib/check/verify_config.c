@@ -1,4 +1,4 @@
-/* lib/plan/verify_config.c -- what the config and the plan's strategy permit (verify.h):
+/* lib/check/verify_config.c -- what the config and the plan's strategy permit (verify.h):
  * the epochs the header declares against the config's and the iterations' (I5); every
  * pack's capacity within what the strategy writes under the config (I3); the dropped
  * ranges against each sample's length and the oversize policy -- whole samples longer

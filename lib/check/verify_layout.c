@@ -1,4 +1,4 @@
-/* lib/plan/verify_layout.c -- how a plan places its work (verify.h): the integer fields
+/* lib/check/verify_layout.c -- how a plan places its work (verify.h): the integer fields
  * within the ranges of the field table (lib/plan/planio_fields.c) and, with a config, within
  * what the cluster and model permit, Ulysses CP groups (a rank's sp, a shared pack's
  * members' together) splitting the heads evenly among them (I3); distinct data-parallel
@@ -490,7 +490,7 @@ static void check_declared(const vl_vctx *v)
 
 /* The capabilities against the strategy's, from the registry: the header cannot grant
  * what the strategy never writes (a plan relabelled from another strategy), and, as the
- * runner records exactly the strategy's (lib/plan/run.c), a plan of a known strategy
+ * runner records exactly the strategy's (lib/run/run.c), a plan of a known strategy
  * that states its capabilities declares all of them -- a Hydraulis plan without
  * "optimizer_shard":"world" is modelled with memory it does not have. */
 static void check_allowed(const vl_vctx *v)

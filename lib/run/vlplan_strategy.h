@@ -1,4 +1,4 @@
-/* lib/plan/vlplan_strategy.h -- what every scheduling strategy implements.  A strategy is
+/* lib/run/vlplan_strategy.h -- what every scheduling strategy implements.  A strategy is
  * data: a vl_strategy filled in its own plans/<name>.c and listed once in
  * plans/strategies.def.  The library calls it through this table only. */
 #ifndef VLPLAN_STRATEGY_H
@@ -22,7 +22,7 @@
 #include "strbuf.h"
 
 /* What a strategy tells the runner besides the plan: its -v log and the knobs it
- * actually used.  Owned by the runner (lib/plan/run.c); strategies reach it only
+ * actually used.  Owned by the runner (lib/run/run.c); strategies reach it only
  * through vl_job_log and vl_job_params. */
 typedef struct vl_report vl_report;
 

@@ -1,4 +1,4 @@
-/* lib/plan/verify.c -- the plan checker's driver (verify.h; docs/decisions.md §7): the
+/* lib/check/verify.c -- the plan checker's driver (verify.h; docs/decisions.md §7): the
  * report, I2 sums, I3 capacities and memory, I4 lockstep, I5 epochs, what a file
  * claimed and what simulate refuses.  Coverage (verify_cover.c), slice and schedule
  * order (verify_order.c), placement (verify_layout.c) and what the config and strategy

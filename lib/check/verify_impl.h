@@ -1,4 +1,4 @@
-/* lib/plan/verify_impl.h -- private to the plan checker: verify.c (driver, report, sums,
+/* lib/check/verify_impl.h -- private to the plan checker: verify.c (driver, report, sums,
  * capacities, counts, file claims, memory), verify_cover.c (I1: every token once per
  * epoch), verify_order.c (slices and backward packs: coverage per rank, forward in token
  * order, backward in reverse, schedules), verify_layout.c (GPU placement, CP placement,
