@@ -14,7 +14,6 @@
 
 #include "grow.h"
 #include "prefetch.h"
-#include "vlplan_strategy.h"
 
 /* Epoch numbers beyond this, in a plan that does not say how many it has, are counted
  * as epochs without iterations rather than given a bitset each. */
