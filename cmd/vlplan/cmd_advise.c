@@ -336,8 +336,8 @@ static int judge_on(search *s, adv_cand *c, vl_manifest *m, double scale, double
         c->stage = ADV_REFUSED;
     if (rc == 0 && !refused) {
         *fits = eval_fits(&r);
-        *t = r.sim.epoch_time_s * scale;
-        *tok = r.mt.tokens;
+        *t = r.ev.sim.epoch_time_s * scale;
+        *tok = r.ev.mt.tokens;
     }
     return rc;
 }
