@@ -34,7 +34,7 @@ const vl_strategy *vl_strategy_find(const char *name)
 
 /* The verifier's rules for the strategy a plan names: its own, or the strictest the
  * registered ones agree on for a name the registry does not have. */
-static vl_status registry_fill(const void *ctx, const char *name, const vl_config *cfg,
+static vl_status registry_fill(void *ctx, const char *name, const vl_config *cfg,
                                vl_verify_rules *out, vl_err *err)
 {
     const vl_strategy *s = vl_strategy_find(name);

@@ -21,6 +21,7 @@ LAYERS = {
     "lib/model": 4,
     "lib/check": 5,
     "lib/run": 6,
+    "lib": 7,           # the face: lib/vlplan.h includes what a program uses
 }
 REGISTRY_CALLS = re.compile(r"\bvl_strategy_(find|at|count)\s*\(|\bvl_registry_rules\b")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

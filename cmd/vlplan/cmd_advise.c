@@ -29,7 +29,7 @@
 
 #include "advise.h"
 #include "report.h"
-#include "vlplan_strategy.h"
+#include "vlplan.h"
 
 #define CMD "advise"
 #define MAX_STRATEGIES 32

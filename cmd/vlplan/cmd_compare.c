@@ -19,7 +19,7 @@
 #include "compare_out.h"
 #include "compare_work.h"
 #include "evaluate.h"
-#include "run.h"
+#include "vlplan.h"
 
 static const char *const CMD = "compare";
 static const char *const USAGE =

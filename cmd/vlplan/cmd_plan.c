@@ -7,9 +7,7 @@
 
 #include "cli.h"
 #include "evaluate.h"
-#include "planio.h"
-#include "run.h"
-#include "vlplan_strategy.h"
+#include "vlplan.h"
 
 static const char *const CMD = "plan";
 static const char *const USAGE =

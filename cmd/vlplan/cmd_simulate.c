@@ -6,8 +6,8 @@
 #include "cli.h"
 #include "evaluate.h"
 #include "report.h"
-#include "svg.h"
 #include "strbuf.h"
+#include "vlplan.h"
 
 enum { OPT_RANKS = OPT_ROW + 100 };
 

@@ -6,11 +6,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "cost.h"
 #include "evaluate.h"
-#include "planio.h"
-#include "verify.h"
-#include "vlplan_strategy.h"
+#include "vlplan.h"
 
 static const char *const CMD = "verify";
 static const char *const USAGE = "[-q] [-c CONFIG] [--set KEY=VALUE]... [-j N] PLAN MANIFEST...";

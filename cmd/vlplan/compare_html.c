@@ -10,7 +10,7 @@
 
 #include "compare_out.h"
 #include "figures.h"
-#include "svg.h"
+#include "vlplan.h"
 
 static const char *const palette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
                                       "#edc948", "#b07aa1", "#ff9da7"};

@@ -10,7 +10,7 @@
 
 #include "cli.h"
 #include "figures.h"
-#include "svg.h"
+#include "vlplan.h"
 
 #define COL 14
 

@@ -9,9 +9,7 @@
 #include <unistd.h>
 
 #include "compare_work.h"
-#include "run.h"
-#include "svg.h"
-#include "vlplan_strategy.h"
+#include "vlplan.h"
 
 #define CMD "compare"
 

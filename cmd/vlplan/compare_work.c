@@ -8,10 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run.h"
-#include "sampler.h"
-#include "stats.h"
-#include "vlplan_strategy.h"
+#include "vlplan.h"
 
 #define LESS_WORK 0.999   /* a row planning under 99.9% of the most tokens did less */
 #define OTHER_STEPS 0.01  /* iteration counts further apart than 1% */

@@ -7,7 +7,7 @@
 
 #include "cli.h"
 #include "evaluate.h"
-#include "planio.h"
+#include "vlplan.h"
 
 int eval_cost_load(eval_cost_src *s, const vl_plan *p)
 {

@@ -8,7 +8,7 @@
 
 #include "cli.h"
 #include "figures.h"
-#include "planio.h"
+#include "vlplan.h"
 
 vl_status eval_acc_finish(vl_eval_acc *a, const vl_plan *p, eval_result *out, vl_err *err)
 {

@@ -8,12 +8,8 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "config.h"
-#include "cost.h"
-#include "eval.h"
 #include "jsonw.h"
-#include "plan.h"
-#include "plan_file.h"
+#include "vlplan.h"
 
 typedef struct eval_result {
     vl_eval ev;           /* the plan's figures (lib/check/eval.h) */

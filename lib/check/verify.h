@@ -67,9 +67,9 @@ typedef struct vl_verify_rules {
  * format's own rules only (any capability the plan declares, slices anywhere in token
  * order, no limits) -- for plans of no known strategy table. */
 typedef struct vl_rules_source {
-    vl_status (*fill)(const void *ctx, const char *strategy, const vl_config *cfg,
+    vl_status (*fill)(void *ctx, const char *strategy, const vl_config *cfg,
                       vl_verify_rules *out, vl_err *err);
-    const void *ctx;
+    void *ctx;
 } vl_rules_source;
 
 

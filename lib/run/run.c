@@ -256,7 +256,7 @@ static vl_status finish(run_ctx *c, vl_plan *p, bool streamed, vl_err *err)
 }
 
 /* The verifier's rules: the strategy's own, from the opts this run bound. */
-static vl_status own_rules(const void *ctx, const char *strategy, const vl_config *cfg,
+static vl_status own_rules(void *ctx, const char *strategy, const vl_config *cfg,
                            vl_verify_rules *out, vl_err *err)
 {
     const run_ctx *c = ctx;
