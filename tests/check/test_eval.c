@@ -82,22 +82,28 @@ static vl_status each(void *ud, const vl_plan *p, const vl_cost *cost,
     return VL_OK;
 }
 
+/* vl_eval_file of f's plan file with the hooks above; so NULL: metrics only. */
+static vl_status eval_file(const fixture *f, seen *s, const vl_sim_opts *so, int threads,
+                           vl_eval *out, vl_err *err)
+{
+    vl_eval_file_opts o = {.cost_for = cost_for, .so = so, .each = each, .ud = s,
+                           .threads = threads};
+    vl_plan_file pf;
+
+    return vl_eval_file(f->path, &o, &pf, out, err);
+}
+
 Test(eval, a_file_has_the_figures_of_the_plan_held_whole)
 {
-    fixture f;
+    fixture f = {0};
     vl_sim_opts so = {0};
-    seen s = {0};
     vl_eval whole, file;
-    vl_plan_file pf;
     vl_err err = {0};
 
-    memset(&f, 0, sizeof f);
     fixture_init(&f);
-    s.cost = &f.cost;
-    vl_eval_file_opts o = {.cost_for = cost_for, .so = &so, .each = each, .ud = &s,
-                           .threads = 2};
+    seen s = {.cost = &f.cost};
     cr_assert_eq(vl_eval_plan(&f.p, &f.cost, &so, &whole, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_eval_file(f.path, &o, &pf, &file, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(eval_file(&f, &s, &so, 2, &file, &err), VL_OK, "%s", err.msg);
     cr_assert_eq(s.cost_calls, 1);
     cr_assert_eq(s.iters, f.p.niters);
     cr_assert_eq(s.simulated, f.p.niters);
@@ -116,17 +122,13 @@ Test(eval, a_file_has_the_figures_of_the_plan_held_whole)
 
 Test(eval, without_a_cost_model_metrics_only)
 {
-    fixture f;
+    fixture f = {0};
     seen s = {0};
     vl_eval file;
-    vl_plan_file pf;
     vl_err err = {0};
 
-    memset(&f, 0, sizeof f);
     fixture_init(&f);
-    s.cost = NULL;
-    vl_eval_file_opts o = {.cost_for = cost_for, .each = each, .ud = &s, .threads = 1};
-    cr_assert_eq(vl_eval_file(f.path, &o, &pf, &file, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(eval_file(&f, &s, NULL, 1, &file, &err), VL_OK, "%s", err.msg);
     cr_assert(!file.has_sim);
     cr_assert_eq(s.simulated, 0);
     cr_assert_eq(file.mt.iterations, f.p.niters);
@@ -135,19 +137,14 @@ Test(eval, without_a_cost_model_metrics_only)
 
 Test(eval, a_hook_that_fails_stops_the_read)
 {
-    fixture f;
+    fixture f = {0};
     vl_sim_opts so = {0};
-    seen s = {.fail_at_cost = VL_ECONFIG};
     vl_eval file;
-    vl_plan_file pf;
     vl_err err = {0};
 
-    memset(&f, 0, sizeof f);
     fixture_init(&f);
-    s.cost = &f.cost;
-    vl_eval_file_opts o = {.cost_for = cost_for, .so = &so, .each = each, .ud = &s,
-                           .threads = 1};
-    cr_assert_eq(vl_eval_file(f.path, &o, &pf, &file, &err), VL_ECONFIG);
+    seen s = {.cost = &f.cost, .fail_at_cost = VL_ECONFIG};
+    cr_assert_eq(eval_file(&f, &s, &so, 1, &file, &err), VL_ECONFIG);
     cr_assert_str_eq(err.msg, "no config for you");
     cr_assert_eq(s.iters, 0);
     fixture_free(&f);
