@@ -124,10 +124,11 @@ vl_status vl_strategy_rules(const vl_strategy *s, const vl_config *cfg, vl_verif
 /** The same with its opts already bound from cfg (non-NULL), as the runner holds them. */
 void vl_strategy_rules_bound(const vl_strategy *s, const void *opts, const vl_config *cfg,
                              vl_verify_rules *out);
-/** The rules of a strategy none of all[0..n) is: the strictest they agree on -- no slice,
- *  only the capabilities the plan declares, and under cfg the longest sample any places
- *  and the largest pack any writes (0 when one states none) -- so a new name cannot
- *  switch a check off.  VL_OK or VL_ENOMEM. */
+/** The rules of a strategy none of all[0..n) is, so that a new name cannot switch a
+ *  check off: only the capabilities the plan declares, and under cfg the strictest they
+ *  agree on -- no slice, the longest sample any places, the largest pack any writes (0
+ *  when one states none); without a config the format's own rules.  VL_OK or
+ *  VL_ENOMEM. */
 vl_status vl_strategy_rules_strictest(const vl_strategy *const *all, size_t n,
                                       const vl_config *cfg, vl_verify_rules *out,
                                       vl_err *err);
@@ -138,7 +139,8 @@ const vl_strategy *vl_strategy_at(size_t i);
 /** The strategy called name, or NULL. */
 const vl_strategy *vl_strategy_find(const char *name);
 /** The verifier's rules source over the registry: a registered strategy's own rules, the
- *  strictest for a name it does not have (what `verify` and `plan` check against). */
+ *  strictest for a name it does not have (what `verify` checks a plan file against;
+ *  the runner passes the strategy's own, lib/run/run.c). */
 extern const vl_rules_source vl_registry_rules;
 
 #endif
