@@ -10,11 +10,12 @@ VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
 PKGS     := yaml-0.1 jansson libzstd
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2 -Wvla
-# lib/ is grouped by module (util, io, data, config, model, pack, plan); every module
-# folder and every strategy folder is on the include path, so headers are named alone.
+# lib/ is grouped by module (util, io, config, data, pack, plan, model, check, run: the
+# layers of docs/ARCHITECTURE.md) under its face, lib/vlplan.h; lib/, every module folder
+# and every strategy folder are on the include path, so headers are named alone.
 LIB_DIRS := $(sort $(patsubst %/,%,$(dir $(wildcard lib/*/*.h))))
 PLAN_DIRS := $(sort $(patsubst %/,%,$(dir $(wildcard plans/*/*.h))))
-CPPFLAGS := $(addprefix -I,$(LIB_DIRS) $(PLAN_DIRS) plans) -D_POSIX_C_SOURCE=200809L \
+CPPFLAGS := $(addprefix -I,lib $(LIB_DIRS) $(PLAN_DIRS) plans) -D_POSIX_C_SOURCE=200809L \
             -DVLPLAN_VERSION='"$(VERSION)"'
 OPT      := -O2 -g -ffp-contract=off
 ifeq ($(SAN),1)

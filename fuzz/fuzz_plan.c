@@ -19,6 +19,7 @@
 #include "planio.h"
 #include "sim.h"
 #include "verify.h"
+#include "vlplan_strategy.h"
 
 static void check(int ok, const char *what, const char *detail)
 {
@@ -75,7 +76,8 @@ static vl_status start(walk *w, const vl_plan *p, vl_err *err)
         return VL_OK;
     w->started = true;
     load_cost(w, p);
-    if ((st = vl_verifier_new(&w->v, w->m, w->have_cost ? &w->cost : NULL, &w->rep, err)) ||
+    if ((st = vl_verifier_new(&w->v, w->m, w->have_cost ? &w->cost : NULL, &vl_registry_rules,
+                              &w->rep, err)) ||
         (st = vl_metrics_acc_new(&w->ma, err)))
         return st;
     if (w->have_cost && (st = vl_sim_acc_new(&w->sa, &w->cost, NULL, err)) != VL_OK)
@@ -164,7 +166,8 @@ static void whole(const char *path, vl_manifest *m)
         return;
     }
     load_cost(&w, &p);
-    st = vl_plan_verify_read(&p, &f, w.have_cost ? &w.cost : NULL, &rep, &err);
+    st = vl_plan_verify_read(&p, &f, w.have_cost ? &w.cost : NULL, &vl_registry_rules,
+                             &rep, &err);
     if (st != VL_OK && st != VL_EVERIFY)
         failed_well(st, &err);
     if ((st = vl_metrics_compute(&p, &mt, &err)) != VL_OK)

@@ -1,4 +1,5 @@
-/* plans/registry.c -- the list of strategies (plans/strategies.def) and lookups. */
+/* plans/registry.c -- the list of strategies (plans/strategies.def), lookups, and the
+ * verifier's rules source over them (vl_registry_rules). */
 #include <string.h>
 
 #include "vlplan_strategy.h"
@@ -30,3 +31,18 @@ const vl_strategy *vl_strategy_find(const char *name)
             return registry[i];
     return NULL;
 }
+
+/* The verifier's rules for the strategy a plan names: its own, or the strictest the
+ * registered ones agree on for a name the registry does not have. */
+static vl_status registry_fill(void *ctx, const char *name, const vl_config *cfg,
+                               vl_verify_rules *out, vl_err *err)
+{
+    const vl_strategy *s = vl_strategy_find(name);
+
+    (void)ctx;
+    if (s)
+        return vl_strategy_rules(s, cfg, out, err);
+    return vl_strategy_rules_strictest(registry, vl_strategy_count(), cfg, out, err);
+}
+
+const vl_rules_source vl_registry_rules = {registry_fill, NULL};

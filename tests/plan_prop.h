@@ -274,7 +274,7 @@ static inline vl_status pp_walk_start(pp_walk *w, const vl_plan *p, vl_err *err)
     if ((st = vl_config_load_string(&w->cfg, p->config_json, "plan header config", err)) ||
         (st = vl_config_finalize(&w->cfg, err)) || (st = vl_cost_init(&w->cost, &w->cfg, err)))
         return st;
-    return vl_verifier_new(&w->v, w->m, &w->cost, w->rep, err);
+    return vl_verifier_new(&w->v, w->m, &w->cost, &vl_registry_rules, w->rep, err);
 }
 
 static inline vl_status pp_visit(void *ud, vl_plan *p, vl_err *err)

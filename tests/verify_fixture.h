@@ -11,6 +11,7 @@
 #include "planio.h"
 #include "testutil.h"
 #include "verify.h"
+#include "vlplan_strategy.h"
 
 static const vl_par PAR1 = {1, 1, 1, 0};
 
@@ -64,7 +65,7 @@ static inline void expect_violation_in(const vl_plan *p, const vl_plan_file *f, 
 {
     vl_verify_report rep;
     vl_err err = {0};
-    vl_status st = vl_plan_verify_read(p, f, NULL, &rep, &err);
+    vl_status st = vl_plan_verify_read(p, f, NULL, &vl_registry_rules, &rep, &err);
 
     if (st != VL_EVERIFY || rep.by_inv[inv - 1] != count || !has_msg(&rep, needle))
         dump(&rep);
@@ -85,7 +86,7 @@ static inline void expect_ok_in(const vl_plan *p, const vl_plan_file *f)
 {
     vl_verify_report rep;
     vl_err err = {0};
-    vl_status st = vl_plan_verify_read(p, f, NULL, &rep, &err);
+    vl_status st = vl_plan_verify_read(p, f, NULL, &vl_registry_rules, &rep, &err);
 
     if (st != VL_OK)
         dump(&rep);

@@ -2,10 +2,10 @@
 """tools/layers.py -- the layer check over lib/'s #include lines (docs/ARCHITECTURE.md).
 
 Each lib/ folder has a layer; a file may include headers of its own folder and of
-lower layers only.  lib/ never reaches plans/ (neither its headers nor the registry's
-functions).  The edges listed in KNOWN_DEBT are today's exceptions, to be removed by
-the lib/plan split; any other upward edge fails the check, and so does a debt that
-has disappeared (delete it here, so the list only shrinks).  Exit 0 when clean.
+lower layers only (not a sibling folder of its own layer), so the folders form a DAG.
+lib/ never reaches plans/ or cmd/: neither their headers nor the registry's functions
+(the verifier gets a strategy's rules from its caller, vl_rules_source).  There are no
+exceptions: any upward edge fails the check.  Exit 0 when clean.
 """
 import os
 import re
@@ -19,17 +19,11 @@ LAYERS = {
     "lib/pack": 2,
     "lib/plan": 3,
     "lib/model": 4,
+    "lib/check": 5,
+    "lib/run": 6,
+    "lib": 7,           # the face: lib/vlplan.h includes what a program uses
 }
-# (from, to): why it is still there
-KNOWN_DEBT = {
-    ("lib/plan", "lib/model"): "verify, the runner and metrics call the cost model and "
-                               "the simulator (they belong above model: check/, run/)",
-}
-# lib/ files that still call the registry
-KNOWN_REGISTRY_DEBT = {
-    "lib/plan/verify_config.c": "verify looks up the plan's strategy by name",
-}
-REGISTRY_CALLS = re.compile(r"\bvl_strategy_(find|at|count)\s*\(")
+REGISTRY_CALLS = re.compile(r"\bvl_strategy_(find|at|count)\s*\(|\bvl_registry_rules\b")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -52,7 +46,7 @@ def sources(root):
 
 def main(root):
     where = headers(root)
-    bad, seen = [], set()
+    bad = []
     for folder, path in sources(root):
         text = open(path, encoding="utf-8").read()
         rel = os.path.relpath(path, root)
@@ -67,28 +61,17 @@ def main(root):
             if to.startswith("plans") or to.startswith("cmd"):
                 bad.append(f"{rel}: includes {m.group(1)} from {to}: lib/ never reaches "
                            "plans/ or cmd/")
-            elif LAYERS.get(to, 99) > LAYERS[folder]:
-                if (folder, to) in KNOWN_DEBT:
-                    seen.add((folder, to))
-                else:
-                    bad.append(f"{rel}: includes {m.group(1)} from {to}, a higher layer")
+            elif LAYERS.get(to, 99) >= LAYERS[folder]:
+                # a folder of the same layer too: siblings stay apart, so no cycle
+                bad.append(f"{rel}: includes {m.group(1)} from {to}, a layer not below "
+                           f"{folder}'s")
         if path.endswith(".c") and REGISTRY_CALLS.search(text):
-            if rel in KNOWN_REGISTRY_DEBT:
-                seen.add(rel)
-            else:
-                bad.append(f"{rel}: calls the strategy registry (plans/registry.c); the "
-                           "caller passes what lib needs")
-    for debt in sorted(set(KNOWN_DEBT) - seen):
-        bad.append(f"tools/layers.py: known debt {debt[0]} -> {debt[1]} is gone: remove it "
-                   "from KNOWN_DEBT")
-    for debt in sorted(set(KNOWN_REGISTRY_DEBT) - seen):
-        bad.append(f"tools/layers.py: {debt} no longer calls the registry: remove it from "
-                   "KNOWN_REGISTRY_DEBT")
+            bad.append(f"{rel}: calls the strategy registry (plans/registry.c); the "
+                       "caller passes what lib needs")
     for line in bad:
         print(line, file=sys.stderr)
     if not bad:
-        print(f"layers: lib/ clean ({len(KNOWN_DEBT) + len(KNOWN_REGISTRY_DEBT)} known debts, "
-              "see tools/layers.py)")
+        print(f"layers: lib/ clean ({len(LAYERS)} layered folders, no upward edge)")
     return 1 if bad else 0
 
 

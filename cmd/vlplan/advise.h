@@ -9,8 +9,8 @@
 
 #include "cli.h"
 #include "evaluate.h"
-#include "manifest.h"
 #include "report.h"
+#include "vlplan.h"
 
 /* How far a reference's sampled time may trail the best and still be planned whole: the
  * sample's error against the whole data, with room. */

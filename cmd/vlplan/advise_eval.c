@@ -6,10 +6,7 @@
 #include <string.h>
 
 #include "advise.h"
-#include "cost.h"
-#include "run.h"
-#include "sampler.h"
-#include "vlplan_strategy.h"
+#include "vlplan.h"
 
 int adv_sample(const char *cmd, const vl_manifest *m, const vl_config *cfg, size_t batches,
                vl_manifest **out)

@@ -52,7 +52,7 @@ double adv_work_key(const adv_cand *c, double t)
 static double epoch_key(const adv_cand *c)
 {
     bool fits = c->stage == ADV_PLANNED && eval_fits(&c->full);
-    return fits ? adv_work_key(c, c->full.sim.epoch_time_s) : INFINITY;
+    return fits ? adv_work_key(c, c->full.ev.sim.epoch_time_s) : INFINITY;
 }
 
 /* Not beaten in epoch time, peak memory and dropped tokens at once by another row. */
@@ -65,12 +65,12 @@ static void mark_pareto(adv_cand *c, const size_t *idx, size_t n)
             const adv_cand *y = &c[idx[j]];
             if (j == i || y->stage != ADV_PLANNED || !eval_fits(&y->full))
                 continue;
-            bool le = y->full.sim.epoch_time_s <= x->full.sim.epoch_time_s &&
-                      y->full.sim.peak_mem_gib.max <= x->full.sim.peak_mem_gib.max &&
-                      y->full.mt.dropped_tokens <= x->full.mt.dropped_tokens;
-            bool lt = y->full.sim.epoch_time_s < x->full.sim.epoch_time_s ||
-                      y->full.sim.peak_mem_gib.max < x->full.sim.peak_mem_gib.max ||
-                      y->full.mt.dropped_tokens < x->full.mt.dropped_tokens;
+            bool le = y->full.ev.sim.epoch_time_s <= x->full.ev.sim.epoch_time_s &&
+                      y->full.ev.sim.peak_mem_gib.max <= x->full.ev.sim.peak_mem_gib.max &&
+                      y->full.ev.mt.dropped_tokens <= x->full.ev.mt.dropped_tokens;
+            bool lt = y->full.ev.sim.epoch_time_s < x->full.ev.sim.epoch_time_s ||
+                      y->full.ev.sim.peak_mem_gib.max < x->full.ev.sim.peak_mem_gib.max ||
+                      y->full.ev.mt.dropped_tokens < x->full.ev.mt.dropped_tokens;
             x->pareto = !(le && lt);
         }
     }
@@ -125,8 +125,8 @@ static void print_reference(const adv_search *s, const size_t *idx, size_t n)
             continue;
         printf("\nyour configuration's layout at a strategy's defaults (what compare plans): "
                "best is row %zu (%s, %.1f s); row 1 is %.3fx as fast\n", k + 1, c->strategy,
-               c->full.sim.epoch_time_s,
-               c->full.sim.epoch_time_s / top->full.sim.epoch_time_s);
+               c->full.ev.sim.epoch_time_s,
+               c->full.ev.sim.epoch_time_s / top->full.ev.sim.epoch_time_s);
         return;
     }
     printf("\nyour configuration's layout at the strategies' defaults: no row planned whole "
@@ -149,9 +149,9 @@ static void print_table(const adv_search *s, const size_t *idx, size_t n)
                k + 1, c->strategy, c->tune[0] ? c->tune : "(defaults)", c->lay.tp, c->lay.pp,
                c->lay.sp, c->lay.dp, adv_zero_name(c->lay.zero),
                adv_recompute_name(c->lay.recompute),
-               cli_fixed(r->sim.epoch_time_s, 1, t[0], 32), r->sim.peak_mem_gib.max,
-               cli_count(r->mt.dropped_tokens, t[1], 32), r->mt.iterations,
-               100 * r->sim.mfu_overall, c->pareto ? "*" : "",
+               cli_fixed(r->ev.sim.epoch_time_s, 1, t[0], 32), r->ev.sim.peak_mem_gib.max,
+               cli_count(r->ev.mt.dropped_tokens, t[1], 32), r->ev.mt.iterations,
+               100 * r->ev.sim.mfu_overall, c->pareto ? "*" : "",
                eval_fits(r) ? (c->less_work ? " (less work: fewer tokens)" : "")
                             : " (does not fit)",
                c->reference ? " (your layout)" : "");
@@ -174,22 +174,24 @@ static void warn_same_work(const adv_search *s, const size_t *idx, size_t n)
     uint64_t most = 0;
     size_t iters0 = 0;
 
-    for (size_t k = 0; k < n; k++)
-        if (s->sp.c[idx[k]].stage == ADV_PLANNED)
-            most = s->sp.c[idx[k]].full.mt.tokens > most ? s->sp.c[idx[k]].full.mt.tokens : most;
+    for (size_t k = 0; k < n; k++) {
+        uint64_t t = s->sp.c[idx[k]].full.ev.mt.tokens;
+        if (s->sp.c[idx[k]].stage == ADV_PLANNED && t > most)
+            most = t;
+    }
     for (size_t k = 0; k < n && !s->a->log.quiet; k++) {
         const adv_cand *c = &s->sp.c[idx[k]];
         if (c->stage != ADV_PLANNED)
             continue;
         if (!iters0)
-            iters0 = c->full.mt.iterations;
-        if ((double)c->full.mt.tokens < 0.999 * (double)most)
+            iters0 = c->full.ev.mt.iterations;
+        if ((double)c->full.ev.mt.tokens < 0.999 * (double)most)
             fprintf(stderr, "vlplan advise: warning: row %zu (%s) planned %.1f%% of the tokens "
                             "the others did: its time is for less work\n", k + 1, c->strategy,
-                    100.0 * (double)c->full.mt.tokens / (double)most);
-        if (fabs((double)c->full.mt.iterations - (double)iters0) > 0.01 * (double)iters0)
+                    100.0 * (double)c->full.ev.mt.tokens / (double)most);
+        if (fabs((double)c->full.ev.mt.iterations - (double)iters0) > 0.01 * (double)iters0)
             fprintf(stderr, "vlplan advise: warning: row %zu (%s) makes %zu optimizer steps, "
-                            "row 1 makes %zu\n", k + 1, c->strategy, c->full.mt.iterations,
+                            "row 1 makes %zu\n", k + 1, c->strategy, c->full.ev.mt.iterations,
                     iters0);
     }
 }
@@ -309,11 +311,11 @@ int adv_report(adv_search *s, size_t *idx, size_t nplanned)
     for (size_t i = 0; i < s->sp.n; i++)
         if (s->sp.c[i].stage == ADV_PLANNED) {
             idx[n++] = i;
-            most = s->sp.c[i].full.mt.tokens > most ? s->sp.c[i].full.mt.tokens : most;
+            most = s->sp.c[i].full.ev.mt.tokens > most ? s->sp.c[i].full.ev.mt.tokens : most;
         }
     for (size_t k = 0; k < n; k++) {
         adv_cand *c = &s->sp.c[idx[k]];
-        c->less_work = (double)c->full.mt.tokens < 0.999 * (double)most;
+        c->less_work = (double)c->full.ev.mt.tokens < 0.999 * (double)most;
     }
     if ((rc = adv_sort_by(idx, n, s->sp.c, epoch_key)) != 0)
         return rc;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "advise.h"
-#include "vlplan_strategy.h"
+#include "vlplan.h"
 
 const char *const adv_key_paths[ADV_NKEYS] = {
     "training.tp", "training.pp", "training.sp", "training.zero", "training.recompute",

@@ -34,11 +34,11 @@ static int unjudged(const eval_result *r, const char *key, check_allow allow, ch
     }
     if (eval_work_key(key))
         return 0;
-    if (r->has_sim && !eval_fits(r) && !allow.oom) {
+    if (r->ev.has_sim && !eval_fits(r) && !allow.oom) {
         snprintf(why, whycap, "%s does not fit device memory (%zu of %zu iterations over, "
                  "worst %.2f GiB); its figures are no result (--allow-oom judges them "
-                 "anyway)", r->label, r->sim.oom_iters, r->sim.iterations,
-                 r->sim.peak_mem_gib.max);
+                 "anyway)", r->label, r->ev.sim.oom_iters, r->ev.sim.iterations,
+                 r->ev.sim.peak_mem_gib.max);
         return 2;
     }
     if (r->less_work && !allow.dropped) {

@@ -9,11 +9,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "config.h"
-#include "err.h"
 #include "jsonw.h"
-#include "manifest.h"
 #include "outfile.h"
+#include "vlplan.h"
 
 /* sysexits(3) */
 enum {

@@ -29,7 +29,7 @@
 
 #include "advise.h"
 #include "report.h"
-#include "vlplan_strategy.h"
+#include "vlplan.h"
 
 #define CMD "advise"
 #define MAX_STRATEGIES 32
@@ -336,8 +336,8 @@ static int judge_on(search *s, adv_cand *c, vl_manifest *m, double scale, double
         c->stage = ADV_REFUSED;
     if (rc == 0 && !refused) {
         *fits = eval_fits(&r);
-        *t = r.sim.epoch_time_s * scale;
-        *tok = r.mt.tokens;
+        *t = r.ev.sim.epoch_time_s * scale;
+        *tok = r.ev.mt.tokens;
     }
     return rc;
 }

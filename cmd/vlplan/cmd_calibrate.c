@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "calibrate.h"
 #include "cli.h"
 #include "strbuf.h"
+#include "vlplan.h"
 
 static const char *const CMD = "calibrate";
 static const char *const USAGE =

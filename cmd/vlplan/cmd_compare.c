@@ -19,7 +19,7 @@
 #include "compare_out.h"
 #include "compare_work.h"
 #include "evaluate.h"
-#include "run.h"
+#include "vlplan.h"
 
 static const char *const CMD = "compare";
 static const char *const USAGE =
@@ -285,9 +285,9 @@ static int precheck(const compare_args *a)
 
     for (int i = 0; i < a->nrows; i++) {
         memset(&res[i], 0, sizeof res[i]);
-        snprintf(res[i].strategy, sizeof res[i].strategy, "%s", a->rows[i].strategy);
+        snprintf(res[i].ev.strategy, sizeof res[i].ev.strategy, "%s", a->rows[i].strategy);
         snprintf(res[i].label, sizeof res[i].label, "%s", a->rows[i].label);
-        res[i].has_sim = res[i].has_timing = true;
+        res[i].ev.has_sim = res[i].has_timing = true;
     }
     for (int i = 0; i < a->nchecks; i++)
         if (check_expr(a->checks[i], res, (size_t)a->nrows, allow, why, sizeof why) < 0) {

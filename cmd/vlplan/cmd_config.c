@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "vlplan_strategy.h"
+#include "vlplan.h"
 
 static const char *const CMD = "config";
 static const char *const USAGE = "[--dump] [-c CONFIG] [--set KEY=VALUE]...";

@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "gen.h"
 #include "outfile.h"
+#include "vlplan.h"
 #include "zio.h"
 
 static const char *const CMD = "gen";

@@ -7,9 +7,7 @@
 
 #include "cli.h"
 #include "evaluate.h"
-#include "planio.h"
-#include "run.h"
-#include "vlplan_strategy.h"
+#include "vlplan.h"
 
 static const char *const CMD = "plan";
 static const char *const USAGE =
@@ -119,7 +117,7 @@ typedef struct plan_sink {
     bool figures;         /* --metrics or -v */
     vl_cost cost;
     vl_sim_opts so;
-    eval_acc acc;
+    vl_eval_acc acc;
     cli_meter meter;      /* iterations begun, against the announced count */
     uint64_t lossless;    /* iterations with tokens but no loss token (truncation) */
     uint64_t first_lossless;
@@ -139,7 +137,7 @@ static vl_status sink_begin(void *ud, const vl_plan *p, int64_t iterations, vl_e
     plan_sink *k = ud;
     const char *out = k->a->output;
 
-    if (k->figures && eval_acc_init(&k->acc, &k->cost, &k->so, err) != VL_OK)
+    if (k->figures && vl_eval_acc_init(&k->acc, &k->cost, &k->so, err) != VL_OK)
         return err->code;
     if (!k->o) {
         fflush(stdout);
@@ -161,7 +159,7 @@ static vl_status sink_iters(void *ud, const vl_plan *p, vl_err *err)
         if (tokens && !loss && !k->lossless++)
             k->first_lossless = p->iter_base + it;
         if (k->figures)
-            st = eval_acc_iter(&k->acc, p, it, NULL, err);
+            st = vl_eval_acc_iter(&k->acc, p, it, NULL, err);
     }
     return st;
 }
@@ -278,9 +276,9 @@ static int write_metrics(const plan_args *a, plan_sink *k, const vl_plan *p, dou
     if (a->log.verbose)
         fprintf(stderr, "vlplan plan: %s: %zu iterations, %llu samples, %llu tokens, "
                         "abr %.4f dbr %.4f pr %.4f, epoch %.1f s simulated; planned in %.3f s\n",
-                p->strategy, r.mt.iterations, (unsigned long long)r.mt.samples,
-                (unsigned long long)r.mt.tokens, r.mt.abr.mean, r.mt.dbr.mean, r.mt.pr.mean,
-                r.sim.epoch_time_s, secs);
+                p->strategy, r.ev.mt.iterations, (unsigned long long)r.ev.mt.samples,
+                (unsigned long long)r.ev.mt.tokens, r.ev.mt.abr.mean, r.ev.mt.dbr.mean,
+                r.ev.mt.pr.mean, r.ev.sim.epoch_time_s, secs);
     if (!a->metrics)
         return 0;
     /* through a memory stream, so the file is written whole and atomically */
@@ -387,7 +385,7 @@ static int run(plan_args *a, char **ins, int nin)
 done_out:
     rc = commit_outputs(&k, rc);
     vl_plan_free(&p);
-    eval_acc_free(&k.acc);
+    vl_eval_acc_free(&k.acc);
     free(res.log);
     vl_manifest_free(m);
 done_cfg:

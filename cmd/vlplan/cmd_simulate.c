@@ -6,8 +6,8 @@
 #include "cli.h"
 #include "evaluate.h"
 #include "report.h"
-#include "svg.h"
 #include "strbuf.h"
+#include "vlplan.h"
 
 enum { OPT_RANKS = OPT_ROW + 100 };
 
@@ -172,7 +172,7 @@ static int run(const sim_args *a, const char *path)
     int rc = eval_plan_file(CMD, path, &o, &r);
 
     if (rc == 0)
-        rc = check_found(a, r.mt.iterations);
+        rc = check_found(a, r.ev.mt.iterations);
     if (rc == 0 && a->fmt == FMT_TABLE) {
         print_head(&w);
         if (!a->have_iter)

@@ -7,7 +7,7 @@
 #include "cli.h"
 #include "jsonw.h"
 #include "report.h"
-#include "stats.h"
+#include "vlplan.h"
 
 static const char *const CMD = "stats";
 static const char *const USAGE = "[--format table|json|csv] MANIFEST...";

@@ -7,7 +7,7 @@
 
 #include "cli.h"
 #include "report.h"
-#include "vlplan_strategy.h"
+#include "vlplan.h"
 
 static const char *const CMD = "strategies";
 static const char *const USAGE = "[-v] [--format table|csv|mdoc]";

@@ -6,10 +6,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "cost.h"
 #include "evaluate.h"
-#include "planio.h"
-#include "verify.h"
+#include "vlplan.h"
 
 static const char *const CMD = "verify";
 static const char *const USAGE = "[-q] [-c CONFIG] [--set KEY=VALUE]... [-j N] PLAN MANIFEST...";
@@ -167,7 +165,8 @@ static int walk_start(verify_walk *w, const vl_plan *p)
     if (!w->src.have && !w->a->log.quiet)
         fprintf(stderr, "vlplan verify: warning: the plan header has no config and no -c "
                         "was given; modelled memory and cluster limits not checked\n");
-    if (vl_verifier_new(&w->v, w->m, w->src.have ? &w->src.cost : NULL, w->rep, &err) != VL_OK)
+    if (vl_verifier_new(&w->v, w->m, w->src.have ? &w->src.cost : NULL, &vl_registry_rules,
+                        w->rep, &err) != VL_OK)
         return cli_fail(CMD, &err);
     return check_header_config(w, p);
 }

@@ -10,7 +10,7 @@
 
 #include "compare_out.h"
 #include "figures.h"
-#include "svg.h"
+#include "vlplan.h"
 
 static const char *const palette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
                                       "#edc948", "#b07aa1", "#ff9da7"};
@@ -74,10 +74,10 @@ static void work_cells(FILE *f, const eval_result *r)
         return;
     }
     fprintf(f, "<td class=\"l\">%s</td><td>%s</td><td%s>%.1f%%</td><td>%s</td><td%s>%s</td>",
-            compare_scope_name(r), cli_count(r->mt.tokens, c[0], 32),
+            compare_scope_name(r), cli_count(r->ev.mt.tokens, c[0], 32),
             r->less_work ? " class=\"bad\"" : "", 100.0 * r->token_share,
-            cli_count(r->mt.dropped_tokens, c[1], 32), r->other_steps ? " class=\"bad\"" : "",
-            cli_count(r->mt.iterations, c[2], 32));
+            cli_count(r->ev.mt.dropped_tokens, c[1], 32), r->other_steps ? " class=\"bad\"" : "",
+            cli_count(r->ev.mt.iterations, c[2], 32));
 }
 
 static void table(FILE *f, const eval_result *res, size_t n)
@@ -97,12 +97,11 @@ static void table(FILE *f, const eval_result *res, size_t n)
         fputs("<tr><td class=\"l\">", f);
         esc(f, r->label);
         fputs("</td><td class=\"l\">", f);
-        esc(f, r->strategy);
+        esc(f, r->ev.strategy);
         fputs("</td>", f);
         work_cells(f, r);
-        fprintf(f, "<td%s>%s</td>", r->refused || (r->has_sim && !eval_fits(r)) ? " class=\"bad\""
-                                                                               : "",
-                compare_fits_word(r));
+        bool bad = r->refused || (r->ev.has_sim && !eval_fits(r));
+        fprintf(f, "<td%s>%s</td>", bad ? " class=\"bad\"" : "", compare_fits_word(r));
         for (const figure *g = fig_table; g->key; g++)
             fprintf(f, "<td>%s</td>",
                     r->refused ? "-" : g->value(r, &v) ? fig_format(g, v, buf, sizeof buf)

@@ -10,7 +10,7 @@
 
 #include "cli.h"
 #include "figures.h"
-#include "svg.h"
+#include "vlplan.h"
 
 #define COL 14
 
@@ -21,7 +21,7 @@ const char *compare_scope_name(const eval_result *r)
 
 const char *compare_fits_word(const eval_result *r)
 {
-    return r->refused ? "refused" : !r->has_sim ? "-" : eval_fits(r) ? "yes" : "NO";
+    return r->refused ? "refused" : !r->ev.has_sim ? "-" : eval_fits(r) ? "yes" : "NO";
 }
 
 static const char *cell(const figure *g, const eval_result *r, char *buf, size_t cap)
@@ -31,7 +31,7 @@ static const char *cell(const figure *g, const eval_result *r, char *buf, size_t
     if (r->refused)
         return "-";
     if (!g->value(r, &v))
-        return strcmp(g->key, "speedup") == 0 && r->has_sim ? "n/a" : "-";
+        return strcmp(g->key, "speedup") == 0 && r->ev.has_sim ? "n/a" : "-";
     return fig_format(g, v, buf, cap);
 }
 
@@ -42,14 +42,14 @@ typedef struct work_row {
     uint64_t (*count)(const eval_result *r);
 } work_row;
 
-static uint64_t w_samples(const eval_result *r) { return r->mt.samples; }
-static uint64_t w_tokens(const eval_result *r) { return r->mt.tokens; }
+static uint64_t w_samples(const eval_result *r) { return r->ev.mt.samples; }
+static uint64_t w_tokens(const eval_result *r) { return r->ev.mt.tokens; }
 static uint64_t w_dropped(const eval_result *r)
 {
-    return r->mt.dropped_tokens - r->mt.truncated_tokens;
+    return r->ev.mt.dropped_tokens - r->ev.mt.truncated_tokens;
 }
-static uint64_t w_truncated(const eval_result *r) { return r->mt.truncated_tokens; }
-static uint64_t w_iterations(const eval_result *r) { return r->mt.iterations; }
+static uint64_t w_truncated(const eval_result *r) { return r->ev.mt.truncated_tokens; }
+static uint64_t w_iterations(const eval_result *r) { return r->ev.mt.iterations; }
 
 static const work_row work_rows[] = {
     {"scope", "", 2, NULL},
@@ -133,9 +133,9 @@ static void print_rows(FILE *f, const eval_result *res, size_t n, int md)
     }
     for (size_t i = 0; i < n; i++) {
         const eval_result *r = &res[i];
-        fprintf(f, "%s%s%s%s%s%s", md ? "| " : "", r->label, sep, r->strategy, sep,
+        fprintf(f, "%s%s%s%s%s%s", md ? "| " : "", r->label, sep, r->ev.strategy, sep,
                 md ? compare_fits_word(r)
-                   : r->refused ? "refused" : !r->has_sim ? "" : eval_fits(r) ? "1" : "0");
+                   : r->refused ? "refused" : !r->ev.has_sim ? "" : eval_fits(r) ? "1" : "0");
         for (const work_row *w = work_rows; w->key; w++) {
             if (md || w->kind == 2 || r->refused)
                 fprintf(f, "%s%s", sep, r->refused ? "" : md ? work_cell(w, r, buf, sizeof buf)
@@ -172,7 +172,7 @@ static int json_compared(vl_jw *o, const compare_ctx *ctx)
 
 static int json_row(vl_jw *e, const eval_result *r)
 {
-    int bad = !e || vl_jw_str(e, "label", r->label) || vl_jw_str(e, "strategy", r->strategy) ||
+    int bad = !e || vl_jw_str(e, "label", r->label) || vl_jw_str(e, "strategy", r->ev.strategy) ||
               vl_jw_bool(e, "refused", r->refused);
 
     if (bad || r->refused)
@@ -266,7 +266,7 @@ static void draw_panel(vl_svg *g, const figure *fg, const eval_result *res, size
         const eval_result *r = &res[i];
         double y = y0 + PANEL_PAD - 8 + BAR_H * (double)i;
         bool ok = !r->refused && fg->value(r, &v);
-        bool oom = !r->refused && r->has_sim && !eval_fits(r), marked = oom || r->less_work;
+        bool oom = !r->refused && r->ev.has_sim && !eval_fits(r), marked = oom || r->less_work;
         double w = ok && vmax > 0 ? room * fabs(v) / vmax : 0;
         snprintf(name, sizeof name, "%.18s%s", r->label,
                  r->refused ? " (refused)" : oom ? " (OOM)" : r->less_work ? " (less)" : "");
@@ -304,7 +304,7 @@ static double draw_heading(vl_svg *g, const compare_ctx *ctx, const eval_result 
         else
             snprintf(line, sizeof line, "%s: %.1f%% of the tokens%s, %zu iterations%s, %s "
                                         "scope", r->label, 100.0 * r->token_share,
-                     r->less_work ? " (less work)" : "", r->mt.iterations,
+                     r->less_work ? " (less work)" : "", r->ev.mt.iterations,
                      r->other_steps ? " (other steps)" : "", compare_scope_name(r));
         vl_svg_text(g, 20, y += 16, 11, "start", r->refused || r->less_work ? "#c00" : "#333",
                     line);
@@ -322,7 +322,7 @@ vl_status compare_svg_text(const compare_ctx *ctx, const eval_result *res, size_
     while (fig_table[nfig].key)
         nfig++;
     for (size_t i = 0; i < n; i++)
-        any_oom |= !res[i].refused && res[i].has_sim && !eval_fits(&res[i]);
+        any_oom |= !res[i].refused && res[i].ev.has_sim && !eval_fits(&res[i]);
     size_t rows = (nfig + PANEL_COLS - 1) / PANEL_COLS;
     double head = 44 + 16.0 * (double)(n + 2 + (ctx->same_tokens[0] != 0)) + 12;
     double top = head + (any_oom ? 18 : 0), ph = panel_h(n);

@@ -9,9 +9,7 @@
 #include <unistd.h>
 
 #include "compare_work.h"
-#include "run.h"
-#include "svg.h"
-#include "vlplan_strategy.h"
+#include "vlplan.h"
 
 #define CMD "compare"
 
@@ -64,7 +62,7 @@ static int send_refusal(const char *label, const char *strategy, const vl_err *e
 
     memset(&r, 0, sizeof r);
     snprintf(r.label, sizeof r.label, "%s", label);
-    snprintf(r.strategy, sizeof r.strategy, "%s", strategy);
+    snprintf(r.ev.strategy, sizeof r.ev.strategy, "%s", strategy);
     snprintf(r.why, sizeof r.why, "%s", err->msg);
     r.refused = true;
     r.speedup = NAN;
@@ -77,15 +75,15 @@ static int evaluate(const vl_plan *p, const vl_cost *cost, bool detail, eval_res
 {
     vl_sim_opts so = VL_SIM_OPTS_INIT;
     vl_sim_iter_result it;
-    eval_acc a;
+    vl_eval_acc a;
     vl_err err = {0};
-    vl_status st = eval_acc_init(&a, cost, &so, &err);
+    vl_status st = vl_eval_acc_init(&a, cost, &so, &err);
 
     if (st == VL_OK && detail && !(d->iter_ms = malloc((p->niters ? p->niters : 1) *
                                                        sizeof *d->iter_ms)))
         st = vl_seterr(&err, VL_ENOMEM, "out of memory");
     for (size_t i = 0; st == VL_OK && i < p->niters; i++) {
-        st = eval_acc_iter(&a, p, i, &it, &err);
+        st = vl_eval_acc_iter(&a, p, i, &it, &err);
         if (st == VL_OK && detail) {
             d->iter_ms[i] = it.iter_time_ms;
             if (i == 0 || it.iter_time_ms > d->iter_ms[d->slowest])
@@ -97,7 +95,7 @@ static int evaluate(const vl_plan *p, const vl_cost *cost, bool detail, eval_res
         st = eval_acc_finish(&a, p, r, &err);
     if (st == VL_OK && detail && p->niters > 0)
         st = vl_sim_svg(p, d->slowest, cost, &so, &d->gantt, &err);
-    eval_acc_free(&a);
+    vl_eval_acc_free(&a);
     return st == VL_OK ? 0 : cli_fail(CMD, &err);
 }
 

@@ -8,10 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run.h"
-#include "sampler.h"
-#include "stats.h"
-#include "vlplan_strategy.h"
+#include "vlplan.h"
 
 #define LESS_WORK 0.999   /* a row planning under 99.9% of the most tokens did less */
 #define OTHER_STEPS 0.01  /* iteration counts further apart than 1% */
@@ -66,34 +63,34 @@ static void mark_tokens(eval_result *res, size_t n, bool quiet)
     char c[2][32];
 
     for (size_t i = 0; i < n; i++)
-        if (!res[i].refused && res[i].mt.tokens > most) {
-            most = res[i].mt.tokens;
+        if (!res[i].refused && res[i].ev.mt.tokens > most) {
+            most = res[i].ev.mt.tokens;
             who = i;
         }
     for (size_t i = 0; i < n; i++) {
         eval_result *r = &res[i];
-        r->token_share = most && !r->refused ? (double)r->mt.tokens / (double)most : 0;
+        r->token_share = most && !r->refused ? (double)r->ev.mt.tokens / (double)most : 0;
         r->less_work = !r->refused && r->token_share < LESS_WORK;
         if (r->less_work && !quiet)
             fprintf(stderr, "vlplan compare: warning: %s planned %.1f%% of the tokens %s "
                             "planned (%s of %s): it did less work; its speedup is n/a\n",
                     r->label, 100.0 * r->token_share, res[who].label,
-                    cli_count(r->mt.tokens, c[0], 32), cli_count(most, c[1], 32));
+                    cli_count(r->ev.mt.tokens, c[0], 32), cli_count(most, c[1], 32));
     }
 }
 
 static void mark_steps(eval_result *res, size_t n, size_t b, bool quiet)
 {
-    double base = (double)res[b].mt.iterations;
+    double base = (double)res[b].ev.mt.iterations;
 
     for (size_t i = 0; i < n; i++) {
         eval_result *r = &res[i];
         r->other_steps = !r->refused && !res[b].refused &&
-                         fabs((double)r->mt.iterations - base) > OTHER_STEPS * base;
+                         fabs((double)r->ev.mt.iterations - base) > OTHER_STEPS * base;
         if (r->other_steps && !quiet)
             fprintf(stderr, "vlplan compare: warning: %s makes %zu optimizer steps, the "
                             "baseline %s %zu: its epoch time counts other steps\n",
-                    r->label, r->mt.iterations, res[b].label, res[b].mt.iterations);
+                    r->label, r->ev.mt.iterations, res[b].label, res[b].ev.mt.iterations);
     }
 }
 
@@ -119,14 +116,14 @@ static void speedups(eval_result *res, size_t n, size_t b, bool quiet)
     for (size_t i = 0; i < n; i++) {
         eval_result *r = &res[i];
         bool ok = base_ok && !r->refused && eval_fits(r) && !r->less_work;
-        r->speedup = ok && r->sim.epoch_time_s > 0 ? res[b].sim.epoch_time_s / r->sim.epoch_time_s
-                                                   : NAN;
+        r->speedup = ok && r->ev.sim.epoch_time_s > 0
+                         ? res[b].ev.sim.epoch_time_s / r->ev.sim.epoch_time_s : NAN;
         if (r->refused && !quiet)
             fprintf(stderr, "vlplan compare: warning: %s refused: %s\n", r->label, r->why);
         else if (!r->refused && !eval_fits(r) && !quiet)
             fprintf(stderr, "vlplan compare: warning: %s does not fit device memory: %zu of "
                             "%zu iterations over, worst %.2f GiB; its speedup is n/a%s\n",
-                    r->label, r->sim.oom_iters, r->sim.iterations, r->sim.peak_mem_gib.max,
+                    r->label, r->ev.sim.oom_iters, r->ev.sim.iterations, r->ev.sim.peak_mem_gib.max,
                     i == b ? ", and so is every row's against it" : "");
     }
 }

@@ -1,13 +1,13 @@
-/* cmd/vlplan/eval_stream.c -- a plan file's figures, read an iteration at a time
- * (vl_plan_read_each): memory holds the header, one iteration and a few doubles per
- * iteration, however long the plan.  The config comes from the header, which the
- * reader has parsed by the first visit, so the cost model is made then. */
+/* cmd/vlplan/eval_stream.c -- a plan file's figures for the commands (vl_eval_file, read an
+ * iteration at a time): the config from the header, or -c instead, then --set, made
+ * into the cost model when the header is read; the messages of a failed or doubtful
+ * read. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "evaluate.h"
-#include "planio.h"
+#include "vlplan.h"
 
 int eval_cost_load(eval_cost_src *s, const vl_plan *p)
 {
@@ -56,65 +56,41 @@ void eval_read_warn(const char *cmd, const char *path, const vl_plan_file *f)
                               : "no footer: the plan is truncated or incomplete");
 }
 
-/* What the visits share. */
+/* What the hooks share: the config and cost model, made from the header, and the exit
+ * code of a failure inside a hook, already printed. */
 typedef struct stream {
-    const char *cmd;
     const eval_file_opts *o;
     eval_cost_src src;
-    eval_acc acc;
-    bool started;
-    int rc;               /* exit code of a failure inside a visit, already printed */
+    int rc;
 } stream;
 
-/* First visit (or the end of a plan without iterations): the cost model and the
- * accumulators. */
-static int stream_start(stream *s, const vl_plan *p)
-{
-    vl_err err = {0};
-    int rc;
-
-    if (s->started)
-        return 0;
-    if ((rc = eval_cost_load(&s->src, p)) != 0)
-        return rc;
-    if (eval_acc_init(&s->acc, s->o->so ? &s->src.cost : NULL, s->o->so, &err) != VL_OK)
-        return cli_fail(s->cmd, &err);
-    s->started = true;
-    return 0;
-}
-
-static vl_status visit(void *ud, vl_plan *p, vl_err *err)
+static vl_status cost_for(void *ud, const vl_plan *p, const vl_cost **cost, vl_err *err)
 {
     stream *s = ud;
-    vl_sim_iter_result r;
 
-    if ((s->rc = stream_start(s, p)) != 0)
+    if ((s->rc = eval_cost_load(&s->src, p)) != 0)
         return vl_seterr(err, VL_EUSAGE, "stopped");
-    if (eval_acc_iter(&s->acc, p, 0, &r, err) != VL_OK)
-        return err->code;
-    if (s->o->each && (s->rc = s->o->each(s->o->ud, p, &s->src.cost, s->acc.sim ? &r : NULL)))
-        return vl_seterr(err, VL_EUSAGE, "stopped");
+    *cost = &s->src.cost;
     return VL_OK;
 }
 
-static int stream_finish(stream *s, const vl_plan *p, eval_result *out)
+static vl_status each(void *ud, const vl_plan *p, const vl_cost *cost,
+                      const vl_sim_iter_result *r, vl_err *err)
 {
-    vl_err err = {0};
-    int rc = stream_start(s, p);
+    stream *s = ud;
 
-    if (rc)
-        return rc;
-    if (eval_acc_finish(&s->acc, p, out, &err) != VL_OK)
-        return cli_fail(s->cmd, &err);
-    return 0;
+    if ((s->rc = s->o->each(s->o->ud, p, cost, r)) != 0)
+        return vl_seterr(err, VL_EUSAGE, "stopped");
+    return VL_OK;
 }
 
 int eval_plan_file(const char *cmd, const char *path, const eval_file_opts *o,
                    eval_result *out)
 {
-    stream s = {.cmd = cmd, .o = o, .src = {.cmd = cmd, .args = o->cfg}};
+    stream s = {.o = o, .src = {.cmd = cmd, .args = o->cfg}};
+    vl_eval_file_opts lo = {.cost_for = cost_for, .so = o->so, .each = o->each ? each : NULL,
+                            .ud = &s, .threads = o->threads};
     vl_plan_file *f = malloc(sizeof *f);
-    vl_plan p;
     vl_err err = {0};
     int rc = 0;
 
@@ -124,17 +100,12 @@ int eval_plan_file(const char *cmd, const char *path, const eval_file_opts *o,
         cli_error(cmd, "out of memory");
         return cli_exit_for(VL_ENOMEM);
     }
-    memset(&p, 0, sizeof p);
-    if (vl_plan_read_each(&p, f, path, NULL, o->threads, visit, &s, &err) != VL_OK)
+    if (vl_eval_file(path, &lo, f, &out->ev, &err) != VL_OK)
         rc = s.rc ? s.rc : err.code == VL_EDATA ? eval_read_fail(cmd, f, &err)
                                                 : cli_fail(cmd, &err);
-    else {
+    else
         eval_read_warn(cmd, path, f);
-        rc = stream_finish(&s, &p, out);
-    }
-    eval_acc_free(&s.acc);
     eval_cost_free(&s.src);
-    vl_plan_free(&p);
     free(f);
     return rc;
 }

@@ -8,68 +8,30 @@
 
 #include "cli.h"
 #include "figures.h"
-#include "planio.h"
+#include "vlplan.h"
 
-vl_status eval_acc_init(eval_acc *a, const vl_cost *cost, const vl_sim_opts *so, vl_err *err)
-{
-    vl_status st = vl_metrics_acc_new(&a->mt, err);
-
-    a->sim = NULL;
-    if (st == VL_OK && cost && (st = vl_sim_acc_new(&a->sim, cost, so, err)) != VL_OK) {
-        vl_metrics_acc_free(a->mt);
-        a->mt = NULL;
-    }
-    return st;
-}
-
-vl_status eval_acc_iter(eval_acc *a, const vl_plan *p, size_t it, vl_sim_iter_result *r,
-                        vl_err *err)
-{
-    vl_status st = vl_metrics_acc_iter(a->mt, p, it, err);
-
-    if (st == VL_OK && a->sim)
-        st = vl_sim_acc_iter(a->sim, p, it, r, err);
-    return st;
-}
-
-vl_status eval_acc_finish(eval_acc *a, const vl_plan *p, eval_result *out, vl_err *err)
+vl_status eval_acc_finish(vl_eval_acc *a, const vl_plan *p, eval_result *out, vl_err *err)
 {
     memset(out, 0, sizeof *out);
-    snprintf(out->strategy, sizeof out->strategy, "%s", p->strategy);
     out->speedup = 1.0;
-    if (a->sim) {
-        vl_sim_acc_finish(a->sim, &out->sim);
-        out->has_sim = true;
-    }
-    return vl_metrics_acc_finish(a->mt, p, &out->mt, err);
-}
-
-void eval_acc_free(eval_acc *a)
-{
-    vl_metrics_acc_free(a->mt);
-    vl_sim_acc_free(a->sim);
-    a->mt = NULL;
-    a->sim = NULL;
+    return vl_eval_acc_finish(a, p, &out->ev, err);
 }
 
 int eval_plan(const char *cmd, const vl_plan *p, const vl_cost *cost, const vl_sim_opts *so,
               eval_result *out)
 {
-    eval_acc a;
     vl_err err = {0};
-    vl_status st = eval_acc_init(&a, cost, so, &err);
 
-    for (size_t it = 0; st == VL_OK && it < p->niters; it++)
-        st = eval_acc_iter(&a, p, it, NULL, &err);
-    if (st == VL_OK)
-        st = eval_acc_finish(&a, p, out, &err);
-    eval_acc_free(&a);
-    return st == VL_OK ? 0 : cli_fail(cmd, &err);
+    memset(out, 0, sizeof *out);
+    out->speedup = 1.0;
+    if (vl_eval_plan(p, cost, so, &out->ev, &err) != VL_OK)
+        return cli_fail(cmd, &err);
+    return 0;
 }
 
 bool eval_fits(const eval_result *r)
 {
-    return r->has_sim && r->sim.oom_iters == 0;
+    return r->ev.has_sim && r->ev.sim.oom_iters == 0;
 }
 
 bool eval_get(const eval_result *r, const char *key, double *v)
@@ -79,19 +41,19 @@ bool eval_get(const eval_result *r, const char *key, double *v)
     if (g)
         return g->value(r, v);
     struct { const char *k; double v; int ok; } extra[] = {
-        {"mfu_overall", r->sim.mfu_overall, r->has_sim},
-        {"epoch_propagation_s", r->sim.epoch_propagation_s, r->has_sim},
-        {"epoch_sync_s", r->sim.epoch_sync_s, r->has_sim},
-        {"epoch_optimizer_s", r->sim.epoch_optimizer_s, r->has_sim},
-        {"peak_mem_gib_mean", r->sim.peak_mem_gib.mean, r->has_sim},
-        {"fits", eval_fits(r), r->has_sim},
-        {"iterations", (double)r->mt.iterations, 1},
-        {"samples", (double)r->mt.samples, 1},
-        {"tokens", (double)r->mt.tokens, 1},
-        {"dropped_samples", (double)r->mt.dropped_samples, 1},
-        {"dropped_tokens", (double)r->mt.dropped_tokens, 1},
-        {"truncated_samples", (double)r->mt.truncated_samples, 1},
-        {"truncated_tokens", (double)r->mt.truncated_tokens, 1},
+        {"mfu_overall", r->ev.sim.mfu_overall, r->ev.has_sim},
+        {"epoch_propagation_s", r->ev.sim.epoch_propagation_s, r->ev.has_sim},
+        {"epoch_sync_s", r->ev.sim.epoch_sync_s, r->ev.has_sim},
+        {"epoch_optimizer_s", r->ev.sim.epoch_optimizer_s, r->ev.has_sim},
+        {"peak_mem_gib_mean", r->ev.sim.peak_mem_gib.mean, r->ev.has_sim},
+        {"fits", eval_fits(r), r->ev.has_sim},
+        {"iterations", (double)r->ev.mt.iterations, 1},
+        {"samples", (double)r->ev.mt.samples, 1},
+        {"tokens", (double)r->ev.mt.tokens, 1},
+        {"dropped_samples", (double)r->ev.mt.dropped_samples, 1},
+        {"dropped_tokens", (double)r->ev.mt.dropped_tokens, 1},
+        {"truncated_samples", (double)r->ev.mt.truncated_samples, 1},
+        {"truncated_tokens", (double)r->ev.mt.truncated_tokens, 1},
         {"token_share", r->token_share, 1},
         {"scope", r->epoch_scope ? 1.0 : 0.0, 1},
     };
@@ -138,20 +100,20 @@ int eval_json_into(vl_jw *o, const eval_result *r)
     for (const figure *g = fig_table; g->key; g++)
         if (shown(g, r) && strcmp(g->key, "oom_iters") != 0 && g->value(r, &v))
             bad |= vl_jw_num(o, g->key, v);
-    bad |= vl_jw_int(o, "iterations", (int64_t)r->mt.iterations);
-    bad |= vl_jw_int(o, "samples", (int64_t)r->mt.samples);
-    bad |= vl_jw_int(o, "tokens", (int64_t)r->mt.tokens);
-    bad |= vl_jw_int(o, "dropped_samples", (int64_t)r->mt.dropped_samples);
-    bad |= vl_jw_int(o, "dropped_tokens", (int64_t)r->mt.dropped_tokens);
-    bad |= vl_jw_int(o, "truncated_samples", (int64_t)r->mt.truncated_samples);
-    bad |= vl_jw_int(o, "truncated_tokens", (int64_t)r->mt.truncated_tokens);
-    if (r->has_sim) {
-        bad |= vl_jw_num(o, "mfu_overall", r->sim.mfu_overall);
-        bad |= vl_jw_num(o, "epoch_propagation_s", r->sim.epoch_propagation_s);
-        bad |= vl_jw_num(o, "epoch_sync_s", r->sim.epoch_sync_s);
-        bad |= vl_jw_num(o, "epoch_optimizer_s", r->sim.epoch_optimizer_s);
-        bad |= vl_jw_num(o, "peak_mem_gib_mean", r->sim.peak_mem_gib.mean);
-        bad |= vl_jw_int(o, "oom_iters", (int64_t)r->sim.oom_iters);
+    bad |= vl_jw_int(o, "iterations", (int64_t)r->ev.mt.iterations);
+    bad |= vl_jw_int(o, "samples", (int64_t)r->ev.mt.samples);
+    bad |= vl_jw_int(o, "tokens", (int64_t)r->ev.mt.tokens);
+    bad |= vl_jw_int(o, "dropped_samples", (int64_t)r->ev.mt.dropped_samples);
+    bad |= vl_jw_int(o, "dropped_tokens", (int64_t)r->ev.mt.dropped_tokens);
+    bad |= vl_jw_int(o, "truncated_samples", (int64_t)r->ev.mt.truncated_samples);
+    bad |= vl_jw_int(o, "truncated_tokens", (int64_t)r->ev.mt.truncated_tokens);
+    if (r->ev.has_sim) {
+        bad |= vl_jw_num(o, "mfu_overall", r->ev.sim.mfu_overall);
+        bad |= vl_jw_num(o, "epoch_propagation_s", r->ev.sim.epoch_propagation_s);
+        bad |= vl_jw_num(o, "epoch_sync_s", r->ev.sim.epoch_sync_s);
+        bad |= vl_jw_num(o, "epoch_optimizer_s", r->ev.sim.epoch_optimizer_s);
+        bad |= vl_jw_num(o, "peak_mem_gib_mean", r->ev.sim.peak_mem_gib.mean);
+        bad |= vl_jw_int(o, "oom_iters", (int64_t)r->ev.sim.oom_iters);
         bad |= vl_jw_bool(o, "fits", eval_fits(r));
     }
     if (!(dist = vl_jw_child(o, "dist")))
@@ -165,7 +127,7 @@ int eval_json_into(vl_jw *o, const eval_result *r)
 int eval_print_json(FILE *f, const char *cmd, const eval_result *r)
 {
     vl_jw *o = vl_jw_object();
-    int bad = !o || vl_jw_str(o, "strategy", r->strategy) || eval_json_into(o, r);
+    int bad = !o || vl_jw_str(o, "strategy", r->ev.strategy) || eval_json_into(o, r);
 
     return cli_print_json(f, cmd, o, bad);
 }
@@ -184,29 +146,29 @@ void eval_print_table(FILE *f, const eval_result *r)
                 fig_format(g, d->mean, m[0], sizeof m[0]), fig_format(g, d->p50, m[1], 32),
                 fig_format(g, d->p99, m[2], 32), fig_format(g, d->max, m[3], 32), g->what);
     }
-    fprintf(f, "\n%s: %s iterations, %s samples, %s tokens", r->strategy,
-            cli_count(r->mt.iterations, c[0], sizeof c[0]),
-            cli_count(r->mt.samples, c[1], sizeof c[1]), cli_count(r->mt.tokens, c[2], 32));
-    size_t whole = r->mt.dropped_samples - r->mt.truncated_samples;
+    fprintf(f, "\n%s: %s iterations, %s samples, %s tokens", r->ev.strategy,
+            cli_count(r->ev.mt.iterations, c[0], sizeof c[0]),
+            cli_count(r->ev.mt.samples, c[1], sizeof c[1]), cli_count(r->ev.mt.tokens, c[2], 32));
+    size_t whole = r->ev.mt.dropped_samples - r->ev.mt.truncated_samples;
     if (whole)
         fprintf(f, ", %s samples dropped (%s tokens)", cli_count(whole, c[0], sizeof c[0]),
-                cli_count(r->mt.dropped_tokens - r->mt.truncated_tokens, c[1], sizeof c[1]));
-    if (r->mt.truncated_samples)
+                cli_count(r->ev.mt.dropped_tokens - r->ev.mt.truncated_tokens, c[1], sizeof c[1]));
+    if (r->ev.mt.truncated_samples)
         fprintf(f, ", %s truncated (%s tokens cut)",
-                cli_count(r->mt.truncated_samples, c[0], sizeof c[0]),
-                cli_count(r->mt.truncated_tokens, c[1], sizeof c[1]));
+                cli_count(r->ev.mt.truncated_samples, c[0], sizeof c[0]),
+                cli_count(r->ev.mt.truncated_tokens, c[1], sizeof c[1]));
     fputc('\n', f);
-    if (r->has_sim) {
+    if (r->ev.has_sim) {
         fprintf(f, "epoch %.1f s simulated end to end (propagation %.1f s, synchronisation "
                    "%.1f s, optimizer %.1f s), %s tokens/s, epoch MFU %.1f%% (all model FLOPs "
                    "/ epoch time; the mfu row is per iteration), peak %.2f GiB",
-                r->sim.epoch_time_s, r->sim.epoch_propagation_s, r->sim.epoch_sync_s,
-                r->sim.epoch_optimizer_s,
-                cli_count((uint64_t)(r->sim.tokens_per_s + 0.5), c[0], 32),
-                100 * r->sim.mfu_overall, r->sim.peak_mem_gib.max);
-        if (r->sim.oom)
+                r->ev.sim.epoch_time_s, r->ev.sim.epoch_propagation_s, r->ev.sim.epoch_sync_s,
+                r->ev.sim.epoch_optimizer_s,
+                cli_count((uint64_t)(r->ev.sim.tokens_per_s + 0.5), c[0], 32),
+                100 * r->ev.sim.mfu_overall, r->ev.sim.peak_mem_gib.max);
+        if (r->ev.sim.oom)
             fprintf(f, "; OUT OF MEMORY in %zu of %zu iterations (first: %zu)",
-                    r->sim.oom_iters, r->sim.iterations, r->sim.first_oom_iter);
+                    r->ev.sim.oom_iters, r->ev.sim.iterations, r->ev.sim.first_oom_iter);
         fputc('\n', f);
     }
 }

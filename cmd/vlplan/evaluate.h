@@ -8,20 +8,12 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "config.h"
-#include "cost.h"
 #include "jsonw.h"
-#include "metrics.h"
-#include "plan.h"
-#include "plan_file.h"
-#include "sim.h"
+#include "vlplan.h"
 
 typedef struct eval_result {
-    char strategy[48];
+    vl_eval ev;           /* the plan's figures (lib/check/eval.h) */
     char label[48];       /* compare: the row's name (the strategy unless labelled) */
-    vl_metrics mt;
-    bool has_sim;
-    vl_sim_summary sim;
     bool has_timing;      /* planning time and memory known (plan, compare) */
     double plan_time_s;
     double peak_rss_mib;
@@ -37,21 +29,8 @@ typedef struct eval_result {
     char why[VL_ERRMSG_MAX];
 } eval_result;
 
-/* Figures taken an iteration at a time: from a plan being made (plan, compare) or read
- * (metrics, simulate).  Memory: a few doubles per iteration. */
-typedef struct eval_acc {
-    vl_metrics_acc *mt;
-    vl_sim_acc *sim;      /* NULL: not simulated */
-} eval_acc;
-/** cost NULL: metrics only; cost and so must outlive a.  VL_ENOMEM. */
-vl_status eval_acc_init(eval_acc *a, const vl_cost *cost, const vl_sim_opts *so, vl_err *err);
-/** Take iteration it of p; r (may be NULL) gets its simulation.  Statuses of
- *  vl_sim_iter. */
-vl_status eval_acc_iter(eval_acc *a, const vl_plan *p, size_t it, vl_sim_iter_result *r,
-                        vl_err *err);
-/** The figures, p holding the header and dropped ranges (strategy, speedup 1). */
-vl_status eval_acc_finish(eval_acc *a, const vl_plan *p, eval_result *out, vl_err *err);
-void eval_acc_free(eval_acc *a);
+/** a's figures (vl_eval_acc_finish) as a result of its own (speedup 1). */
+vl_status eval_acc_finish(vl_eval_acc *a, const vl_plan *p, eval_result *out, vl_err *err);
 
 /** Metrics of p, and the simulation when cost is non-NULL.  0 or an exit code. */
 int eval_plan(const char *cmd, const vl_plan *p, const vl_cost *cost, const vl_sim_opts *so,
@@ -85,7 +64,7 @@ bool eval_fits(const eval_result *r);
  *  or the error itself; returns the exit code. */
 int eval_read_fail(const char *cmd, const vl_plan_file *f, const vl_err *err);
 
-/* ---- a plan file read an iteration at a time (eval_stream.c) ---- */
+/* ---- a plan file read an iteration at a time (eval_stream.c, over vl_eval_file) ---- */
 
 /* The config and cost model of a plan file, made from its header when the first
  * iteration arrives: the header's config, or -c instead, then --set. */

@@ -16,53 +16,53 @@
     static bool v_##name(const eval_result *r, double *v)                                  \
     {                                                                                      \
         *v = (field).mean;                                                                 \
-        return r->has_sim;                                                                 \
+        return r->ev.has_sim;                                                                 \
     }                                                                                      \
     static const vl_dist *d_##name(const eval_result *r) { return &(field); }
 
-MEAN_OF(abr, r->mt.abr)
-MEAN_OF(dbr, r->mt.dbr)
-MEAN_OF(pr, r->mt.pr)
-MEAN_OF(cr, r->mt.cr)
-MEAN_OF(ave_t, r->mt.ave_t)
-SIM_MEAN_OF(iter_time_ms, r->sim.iter_time_ms)
-SIM_MEAN_OF(bubble, r->sim.bubble)
-SIM_MEAN_OF(tbr, r->sim.tbr)
-SIM_MEAN_OF(rank_gap, r->sim.rank_gap)
-SIM_MEAN_OF(mfu, r->sim.mfu)
+MEAN_OF(abr, r->ev.mt.abr)
+MEAN_OF(dbr, r->ev.mt.dbr)
+MEAN_OF(pr, r->ev.mt.pr)
+MEAN_OF(cr, r->ev.mt.cr)
+MEAN_OF(ave_t, r->ev.mt.ave_t)
+SIM_MEAN_OF(iter_time_ms, r->ev.sim.iter_time_ms)
+SIM_MEAN_OF(bubble, r->ev.sim.bubble)
+SIM_MEAN_OF(tbr, r->ev.sim.tbr)
+SIM_MEAN_OF(rank_gap, r->ev.sim.rank_gap)
+SIM_MEAN_OF(mfu, r->ev.sim.mfu)
 
 /* Peak memory is the plan's worst iteration: a plan runs out of memory at its peak,
  * not on average (the mean of the iterations' peaks is "peak_mem_gib_mean"). */
 static bool v_peak_mem_gib(const eval_result *r, double *v)
 {
-    *v = r->sim.peak_mem_gib.max;
-    return r->has_sim;
+    *v = r->ev.sim.peak_mem_gib.max;
+    return r->ev.has_sim;
 }
-static const vl_dist *d_peak_mem_gib(const eval_result *r) { return &r->sim.peak_mem_gib; }
+static const vl_dist *d_peak_mem_gib(const eval_result *r) { return &r->ev.sim.peak_mem_gib; }
 
 static bool v_tokens_per_s(const eval_result *r, double *v)
 {
-    *v = r->sim.tokens_per_s;
-    return r->has_sim;
+    *v = r->ev.sim.tokens_per_s;
+    return r->ev.has_sim;
 }
 
 static bool v_epoch_time_s(const eval_result *r, double *v)
 {
-    *v = r->sim.epoch_time_s;
-    return r->has_sim;
+    *v = r->ev.sim.epoch_time_s;
+    return r->ev.has_sim;
 }
 
 /* n/a (NaN) unless both this plan and the baseline fit memory */
 static bool v_speedup(const eval_result *r, double *v)
 {
     *v = r->speedup;
-    return r->has_sim && isfinite(r->speedup);
+    return r->ev.has_sim && isfinite(r->speedup);
 }
 
 static bool v_oom_iters(const eval_result *r, double *v)
 {
-    *v = (double)r->sim.oom_iters;
-    return r->has_sim;
+    *v = (double)r->ev.sim.oom_iters;
+    return r->ev.has_sim;
 }
 
 static bool v_plan_time_s(const eval_result *r, double *v)

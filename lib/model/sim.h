@@ -68,8 +68,8 @@
 #include <stdint.h>
 
 #include "cost.h"
+#include "dist.h"
 #include "err.h"
-#include "metrics.h"
 #include "plan.h"
 
 typedef enum { VL_SCHED_1F1B = 0, VL_SCHED_GPIPE = 1 } vl_sched;

@@ -1,6 +1,6 @@
 /* lib/plan/plan_file.h -- what a plan file claimed and what its reader found, kept apart
  * from the plan itself: the reader (lib/plan/planio_read.c) fills it, the verifier
- * (lib/plan/verify.c) turns its findings into violations, and the commands print its
+ * (lib/check/verify.c) turns its findings into violations, and the commands print its
  * structural errors.  A plan built in memory has none. */
 #ifndef VLPLAN_PLAN_FILE_H
 #define VLPLAN_PLAN_FILE_H

@@ -78,7 +78,7 @@ Test(verify, overlapping_slices)
     /* [100, 160) against [0, 150) and [150, 400): counted once per slice it overlaps;
      * and, on rank 1 of iteration 1 beside [150, 400) on rank 0, out of causal order */
     vl_verify_report rep;
-    cr_assert_eq(vl_plan_verify(&p, NULL, &rep, NULL), VL_EVERIFY);
+    cr_assert_eq(vl_plan_verify(&p, NULL, &vl_registry_rules, &rep, NULL), VL_EVERIFY);
     cr_assert_eq(rep.by_inv[0], 2);
     cr_assert(has_msg(&rep, "sample 3 (id 3): tokens [100, 150) planned more than once"));
     cr_assert_eq(rep.by_inv[4], 1);
@@ -152,7 +152,7 @@ Test(verify, every_epoch_is_covered)
     vl_plan_seg(&p, 1, 0, 200, NULL);
     vl_plan_seg(&p, 0, 0, 100, NULL);
     vl_verify_report rep;
-    cr_assert_eq(vl_plan_verify(&p, NULL, &rep, NULL), VL_EVERIFY);
+    cr_assert_eq(vl_plan_verify(&p, NULL, &vl_registry_rules, &rep, NULL), VL_EVERIFY);
     cr_assert_eq(rep.by_inv[0], 4);
     cr_assert(has_msg(&rep, "sample 2 (id 2): tokens [0, 300) missing in epoch 2"));
     /* and the header claims an epoch the iterations do not show */
@@ -170,7 +170,7 @@ Test(verify, empty_epochs_are_counted_not_scanned_each)
     valid_plan(&p, m);
     vl_plan_set_meta(&p, 1000000, NULL, NULL);
     vl_verify_report rep;
-    cr_assert_eq(vl_plan_verify(&p, NULL, &rep, NULL), VL_EVERIFY);
+    cr_assert_eq(vl_plan_verify(&p, NULL, &vl_registry_rules, &rep, NULL), VL_EVERIFY);
     cr_assert_eq(rep.by_inv[0], 4 * 999999ull);
     cr_assert(has_msg(&rep, "999998 more epochs without iterations"));
     vl_plan_free(&p);
@@ -186,7 +186,7 @@ Test(verify, epochs_must_not_decrease_and_exist)
     p.iters[0].epoch = 1;
     /* epoch 1 of 1: structure, and epoch 0 then misses samples 0-2 and 3's head */
     vl_verify_report rep;
-    cr_assert_eq(vl_plan_verify(&p, NULL, &rep, NULL), VL_EVERIFY);
+    cr_assert_eq(vl_plan_verify(&p, NULL, &vl_registry_rules, &rep, NULL), VL_EVERIFY);
     cr_assert_eq(rep.by_inv[4], 2, "%zu", rep.by_inv[4]);
     cr_assert(has_msg(&rep, "I5: iteration 0: epoch 1, but the plan has 1 epochs"));
     cr_assert(has_msg(&rep, "I5: iteration 1: epoch 0 follows epoch 1"));

@@ -15,6 +15,7 @@
 #include "sim_fixture.h"
 #include "testutil.h"
 #include "verify.h"
+#include "vlplan_strategy.h"
 
 static vl_config cfg;
 static vl_cost cost;
@@ -93,7 +94,7 @@ static void dump(void)
 static void expect(int inv, const char *needle)
 {
     vl_err err = {0};
-    vl_status st = vl_plan_verify(&p, &cost, &rep, &err);
+    vl_status st = vl_plan_verify(&p, &cost, &vl_registry_rules, &rep, &err);
 
     if (st != VL_EVERIFY || !has_msg(needle) || rep.by_inv[inv - 1] == 0)
         dump();
@@ -105,7 +106,7 @@ static void expect(int inv, const char *needle)
 static void ok(void)
 {
     vl_err err = {0};
-    vl_status st = vl_plan_verify(&p, &cost, &rep, &err);
+    vl_status st = vl_plan_verify(&p, &cost, &vl_registry_rules, &rep, &err);
 
     if (st != VL_OK)
         dump();
@@ -161,7 +162,7 @@ Test(verify_config, zero_epochs_also_from_a_file)
     cr_assert_eq(vl_plan_write_file(&p, path, &err), VL_OK, "%s", err.msg);
     cr_assert_eq(vl_plan_read(&q, f, path, man, &err), VL_OK, "%s", err.msg);
     cr_assert_eq(q.epochs, 0);
-    cr_assert_eq(vl_plan_verify_read(&q, f, &cost, &rep, &err), VL_EVERIFY);
+    cr_assert_eq(vl_plan_verify_read(&q, f, &cost, &vl_registry_rules, &rep, &err), VL_EVERIFY);
     cr_assert(has_msg("I5: the plan declares 0 epochs"));
     vl_plan_free(&q);
     free(f);
@@ -201,7 +202,7 @@ Test(verify_config, epochs_of_a_file_read_an_iteration_at_a_time)
     cr_assert_eq(vl_plan_write_file(&p, path, &err), VL_OK, "%s", err.msg);
     vl_verifier *v = NULL;
     memset(&q, 0, sizeof q);
-    cr_assert_eq(vl_verifier_new(&v, man, &cost, &rep, &err), VL_OK);
+    cr_assert_eq(vl_verifier_new(&v, man, &cost, &vl_registry_rules, &rep, &err), VL_OK);
     cr_assert_eq(vl_plan_read_each(&q, f, path, man, 1, visit, v, &err), VL_OK, "%s",
                  err.msg);
     cr_assert_eq(vl_verifier_finish(v, &q, f, &err), VL_OK, "%s", err.msg);
@@ -374,8 +375,10 @@ Test(verify_config, what_simulate_refuses)
     vl_verify_report r;
 
     two_shared(&f, "F0 F1 B1 B0", "F0 F1 B0 B1");
-    cr_assert_eq(vl_plan_verify(&f.p, NULL, &r, &f.err), VL_OK, "%s", f.err.msg);
-    cr_assert_eq(vl_plan_verify(&f.p, &f.c, &r, &f.err), VL_EVERIFY, "%s", f.err.msg);
+    cr_assert_eq(vl_plan_verify(&f.p, NULL, &vl_registry_rules,
+                                &r, &f.err), VL_OK, "%s", f.err.msg);
+    cr_assert_eq(vl_plan_verify(&f.p, &f.c, &vl_registry_rules,
+                                &r, &f.err), VL_EVERIFY, "%s", f.err.msg);
     cr_assert_eq(r.by_inv[4], 1);
     cr_assert(strstr(r.msgs[0], "I5: iteration 0: simulate refuses it: ") &&
               strstr(r.msgs[0], "deadlocks"), "%s", r.msgs[0]);
@@ -390,7 +393,8 @@ Test(verify_config, shared_packs_in_contradicting_orders)
     vl_verify_report r;
 
     two_shared(&f, "F0 F1 B1 B0", "F1 F0 B0 B1");
-    cr_assert_eq(vl_plan_verify(&f.p, NULL, &r, &f.err), VL_EVERIFY, "%s", f.err.msg);
+    cr_assert_eq(vl_plan_verify(&f.p, NULL, &vl_registry_rules,
+                                &r, &f.err), VL_EVERIFY, "%s", f.err.msg);
     cr_assert_eq(r.violations, 1);
     cr_assert(strstr(r.msgs[0], "I5: iteration 0: ranks run their shared packs in orders "
                                 "that contradict each other"), "%s", r.msgs[0]);

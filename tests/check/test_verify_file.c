@@ -41,7 +41,7 @@ static void edited_rejected(const vl_plan *p, vl_manifest *m, const char *from, 
                             vl_plan *q, vl_verify_report *rep)
 {
     edited(p, m, from, to, q);
-    cr_assert_eq(vl_plan_verify_read(q, &vf, NULL, rep, NULL), VL_EVERIFY);
+    cr_assert_eq(vl_plan_verify_read(q, &vf, NULL, &vl_registry_rules, rep, NULL), VL_EVERIFY);
 }
 
 TestSuite(verify_file, .init = tu_scratch_init, .fini = tu_scratch_fini);
@@ -174,7 +174,7 @@ static void check_text(const char *text, size_t n, vl_manifest *m, bool must_fai
     if (st != VL_OK && st != VL_EDATA)
         cr_assert_fail("%s at %zu: %s", what, at, err.msg);
     if (st == VL_OK) {
-        st = vl_plan_verify_read(&q, &vf, NULL, &rep, &err);
+        st = vl_plan_verify_read(&q, &vf, NULL, &vl_registry_rules, &rep, &err);
         if (st != (must_fail ? VL_EVERIFY : VL_OK))
             cr_assert_fail("%s at %zu: verify returned %d: %s", what, at, (int)st, err.msg);
         vl_plan_free(&q);

@@ -32,7 +32,8 @@ Test(verify, modelled_memory)
     vl_plan_mb_begin(&p, 1000, NULL);
     vl_plan_seg(&p, 1, 0, 1000, NULL);
     vl_plan_drop(&p, 0, 0, 2000000000u, VL_DROP_OVERSIZE, NULL);
-    cr_assert_eq(vl_plan_verify(&p, &cost, &rep, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl_plan_verify(&p, &cost, &vl_registry_rules,
+                                &rep, &err), VL_OK, "%s", err.msg);
     /* two billion tokens in one micro-batch cannot fit any device */
     vl_plan_free(&p);
     vl_plan_init(&p, m, "t", 1, NULL);
@@ -42,7 +43,7 @@ Test(verify, modelled_memory)
     vl_plan_seg(&p, 0, 0, 2000000000u, NULL);
     vl_plan_mb_begin(&p, 1000, NULL);
     vl_plan_seg(&p, 1, 0, 1000, NULL);
-    cr_assert_eq(vl_plan_verify(&p, &cost, &rep, &err), VL_EVERIFY);
+    cr_assert_eq(vl_plan_verify(&p, &cost, &vl_registry_rules, &rep, &err), VL_EVERIFY);
     cr_assert_eq(rep.oom_iters, 1);
     cr_assert(has_msg(&rep, "I3: iteration 0, rank 0, stage 0: modelled memory"));
     vl_plan_free(&p);
@@ -101,7 +102,7 @@ Test(verify, modelled_memory_follows_the_schedule)
         size_t nops = variant == 0 ? 11 : variant == 1 ? 8 : 0;
         for (size_t i = 0; i < nops; i++)
             vl_plan_op(&p, ops[i].mb, (vl_op_kind)ops[i].kind, NULL);
-        vl_status st = vl_plan_verify(&p, &cost, &rep, &err);
+        vl_status st = vl_plan_verify(&p, &cost, &vl_registry_rules, &rep, &err);
         if (variant == 0) {
             cr_assert_eq(st, VL_OK, "variant %d: %s", variant, err.msg);
         } else {

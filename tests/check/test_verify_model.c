@@ -12,6 +12,7 @@
 
 #include "sim_fixture.h"
 #include "verify.h"
+#include "vlplan_strategy.h"
 
 static bool has_msg(const vl_verify_report *rep, const char *needle)
 {
@@ -27,7 +28,7 @@ static void expect(fx *f, const vl_cost *cost, int inv, size_t count, const char
     vl_status st;
 
     fx_manifest_of_plan(f);
-    st = vl_plan_verify(&f->p, cost, &rep, &f->err);
+    st = vl_plan_verify(&f->p, cost, &vl_registry_rules, &rep, &f->err);
     if (rep.by_inv[inv - 1] != count || !has_msg(&rep, needle))
         for (size_t i = 0; i < rep.nmsgs; i++)
             fprintf(stderr, "  %s\n", rep.msgs[i]);
@@ -42,7 +43,7 @@ static void ok(fx *f, const vl_cost *cost)
     vl_verify_report rep;
 
     fx_manifest_of_plan(f);
-    vl_status st = vl_plan_verify(&f->p, cost, &rep, &f->err);
+    vl_status st = vl_plan_verify(&f->p, cost, &vl_registry_rules, &rep, &f->err);
     for (size_t i = 0; st != VL_OK && i < rep.nmsgs; i++)
         fprintf(stderr, "  %s\n", rep.msgs[i]);
     cr_assert_eq(st, VL_OK, "%s", f->err.msg);
@@ -295,7 +296,7 @@ Test(verify_model, all_violations_reported)
     for (uint32_t s = 0; s < 5; s++)
         cr_assert_eq(vl_plan_seg_cp(&f.p, s, 0, 1000, 5, &f.err), VL_OK);
     fx_manifest_of_plan(&f);
-    cr_assert_eq(vl_plan_verify(&f.p, NULL, &rep, &f.err), VL_EVERIFY);
+    cr_assert_eq(vl_plan_verify(&f.p, NULL, &vl_registry_rules, &rep, &f.err), VL_EVERIFY);
     cr_assert_eq(rep.by_inv[2], 1, "capacity");
     cr_assert_eq(rep.by_inv[4], 6, "five out of range, the capability once");
     cr_assert_eq(rep.nmsgs, rep.violations);

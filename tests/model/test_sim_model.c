@@ -13,6 +13,7 @@
 #include "metrics.h"
 #include "sim_fixture.h"
 #include "verify.h"
+#include "vlplan_strategy.h"
 
 /* A fitted cost a·pairs + b·tokens per layer (seconds), communication off, on the
  * 32-layer llama3.1-8b shape of the SlimPack examples. */
@@ -38,7 +39,7 @@ static void must_verify(fx *f)
     vl_verify_report rep;
 
     fx_manifest_of_plan(f);
-    vl_status st = vl_plan_verify(&f->p, NULL, &rep, &f->err);
+    vl_status st = vl_plan_verify(&f->p, NULL, &vl_registry_rules, &rep, &f->err);
     for (size_t i = 0; st != VL_OK && i < rep.nmsgs; i++)
         fprintf(stderr, "  %s\n", rep.msgs[i]);
     cr_assert_eq(st, VL_OK, "%s", f->err.msg);

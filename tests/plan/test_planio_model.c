@@ -16,6 +16,7 @@
 #include "sim.h"
 #include "testutil.h"
 #include "verify.h"
+#include "vlplan_strategy.h"
 
 TestSuite(planio_model, .init = setup, .fini = teardown);
 
@@ -73,7 +74,8 @@ Test(planio_model, every_new_field_round_trips)
     vl_err err = {0};
 
     rich_plan(&p, m);
-    cr_assert_eq(vl_plan_verify(&p, NULL, &rep, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl_plan_verify(&p, NULL, &vl_registry_rules,
+                                &rep, &err), VL_OK, "%s", err.msg);
     round_trip(&p, m, "rich.jsonl");
     vl_plan_free(&p);
     vl_manifest_free(m);
@@ -158,7 +160,8 @@ Test(planio_model, minimal_plan_is_scored)
     cr_assert_float_eq(mt.dbr.mean, 0.0, 1e-12);
     cr_assert_eq(mt.samples, 6);
     vl_verify_report rep;
-    cr_assert_eq(vl_plan_verify_read(&q, &f, NULL, &rep, &err), VL_OK, "no footer is fine for "
+    cr_assert_eq(vl_plan_verify_read(&q, &f, NULL, &vl_registry_rules,
+                                     &rep, &err), VL_OK, "no footer is fine for "
                  "a foreign plan: %s", err.msg);
     vl_plan_free(&q);
 }
@@ -236,7 +239,7 @@ Test(planio_model, vlplan_footer_claims_required)
     char *path = path_of("edited.jsonl");
     cr_assert_eq(tu_write_file(path, text), 0);
     cr_assert_eq(vl_plan_read(&q, &f, path, m, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_plan_verify_read(&q, &f, NULL, &rep, &err), VL_EVERIFY);
+    cr_assert_eq(vl_plan_verify_read(&q, &f, NULL, &vl_registry_rules, &rep, &err), VL_EVERIFY);
     cr_assert(strstr(rep.msgs[0], "the footer lacks \"samples\""), "%s", rep.msgs[0]);
     vl_plan_free(&q);
     free(path);

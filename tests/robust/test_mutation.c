@@ -411,7 +411,7 @@ static vl_status verify_mem(const vl_plan *q, const pp_case *c)
     vl_err err = {0};
 
     cr_assert_eq(vl_cost_init(&cost, &c->cfg, &err), VL_OK, "%s", err.msg);
-    return vl_plan_verify(q, &cost, &rep, &err);
+    return vl_plan_verify(q, &cost, &vl_registry_rules, &rep, &err);
 }
 
 /* Rejected through a file: the writer or the reader refuses it, or verify does. */

@@ -28,7 +28,8 @@ static void plan_verified(run *r, vl_config *cfg, const uint32_t *len, size_t n,
     vl_verify_report rep;
     pack_plan(r, cfg, len, n, seed);
     memset(&rep, 0, sizeof rep);
-    cr_assert_eq(vl_plan_verify(&r->p, NULL, &rep, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl_plan_verify(&r->p, NULL, &vl_registry_rules,
+                                &rep, &err), VL_OK, "%s", err.msg);
 }
 
 /* Σ len (squares: Σ len²) of rank k of iteration it. */

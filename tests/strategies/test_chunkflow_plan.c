@@ -87,7 +87,7 @@ Test(chunkflow, plan_verifies_and_is_deterministic)
     run(&a, &vl_strategy_chunkflow, m, &cfg, 0, NULL);
     run(&b, &vl_strategy_chunkflow, m, &cfg, 0, NULL);
     cr_assert(plans_equal(&a, &b));
-    cr_assert_eq(vl_plan_verify(&a, NULL, &rep, &err), VL_OK, "%s",
+    cr_assert_eq(vl_plan_verify(&a, NULL, &vl_registry_rules, &rep, &err), VL_OK, "%s",
                  rep.nmsgs ? rep.msgs[0] : err.msg);
     cr_assert_eq(a.epochs, 2);
     for (size_t r = 0; r < a.nranks; r++) {
@@ -220,7 +220,7 @@ Test(chunkflow, equal_microbatch_counts)
     tu_config(&cfg, NULL, sets);
     cr_assert_eq(vl_manifest_from_lengths(&m, len, 6, &err), VL_OK);
     run(&p, &vl_strategy_chunkflow, m, &cfg, 0, NULL);
-    cr_assert_eq(vl_plan_verify(&p, NULL, &rep, &err), VL_OK, "%s",
+    cr_assert_eq(vl_plan_verify(&p, NULL, &vl_registry_rules, &rep, &err), VL_OK, "%s",
                  rep.nmsgs ? rep.msgs[0] : err.msg);
     for (size_t it = 0; it < p.niters; it++) {
         const vl_iter *in = &p.iters[it];
@@ -384,7 +384,7 @@ static vl_status run_long(vl_plan *p, uint64_t seed, const char *mem, const char
         vl_cost c;
         vl_verify_report rep;
         cr_assert_eq(vl_cost_init(&c, &cfg, err), VL_OK);
-        cr_assert_eq(vl_plan_verify(p, &c, &rep, err), VL_OK, "%s",
+        cr_assert_eq(vl_plan_verify(p, &c, &vl_registry_rules, &rep, err), VL_OK, "%s",
                      rep.nmsgs ? rep.msgs[0] : err->msg);
         cr_assert_eq(rep.oom_iters, 0);
     }

@@ -10,6 +10,7 @@
 
 #include "hbp_fixture.h"
 #include "verify.h"
+#include "vlplan_strategy.h"
 
 /* ---- parsing ------------------------------------------------------------------------ */
 
@@ -365,7 +366,7 @@ Test(hbp, plan_conserves_and_verifies)
     cr_assert_eq(run_hbp(&f, len, n, SMALL_CFG "hbp: {curriculum_iters: 20}\n", 3), VL_OK,
                  "%s", f.err.msg);
     cr_assert_gt(f.p.niters, 0);
-    cr_assert_eq(vl_plan_verify(&f.p, &f.cost, &rep, &f.err), VL_OK, "%s",
+    cr_assert_eq(vl_plan_verify(&f.p, &f.cost, &vl_registry_rules, &rep, &f.err), VL_OK, "%s",
                  rep.nmsgs ? rep.msgs[0] : f.err.msg);
     check_structure(&f, false);
     /* Ave-Token loss: the iterations' normalisers add up to every loss token once */
@@ -411,7 +412,8 @@ Test(hbp, tensor_pipeline_and_ring_layouts)
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
         cr_assert_eq(run_hbp(&f, len, n, cfgs[i], 2), VL_OK, "config %zu: %s", i,
                      f.err.msg);
-        cr_assert_eq(vl_plan_verify(&f.p, &f.cost, &rep, &f.err), VL_OK, "config %zu: %s",
+        cr_assert_eq(vl_plan_verify(&f.p, &f.cost, &vl_registry_rules,
+                                    &rep, &f.err), VL_OK, "config %zu: %s",
                      i, rep.nmsgs ? rep.msgs[0] : f.err.msg);
         check_structure(&f, false);
         for (size_t k = 0; k < f.p.nranks; k++) {

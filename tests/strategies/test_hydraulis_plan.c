@@ -65,7 +65,7 @@ Test(hydraulis_plan, verifies_and_is_deterministic)
     cr_assert(plans_equal(&a, &b), "same seed, different plans");
     vl_cost c;
     cr_assert_eq(vl_cost_init(&c, &cfg, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_plan_verify(&a, &c, &rep, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl_plan_verify(&a, &c, &vl_registry_rules, &rep, &err), VL_OK, "%s", err.msg);
     cr_assert_eq(rep.violations, 0, "%s", rep.nmsgs ? rep.msgs[0] : "");
     cr_assert(strstr(a.params_json, "\"s_step\":128") != NULL, "%s", a.params_json);
     vl_plan_free(&a);
@@ -228,9 +228,9 @@ Test(hydraulis_plan, verify_bounds_each_pack_by_maxlen)
     }
     cr_assert_eq(vl_cost_init(&c, &cfg, &err), VL_OK, "%s", err.msg);
     p.mbs[big].cap = bound;   /* the modelled memory follows tokens, not slots */
-    cr_assert_eq(vl_plan_verify(&p, &c, &rep, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl_plan_verify(&p, &c, &vl_registry_rules, &rep, &err), VL_OK, "%s", err.msg);
     p.mbs[big].cap = bound + HY_ALIGN;
-    cr_assert_eq(vl_plan_verify(&p, &c, &rep, &err), VL_EVERIFY);
+    cr_assert_eq(vl_plan_verify(&p, &c, &vl_registry_rules, &rep, &err), VL_EVERIFY);
     cr_assert_eq(rep.violations, 1, "%s", rep.nmsgs ? rep.msgs[0] : "");
     cr_assert_eq(rep.by_inv[2], 1);
     cr_assert(strstr(rep.msgs[0], "exceeds the") && strstr(rep.msgs[0], "token slots strategy "

@@ -88,7 +88,7 @@ static void verify_all(const vl_plan *p, const vl_config *cfg)
     vl_cost c;
     vl_err err;
     cr_assert_eq(vl_cost_init(&c, cfg, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_plan_verify(p, &c, &rep, &err), VL_OK, "%s",
+    cr_assert_eq(vl_plan_verify(p, &c, &vl_registry_rules, &rep, &err), VL_OK, "%s",
                  rep.nmsgs ? rep.msgs[0] : err.msg);
 }
 

@@ -122,7 +122,7 @@ static void verify_all(const vl_plan *p, const vl_config *cfg)
     vl_cost c;
     vl_err err;
     cr_assert_eq(vl_cost_init(&c, cfg, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_plan_verify(p, &c, &rep, &err), VL_OK, "%s",
+    cr_assert_eq(vl_plan_verify(p, &c, &vl_registry_rules, &rep, &err), VL_OK, "%s",
                  rep.nmsgs ? rep.msgs[0] : err.msg);
 }
 
@@ -332,7 +332,7 @@ Test(skrull_plan, verify_rejects_a_micro_batch_over_c_times_n)
         cr_assert_eq(p.mbs[j].cap, 8192u * 4, "micro-batch %zu: cap %u", j, p.mbs[j].cap);
     p.mbs[p.nmbs / 2].cap = 8192u * 4 + 1;
     cr_assert_eq(vl_cost_init(&c, &cfg, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_plan_verify(&p, &c, &rep, &err), VL_EVERIFY);
+    cr_assert_eq(vl_plan_verify(&p, &c, &vl_registry_rules, &rep, &err), VL_EVERIFY);
     cr_assert_geq(rep.by_inv[2], 1, "an I3 violation");
     cr_assert_not_null(strstr(rep.msgs[0], "exceeds the 32768 token slots strategy skrull"),
                        "%s", rep.msgs[0]);

@@ -11,6 +11,7 @@
 #include "sim_fixture.h"
 #include "slimpack_impl.h"
 #include "verify.h"
+#include "vlplan_strategy.h"
 
 /* ---- fixture: the examples' fitted cost and a batch planned by SlimPack ---- */
 
@@ -81,7 +82,7 @@ static void verify(spx *x, const char *needle)
     vl_verify_report rep;
 
     fx_manifest_of_plan(&x->f);
-    vl_status st = vl_plan_verify(&x->f.p, NULL, &rep, &x->f.err);
+    vl_status st = vl_plan_verify(&x->f.p, NULL, &vl_registry_rules, &rep, &x->f.err);
     if ((st == VL_OK) != (needle == NULL) || (needle && !has_msg(&rep, needle)))
         for (size_t i = 0; i < rep.nmsgs; i++)
             fprintf(stderr, "  %s\n", rep.msgs[i]);

@@ -92,7 +92,7 @@ static void verify_ok(const vl_plan *p, const vl_config *cfg)
     vl_cost c;
     vl_err err;
     cr_assert_eq(vl_cost_init(&c, cfg, &err), VL_OK);
-    cr_assert_eq(vl_plan_verify(p, NULL, &rep, &err), VL_OK, "%s",
+    cr_assert_eq(vl_plan_verify(p, NULL, &vl_registry_rules, &rep, &err), VL_OK, "%s",
                  rep.nmsgs ? rep.msgs[0] : err.msg);
     vl_sim_summary s;
     cr_assert_eq(vl_sim_plan(p, &c, NULL, &s, &err), VL_OK, "%s", err.msg);
@@ -268,10 +268,10 @@ Test(slimpack_plan, verify_rejects_a_pack_over_capacity)
     cr_assert_eq(vl_cost_init(&c, &cfg, &err), VL_OK);
     cr_assert_eq(vl_strategy_slimpack.max_cap(NULL, &cfg), 128ull * 32768);
     run(&p, m, &cfg, 0, NULL);
-    cr_assert_eq(vl_plan_verify(&p, &c, &rep, &err), VL_OK, "%s",
+    cr_assert_eq(vl_plan_verify(&p, &c, &vl_registry_rules, &rep, &err), VL_OK, "%s",
                  rep.nmsgs ? rep.msgs[0] : err.msg);
     p.mbs[p.ranks[0].mb0].cap = 128u * 32768 + 1;
-    cr_assert_eq(vl_plan_verify(&p, &c, &rep, &err), VL_EVERIFY);
+    cr_assert_eq(vl_plan_verify(&p, &c, &vl_registry_rules, &rep, &err), VL_EVERIFY);
     for (size_t i = 0; i < rep.nmsgs; i++)
         named = named || strstr(rep.msgs[i], "exceeds the 4194304 token slots") != NULL;
     cr_assert(named, "%s", rep.nmsgs ? rep.msgs[0] : "no message");

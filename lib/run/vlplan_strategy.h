@@ -1,4 +1,4 @@
-/* lib/plan/vlplan_strategy.h -- what every scheduling strategy implements.  A strategy is
+/* lib/run/vlplan_strategy.h -- what every scheduling strategy implements.  A strategy is
  * data: a vl_strategy filled in its own plans/<name>.c and listed once in
  * plans/strategies.def.  The library calls it through this table only. */
 #ifndef VLPLAN_STRATEGY_H
@@ -20,9 +20,10 @@
 #include "sampler.h"
 #include "sort.h"
 #include "strbuf.h"
+#include "verify.h"
 
 /* What a strategy tells the runner besides the plan: its -v log and the knobs it
- * actually used.  Owned by the runner (lib/plan/run.c); strategies reach it only
+ * actually used.  Owned by the runner (lib/run/run.c); strategies reach it only
  * through vl_job_log and vl_job_params. */
 typedef struct vl_report vl_report;
 
@@ -70,28 +71,6 @@ vl_status vl_job_params(const vl_job *job, const vl_param *params, const void *o
  *  count out and the footer has it. */
 void vl_job_iterations(const vl_job *job, uint64_t n);
 
-/* Where a strategy may cut a sample into slices (segments of one sample, one epoch):
- * verify holds a plan to it, and an unknown strategy to the strictest (none).  A
- * slice attends to every earlier one, so the format itself never lets the slices of
- * one iteration sit on two ranks, nor a later slice run in an earlier iteration. */
-typedef enum {
-    VL_SLICES_NONE = 0,   /* every sample whole, in one segment */
-    VL_SLICES_RANK = 1,   /* slices on one rank of one iteration (ChunkFlow, SlimPack) */
-    VL_SLICES_ITERS = 2,  /* also across iterations, in token order (no strategy yet) */
-    VL_SLICES_PIECES = 3  /* training.oversize=split (pack): a sample over
-                           * training.max_seq_len cut into independent pieces [kC, kC + C),
-                           * never two on one rank of an iteration; shorter ones whole */
-} vl_slices;
-
-/* Which ranks may share a pack (VL_CAP_SHARED): verify holds a plan to it. */
-typedef enum {
-    VL_SHARES_ANY = 0,    /* any ranks of the iteration (the format's own rules) */
-    VL_SHARES_RUN = 1,    /* a run of consecutive dp values in order (SlimPack's
-                           * DP-Merge groups of contiguous ranks) */
-    VL_SHARES_POW2 = 2    /* such a run of a power of two (mcore_cp: Megatron's CP
-                           * groups; its barrier over every rank, a power of two too) */
-} vl_shares;
-
 typedef struct vl_strategy {
     const char *name;     /* CLI name and config section */
     const char *summary;  /* one line for `vlplan strategies` */
@@ -136,10 +115,32 @@ typedef struct vl_strategy {
     vl_status (*plan)(const void *opts, const vl_job *job, vl_plan *out, vl_err *err);
 } vl_strategy;
 
+/* lib/run/run_rules.c: a strategy's rules for the verifier (verify.h) */
+/** s's rules under cfg, its parameters bound as `plan` binds them (out->refused says
+ *  why when it refuses cfg); without a config (NULL) the rules that need none, a
+ *  slicing that depends on the config taken as the loosest.  VL_OK or VL_ENOMEM. */
+vl_status vl_strategy_rules(const vl_strategy *s, const vl_config *cfg, vl_verify_rules *out,
+                            vl_err *err);
+/** The same with its opts already bound from cfg (non-NULL), as the runner holds them. */
+void vl_strategy_rules_bound(const vl_strategy *s, const void *opts, const vl_config *cfg,
+                             vl_verify_rules *out);
+/** The rules of a strategy none of all[0..n) is, so that a new name cannot switch a
+ *  check off: only the capabilities the plan declares, and under cfg the strictest they
+ *  agree on -- no slice, the longest sample any places, the largest pack any writes (0
+ *  when one states none); without a config the format's own rules.  VL_OK or
+ *  VL_ENOMEM. */
+vl_status vl_strategy_rules_strictest(const vl_strategy *const *all, size_t n,
+                                      const vl_config *cfg, vl_verify_rules *out,
+                                      vl_err *err);
+
 /* plans/registry.c */
 size_t vl_strategy_count(void);
 const vl_strategy *vl_strategy_at(size_t i);
 /** The strategy called name, or NULL. */
 const vl_strategy *vl_strategy_find(const char *name);
+/** The verifier's rules source over the registry: a registered strategy's own rules, the
+ *  strictest for a name it does not have (what `verify` checks a plan file against;
+ *  the runner passes the strategy's own, lib/run/run.c). */
+extern const vl_rules_source vl_registry_rules;
 
 #endif

@@ -1,4 +1,4 @@
-/* lib/plan/metrics.h -- balance metrics computed the same way for every strategy, from the
+/* lib/check/metrics.h -- balance metrics computed the same way for every strategy, from the
  * plan alone (docs/decisions.md §4): ABR, DBR, PR, CR, Ave-T per iteration, and their mean, p50,
  * p99 and max over iterations. */
 #ifndef VLPLAN_METRICS_H
@@ -7,15 +7,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dist.h"
 #include "plan.h"
 
 typedef struct vl_iter_metrics {
     double abr, dbr, pr, cr, ave_t;
 } vl_iter_metrics;
-
-typedef struct vl_dist {
-    double mean, p50, p99, max;
-} vl_dist;
 
 typedef struct vl_metrics {
     size_t iterations;
@@ -27,24 +24,6 @@ typedef struct vl_metrics {
     size_t truncated_samples;
     vl_dist abr, dbr, pr, cr, ave_t;
 } vl_metrics;
-
-/** Mean, p50, p99 (nearest rank: the ceil(q·n/100)-th smallest) and max of v[0..n-1],
- *  which it sorts in place; all zero when n = 0.  Every distribution vlplan reports
- *  (metrics and simulator) comes from here. */
-void vl_dist_of(double *v, size_t n, vl_dist *d);
-
-/* Columns of per-iteration values, grown as iterations come (a plan read an iteration at a
- * time has no count up front), then their distributions.  Zeroed struct = empty. */
-#define VL_SERIES_MAX 8
-typedef struct vl_series {
-    double *col[VL_SERIES_MAX];
-    size_t ncol, n, cap;
-} vl_series;
-/** Append one row of s->ncol values.  VL_ENOMEM. */
-vl_status vl_series_push(vl_series *s, const double *row, vl_err *err);
-/** Distribution of column k (sorts it in place). */
-void vl_series_dist(vl_series *s, size_t k, vl_dist *d);
-void vl_series_free(vl_series *s);
 
 /** Metrics of iteration it. */
 void vl_metrics_iter(const vl_plan *p, size_t it, vl_iter_metrics *out);

@@ -1,4 +1,4 @@
-/* lib/plan/verify.c -- the plan checker's driver (verify.h; docs/decisions.md §7): the
+/* lib/check/verify.c -- the plan checker's driver (verify.h; docs/decisions.md §7): the
  * report, I2 sums, I3 capacities and memory, I4 lockstep, I5 epochs, what a file
  * claimed and what simulate refuses.  Coverage (verify_cover.c), slice and schedule
  * order (verify_order.c), placement (verify_layout.c) and what the config and strategy
@@ -254,7 +254,7 @@ static vl_status check_memory(vl_vctx *v, size_t it, vl_err *err)
 /* ---- the verifier ---- */
 
 vl_status vl_verifier_new(vl_verifier **out, const vl_manifest *m, const vl_cost *cost,
-                          vl_verify_report *rep, vl_err *err)
+                          const vl_rules_source *rules, vl_verify_report *rep, vl_err *err)
 {
     vl_vctx *v = calloc(1, sizeof *v);
     vl_status st = v ? VL_OK : vl_seterr(err, VL_ENOMEM, "out of memory verifying the plan");
@@ -265,6 +265,7 @@ vl_status vl_verifier_new(vl_verifier **out, const vl_manifest *m, const vl_cost
     memset(rep, 0, sizeof *rep);
     v->rep = rep;
     v->cost = cost;
+    v->src = rules;
     if (m)
         st = vl__cover_new(&v->cover, m, err);
     if (st == VL_OK && cost)
@@ -336,7 +337,7 @@ vl_status vl_verifier_finish(vl_verifier *v, const vl_plan *p, const vl_plan_fil
         return st;
     vl__layout_finish(v);
     if (v->cover && p->m &&
-        (st = vl__cover_finish(v->cover, p, v->slices, piece_len(v), rep, err)) != VL_OK)
+        (st = vl__cover_finish(v->cover, p, v->rules.slices, piece_len(v), rep, err)) != VL_OK)
         return st;
     if (rep->violations == 0)
         return VL_OK;
@@ -346,10 +347,11 @@ vl_status vl_verifier_finish(vl_verifier *v, const vl_plan *p, const vl_plan_fil
 
 /* A plan held whole: every iteration, then the end. */
 static vl_status verify_whole(const vl_plan *p, const vl_plan_file *file, const vl_cost *cost,
-                              vl_verify_report *rep, vl_err *err)
+                              const vl_rules_source *rules, vl_verify_report *rep,
+                              vl_err *err)
 {
     vl_verifier *v = NULL;
-    vl_status st = vl_verifier_new(&v, p->m, cost, rep, err);
+    vl_status st = vl_verifier_new(&v, p->m, cost, rules, rep, err);
 
     for (size_t it = 0; st == VL_OK && it < p->niters; it++)
         st = vl_verifier_iter(v, p, it, err);
@@ -359,14 +361,15 @@ static vl_status verify_whole(const vl_plan *p, const vl_plan_file *file, const 
     return st;
 }
 
-vl_status vl_plan_verify(const vl_plan *p, const vl_cost *cost, vl_verify_report *rep,
-                         vl_err *err)
+vl_status vl_plan_verify(const vl_plan *p, const vl_cost *cost, const vl_rules_source *rules,
+                         vl_verify_report *rep, vl_err *err)
 {
-    return verify_whole(p, NULL, cost, rep, err);
+    return verify_whole(p, NULL, cost, rules, rep, err);
 }
 
 vl_status vl_plan_verify_read(const vl_plan *p, const vl_plan_file *file, const vl_cost *cost,
-                              vl_verify_report *rep, vl_err *err)
+                              const vl_rules_source *rules, vl_verify_report *rep,
+                              vl_err *err)
 {
-    return verify_whole(p, file, cost, rep, err);
+    return verify_whole(p, file, cost, rules, rep, err);
 }

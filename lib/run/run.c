@@ -1,4 +1,4 @@
-/* lib/plan/run.c -- one planning run end to end (run.h): bind the strategy's parameters,
+/* lib/run/run.c -- one planning run end to end (run.h): bind the strategy's parameters,
  * apply the oversize policy, plan, fill the header, and check every iteration -- the
  * checker verify runs, device memory included -- before it goes to the sink, so a
  * strategy bug can never become a silently wrong schedule, nor an infeasible one a
@@ -67,8 +67,7 @@ void vl_job_iterations(const vl_job *job, uint64_t n)
         job->report->iterations = (int64_t)n;
 }
 
-static vl_status bind_opts(void **opts, const vl_strategy *s, const vl_config *cfg,
-                           vl_err *err)
+vl_status vl_run_bind(void **opts, const vl_strategy *s, const vl_config *cfg, vl_err *err)
 {
     vl_status st;
 
@@ -92,7 +91,7 @@ vl_status vl_run_limit(const vl_strategy *s, const vl_config *cfg, uint32_t *lim
                        size_t whylen, vl_err *err)
 {
     void *opts = NULL;
-    vl_status st = bind_opts(&opts, s, cfg, err);
+    vl_status st = vl_run_bind(&opts, s, cfg, err);
 
     if (st == VL_OK) {
         *limit = s->max_len(opts, cfg);
@@ -118,6 +117,7 @@ typedef struct run_ctx {
     const vl_run_opts *o;
     vl_report rep;
     vl_verifier *v;
+    vl_rules_source rules;  /* the strategy's own (own_rules), for v */
     vl_verify_report vrep;
     vl_run_result *res;
     bool begun;           /* the header went to the sink */
@@ -255,14 +255,28 @@ static vl_status finish(run_ctx *c, vl_plan *p, bool streamed, vl_err *err)
     return st;
 }
 
+/* The verifier's rules: the strategy's own, from the opts this run bound. */
+static vl_status own_rules(void *ctx, const char *strategy, const vl_config *cfg,
+                           vl_verify_rules *out, vl_err *err)
+{
+    const run_ctx *c = ctx;
+
+    (void)strategy;
+    (void)err;
+    vl_strategy_rules_bound(c->s, c->opts, cfg, out);
+    return VL_OK;
+}
+
 static vl_status plan_checked(run_ctx *c, vl_plan *out, const vl_selection *sel,
                               vl_err *err)
 {
     bool streamed = c->o->sink && c->s->streams;
     vl_job job = {.m = out->m, .cfg = c->cfg, .cost = c->cost, .sel = sel,
                   .seed = c->o->seed, .verbose = c->o->verbose, .report = &c->rep};
-    vl_status st = vl_verifier_new(&c->v, out->m, c->cost, &c->vrep, err);
+    vl_status st;
 
+    c->rules = (vl_rules_source){own_rules, c};
+    st = vl_verifier_new(&c->v, out->m, c->cost, &c->rules, &c->vrep, err);
     if (st != VL_OK)
         return st;
     if (streamed)
@@ -318,7 +332,7 @@ vl_status vl_run_plan(vl_plan *out, const vl_strategy *s, vl_manifest *m,
     if ((st = vl_plan_init(out, m, s->name, o->seed, err)) != VL_OK)
         return st;
     out->caps = s->caps;
-    if ((st = bind_opts(&opts, s, cfg, err)) != VL_OK || (st = vl_cost_init(&cost, cfg, err)))
+    if ((st = vl_run_bind(&opts, s, cfg, err)) != VL_OK || (st = vl_cost_init(&cost, cfg, err)))
         goto done;
     c.opts = opts;
     c.cost = &cost;

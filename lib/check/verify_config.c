@@ -1,128 +1,52 @@
-/* lib/plan/verify_config.c -- what the config and the plan's strategy permit (verify.h):
+/* lib/check/verify_config.c -- what the config and the plan's strategy permit (verify.h):
  * the epochs the header declares against the config's and the iterations' (I5); every
  * pack's capacity within what the strategy writes under the config (I3); the dropped
  * ranges against each sample's length and the oversize policy -- whole samples longer
  * than the strategy places for `drop`, their tail beyond it for `truncate`, nothing for
  * `error` -- and no such sample planned instead (I1).  The strategy's limits come from
- * the registry, its parameters bound from the config as `plan` binds them, so a plan
- * cannot claim a limit of its own.  Without a config (a plan from another tool and no
- * -c) only what the manifest alone decides is checked. */
+ * the caller's rules source (vl_verify_rules: the registry's, its parameters bound
+ * from the config as `plan` binds them), so a plan cannot claim a limit of its own.
+ * Without a config (a plan from another tool and no -c) only what the manifest alone
+ * decides is checked. */
 #include "verify_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-
-#include "vlplan_strategy.h"
 
 static const vl_config *cfg_of(const vl_vctx *v)
 {
     return v->cost ? v->cost->cfg : NULL;
 }
 
-/* The strategy's rules: the registry's for a known name.  An unknown name checked
- * against a config (a relabelled plan, or one from another tool) gets the strictest --
- * no slice, the drop and capacity limits every strategy agrees on (strictest_limits),
- * and only the capabilities its header declares (layout's check_declared) -- so a new
- * name cannot switch a check off; without a config (a plan a library user built in
- * memory) only the format's own rules hold. */
-static void rules_init(vl_vctx *v, const vl_plan *p)
-{
-    const vl_strategy *s = vl_strategy_find(p->strategy);
-
-    if (v->rules_set)
-        return;
-    v->rules_set = true;
-    v->known = s != NULL;
-    if (s) {   /* without a config, a slicing that depends on it is the loosest */
-        v->allowed_caps = s->caps;
-        v->slices = s->slicing ? VL_SLICES_PIECES : s->slices;
-        v->shares = s->shares;
-        v->idles = s->idles;
-    } else {
-        v->allowed_caps = ~0u;
-        v->slices = cfg_of(v) ? VL_SLICES_NONE : VL_SLICES_ITERS;
-    }
-}
-
-/* Strategy s's limits under cfg, its parameters bound as `plan` binds them: VL_OK,
- * VL_ENOMEM, or the status (and why) of a config it refuses. */
-static vl_status strategy_limits(const vl_strategy *s, const vl_config *cfg, uint32_t *len,
-                                 uint64_t *cap, int *slices, vl_err *why)
-{
-    vl_status st = VL_OK;
-    void *opts = calloc(1, s->opts_size ? s->opts_size : 1);
-
-    if (!opts)
-        return vl_seterr(why, VL_ENOMEM, "out of memory verifying the plan");
-    if (s->section && s->params)
-        st = vl_config_bind(cfg, s->section, s->params, opts, why);
-    if (st == VL_OK && s->validate)
-        st = s->validate(opts, cfg, why);
-    if (st == VL_OK) {
-        *len = s->max_len(opts, cfg);
-        *cap = s->max_cap ? s->max_cap(opts, cfg) : 0;
-        *slices = s->slicing ? (int)s->slicing(opts, cfg) : (int)s->slices;
-    }
-    free(opts);
-    return st;
-}
-
-/* An unknown strategy, held to what every registered strategy agrees on under cfg: a
- * sample is dropped only when none places it (the longest length any places), and no
- * pack is larger than any writes (the largest capacity stated). */
-static vl_status strictest_limits(vl_vctx *v, const vl_config *cfg, vl_err *err)
-{
-    bool capped = true;   /* every strategy that takes the config states a capacity */
-
-    for (size_t i = 0; i < vl_strategy_count(); i++) {
-        vl_err why = {0};
-        uint32_t len = 0;
-        uint64_t cap = 0;
-        int slices;
-        vl_status st = strategy_limits(vl_strategy_at(i), cfg, &len, &cap, &slices, &why);
-        if (st == VL_ENOMEM)
-            return vl_seterr(err, st, "%s", why.msg);
-        if (st != VL_OK)
-            continue;   /* a strategy that refuses the config sets no limit */
-        if (len > v->len_limit)
-            v->len_limit = len;
-        capped = capped && cap > 0;
-        if (cap > v->cap_limit)
-            v->cap_limit = cap;
-    }
-    if (!capped)
-        v->cap_limit = 0;
-    return VL_OK;
-}
-
+/* The strategy's rules, from the caller's source for the name the plan carries (for a
+ * name it does not know, the strictest: vl_verify_rules), so a plan cannot claim a
+ * limit of its own; without a source only the format's own rules hold (a plan a
+ * library user built in memory).  Looked up once, from the first plan seen; a config
+ * the strategy refuses is a violation: `plan` would have refused to make it. */
 vl_status vl__limits_init(vl_vctx *v, const vl_plan *p, vl_err *err)
 {
-    const vl_config *cfg = cfg_of(v);
-    const vl_strategy *s = vl_strategy_find(p->strategy);
-    vl_err why = {0};
     vl_status st;
 
-    rules_init(v, p);
-    if (v->limits_set || !cfg)
+    if (v->rules_set)
         return VL_OK;
-    v->limits_set = true;
-    if (!s)
-        return strictest_limits(v, cfg, err);
-    st = strategy_limits(s, cfg, &v->len_limit, &v->cap_limit, &v->slices, &why);
-    if (st == VL_ENOMEM)
-        return vl_seterr(err, st, "%s", why.msg);
-    if (st != VL_OK)   /* `plan` would have refused to make it */
-        vl__violation(v->rep, 5, "strategy %s refuses the config: %s", s->name, why.msg);
-    return VL_OK;
+    v->rules_set = true;
+    v->rules = (vl_verify_rules){.caps = ~0u, .slices = VL_SLICES_ITERS};
+    if (!v->src || !v->src->fill)
+        return VL_OK;
+    st = v->src->fill(v->src->ctx, p->strategy, cfg_of(v), &v->rules, err);
+    if (st == VL_OK && v->rules.refused[0])
+        vl__violation(v->rep, 5, "strategy %s refuses the config: %s", p->strategy,
+                      v->rules.refused);
+    return st;
 }
 
 void vl__check_cap(vl_vctx *v, uint32_t r, const char *what, uint32_t j, const vl_mb *mb)
 {
-    if (v->cap_limit == 0 || mb->cap <= v->cap_limit)
+    if (v->rules.cap_limit == 0 || mb->cap <= v->rules.cap_limit)
         return;
     vl__violation(v->rep, 3, "iteration %zu, rank %u, %s %u: capacity %u exceeds the %llu "
                   "token slots strategy %s writes (training.max_seq_len %u)", v->num, r, what,
-                  j, mb->cap, (unsigned long long)v->cap_limit, v->p->strategy,
+                  j, mb->cap, (unsigned long long)v->rules.cap_limit, v->p->strategy,
                   v->cost->cfg->training.max_seq_len);
 }
 
@@ -199,7 +123,7 @@ static vl_status check_drops(const vl_vctx *v, vl_err *err)
 {
     const vl_plan *p = v->p;
     const vl_config *cfg = cfg_of(v);
-    uint32_t limit = cfg ? v->len_limit : 0;
+    uint32_t limit = cfg ? v->rules.len_limit : 0;
     uint64_t *dropped = NULL;
     char name[160];
 

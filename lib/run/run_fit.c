@@ -1,4 +1,4 @@
-/* lib/plan/run_fit.c -- what would make a rank that exceeds device memory fit, for the
+/* lib/run/run_fit.c -- what would make a rank that exceeds device memory fit, for the
  * message that refuses the plan (run.h).  The simulator found the overflow; the
  * suggestions come from the cost model's closed-form peak (vl_cost_fewest_ckpt), tried
  * in the order a user can act on them: checkpoint more layers, widen the sequence-

@@ -1,4 +1,4 @@
-/* lib/plan/verify_order.c -- order within a rank (verify.h): an explicit schedule runs every
+/* lib/check/verify_order.c -- order within a rank (verify.h): an explicit schedule runs every
  * forward pack once (F), at most one recompute between its F and B (never on a rank with
  * backward packs), every pack that B names once (I5); a rank's backward packs hold
  * exactly the tokens of its forward packs (I1); the slices of a sample go forward in token

@@ -1,4 +1,4 @@
-/* lib/plan/verify_cover.c -- I1, coverage (verify.h): every token of every sample exactly
+/* lib/check/verify_cover.c -- I1, coverage (verify.h): every token of every sample exactly
  * once per epoch, or listed as dropped.  Iterations arrive one at a time (a plan read an
  * iteration at a time keeps none of them), so each epoch keeps what it has seen: a bitset
  * for whole samples and sorted intervals only for slices and partial drops -- O(n/8 +
@@ -14,7 +14,6 @@
 
 #include "grow.h"
 #include "prefetch.h"
-#include "vlplan_strategy.h"
 
 /* Epoch numbers beyond this, in a plan that does not say how many it has, are counted
  * as epochs without iterations rather than given a bitset each. */

@@ -1,4 +1,4 @@
-/* lib/plan/run.h -- one planning run end to end, shared by `plan`, `compare` and tests:
+/* lib/run/run.h -- one planning run end to end, shared by `plan`, `compare` and tests:
  * bind the strategy's params, apply the oversize policy, plan every epoch, fill the
  * header, and check the result -- structure and modelled device memory, the checker
  * `verify` runs -- before anyone sees it.
@@ -60,6 +60,10 @@ typedef struct vl_run_result {
 vl_status vl_run_plan(vl_plan *out, const vl_strategy *s, vl_manifest *m,
                       const vl_config *cfg, const vl_run_opts *o, vl_run_result *res,
                       vl_err *err);
+
+/** s's parameters bound from cfg and validated, as a run binds them, into *opts (its
+ *  options struct; free it whatever this returns).  The statuses of binding. */
+vl_status vl_run_bind(void **opts, const vl_strategy *s, const vl_config *cfg, vl_err *err);
 
 /** The longest sample s places under cfg (its parameters bound and validated, as a run
  *  would): training.oversize applies beyond it.  The statuses of binding. */

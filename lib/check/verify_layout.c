@@ -1,4 +1,4 @@
-/* lib/plan/verify_layout.c -- how a plan places its work (verify.h): the integer fields
+/* lib/check/verify_layout.c -- how a plan places its work (verify.h): the integer fields
  * within the ranges of the field table (lib/plan/planio_fields.c) and, with a config, within
  * what the cluster and model permit, Ulysses CP groups (a rank's sp, a shared pack's
  * members' together) splitting the heads evenly among them (I3); distinct data-parallel
@@ -14,7 +14,6 @@
 
 #include "planio.h"
 #include "sort.h"
-#include "vlplan_strategy.h"
 
 /* ---- ranges ---- */
 
@@ -108,14 +107,14 @@ static int64_t first_repeat(const uint32_t *v, size_t n)
 
 /* Every GPU joins every optimizer step: the config fixes dp x tp x pp x sp = cluster.gpus,
  * so a GPU no rank holds sits out a whole step -- its share of the batch silently
- * missing from the throughput the plan is judged by.  Only a strategy whose registry
- * entry says it idles (Hydraulis: a pipeline left without sequences) may; an unknown
- * name may not.  Called with the distinct, sorted, in-cluster ids v->gpus[0..total). */
+ * missing from the throughput the plan is judged by.  Only a strategy whose rules say
+ * it idles (Hydraulis: a pipeline left without sequences) may; an unknown name may
+ * not.  Called with the distinct, sorted, in-cluster ids v->gpus[0..total). */
 static void check_every_gpu(const vl_vctx *v, uint64_t total)
 {
     uint32_t gpus = (uint32_t)v->cost->cfg->cluster.gpus, idle = 0;
 
-    if (total >= gpus || v->idles)
+    if (total >= gpus || v->rules.idles)
         return;
     while (idle < total && v->gpus[idle] == idle)   /* the first id missing from 0.. */
         idle++;
@@ -258,7 +257,7 @@ static void check_group(const vl_vctx *v, uint32_t r, const char *what, uint32_t
 {
     bool run = true;
 
-    if (v->shares == VL_SHARES_ANY)
+    if (v->rules.shares == VL_SHARES_ANY)
         return;
     for (uint32_t i = 1; i < n; i++)
         run = run && mem[i] == mem[0] + (int32_t)i;
@@ -266,7 +265,7 @@ static void check_group(const vl_vctx *v, uint32_t r, const char *what, uint32_t
         vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: shared by ranks that are not "
                       "consecutive dp values in order (from dp %d), the only groups strategy "
                       "%s forms", v->num, r, what, j, mem[0], v->p->strategy);
-    else if (v->shares == VL_SHARES_POW2 && (n & (n - 1)) != 0)
+    else if (v->rules.shares == VL_SHARES_POW2 && (n & (n - 1)) != 0)
         vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: shared by %u ranks, but "
                       "strategy %s forms CP groups of a power of two", v->num, r, what, j, n,
                       v->p->strategy);
@@ -492,17 +491,17 @@ static void check_declared(const vl_vctx *v)
                           vl_cap_name(i));
 }
 
-/* The capabilities against the strategy's, from the registry: the header cannot grant
- * what the strategy never writes (a plan relabelled from another strategy), and, as the
- * runner records exactly the strategy's (lib/plan/run.c), a plan of a known strategy
- * that states its capabilities declares all of them -- a Hydraulis plan without
+/* The capabilities against the strategy's rules (the caller's source, vl_verify_rules):
+ * the header cannot grant what the strategy never writes (a plan relabelled from
+ * another strategy), and, as the runner records exactly the strategy's (lib/run/run.c),
+ * a plan of a known strategy that states its capabilities declares all of them -- a Hydraulis plan without
  * "optimizer_shard":"world" is modelled with memory it does not have. */
 static void check_allowed(const vl_vctx *v)
 {
     const char *s = v->p->strategy;
 
     for (unsigned i = 0; i < VL_NCAPS; i++) {
-        bool allowed = v->allowed_caps >> i & 1;
+        bool allowed = v->rules.caps >> i & 1;
         bool declared = v->declared && (v->p->caps >> i & 1);
         if (!allowed && CAP_USE[i] && (v->used >> i & 1))
             vl__violation(v->rep, 5, "the plan uses %s, which strategy %s never writes",
@@ -510,7 +509,7 @@ static void check_allowed(const vl_vctx *v)
         else if (!allowed && declared)
             vl__violation(v->rep, 5, "the header declares %s, which strategy %s never writes",
                           vl_cap_name(i), s);
-        else if (allowed && v->known && v->declared && !(v->p->caps >> i & 1))
+        else if (allowed && v->rules.known && v->declared && !(v->p->caps >> i & 1))
             vl__violation(v->rep, 5, "the header lacks %s, which strategy %s always declares",
                           vl_cap_name(i), s);
     }

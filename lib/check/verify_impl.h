@@ -1,4 +1,4 @@
-/* lib/plan/verify_impl.h -- private to the plan checker: verify.c (driver, report, sums,
+/* lib/check/verify_impl.h -- private to the plan checker: verify.c (driver, report, sums,
  * capacities, counts, file claims, memory), verify_cover.c (I1: every token once per
  * epoch), verify_order.c (slices and backward packs: coverage per rank, forward in token
  * order, backward in reverse, schedules), verify_layout.c (GPU placement, CP placement,
@@ -33,18 +33,11 @@ typedef struct vl_verifier {
     bool any;
     uint32_t last_epoch, epochs_seen;
     size_t iter_violations;     /* violations before the current iteration's checks */
-    /* the strategy's rules (verify_config.c): those of the registry for a known name,
-     * the strictest when the name is unknown and a config is given */
+    /* the strategy's rules (verify_config.c), from the caller's source, looked up once
+     * from the first plan seen (the format's own without a source) */
+    const vl_rules_source *src;
     bool rules_set;
-    bool known;                 /* the registry has the plan's strategy */
-    uint32_t allowed_caps;      /* VL_CAP_* the strategy may use */
-    int slices;                 /* vl_slices: where it may slice a sample */
-    int shares;                 /* vl_shares: which ranks may share a pack */
-    bool idles;                 /* it may leave GPUs out of an iteration (vl_strategy) */
-    /* what the config and the strategy permit (verify_config.c), with a cost model */
-    bool limits_set;            /* looked up (once, from the first plan seen) */
-    uint32_t len_limit;         /* longest sample the strategy places, 0: unknown */
-    uint64_t cap_limit;         /* largest pack capacity it writes, 0: unknown */
+    vl_verify_rules rules;
     vl__cover *cover;           /* verify_cover.c, when there is a manifest */
     vl_sim_scratch *sim;        /* memory, when there is a cost model */
     /* scratch */
