@@ -266,7 +266,8 @@ static vl_status time_dispatch(const char *label, const char *const *sets, vl_ma
             break;   /* the short last batch is not an iteration of the setting */
         t0 = bench_cpu_s();
         for (size_t ci = 0; ci < pr.cands.n && st == VL_OK; ci++)
-            vl__hy_eval(&it, ci, order + b.start[k], n, pr.sel.len, k << 16, false, &st, err);
+            vl__hy_eval(&it, ci, order + b.start[k], n, pr.sel.len, k << 16, false, INFINITY,
+                        &st, err);
         total += bench_cpu_s() - t0;
         seqs += n;
         done++;
