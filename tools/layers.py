@@ -5,7 +5,8 @@ Each lib/ folder has a layer; a file may include headers of its own folder and o
 lower layers only (not a sibling folder of its own layer), so the folders form a DAG.
 lib/ never reaches plans/ or cmd/: neither their headers nor the registry's functions
 (the verifier gets a strategy's rules from its caller, vl_rules_source).  There are no
-exceptions: any upward edge fails the check.  Exit 0 when clean.
+exceptions: any upward edge fails the check.  cmd/ sees lib/ through lib/vlplan.h alone
+(and the output helpers in CMD_LIB_HEADERS).  Exit 0 when clean.
 """
 import os
 import re
@@ -44,6 +45,27 @@ def sources(root):
                 yield os.path.relpath(d, root), os.path.join(d, f)
 
 
+# What cmd/ may include from lib/ besides lib/vlplan.h: output helpers of its own jobs.
+CMD_LIB_HEADERS = {"jsonw.h", "strbuf.h", "outfile.h", "zio.h"}
+
+
+def cmd_includes(root, where):
+    """cmd/ sees the library through lib/vlplan.h (and CMD_LIB_HEADERS) only."""
+    bad = []
+    for d, _, files in os.walk(os.path.join(root, "cmd")):
+        for f in sorted(files):
+            if not f.endswith((".c", ".h")):
+                continue
+            path = os.path.join(d, f)
+            for m in INCLUDE.finditer(open(path, encoding="utf-8").read()):
+                h = os.path.basename(m.group(1))
+                to = where.get(h, "")
+                if to.startswith("lib/") and h not in CMD_LIB_HEADERS:
+                    bad.append(f"{os.path.relpath(path, root)}: includes {m.group(1)} from "
+                               f"{to}: cmd/ includes lib/vlplan.h, the library's face")
+    return bad
+
+
 def main(root):
     where = headers(root)
     bad = []
@@ -68,6 +90,7 @@ def main(root):
         if path.endswith(".c") and REGISTRY_CALLS.search(text):
             bad.append(f"{rel}: calls the strategy registry (plans/registry.c); the "
                        "caller passes what lib needs")
+    bad += cmd_includes(root, where)
     for line in bad:
         print(line, file=sys.stderr)
     if not bad:

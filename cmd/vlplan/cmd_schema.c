@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "cli.h"
-#include "planio.h"
+#include "vlplan.h"
 #include "report.h"
 
 static const char *const CMD = "schema";
