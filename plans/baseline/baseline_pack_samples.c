@@ -39,6 +39,10 @@
 
 #define STREAM_RANK 0x504B524B00000000ull    /* "PKRK": a rank's packer in samples dealing */
 #define SAMPLES_WORK (1ull << 26)
+/* veRL's dealing splits each rank's share by KK into its micro-batch count: work of the
+ * order samples x micro-batches per rank, tried only up to this (a count, never a clock;
+ * one iteration of a million samples on 8 ranks would take minutes) */
+#define VERL_WORK (1ull << 22)
 #define MIX_ATTN 4.0
 
 /* Scratch of one iteration: its samples, their weights and ranks, grouped by rank. */
@@ -299,7 +303,8 @@ static vl_status samples_init(samples *s, const packs *pk, const size_t *ids, si
  * MIX_ATTN times: KK balances one number, and the cost of a pack is not exactly the
  * sum of its samples' linearised costs, so a neighbour can balance the real cost
  * better; each with equal and with free part sizes; last, veRL's dealing (about a
- * tenth of the dealing's work: pack on 1M samples took 11% more instructions). */
+ * tenth of the dealing's work: pack on 1M samples took 11% more instructions), where its
+ * samples times slots stay within VERL_WORK. */
 static vl_status best_share(bl *c, dealer *d, samples *s, size_t m, share *best, vl_err *err)
 {
     double a, b;
@@ -308,9 +313,10 @@ static vl_status best_share(bl *c, dealer *d, samples *s, size_t m, share *best,
     vl__pk_linear(c, &a, &b);
     double mix[][2] = {{a, b}, {1, 0}, {a, MIX_ATTN * b}};
     int nmix = a > 0 && b > 0 ? 3 : a > 0 ? 1 : 2;
+    bool verl = (uint64_t)s->n * m <= VERL_WORK;
 
     best->bins = NULL;
-    for (int k = 0; k <= 2 * nmix && st == VL_OK; k++) {
+    for (int k = 0; k < 2 * nmix + verl && st == VL_OK; k++) {
         share sh = {0};
         if (k < 2 * nmix) {
             sample_weights(c, s, mix[k % nmix][0], mix[k % nmix][1]);
