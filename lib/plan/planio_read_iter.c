@@ -23,10 +23,17 @@ static void read_scalar(vl_reader *r, const vl_pfield *f, json_t *o, void *elem,
     int64_t lo = f->kind == VL_PF_I32 ? INT32_MIN : 0;
     int64_t hi = f->kind == VL_PF_I32 ? INT32_MAX : UINT32_MAX;
 
+    /* a default outside the field's range stands for "absent" (k 0, group -1): written
+     * out, it would read as absent and pass verify, which cannot tell the two apart */
+    bool sentinel = f->def < f->min || f->def > f->max;
+
     if (v && (!json_is_integer(v) || json_integer_value(v) < lo ||
               json_integer_value(v) > hi))
         vl__rd_error(r, "\"%s\": expected an integer %lld..%lld", f->key, (long long)lo,
                      (long long)hi);
+    else if (v && sentinel && json_integer_value(v) == f->def)
+        vl__rd_error(r, "\"%s\": %lld means absent; expected %lld..%lld or no \"%s\"",
+                     f->key, (long long)f->def, (long long)f->min, (long long)f->max, f->key);
     else if (v)
         x = json_integer_value(v);
     if (f->kind == VL_PF_I32)

@@ -247,3 +247,23 @@ Test(planio_model, vlplan_footer_claims_required)
     vl_plan_free(&p);
     vl_manifest_free(m);
 }
+
+/* A default outside a field's range stands for "absent" (a rank's k 0, group -1): written
+ * out it would read as absent and pass verify, so the reader refuses it, as the Python
+ * reader does from the schema (tools/diff_readers.py, seed 28, case 18226). */
+Test(planio_model, an_explicit_absent_value_is_refused)
+{
+    static const char text[] = MINIMAL_HDR
+        "{\"type\":\"iter\",\"ranks\":[{\"k\":0,\"mbs\":[{\"seg\":[[0,0,1]]}]},"
+        "{\"group\":-1,\"mbs\":[{\"seg\":[[1,0,1]]}]}]}\n";
+    vl_plan q;
+    vl_plan_file f;
+    vl_err err = {0};
+
+    cr_assert_eq(read_text(text, &q, &f, &err), VL_EDATA);
+    cr_assert_eq(f.errors.total, 2, "%zu: %s", f.errors.total, err.msg);
+    cr_assert(strstr(f.errors.msg[0], "rank 0, \"k\": 0 means absent; expected 1..4294967295"),
+              "%s", f.errors.msg[0]);
+    cr_assert(strstr(f.errors.msg[1], "rank 1, \"group\": -1 means absent"), "%s",
+              f.errors.msg[1]);
+}
