@@ -383,7 +383,9 @@ static double head_fwd(const vl_cost *c, double T, double g, double eff)
  * does.  Without it a measured rank skipped a head its analytic neighbour paid (27.6% of
  * the 0.5B model's linear work), and a calibrated configuration favoured the measured
  * scheme. */
-double vl_cost_head_time(const vl_cost *c, double tokens, const vl_par *par)
+/* The LM head's forward of `tokens` tokens on a rank of par, at the GEMM efficiency of
+ * its tokens per GPU (0 for none). */
+static double head_fwd_of(const vl_cost *c, double tokens, const vl_par *par)
 {
     double lgT = NAN, g = (double)(par->tp > 1 ? par->tp : 1) * (par->sp > 1 ? par->sp : 1);
 
@@ -391,22 +393,22 @@ double vl_cost_head_time(const vl_cost *c, double tokens, const vl_par *par)
         return 0;
     double eff = curve_eval_lx(&c->cfg->cluster.gemm_eff, c->lx_gemm, tokens / g,
                                VL_WORK_LINEAR, &lgT);
-    return head_fwd(c, tokens, g, eff) * (1 + c->cfg->cost.bwd_linear);
+    return head_fwd(c, tokens, g, eff);
+}
+
+double vl_cost_head_time(const vl_cost *c, double tokens, const vl_par *par)
+{
+    return head_fwd_of(c, tokens, par) * (1 + c->cfg->cost.bwd_linear);
 }
 
 static vl_mb_time with_head(const vl_cost *c, vl_mb_time t, const vl_seg *segs, size_t n,
                             const vl_par *par, int last_stage)
 {
-    double T = 0, lgT = NAN;
-    double g = (double)(par->tp > 1 ? par->tp : 1) * (par->sp > 1 ? par->sp : 1);
+    double T = 0;
 
     for (size_t i = 0; i < n && last_stage; i++)
         T += segs[i].len;
-    if (T == 0)
-        return t;
-    double eff = curve_eval_lx(&c->cfg->cluster.gemm_eff, c->lx_gemm, T / g, VL_WORK_LINEAR,
-                               &lgT);
-    double head = head_fwd(c, T, g, eff);
+    double head = head_fwd_of(c, T, par);
     t.fwd += head;
     t.bwd += c->cfg->cost.bwd_linear * head;
     return t;
