@@ -418,7 +418,8 @@ static bool record(vl_reader *r, cur *c, vl_err *err, vl_status *st)
     if ((*st = vl_plan_iter_begin(r->p, (uint32_t)epoch, err)) != VL_OK)
         return false;
     vl_plan_iter_candidate(r->p, (int32_t)cand);
-    if (!LIT(c, ",\"ranks\":["))
+    /* an empty list is the jansson path's to refuse (vl_plan_fields: at least one) */
+    if (!LIT(c, ",\"ranks\":[") || peek(c, ']'))
         return false;
     for (bool first = true; !peek(c, ']'); first = false)
         if ((!first && !LIT(c, ",")) || !rank(r, c, err, st))

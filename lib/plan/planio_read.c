@@ -105,6 +105,29 @@ bool vl__rd_uint(vl_reader *r, const json_t *o, const char *key, uint64_t max, u
     return true;
 }
 
+/* A count of the header or footer (record "header", "header.manifest" or "footer"), in
+ * the range the schema's table gives it (planio_fields.c vl_plan_meta): what the Python
+ * reader holds it to as well.  false when absent or refused. */
+static bool meta_count(vl_reader *r, const json_t *o, const char *record, const char *key,
+                       uint64_t *out)
+{
+    const json_t *v = json_object_get(o, key);
+    const vl_pmeta *m = vl_plan_meta;
+
+    while (m->key && (strcmp(m->record, record) != 0 || strcmp(m->key, key) != 0))
+        m++;
+    if (!v || !m->key)
+        return false;
+    if (!json_is_integer(v) || json_integer_value(v) < m->min ||
+        json_integer_value(v) > m->max) {
+        vl__rd_error(r, "\"%s\": expected an integer %lld..%lld", key, (long long)m->min,
+                     (long long)m->max);
+        return false;
+    }
+    *out = (uint64_t)json_integer_value(v);
+    return true;
+}
+
 /* An optional member of the given type: NULL when absent; a wrong type is an error. */
 static json_t *opt_typed(vl_reader *r, json_t *o, const char *key, json_type type)
 {
@@ -231,13 +254,13 @@ static void check_manifest(vl_reader *r, json_t *o)
 {
     json_t *man = opt_typed(r, o, "manifest", JSON_OBJECT), *sha;
     uint64_t n = 0, tokens = 0;
-    bool bad = false, has_n, has_t;
+    bool has_n, has_t;
     char hex[65];
 
     if (!man)
         return;
-    has_n = vl__rd_uint(r, man, "samples", VL_PF_COUNT_MAX, &n, &bad);
-    has_t = vl__rd_uint(r, man, "tokens", VL_PF_COUNT_MAX, &tokens, &bad);
+    has_n = meta_count(r, man, "header.manifest", "samples", &n);
+    has_t = meta_count(r, man, "header.manifest", "tokens", &tokens);
     sha = opt_typed(r, man, "sha256", JSON_STRING);
     if (!r->m)
         return;
@@ -281,7 +304,6 @@ static vl_status read_header(vl_reader *r, json_t *o, vl_err *err)
 {
     json_t *schema = opt_typed(r, o, "schema", JSON_STRING), *strategy;
     uint64_t v;
-    bool bad = false;
     vl_status st;
 
     if (!schema)
@@ -300,7 +322,7 @@ static vl_status read_header(vl_reader *r, json_t *o, vl_err *err)
             memcpy(r->p->strategy, json_string_value(strategy),
                    json_string_length(strategy) + 1);
     }
-    if (vl__rd_uint(r, o, "seed", INT64_MAX, &v, &bad))
+    if (meta_count(r, o, "header", "seed", &v))
         r->p->seed = v;
     if ((st = dump_meta(r, o, "params", &r->p->params_json, err)) != VL_OK ||
         (st = dump_meta(r, o, "config", &r->p->config_json, err)) != VL_OK)
@@ -309,11 +331,11 @@ static vl_status read_header(vl_reader *r, json_t *o, vl_err *err)
     /* verify checks each iteration as it is read: the header's epochs, or 0 (unknown
      * until the iterations have shown them) */
     r->p->epochs = 0;
-    if (vl__rd_uint(r, o, "epochs", UINT32_MAX, &v, &bad)) {
+    if (meta_count(r, o, "header", "epochs", &v)) {
         r->file->header_epochs = (int64_t)v;
         r->p->epochs = (uint32_t)v;
     }
-    if (vl__rd_uint(r, o, "iterations", VL_PF_COUNT_MAX, &v, &bad))
+    if (meta_count(r, o, "header", "iterations", &v))
         r->file->header_iterations = (int64_t)v;
     read_caps(r, o);
     return VL_OK;
@@ -373,11 +395,10 @@ static vl_status read_footer(vl_reader *r, json_t *o, vl_err *err)
     unsigned char digest[32];
     char hex[65];
     uint64_t v;
-    bool bad = false;
     vl_status st;
 
     for (int i = 0; i < 3; i++)
-        if (vl__rd_uint(r, o, keys[i], VL_PF_COUNT_MAX, &v, &bad))
+        if (meta_count(r, o, "footer", keys[i], &v))
             *claim[i] = (int64_t)v;
     for (size_t i = 0; dropped && i < json_array_size(dropped); i++) {
         r->seg = (long)i;

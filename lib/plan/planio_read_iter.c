@@ -63,6 +63,24 @@ static json_t *opt_array(vl_reader *r, json_t *o, const char *key, bool required
     return NULL;
 }
 
+/* List `key` of a `level` record as the table has it (planio_fields.c): required or
+ * not, and at least its min_len entries -- what the Python reader holds it to as well. */
+static json_t *list_of(vl_reader *r, json_t *o, vl_pf_level level, const char *key)
+{
+    const vl_pfield *f = vl_plan_fields;
+    json_t *v;
+
+    while (f->key && ((int)f->level != (int)level || strcmp(f->key, key) != 0))
+        f++;
+    v = opt_array(r, o, key, f->required);
+    if (v && f->arr && json_array_size(v) < f->arr->min_len) {
+        vl__rd_error(r, "\"%s\" has %zu entries, expected at least %zu", key,
+                     json_array_size(v), f->arr->min_len);
+        return NULL;
+    }
+    return v;
+}
+
 static bool elem_int(const json_t *a, size_t i, int64_t lo, int64_t hi, int64_t *out)
 {
     const json_t *v = json_array_get(a, i);
@@ -119,7 +137,7 @@ static void check_cu(vl_reader *r, const json_t *cu, const vl_mb *mb)
  * hundreds: Megatron's hybrid-CP barrier, mcore_cp). */
 static vl_status read_shared(vl_reader *r, json_t *o, vl_err *err)
 {
-    json_t *sh = opt_array(r, o, "shared", false);
+    json_t *sh = list_of(r, o, VL_PF_MB, "shared");
     size_t n = sh ? json_array_size(sh) : 0;
     int32_t small[64], *dp = small;
     int64_t v;
@@ -162,7 +180,7 @@ static vl_status read_pack(vl_reader *r, json_t *o, bool bwd, vl_err *err)
     }
     if ((st = bwd ? vl_plan_bwd_begin(r->p, 0, err) : vl_plan_mb_begin(r->p, 0, err)))
         return st;
-    seg = opt_array(r, o, "seg", true);
+    seg = list_of(r, o, VL_PF_MB, "seg");
     for (size_t k = 0; seg && k < json_array_size(seg); k++) {
         r->seg = (long)k;
         if ((st = read_seg(r, json_array_get(seg, k), err)) != VL_OK)
@@ -171,7 +189,7 @@ static vl_status read_pack(vl_reader *r, json_t *o, bool bwd, vl_err *err)
     r->seg = -1;
     mb = &r->p->mbs[r->p->nmbs - 1];
     read_scalars(r, VL_PF_MB, o, mb, r->mb, mb->tokens);
-    if ((cu = opt_array(r, o, "cu_seqlens", false)))
+    if ((cu = list_of(r, o, VL_PF_MB, "cu_seqlens")))
         check_cu(r, cu, mb);
     has_tokens = vl__rd_uint(r, o, "tokens", VL_PF_COUNT_MAX, &tokens, &bad);
     if (has_tokens && tokens != mb->tokens)
@@ -215,7 +233,7 @@ static vl_status read_op(vl_reader *r, const json_t *e, vl_err *err)
 /* "gpus", when given and as long as the rank's tp·sp·pp; otherwise the default. */
 static vl_status read_gpus(vl_reader *r, json_t *o, const vl_rank *rk, vl_err *err)
 {
-    json_t *g = opt_array(r, o, "gpus", false);
+    json_t *g = list_of(r, o, VL_PF_RANK, "gpus");
     uint32_t n = vl_plan_rank_size(rk), *v;
     int64_t x;
     vl_status st;
@@ -263,10 +281,10 @@ static vl_status read_rank(vl_reader *r, json_t *o, vl_err *err)
     rk->group = tmp.group;
     rk->k = tmp.k;
     if ((st = read_gpus(r, o, rk, err)) != VL_OK ||
-        (st = read_packs(r, opt_array(r, o, "mbs", true), false, err)) != VL_OK ||
-        (st = read_packs(r, opt_array(r, o, "bwd", false), true, err)) != VL_OK)
+        (st = read_packs(r, list_of(r, o, VL_PF_RANK, "mbs"), false, err)) != VL_OK ||
+        (st = read_packs(r, list_of(r, o, VL_PF_RANK, "bwd"), true, err)) != VL_OK)
         return st;
-    sched = opt_array(r, o, "schedule", false);
+    sched = list_of(r, o, VL_PF_RANK, "schedule");
     for (size_t i = 0; sched && i < json_array_size(sched); i++)
         if ((st = read_op(r, json_array_get(sched, i), err)) != VL_OK)
             return st;
@@ -317,7 +335,7 @@ vl_status vl__rd_iter(vl_reader *r, json_t *o, vl_err *err)
     if ((st = vl_plan_iter_begin(r->p, tmp.epoch, err)) != VL_OK)
         return st;
     vl_plan_iter_candidate(r->p, tmp.candidate);
-    ranks = opt_array(r, o, "ranks", true);
+    ranks = list_of(r, o, VL_PF_ITER, "ranks");
     for (size_t k = 0; ranks && k < json_array_size(ranks); k++) {
         r->rank = (long)k;
         if ((st = read_rank(r, json_array_get(ranks, k), err)) != VL_OK)

@@ -267,3 +267,28 @@ Test(planio_model, an_explicit_absent_value_is_refused)
     cr_assert(strstr(f.errors.msg[1], "rank 1, \"group\": -1 means absent"), "%s",
               f.errors.msg[1]);
 }
+
+/* The header's and footer's counts and the lists' lengths come from the schema's tables
+ * (vl_plan_meta, vl_plan_fields), as the Python reader's do: "epochs" 0 and an iteration
+ * of no ranks were read by the C reader and refused by the Python one. */
+Test(planio_model, header_counts_and_list_lengths_follow_the_schema)
+{
+    static const char epochs0[] = "{\"type\":\"header\",\"schema\":\"" VL_PLAN_SCHEMA "\","
+                                  "\"epochs\":0}\n"
+        "{\"type\":\"iter\",\"ranks\":[{\"mbs\":[{\"seg\":[[0,0,1]]}]}]}\n";
+    static const char noranks[] = MINIMAL_HDR "{\"type\":\"iter\",\"ranks\":[]}\n";
+    vl_plan q;
+    vl_plan_file f;
+    vl_err err = {0};
+
+    cr_assert_eq(read_text(epochs0, &q, &f, &err), VL_EDATA);
+    cr_assert_eq(f.errors.total, 1, "%zu: %s", f.errors.total, err.msg);
+    cr_assert(strstr(f.errors.msg[0], "\"epochs\": expected an integer 1..4294967295"), "%s",
+              f.errors.msg[0]);
+    vl_plan_free(&q);
+    cr_assert_eq(read_text(noranks, &q, &f, &err), VL_EDATA);
+    cr_assert_eq(f.errors.total, 1, "%zu: %s", f.errors.total, err.msg);
+    cr_assert(strstr(f.errors.msg[0], "\"ranks\" has 0 entries, expected at least 1"), "%s",
+              f.errors.msg[0]);
+    vl_plan_free(&q);
+}
