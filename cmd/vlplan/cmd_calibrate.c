@@ -18,8 +18,8 @@ enum { OPT_FIT_ = 700, OPT_EVAL_ };   /* this command's own long options */
 static const cli_opt options[] = {
     {"config", 'c', "FILE", "cluster/model YAML the timings were measured for"},
     {"set", OPT_SET, "KEY=VALUE", "override a config key (repeatable)"},
-    {"fit", OPT_FIT_, "KIND", "schemes: a*len^2+b*len+c per (tp, pp, sp), as cost.schemes "
-                              "(default); layer: one per-layer cost.fit"},
+    {"fit", OPT_FIT_, "KIND", "schemes: a*len^2+b*len+c per (tp, pp, sp, sp_kind, comm), "
+                              "as cost.schemes (default); layer: one per-layer cost.fit"},
     {"eval", OPT_EVAL_, "FILE", "held-out timings: report the errors on them too"},
     {"output", 'o', "FILE", "write the config fragment here (default: standard output)"},
     {"help", 'h', NULL, "show this help"},
