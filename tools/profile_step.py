@@ -183,24 +183,23 @@ class RingGroups:
     GPU has l/n tokens and the same causal work.  This is GPU 0's share: chunk 0 attends
     to itself, chunk 2n-1 to every earlier key of the sequence.  The keys and values the
     other GPUs hold arrive by the ring's sends (communication, not timed): here they are
-    tensors of the right shape made once per step, whose gradients the backward computes
-    as a ring's does (and would send back)."""
+    tensors of the right shape, made once per composition outside the timed steps; the
+    attention's backward computes the gradient of every key and value it saw, theirs
+    included, as a ring's does (and sends back)."""
 
     def __init__(self, lengths, n, kv_heads, hd, device, dtype):
-        self.lengths, order, start = [], [], 0
+        self.lengths, pos, start = [], [], 0
         for l, count in sorted(Counter(lengths).items()):
-            local = l // n   # two chunks of l/(2n)
+            local = l // n   # two chunks of l/(2n): positions [0, l/2n) and [l - l/2n, l)
             idx = torch.arange(start, start + count * local)
             remote = [torch.randn(count, l - local, kv_heads, hd, device=device,
-                                  dtype=dtype, requires_grad=True) for _ in range(2)]
+                                  dtype=dtype) for _ in range(2)]
             self.lengths.append((l, count, idx.to(device), remote))
+            pos += [torch.arange(local // 2), torch.arange(l - local // 2, l)] * count
             start += count * local
         # the local tokens are laid out length group by length group, so no permutation
         self.inverse = torch.arange(start, device=device)
-        half = [torch.cat([torch.arange(c), torch.arange(l - c, l)])
-                for l, c in ((l, l // (2 * n)) for l, count in sorted(Counter(lengths).items())
-                             for _ in range(count))]
-        self.pos = torch.cat(half).to(device)
+        self.pos = torch.cat(pos).to(device)
 
 
 class RingLayer(DecoderLayer):
@@ -258,6 +257,7 @@ class Runner:
                 "ring": lambda: RingLayer(*shape)}[args.sp_kind if args.sp > 1 else "none"]
         self.layers = torch.nn.ModuleList(make() for _ in range(args.layers)).to(
             self.device, self.dtype)
+        self.ring, self.ring_of = None, None
         self.head = torch.nn.Parameter(torch.randn(args.vocab, args.hidden, device=self.device,
                                                    dtype=self.dtype) * args.hidden ** -0.5)
 
@@ -277,9 +277,11 @@ class Runner:
         RingGroups' chunks."""
         a = self.args
         if a.sp > 1 and a.sp_kind == "ring":
-            g = RingGroups(lengths, a.sp, a.kv_heads, a.hidden // a.heads, self.device,
-                           self.dtype)
-            return g, g.pos, sum(lengths) // a.sp
+            if self.ring_of != lengths:   # the other GPUs' keys: not part of a step
+                self.ring = RingGroups(lengths, a.sp, a.kv_heads, a.hidden // a.heads,
+                                       self.device, self.dtype)
+                self.ring_of = list(lengths)
+            return self.ring, self.ring.pos, sum(lengths) // a.sp
         cu = [0]
         for n in lengths:
             cu.append(cu[-1] + n)
@@ -303,7 +305,9 @@ class Runner:
             torch.cuda.synchronize()
 
     def time(self, lengths, step=None):
-        step = step or self.step
+        if step is None:
+            step = self.step
+            self.layout(lengths)   # a ring's remote keys are made here, not in a timed step
         for _ in range(self.args.warmup):
             step(lengths)
         times = []

@@ -114,6 +114,9 @@ def test_shard_share_gemm_tokens_and_attention_work(kind, monkeypatch):
         pairs.append(b * h * (tq * tk - tq * (tq - 1) // 2))   # bottom-right causal
         return real(q, k, v)
 
+    if kind == "ring":   # GPU 0 of 2 holds chunks 0 and 3 of 4
+        g = ps.RingGroups([32], 2, 2, 8, "cpu", ps.torch.float32)
+        assert g.pos.tolist() == list(range(8)) + list(range(24, 32))
     monkeypatch.setattr(ps, "causal_attention", counting)
     runner.step(lengths)
     assert gemm_tokens == [sum(lengths) // 2] * 2
