@@ -20,7 +20,10 @@ all-to-alls, the ring's sends) is NOT timed: the rows say sp N, its kind and com
 analytic, and `vlplan calibrate` compares them with the cost model's compute alone, the
 communication staying the cost model's.  tokens and sum_len2 stay those of the whole
 micro-batch (what a cost.schemes row is in); local_tokens is the share's.  Only
-compositions whose sequences split evenly (ring: into 2N chunks) are run.
+compositions whose sequences split evenly (ring: into 2N chunks) are run.  A real ring
+runs its attention as N block steps merged by their log-sum-exp; here each chunk is one
+call over all the keys it sees (the same work, fewer launches), so the per-step launch
+and merge costs are not in the rows.
 
 Compositions: for every token budget of --tokens, the budget split into k equal
 sequences for k = 1, 2, 4, ... (same tokens, falling sum of squares) and a long+short
