@@ -18,8 +18,8 @@ enum { OPT_FIT_ = 700, OPT_EVAL_ };   /* this command's own long options */
 static const cli_opt options[] = {
     {"config", 'c', "FILE", "cluster/model YAML the timings were measured for"},
     {"set", OPT_SET, "KEY=VALUE", "override a config key (repeatable)"},
-    {"fit", OPT_FIT_, "KIND", "schemes: a*len^2+b*len+c per (tp, pp, sp), as cost.schemes "
-                              "(default); layer: one per-layer cost.fit"},
+    {"fit", OPT_FIT_, "KIND", "schemes: a*len^2+b*len+c per (tp, pp, sp, sp_kind, comm), "
+                              "as cost.schemes (default); layer: one per-layer cost.fit"},
     {"eval", OPT_EVAL_, "FILE", "held-out timings: report the errors on them too"},
     {"output", 'o', "FILE", "write the config fragment here (default: standard output)"},
     {"help", 'h', NULL, "show this help"},
@@ -63,26 +63,42 @@ static void put_err(FILE *f, const char *what, vl_calib_err e, const char *name)
             100 * e.worst, e.worst_file ? e.worst_file : name, e.worst_line);
 }
 
+/* "tp1 pp1 sp2 ring", with " compute" where the rows leave communication out. */
+static void scheme_label(const vl_calib_fit *x, char *label, size_t size)
+{
+    if (x->kind != VL_CALIB_SCHEMES) {
+        snprintf(label, size, "per layer");
+        return;
+    }
+    snprintf(label, size, "tp%d pp%d sp%d%s%s", x->scheme.tp, x->scheme.pp, x->scheme.sp,
+             x->scheme.sp == 1 ? "" : x->sp_kind == VL_SP_RING ? " ring" : " ulysses",
+             x->comm_analytic ? " compute" : "");
+}
+
+/* Whether a scheme fit can stand as a cost.schemes row of cfg: one whose rows include
+ * their communication (cost_pack.c takes a row as the whole time), of cfg's sp kind. */
+static bool is_config_row(const vl_calib_fit *x, const vl_config *cfg)
+{
+    return !x->comm_analytic && (x->scheme.sp == 1 || x->sp_kind == cfg->training.sp_kind);
+}
+
 static void put_fits(FILE *f, const vl_calib_fit *fits, size_t n, const char *name)
 {
-    fprintf(f, "%-16s %6s %13s %13s %13s %8s %8s\n", "scheme", "rows", "a", "b", "c", "MAPE",
+    fprintf(f, "%-28s %6s %13s %13s %13s %8s %8s\n", "scheme", "rows", "a", "b", "c", "MAPE",
             "worst");
     for (size_t i = 0; i < n; i++) {
         const vl_calib_fit *x = &fits[i];
-        char label[48];
-        if (x->kind == VL_CALIB_SCHEMES)
-            snprintf(label, sizeof label, "tp%d pp%d sp%d", x->scheme.tp, x->scheme.pp,
-                     x->scheme.sp);
-        else
-            snprintf(label, sizeof label, "per layer");
-        fprintf(f, "%-16s %6zu %13.6g %13.6g %13.6g %7.2f%% %7.2f%%  %s:%u%s\n", label,
+        char label[64];
+        scheme_label(x, label, sizeof label);
+        fprintf(f, "%-28s %6zu %13.6g %13.6g %13.6g %7.2f%% %7.2f%%  %s:%u%s\n", label,
                 x->err.n, x->scheme.a, x->scheme.b, x->scheme.c, 100 * x->err.mape,
                 100 * x->err.worst, name, x->err.worst_line,
                 x->zeroed ? "  (some held at 0)" : "");
     }
     if (fits[0].kind == VL_CALIB_SCHEMES)
         fputs("units: ms of a stage of model.layers/pp layers, forward+backward: a per "
-              "token^2, b per token, c per micro-batch\n", f);
+              "token^2, b per token, c per micro-batch (\"compute\": one GPU's share of an "
+              "sp or cp shard, communication: analytic, not in the rows)\n", f);
     else
         fputs("units: s per layer, forward: a per causal query-key pair, b per token, c per "
               "micro-batch\n", f);
@@ -95,6 +111,7 @@ static char *fragment(const vl_calib_fit *fits, size_t n, const vl_config *cfg,
                       double head_scale)
 {
     vl_strbuf b = {0};
+    size_t written = 0;
 
     vl_strbuf_printf(&b, "# vlplan calibrate: fitted to %zu rows of %s\n", rows, name);
     vl_strbuf_printf(&b, "# for model %s (%d layers), cost.bwd_attn %g, cost.bwd_linear %g: "
@@ -117,21 +134,77 @@ static char *fragment(const vl_calib_fit *fits, size_t n, const vl_config *cfg,
     if (head_scale > 0)
         vl_strbuf_printf(&b, "  # the LM head and loss: measured / analytic over the rows "
                          "with head = 1\n  head_scale: %.17g\n", head_scale);
+    for (size_t i = 0; i < n; i++) {
+        const vl_scheme *s = &fits[i].scheme;
+        char label[64];
+        if (is_config_row(&fits[i], cfg))
+            continue;
+        scheme_label(&fits[i], label, sizeof label);
+        vl_strbuf_printf(&b, "  # %s: a %.17g, b %.17g, c %.17g\n  #   measured, not a "
+                         "cost.schemes row: %s\n", label, s->a, s->b, s->c,
+                         fits[i].comm_analytic ? "its rows are compute alone (communication: "
+                         "analytic), a row is a scheme's whole time" : "not training.sp_kind");
+    }
     vl_strbuf_printf(&b, "  # the rows time decoder layers, no LM head: a last stage adds "
                      "the analytic one\n  schemes_with_head: false\n  schemes:\n");
     for (size_t i = 0; i < n; i++) {
         const vl_scheme *s = &fits[i].scheme;
+        if (!is_config_row(&fits[i], cfg))
+            continue;
+        written++;
         vl_strbuf_printf(&b, "    # %zu rows, MAPE %.2f%%, worst %.2f%%\n", fits[i].err.n,
                          100 * fits[i].err.mape, 100 * fits[i].err.worst);
         vl_strbuf_printf(&b, "    - {tp: %d, pp: %d, sp: %d, a: %.17g, b: %.17g, c: %.17g}\n",
                          s->tp, s->pp, s->sp, s->a, s->b, s->c);
     }
+    if (written == 0)
+        vl_strbuf_printf(&b, "    []\n");
     return vl_strbuf_take(&b);
 }
 
+/* The pooled error of leaving each budget of set out, *rc set on failure. */
+static vl_calib_err lobo_total(const calib_args *a, const vl_calib_rows *set,
+                               const vl_config *cfg, int *rc)
+{
+    vl_calib_lobo *lo = NULL;
+    size_t n = 0;
+    vl_err err = {0};
+    vl_calib_err t = {0, 0, 0, 0, NULL};
+
+    if (vl_calib_leave_budget_out(set, cfg, a->kind, &lo, &n, &err) != VL_OK)
+        *rc = cli_fail(CMD, &err);
+    else
+        t = vl_calib_lobo_total(lo, n);
+    free(lo);
+    return t;
+}
+
+/* With several schemes, each one's budgets left out on its own rows: a scheme measured
+ * as one GPU's shard generalises (or not) apart from the one it is compared with. */
+static int lobo_per_scheme(const calib_args *a, const vl_calib_fit *fits, size_t nfits,
+                           const vl_calib_rows *set, const vl_config *cfg, FILE *rep)
+{
+    int rc = 0;
+
+    for (size_t i = 0; nfits > 1 && i < nfits && rc == 0; i++) {
+        vl_calib_rows mine = {0};
+        vl_err err = {0};
+        char label[64], what[80];
+        if (vl_calib_rows_of(set, &fits[i], &mine, &err) != VL_OK)
+            return cli_fail(CMD, &err);
+        scheme_label(&fits[i], label, sizeof label);
+        snprintf(what, sizeof what, "    %s", label);
+        vl_calib_err e = lobo_total(a, &mine, cfg, &rc);
+        if (rc == 0)
+            put_err(rep, what, e, set->name);
+        free(mine.rows);
+    }
+    return rc;
+}
+
 /* Leave one token budget out over set: what a budget the fit never saw costs it. */
-static int leave_budget_out(const calib_args *a, const vl_calib_rows *set,
-                            const vl_config *cfg, FILE *rep)
+static int leave_budget_out(const calib_args *a, const vl_calib_fit *fits, size_t nfits,
+                            const vl_calib_rows *set, const vl_config *cfg, FILE *rep)
 {
     vl_calib_lobo *lo = NULL;
     size_t n = 0;
@@ -153,7 +226,52 @@ static int leave_budget_out(const calib_args *a, const vl_calib_rows *set,
     }
     put_err(rep, "  all budgets", vl_calib_lobo_total(lo, n), set->name);
     free(lo);
-    return 0;
+    if (nfits > 1)
+        fprintf(rep, "  each scheme on its own rows, all budgets:\n");
+    return lobo_per_scheme(a, fits, nfits, set, cfg, rep);
+}
+
+static bool has_shards(const vl_calib_fit *fits, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (fits[i].comm_analytic)
+            return true;
+    return false;
+}
+
+/* What the consistent correction makes of each scheme measured as one GPU's shard
+ * (compute alone), against that scheme's own fit, on the rows of set. */
+static void put_shards(FILE *rep, const char *what, const vl_calib_fit *fits, size_t n,
+                       const vl_cost *cost, const vl_calib_rows *set, double scale)
+{
+    bool any = false;
+
+    for (size_t i = 0; i < n; i++) {
+        char label[64], line[160];
+        if (!fits[i].comm_analytic)
+            continue;
+        if (!any)
+            fprintf(rep, "%ssp/cp shards measured on one GPU (compute alone; communication: "
+                    "analytic, not timed):\n", what);
+        any = true;
+        scheme_label(&fits[i], label, sizeof label);
+        snprintf(line, sizeof line, "  %s, measured (its own fit)", label);
+        put_err(rep, line, vl_calib_score(&fits[i], 1, NULL, cost->cfg, set), set->name);
+        snprintf(line, sizeof line, "  %s, corrected (analytic compute x %.4f)", label, scale);
+        put_err(rep, line, vl_calib_score_corrected(cost, scale, &fits[i], set), set->name);
+    }
+}
+
+/* Held-out error of each scheme's fit on its own rows, when there are several. */
+static void put_held_per_scheme(FILE *rep, const vl_calib_fit *fits, size_t n,
+                                const vl_config *cfg, const vl_calib_rows *held)
+{
+    for (size_t i = 0; n > 1 && i < n; i++) {
+        char label[64], line[128];
+        scheme_label(&fits[i], label, sizeof label);
+        snprintf(line, sizeof line, "  %s", label);
+        put_err(rep, line, vl_calib_score(&fits[i], 1, NULL, cfg, held), held->name);
+    }
 }
 
 /* The fit rows and the held-out ones together, for leaving budgets out. */
@@ -176,7 +294,7 @@ static vl_status join(vl_calib_rows *all, const vl_calib_rows *x, const vl_calib
  * budget out over both files. */
 static int evaluate(const calib_args *a, const vl_calib_fit *fits, size_t n,
                     const vl_cost *cost, const vl_config *cfg, const vl_calib_rows *set,
-                    FILE *rep)
+                    double scale, FILE *rep)
 {
     vl_calib_rows held = {0}, all = {0}, head = {0};
     vl_err err = {0};
@@ -192,9 +310,11 @@ static int evaluate(const calib_args *a, const vl_calib_fit *fits, size_t n,
                 vl_calib_score(NULL, 0, cost, cfg, &held), held.name);
         put_err(rep, "held out, after calibration", vl_calib_score(fits, n, NULL, cfg, &held),
                 held.name);
+        put_held_per_scheme(rep, fits, n, cfg, &held);
+        put_shards(rep, "held out, ", fits, n, cost, &held, scale);
         st = join(&all, set, &held, &err);
     }
-    rc = st != VL_OK ? cli_fail(CMD, &err) : leave_budget_out(a, &all, cfg, rep);
+    rc = st != VL_OK ? cli_fail(CMD, &err) : leave_budget_out(a, fits, n, &all, cfg, rep);
     free(all.rows);
     vl_calib_rows_free(&held);
     return rc;
@@ -247,15 +367,20 @@ static int run(const calib_args *a, const char *path, const vl_config *cfg)
     put_err(rep, "cost model before calibration", vl_calib_score(NULL, 0, &cost, cfg, &set),
             set.name);
     put_err(rep, "after calibration", vl_calib_score(fits, n, NULL, cfg, &set), set.name);
-    rc = a->eval ? evaluate(a, fits, n, &cost, cfg, &set, rep)
-                 : leave_budget_out(a, &set, cfg, rep);
     size_t scaled = 0;
     double scale = a->kind == VL_CALIB_SCHEMES ? vl_calib_compute_scale(&cost, &set, &scaled)
                                                : NAN;
+    /* without a measured scheme to correct from, the configured correction stands */
+    double corr = scaled ? scale : cfg->cost.compute_scale > 0 ? cfg->cost.compute_scale : 1.0;
+    put_shards(rep, "", fits, n, &cost, &set, corr);
+    rc = a->eval ? evaluate(a, fits, n, &cost, cfg, &set, corr, rep)
+                 : leave_budget_out(a, fits, n, &set, cfg, rep);
     if (rc == 0 && scaled > 0)
         fprintf(rep, "schemes not measured (sp or cp > 1, other tp or pp) keep the analytic "
                      "model, scaled by cost.compute_scale %.4f (measured / analytic over %zu "
-                     "rows)\n", scale, scaled);
+                     "rows)%s\n", scale, scaled, has_shards(fits, n) ? "; so do the sp/cp "
+                     "shards measured as compute alone: a cost.schemes row is a scheme's whole "
+                     "time, communication included" : "");
     double head_scale = head_line(a, &cost, &head, rep);
     if (rc == 0) {
         char *text = fragment(fits, n, cfg, set.name, set.n, scale, scaled, head_scale);

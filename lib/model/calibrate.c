@@ -45,15 +45,20 @@ static void features(const vl_config *cfg, vl_calib_kind k, const vl_calib_row *
     }
 }
 
-static bool same_scheme(const vl_calib_row *r, const vl_scheme *s)
+/* A scheme is its (tp, pp, sp), its kind of sp and whether its rows leave communication
+ * out: a ring's share and a Ulysses share of the same sp are different work, and compute
+ * alone is not the time of a scheme that communicates. */
+static bool same_scheme(const vl_calib_row *r, const vl_calib_fit *f)
 {
-    return r->tp == s->tp && r->pp == s->pp && r->sp == s->sp;
+    const vl_scheme *s = &f->scheme;
+    return r->tp == s->tp && r->pp == s->pp && r->sp == s->sp &&
+           (r->sp == 1 || r->sp_kind == f->sp_kind) && r->comm_analytic == f->comm_analytic;
 }
 
 /* The rows a fit covers: all for LAYER, its scheme's for SCHEMES. */
 static bool covers(const vl_calib_fit *f, const vl_calib_row *r)
 {
-    return f->kind == VL_CALIB_LAYER || same_scheme(r, &f->scheme);
+    return f->kind == VL_CALIB_LAYER || same_scheme(r, f);
 }
 
 /* Least squares on the columns in mask of A (n×NCOEF, row-major, already divided by the
@@ -153,17 +158,29 @@ double vl_calib_predict(const vl_calib_fit *fits, size_t nfits, const vl_config 
     return NAN;
 }
 
-vl_calib_err vl_calib_score(const vl_calib_fit *fits, size_t nfits, const vl_cost *c,
-                            const vl_config *cfg, const vl_calib_rows *set)
+/* How a prediction is made for scoring: by fits, or by the cost model times a factor. */
+typedef struct predictor {
+    const vl_calib_fit *fits;
+    size_t nfits;
+    const vl_cost *c;
+    const vl_config *cfg;
+    double factor;
+    const vl_calib_fit *only;   /* score only the rows this fit covers (NULL: all) */
+} predictor;
+
+static vl_calib_err score(const predictor *p, const vl_calib_rows *set)
 {
     vl_calib_err e = {0, 0, 0, 0, NULL};
     double sum = 0;
 
     for (size_t i = 0; i < set->n; i++) {
         const vl_calib_row *r = &set->rows[i];
-        double p = fits ? vl_calib_predict(fits, nfits, cfg, r) : vl_calib_predict_model(c, r);
-        double rel = fabs(p - r->seconds) / r->seconds;
-        if (isnan(p))
+        if (p->only && !covers(p->only, r))
+            continue;
+        double pred = p->fits ? vl_calib_predict(p->fits, p->nfits, p->cfg, r)
+                              : vl_calib_predict_model(p->c, r) * p->factor;
+        double rel = fabs(pred - r->seconds) / r->seconds;
+        if (isnan(pred))
             continue;
         sum += rel;
         e.n++;
@@ -175,6 +192,21 @@ vl_calib_err vl_calib_score(const vl_calib_fit *fits, size_t nfits, const vl_cos
     }
     e.mape = e.n ? sum / (double)e.n : NAN;
     return e;
+}
+
+vl_calib_err vl_calib_score(const vl_calib_fit *fits, size_t nfits, const vl_cost *c,
+                            const vl_config *cfg, const vl_calib_rows *set)
+{
+    predictor p = {fits, nfits, c, cfg, 1.0, NULL};
+    return score(&p, set);
+}
+
+vl_calib_err vl_calib_score_corrected(const vl_cost *c, double scale, const vl_calib_fit *f,
+                                      const vl_calib_rows *set)
+{
+    double now = c->cfg->cost.compute_scale > 0 ? c->cfg->cost.compute_scale : 1.0;
+    predictor p = {NULL, 0, c, c->cfg, scale / now, f};
+    return score(&p, set);
 }
 
 /* Fit the rows f covers into f; A and work hold n×NCOEF doubles each. */
@@ -216,11 +248,13 @@ static vl_status make_fits(const vl_calib_rows *set, vl_calib_kind kind, vl_cali
         const vl_calib_row *r = &set->rows[i];
         bool seen = false;
         for (size_t j = 0; j < n && !seen; j++)
-            seen = kind == VL_CALIB_LAYER || same_scheme(r, &f[j].scheme);
+            seen = kind == VL_CALIB_LAYER || same_scheme(r, &f[j]);
         if (seen)
             continue;
         f[n].kind = kind;
         f[n].scheme = (vl_scheme){.tp = r->tp, .pp = r->pp, .sp = r->sp};
+        f[n].sp_kind = r->sp_kind;
+        f[n].comm_analytic = r->comm_analytic;
         n++;
     }
     *fits = f;
@@ -258,7 +292,34 @@ vl_status vl_calib_fit_rows(const vl_calib_rows *set, const vl_config *cfg, vl_c
 
 /* ---- the configured cost model on a row ---- */
 
+static double predict_as_configured(const vl_cost *c, const vl_calib_row *r);
+
+/* A row of another sp kind than the configuration's, or whose seconds leave communication
+ * out, is predicted by the same model with that kind and cost.comm off (which zeroes
+ * every communication time and nothing else, cost.c). */
 double vl_calib_predict_model(const vl_cost *c, const vl_calib_row *r)
+{
+    const vl_config *cfg = c->cfg;
+    bool other_kind = r->sp > 1 && r->sp_kind != cfg->training.sp_kind;
+    vl_config *copy;
+    vl_cost alt;
+    vl_err ignored = {0};
+    double t = NAN;
+
+    if (!other_kind && (!r->comm_analytic || !cfg->cost.comm))
+        return predict_as_configured(c, r);
+    if (!(copy = malloc(sizeof *copy)))
+        return NAN;
+    *copy = *cfg;   /* shallow: read only, never freed as a config */
+    copy->training.sp_kind = r->sp_kind;
+    copy->cost.comm = copy->cost.comm && !r->comm_analytic;
+    if (vl_cost_init(&alt, copy, &ignored) == VL_OK)
+        t = predict_as_configured(&alt, r);
+    free(copy);
+    return t;
+}
+
+static double predict_as_configured(const vl_cost *c, const vl_calib_row *r)
 {
     /* The row gives only Σ len and Σ len²: its micro-batches are taken as equal, each of
      * n sequences of length l with n·l = T/M and n·l² = Q/M (the composition with those
@@ -291,7 +352,7 @@ double vl_calib_compute_scale(const vl_cost *c, const vl_calib_rows *set, size_t
     for (size_t i = 0; i < set->n && !c->cfg->cost.fit_set; i++) {
         const vl_calib_row *r = &set->rows[i];
         vl_par par = {r->tp, r->pp, r->sp, r->ckpt_layers};
-        if (vl_cost_scheme(c, &par))   /* the configured time is not the analytic one */
+        if (vl_cost_scheme(c, &par) || r->comm_analytic)   /* see calibrate.h */
             continue;
         double p = vl_calib_predict_model(c, r);
         if (!(p > 0) || !(r->seconds > 0))
@@ -302,6 +363,20 @@ double vl_calib_compute_scale(const vl_cost *c, const vl_calib_rows *set, size_t
     double s = n ? c->cfg->cost.compute_scale * exp(logsum / (double)n) : NAN;
     *used = s >= 1e-6 && s <= 1e6 ? n : 0;   /* cost.compute_scale's range */
     return *used ? s : NAN;
+}
+
+vl_status vl_calib_rows_of(const vl_calib_rows *set, const vl_calib_fit *f,
+                           vl_calib_rows *out, vl_err *err)
+{
+    *out = (vl_calib_rows){.rows = malloc((set->n ? set->n : 1) * sizeof *out->rows)};
+    if (!out->rows)
+        return vl_seterr(err, VL_ENOMEM, "out of memory");
+    out->cap = set->n ? set->n : 1;
+    for (size_t i = 0; i < set->n; i++)
+        if (covers(f, &set->rows[i]))
+            out->rows[out->n++] = set->rows[i];
+    memcpy(out->name, set->name, sizeof out->name);
+    return VL_OK;
 }
 
 vl_status vl_calib_take_head(vl_calib_rows *set, vl_calib_rows *head, vl_err *err)

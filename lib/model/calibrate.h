@@ -37,6 +37,10 @@ typedef struct vl_calib_row {
     double seconds;       /* measured forward + backward */
     bool head;            /* the LM head and loss of `tokens` tokens alone (a last
                            * stage's, under tp and sp), not decoder layers */
+    vl_sp_kind sp_kind;   /* of sp > 1 (training.sp_kind where sp is 1 or not given) */
+    bool comm_analytic;   /* seconds are one GPU's share of the compute, communication
+                           * not in them (tools/profile_step.py --sp/--cp): the cost
+                           * model's figure for it is its compute alone */
     uint32_t line;        /* line in its file, for messages */
     const char *file;     /* that file when rows of several are pooled; NULL: the set's */
 } vl_calib_row;
@@ -72,11 +76,14 @@ typedef struct vl_calib_err {
 typedef struct vl_calib_fit {
     vl_calib_kind kind;
     vl_scheme scheme;     /* SCHEMES: tp, pp, sp and a, b, c in ms; LAYER: a, b, c in s */
+    vl_sp_kind sp_kind;   /* SCHEMES: the rows' kind and whether they leave communication */
+    bool comm_analytic;   /* out; with it the fit is of the scheme's compute alone */
     unsigned zeroed;      /* bit 0/1/2: a/b/c held at 0 (negative, or not identifiable) */
     vl_calib_err err;     /* on the rows it was fitted to */
 } vl_calib_fit;
 
-/** Fit rows: one vl_calib_fit per (tp, pp, sp) in order of first appearance (SCHEMES), or
+/** Fit rows: one vl_calib_fit per (tp, pp, sp, sp_kind, comm_analytic) in order of first
+ *  appearance (SCHEMES), or
  *  one for all rows (LAYER).  *fits is malloc'd, *nfits of them.  VL_EDATA when a group
  *  has no rows that determine any coefficient; VL_ENOMEM. */
 vl_status vl_calib_fit_rows(const vl_calib_rows *set, const vl_config *cfg, vl_calib_kind kind,
@@ -86,7 +93,8 @@ vl_status vl_calib_fit_rows(const vl_calib_rows *set, const vl_config *cfg, vl_c
 double vl_calib_predict(const vl_calib_fit *fits, size_t nfits, const vl_config *cfg,
                         const vl_calib_row *r);
 /** Seconds the cost model of c (analytic, or cost.fit / cost.schemes when its config has
- *  them) predicts for r: its mbs micro-batches each of mbs equal sequences... see .c. */
+ *  them) predicts for r: its mbs micro-batches each of mbs equal sequences... see .c.
+ *  Under r's sp_kind; without communication when r->comm_analytic. */
 double vl_calib_predict_model(const vl_cost *c, const vl_calib_row *r);
 
 /** MAPE and worst relative error of fits (or, with fits NULL, of the cost model c) on
@@ -96,11 +104,23 @@ vl_calib_err vl_calib_score(const vl_calib_fit *fits, size_t nfits, const vl_cos
 
 /** The cost.compute_scale that makes the analytic model agree with the rows on average:
  *  the configured scale times the geometric mean of measured / predicted over the rows
- *  whose scheme the configuration times analytically (*used of them; NAN when none, out of
+ *  whose scheme the configuration times analytically and that include their
+ *  communication (not comm-analytic ones: their schemes are checked against this
+ *  correction, not part of it) (*used of them; NAN when none, out of
  *  cost.compute_scale's range, or
  *  with cost.fit).  Written beside cost.schemes so that the schemes the rows did not
  *  measure (sp > 1, other tp or pp) get the same correction as those they did. */
 double vl_calib_compute_scale(const vl_cost *c, const vl_calib_rows *set, size_t *used);
+
+/** What the consistent correction makes of the rows fit f covers: the analytic model of c
+ *  (compute alone for comm-analytic rows) times scale / the configured
+ *  cost.compute_scale, scored as vl_calib_score does. */
+vl_calib_err vl_calib_score_corrected(const vl_cost *c, double scale, const vl_calib_fit *f,
+                                      const vl_calib_rows *set);
+
+/** The rows of set that fit f covers, into *out (malloc'd, its name set's).  VL_ENOMEM. */
+vl_status vl_calib_rows_of(const vl_calib_rows *set, const vl_calib_fit *f,
+                           vl_calib_rows *out, vl_err *err);
 
 /** Move the rows that time the LM head (head = 1) from set into *head (appended), keeping
  *  the order of both; the fits take decoder-layer rows only.  VL_ENOMEM. */

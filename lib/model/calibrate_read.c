@@ -2,7 +2,11 @@
  * (calibrate.h).  The format is told by the first character that is not blank: '{' is
  * JSON Lines, anything else CSV with a header line.  Columns (keys): tokens, sum_len2,
  * seconds (required); tp, pp, sp (default 1), ckpt_layers (0), layers (model.layers / pp),
- * mbs (1), head (0; 1: the row times the LM head and loss alone).  Other columns are ignored (a profiler may add its own); '#' starts a comment
+ * mbs (1), head (0; 1: the row times the LM head and loss alone), sp_kind (ulysses, ring
+ * or none; default training.sp_kind) and comm (included, the default, or analytic: the
+ * seconds are one GPU's share of the compute, communication left to the cost model, as
+ * tools/profile_step.py --sp/--cp writes them).  Other columns are ignored (a profiler
+ * may add its own); '#' starts a comment
  * line.  Every bad value is an error naming FILE:LINE, the column and the value. */
 #include <errno.h>
 #include <jansson.h>
@@ -15,10 +19,17 @@
 #include "zio.h"
 
 enum { C_TOKENS, C_SUMSQ, C_SECONDS, C_TP, C_PP, C_SP, C_CKPT, C_LAYERS, C_MBS, C_HEAD,
-       NCOLS };
+       C_SPKIND, C_COMM, NCOLS };
 static const char *const COLS[NCOLS] = {"tokens", "sum_len2", "seconds", "tp", "pp",
-                                        "sp", "ckpt_layers", "layers", "mbs", "head"};
+                                        "sp", "ckpt_layers", "layers", "mbs", "head",
+                                        "sp_kind", "comm"};
 static const bool REQUIRED[NCOLS] = {true, true, true};
+/* The columns that hold words, each word's number (its index) and what they mean. */
+static const char *const WORDS[NCOLS][4] = {
+    [C_SPKIND] = {"ulysses", "ring", "none", NULL},   /* vl_sp_kind; none: sp 1 */
+    [C_COMM] = {"included", "analytic", NULL},        /* analytic: seconds without it */
+};
+#define SPKIND_NONE 2
 #define MAX_FIELDS 64
 
 typedef struct ctx {
@@ -67,6 +78,12 @@ static vl_status add_row(const ctx *c, const double *v)
         (!isnan(v[C_HEAD]) && (st = check_int(c, C_HEAD, v[C_HEAD], 0, 1))))
         return st;
     r.head = !isnan(v[C_HEAD]) && v[C_HEAD] == 1;
+    if (r.sp > 1 && v[C_SPKIND] == SPKIND_NONE)
+        return bad(c, "sp_kind", "none", "ulysses or ring where sp > 1");
+    /* the kind only tells schemes apart where there is a sequence to shard */
+    r.sp_kind = r.sp > 1 && !isnan(v[C_SPKIND]) ? (vl_sp_kind)v[C_SPKIND]
+                                                 : c->cfg->training.sp_kind;
+    r.comm_analytic = !isnan(v[C_COMM]) && v[C_COMM] == 1;
     r.ckpt_layers = isnan(v[C_CKPT]) ? 0 : (int)v[C_CKPT];
     r.mbs = isnan(v[C_MBS]) ? 1 : v[C_MBS];
     r.layers = isnan(v[C_LAYERS]) ? (double)c->cfg->model.layers / r.pp : v[C_LAYERS];
@@ -158,10 +175,28 @@ static vl_status csv_header(ctx *c, char *line, int *colof, int *nf)
     return VL_OK;
 }
 
+/* A word column's value: the index of s among its words. */
+static vl_status parse_word(const ctx *c, int k, const char *s, double *out)
+{
+    char want[64] = "";
+
+    for (int i = 0; WORDS[k][i]; i++) {
+        if (strcmp(s, WORDS[k][i]) == 0) {
+            *out = i;
+            return VL_OK;
+        }
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", i ? " or " : "",
+                 WORDS[k][i]);
+    }
+    return bad(c, COLS[k], s, want);
+}
+
 static vl_status parse_num(const ctx *c, int k, const char *s, double *out)
 {
     char *end;
 
+    if (WORDS[k][0])
+        return parse_word(c, k, s, out);
     errno = 0;
     *out = strtod(s, &end);
     if (*s == '\0' || *end != '\0' || errno == ERANGE || !isfinite(*out))
@@ -204,11 +239,13 @@ static vl_status json_row(ctx *c, const char *line, size_t len)
     for (int k = 0; k < NCOLS && st == VL_OK; k++) {
         json_t *x = json_object_get(o, COLS[k]);
         v[k] = NAN;
-        if (x && json_is_number(x))
+        if (x && WORDS[k][0] && json_is_string(x))
+            st = parse_word(c, k, json_string_value(x), &v[k]);
+        else if (x && json_is_number(x) && !WORDS[k][0])
             v[k] = json_number_value(x);
         else if (x) {
             char *txt = json_dumps(x, JSON_ENCODE_ANY | JSON_COMPACT);
-            st = bad(c, COLS[k], txt ? txt : "?", "a number");
+            st = bad(c, COLS[k], txt ? txt : "?", WORDS[k][0] ? "a word" : "a number");
             free(txt);
         }
     }
