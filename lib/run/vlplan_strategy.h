@@ -66,9 +66,10 @@ void vl_job_warn(const vl_job *job, const char *fmt, ...)
 vl_status vl_job_params(const vl_job *job, const vl_param *params, const void *opts,
                         vl_err *err);
 
-/** A streaming strategy announces how many iterations it will make (before its first
- *  vl_plan_iter_begin), so the plan header can say it; without, the header leaves the
- *  count out and the footer has it. */
+/** How many iterations the plan will have, announced before the first vl_plan_iter_begin
+ *  so that a streamed plan's header can say it (without, the header leaves the count out
+ *  and the footer has it).  The runner's epoch loop announces it for a strategy planned
+ *  batch by batch; a streaming whole-epoch strategy may. */
 void vl_job_iterations(const vl_job *job, uint64_t n);
 
 /* One global batch as the runner hands it to plan_batch. */

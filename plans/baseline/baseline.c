@@ -1,9 +1,10 @@
 /* plans/baseline/baseline.c -- the three baseline strategies every paper compares against:
  * random batching, LongAlign-style sorted batching, and plain packing.
  *
- * Common: per epoch, the sampler's seeded order (vl_epoch_order) is cut into global
- * batches (training.global_batch samples, or training.global_tokens); one global batch
- * is one iteration over training.dp ranks, and every rank gets the same number of
+ * Common: per epoch, the runner cuts the sampler's seeded order (vl_epoch_order) into
+ * global batches (training.global_batch samples, or training.global_tokens;
+ * lib/run/run_epochs.c) and hands them over one by one (vl__bl_plan_batch); one global
+ * batch is one iteration over training.dp ranks, and every rank gets the same number of
  * micro-batches.  Parallel layout from training (tp, pp, sp); ckpt_layers = layers/pp
  * under recompute: full; under recompute: auto the fewest that fit a full micro-batch
  * (max_seq_len tokens, or micro_batch x max_seq_len padded) on every device with pp
@@ -74,7 +75,7 @@ uint64_t vl__bl_stream(const bl *c, uint64_t tag)
     return tag ^ ((uint64_t)c->epoch << 32) ^ (uint64_t)c->batch;
 }
 
-/* ---- shared driver ---------------------------------------------------------------- */
+/* ---- shared: the runner's hooks, the emitter --------------------------------------- */
 
 vl_status vl__bl_emit_mb(bl *c, uint32_t cap, const uint32_t *items, size_t n, vl_err *err)
 {

@@ -1,6 +1,7 @@
 /* plans/baseline/baseline_impl.h -- what the baseline strategies share (baseline.c: the
- * driver, random and sorted; baseline_pack*.c: pack; baseline_verl.c: verl): one planning
- * run's state, the epoch/batch driver and the micro-batch emitter.  Not API. */
+ * hooks, random and sorted; baseline_pack*.c: pack; baseline_verl.c: verl): one planning
+ * run's state, the runner's hooks over it (lib/run/run_epochs.c owns the epoch loop) and
+ * the micro-batch emitter.  Not API. */
 #ifndef VLPLAN_BASELINE_IMPL_H
 #define VLPLAN_BASELINE_IMPL_H
 
