@@ -225,7 +225,7 @@ static vl_status time_plan(vl_manifest *m, const setting *g, double *best_s, dou
         st = vl_plan_init(&p, m, s->name, 1, err);
         double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
         if (st == VL_OK)
-            st = s->plan(opts, &job, &p, err);
+            st = vl_strategy_plan(s, opts, &job, &p, err);
         double t = clock_s(CLOCK_MONOTONIC) - t0, ct = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
         *best_s = r == 0 || t < *best_s ? t : *best_s;
         *cpu_s = r == 0 || ct < *cpu_s ? ct : *cpu_s;

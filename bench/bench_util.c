@@ -74,7 +74,7 @@ static vl_status time_once(const vl_strategy *s, const void *opts, vl_manifest *
 
     if (st == VL_OK) {
         double c0 = bench_cpu_s(), w0 = bench_wall_s();
-        st = s->plan(opts, job, &p, err);
+        st = vl_strategy_plan(s, opts, job, &p, err);
         t->cpu_s = bench_cpu_s() - c0;
         t->wall_s = bench_wall_s() - w0;
         t->iters = p.niters;

@@ -154,26 +154,6 @@ static size_t token_batch_end(const uint32_t *order, size_t n, size_t i, const u
     return i;
 }
 
-vl_status vl_count_batches(const vl_selection *sel, uint64_t seed, const vl_training_cfg *t,
-                           uint32_t *order, uint64_t *count, vl_err *err)
-{
-    *count = 0;
-    if (t->global_batch > 0) {   /* the order does not matter */
-        *count = (uint64_t)t->epochs * ((sel->n + t->global_batch - 1) / t->global_batch);
-        return VL_OK;
-    }
-    for (int e = 0; e < t->epochs; e++) {
-        vl_batches bt;
-        vl_status st;
-        vl_epoch_order(sel, seed, (uint32_t)e, order);
-        if ((st = vl_make_batches(&bt, order, sel->n, sel->len, t, err)) != VL_OK)
-            return st;
-        *count += bt.n;
-        vl_batches_free(&bt);
-    }
-    return VL_OK;
-}
-
 vl_status vl_make_batches(vl_batches *out, const uint32_t *order, size_t n,
                           const uint32_t *len, const vl_training_cfg *t, vl_err *err)
 {

@@ -37,7 +37,8 @@ vl_status vl_select_why(vl_selection *sel, const vl_manifest *m, uint32_t limit,
 void vl_selection_free(vl_selection *sel);
 
 /** order[0..n-1] = sel->idx permuted for epoch `epoch` (seeded shuffle; the same seed and
- *  epoch always give the same order). */
+ *  epoch always give the same order).  A batch-by-batch strategy gets each epoch's order
+ *  and global batches from the runner (lib/run/run_epochs.c), made once. */
 void vl_epoch_order(const vl_selection *sel, uint64_t seed, uint32_t epoch, uint32_t *order);
 
 /* Global batches: batch b is order[start[b] .. start[b+1]). */
@@ -60,15 +61,10 @@ void vl_batches_free(vl_batches *b);
  *  piece tokens, which a strategy that cuts pieces further to feed idle ranks (ChunkFlow)
  *  may spread over `share` ranks (1: none); either way the plan stays linear in samples
  *  plus ranks.  VL_ECONFIG naming the first batch short of that, with what to change;
- *  who prefixes the message. */
+ *  who prefixes the message.  The runner checks every epoch of a batch-by-batch strategy
+ *  with the arguments its cover hook gives (vlplan_strategy.h). */
 vl_status vl_batches_cover_ranks(const vl_batches *b, const uint32_t *order,
                                  const uint32_t *len, uint32_t piece, size_t share,
                                  size_t ranks, const char *who, vl_err *err);
-
-/** Global batches of every epoch together (what vl_epoch_order + vl_make_batches give
- *  epoch by epoch): the iteration count a strategy planning one batch per iteration
- *  announces before it streams (vl_job_iterations).  order: scratch of sel->n entries. */
-vl_status vl_count_batches(const vl_selection *sel, uint64_t seed, const vl_training_cfg *t,
-                           uint32_t *order, uint64_t *count, vl_err *err);
 
 #endif

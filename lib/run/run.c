@@ -283,7 +283,7 @@ static vl_status plan_checked(run_ctx *c, vl_plan *out, const vl_selection *sel,
         vl_plan_set_flush(out, on_flush, c);
     if (c->o->progress)
         vl_plan_set_progress(out, on_progress, c);
-    st = c->s->plan(c->opts, &job, out, err);
+    st = vl_strategy_plan(c->s, c->opts, &job, out, err);
     vl_plan_set_progress(out, NULL, NULL);
     if (st == VL_OK)
         st = finish(c, out, streamed, err);

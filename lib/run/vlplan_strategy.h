@@ -66,10 +66,37 @@ void vl_job_warn(const vl_job *job, const char *fmt, ...)
 vl_status vl_job_params(const vl_job *job, const vl_param *params, const void *opts,
                         vl_err *err);
 
-/** A streaming strategy announces how many iterations it will make (before its first
- *  vl_plan_iter_begin), so the plan header can say it; without, the header leaves the
- *  count out and the footer has it. */
+/** How many iterations the plan will have, announced before the first vl_plan_iter_begin
+ *  so that a streamed plan's header can say it (without, the header leaves the count out
+ *  and the footer has it).  The runner's epoch loop announces it for a strategy planned
+ *  batch by batch; a streaming whole-epoch strategy may. */
 void vl_job_iterations(const vl_job *job, uint64_t n);
+
+/* One global batch as the runner hands it to plan_batch. */
+typedef struct vl_batch {
+    const uint32_t *samples;  /* [n] manifest indices, in the epoch's order */
+    size_t n;
+    uint32_t epoch;
+    size_t index;         /* its number within the epoch: what the (seed, tag ^ epoch<<32
+                           * ^ batch) streams take */
+} vl_batch;
+
+/* An epoch's seeded order (vl_epoch_order) cut into global batches (vl_make_batches):
+ * what resolve sees of the first epoch. */
+typedef struct vl_epoch_cut {
+    uint32_t epoch;
+    const uint32_t *order;    /* [job->sel->n] */
+    const vl_batches *batches;
+} vl_epoch_cut;
+
+/* What every full global batch must give the ranks (vl_batches_cover_ranks' arguments:
+ * ranks, piece, share, and who prefixes the message); ranks 0: no check. */
+typedef struct vl_cover {
+    size_t ranks;
+    uint32_t piece;
+    size_t share;
+    const char *who;
+} vl_cover;
 
 typedef struct vl_strategy {
     const char *name;     /* CLI name and config section */
@@ -111,9 +138,37 @@ typedef struct vl_strategy {
     bool (*epoch_scope)(const vl_config *cfg);
     /** Optional cross-field checks of the bound opts (VL_ECONFIG with a message). */
     vl_status (*validate)(const void *opts, const vl_config *cfg, vl_err *err);
-    /** Plan every epoch of job->sel into out (iterations in order). */
+    /** Plan every epoch of job->sel into out (iterations in order): a strategy that
+     *  regroups the epoch (hbp; pack under pack.scope=epoch).  Used when plan_batch is
+     *  NULL or epoch_scope says so under the config. */
     vl_status (*plan)(const void *opts, const vl_job *job, vl_plan *out, vl_err *err);
+
+    /* Batch by batch: the runner owns the epoch loop (lib/run/run_epochs.c).  Each
+     * epoch it shuffles (vl_epoch_order) and cuts (vl_make_batches) once, checks `cover`,
+     * calls resolve once with the first epoch, then plan_batch on every global batch in
+     * order; the iteration count the header announces comes from the same cuts. */
+    size_t state_size;    /* the per-run state the runner zeroes and hands every hook */
+    /** Optional: set the state up (opts bound, job and out as the run has them). */
+    vl_status (*open)(void *state, const void *opts, const vl_job *job, vl_plan *out,
+                      vl_err *err);
+    /** Optional: what every full global batch must cover, asked before each epoch. */
+    vl_cover (*cover)(const void *state);
+    /** Optional: settings chosen once, from the cost model or the first epoch's batches
+     *  (after its cover check, before its first batch); parameters recorded here
+     *  (vl_job_params) reach the header. */
+    vl_status (*resolve)(void *state, const vl_epoch_cut *first, vl_err *err);
+    /** Plan one global batch, appending its iteration(s) to out. */
+    vl_status (*plan_batch)(void *state, const vl_batch *b, vl_plan *out, vl_err *err);
+    /** Optional: release the state; planned: every batch was planned (the -v summary
+     *  and warnings belong here). */
+    void (*close)(void *state, bool planned);
 } vl_strategy;
+
+/* lib/run/run_epochs.c */
+/** Plan every epoch of job->sel with s into out: s->plan, or the runner's epoch loop over
+ *  s->plan_batch (see above).  What vl_run_plan calls; no checks of its own. */
+vl_status vl_strategy_plan(const vl_strategy *s, const void *opts, const vl_job *job,
+                           vl_plan *out, vl_err *err);
 
 /* lib/run/run_rules.c: a strategy's rules for the verifier (verify.h) */
 /** s's rules under cfg, its parameters bound as `plan` binds them (out->refused says

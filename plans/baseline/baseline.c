@@ -1,9 +1,10 @@
 /* plans/baseline/baseline.c -- the three baseline strategies every paper compares against:
  * random batching, LongAlign-style sorted batching, and plain packing.
  *
- * Common: per epoch, the sampler's seeded order (vl_epoch_order) is cut into global
- * batches (training.global_batch samples, or training.global_tokens); one global batch
- * is one iteration over training.dp ranks, and every rank gets the same number of
+ * Common: per epoch, the runner cuts the sampler's seeded order (vl_epoch_order) into
+ * global batches (training.global_batch samples, or training.global_tokens;
+ * lib/run/run_epochs.c) and hands them over one by one (vl__bl_plan_batch); one global
+ * batch is one iteration over training.dp ranks, and every rank gets the same number of
  * micro-batches.  Parallel layout from training (tp, pp, sp); ckpt_layers = layers/pp
  * under recompute: full; under recompute: auto the fewest that fit a full micro-batch
  * (max_seq_len tokens, or micro_batch x max_seq_len padded) on every device with pp
@@ -74,7 +75,7 @@ uint64_t vl__bl_stream(const bl *c, uint64_t tag)
     return tag ^ ((uint64_t)c->epoch << 32) ^ (uint64_t)c->batch;
 }
 
-/* ---- shared driver ---------------------------------------------------------------- */
+/* ---- shared: the runner's hooks, the emitter --------------------------------------- */
 
 vl_status vl__bl_emit_mb(bl *c, uint32_t cap, const uint32_t *items, size_t n, vl_err *err)
 {
@@ -113,42 +114,23 @@ static vl_status emit_padded(bl *c, const uint32_t *items, size_t n, uint32_t lo
     return vl__bl_emit_mb(c, (uint32_t)(n * longest), items, n, err);
 }
 
-vl_status vl__bl_run_batches(bl *c, vl__bl_batch_fn fn, vl_err *err)
+vl_cover vl__bl_cover(const void *state)
 {
-    const vl_selection *sel = c->job->sel;
-    uint32_t *order = malloc((sel->n ? sel->n : 1) * sizeof *order);
-    vl_batches bt = {0};
-    vl_status st = VL_OK;
+    const bl *c = state;
 
-    uint64_t count;
+    return (vl_cover){.ranks = c->dp, .piece = 0, .share = 1, .who = ""};
+}
 
-    if (order == NULL)
-        return vl_seterr(err, VL_ENOMEM, "out of memory ordering %zu samples", sel->n);
-    if ((st = vl_count_batches(sel, c->job->seed, c->t, order, &count, err)) != VL_OK) {
-        free(order);
-        return st;
-    }
-    vl_job_iterations(c->job, count);
-    for (int e = 0; e < c->t->epochs && st == VL_OK; e++) {
-        c->epoch = (uint32_t)e;
-        vl_epoch_order(sel, c->job->seed, c->epoch, order);
-        if ((st = vl_make_batches(&bt, order, sel->n, sel->len, c->t, err)) != VL_OK)
-            break;
-        if ((st = vl_batches_cover_ranks(&bt, order, sel->len, 0, 1, c->dp, "", err)) != VL_OK) {
-            vl_batches_free(&bt);
-            break;
-        }
-        for (size_t b = 0; b < bt.n && st == VL_OK; b++) {
-            c->batch = b;
-            c->iters++;
-            st = vl_plan_iter_begin(c->out, c->epoch, err);
-            if (st == VL_OK)
-                st = fn(c, order + bt.start[b], bt.start[b + 1] - bt.start[b], err);
-        }
-        vl_batches_free(&bt);
-    }
-    free(order);
-    return st;
+vl_status vl__bl_plan_batch(void *state, const vl_batch *b, vl_plan *out, vl_err *err)
+{
+    bl *c = state;
+    vl_status st;
+
+    c->epoch = b->epoch;
+    c->batch = b->index;
+    c->iters++;
+    st = vl_plan_iter_begin(out, c->epoch, err);
+    return st == VL_OK ? c->fn(c, b->samples, b->n, err) : st;
 }
 
 /* Micro-batches per rank when G samples go to dp ranks in groups of at most B. */
@@ -189,21 +171,36 @@ static int ckpt_layers(const vl_job *job, const vl_par *par, uint64_t mb_tokens)
     return k < 0 ? all : k;
 }
 
-vl_status vl__bl_run(const vl_job *job, vl_plan *out, vl__bl_batch_fn batch,
-                     vl__bl_epochs_fn epochs, const void *opts, const char *name, bool padded,
-                     vl_err *err)
+void vl__bl_open(bl *c, const vl_job *job, vl_plan *out, const void *opts, const char *name,
+                 bool padded, vl__bl_batch_fn fn)
 {
     const vl_config *cfg = job->cfg;
-    bl c = {.job = job, .opts = opts, .t = &cfg->training, .out = out, .dp = (size_t)cfg->training.dp};
     uint64_t mb_tokens = (uint64_t)cfg->training.max_seq_len *
                          (padded ? cfg->training.micro_batch : 1);
+
+    *c = (bl){.job = job, .name = name, .fn = fn, .opts = opts, .t = &cfg->training,
+              .out = out, .dp = (size_t)cfg->training.dp};
+    c->par = (vl_par){.tp = cfg->training.tp, .pp = cfg->training.pp, .sp = cfg->training.sp};
+    c->par.ckpt_layers = ckpt_layers(job, &c->par, mb_tokens);
+}
+
+void vl__bl_close(void *state, bool planned)
+{
+    bl *c = state;
+
+    if (planned)
+        write_log(c, c->name);
+}
+
+vl_status vl__bl_run(const vl_job *job, vl_plan *out, vl__bl_epochs_fn epochs,
+                     const void *opts, const char *name, vl_err *err)
+{
+    bl c;
     vl_status st;
 
-    c.par = (vl_par){.tp = cfg->training.tp, .pp = cfg->training.pp, .sp = cfg->training.sp};
-    c.par.ckpt_layers = ckpt_layers(job, &c.par, mb_tokens);
-    st = epochs ? epochs(&c, err) : vl__bl_run_batches(&c, batch, err);
-    if (st == VL_OK)
-        write_log(&c, name);
+    vl__bl_open(&c, job, out, opts, name, false, NULL);
+    st = epochs(&c, err);
+    vl__bl_close(&c, st == VL_OK);
     return st;
 }
 
@@ -251,10 +248,13 @@ static vl_status random_batch(bl *c, const uint32_t *items, size_t n, vl_err *er
     return st;
 }
 
-static vl_status random_plan(const void *opts, const vl_job *job, vl_plan *out, vl_err *err)
+static vl_status random_open(void *state, const void *opts, const vl_job *job, vl_plan *out,
+                             vl_err *err)
 {
     (void)opts;
-    return vl__bl_run(job, out, random_batch, NULL, NULL, "random", true, err);
+    (void)err;
+    vl__bl_open(state, job, out, NULL, "random", true, random_batch);
+    return VL_OK;
 }
 
 /* ---- sorted ----------------------------------------------------------------------- */
@@ -324,10 +324,13 @@ done:
     return st;
 }
 
-static vl_status sorted_plan(const void *opts, const vl_job *job, vl_plan *out, vl_err *err)
+static vl_status sorted_open(void *state, const void *opts, const vl_job *job, vl_plan *out,
+                             vl_err *err)
 {
     (void)opts;
-    return vl__bl_run(job, out, sorted_batch, NULL, NULL, "sorted", true, err);
+    (void)err;
+    vl__bl_open(state, job, out, NULL, "sorted", true, sorted_batch);
+    return VL_OK;
 }
 
 /* ---- the strategies --------------------------------------------------------------- */
@@ -341,7 +344,8 @@ const vl_strategy vl_strategy_random = {
     .max_len = vl__bl_max_len,
     .max_cap = padded_max_cap,
     .validate = padded_validate,
-    .plan = random_plan,
+    VL__BL_BY_BATCH(bl, random_open),
+    .close = vl__bl_close,
     .streams = true,
 };
 
@@ -354,6 +358,7 @@ const vl_strategy vl_strategy_sorted = {
     .max_len = vl__bl_max_len,
     .max_cap = padded_max_cap,
     .validate = padded_validate,
-    .plan = sorted_plan,
+    VL__BL_BY_BATCH(bl, sorted_open),
+    .close = vl__bl_close,
     .streams = true,
 };

@@ -1,6 +1,7 @@
 /* plans/baseline/baseline_impl.h -- what the baseline strategies share (baseline.c: the
- * driver, random and sorted; baseline_pack*.c: pack; baseline_verl.c: verl): one planning
- * run's state, the epoch/batch driver and the micro-batch emitter.  Not API. */
+ * hooks, random and sorted; baseline_pack*.c: pack; baseline_verl.c: verl): one planning
+ * run's state, the runner's hooks over it (lib/run/run_epochs.c owns the epoch loop) and
+ * the micro-batch emitter.  Not API. */
 #ifndef VLPLAN_BASELINE_IMPL_H
 #define VLPLAN_BASELINE_IMPL_H
 
@@ -12,9 +13,12 @@ typedef vl_status (*vl__bl_batch_fn)(bl *c, const uint32_t *items, size_t n, vl_
 /* Plan every epoch (a strategy that does not work batch by batch). */
 typedef vl_status (*vl__bl_epochs_fn)(bl *c, vl_err *err);
 
-/* One planning run: what every batch needs, and counters for the -v log. */
+/* One planning run: what every batch needs, and counters for the -v log.  Batch by
+ * batch it is the runner's state for the strategy (vl_strategy.state_size). */
 struct bl {
     const vl_job *job;
+    const char *name;     /* the strategy's, for the -v log */
+    vl__bl_batch_fn fn;   /* plans one global batch (batch by batch) */
     const void *opts;     /* the strategy's bound params (NULL: none) */
     const vl_training_cfg *t;
     vl_plan *out;
@@ -34,12 +38,23 @@ vl_status vl__bl_check_dp(const vl_config *cfg, const char *who, vl_err *err);
 uint64_t vl__bl_stream(const bl *c, uint64_t tag);
 /** A micro-batch of cap slots holding whole samples items[0..n). */
 vl_status vl__bl_emit_mb(bl *c, uint32_t cap, const uint32_t *items, size_t n, vl_err *err);
-/** Every epoch's global batches, one iteration each, through fn. */
-vl_status vl__bl_run_batches(bl *c, vl__bl_batch_fn fn, vl_err *err);
-/** A whole run: layout from training, then epochs (when set) or batch by batch. */
-vl_status vl__bl_run(const vl_job *job, vl_plan *out, vl__bl_batch_fn batch,
-                     vl__bl_epochs_fn epochs, const void *opts, const char *name, bool padded,
-                     vl_err *err);
+/** Set c up for a run: layout from training (ckpt_layers for micro-batches of
+ *  max_seq_len tokens, times micro_batch when padded); fn plans a batch (NULL: none). */
+void vl__bl_open(bl *c, const vl_job *job, vl_plan *out, const void *opts, const char *name,
+                 bool padded, vl__bl_batch_fn fn);
+/* The runner's hooks over a bl state (vlplan_strategy.h): every rank holds a sample;
+ * a batch is one iteration through c->fn; the -v log at the end. */
+vl_cover vl__bl_cover(const void *state);
+vl_status vl__bl_plan_batch(void *state, const vl_batch *b, vl_plan *out, vl_err *err);
+void vl__bl_close(void *state, bool planned);
+/** The entry fields of a baseline planned batch by batch, set up by `open` (a state
+ *  starting with bl). */
+#define VL__BL_BY_BATCH(state_type, open_fn)                                             \
+    .state_size = sizeof(state_type), .open = (open_fn), .cover = vl__bl_cover,           \
+    .plan_batch = vl__bl_plan_batch
+/** A whole run planned by epochs (pack.scope=epoch): vl__bl_open, epochs, the -v log. */
+vl_status vl__bl_run(const vl_job *job, vl_plan *out, vl__bl_epochs_fn epochs,
+                     const void *opts, const char *name, vl_err *err);
 
 /* veRL's workload coefficient (baseline_verl.c: verl.linear's default). */
 #define VL__VERL_LINEAR_STR "24576"

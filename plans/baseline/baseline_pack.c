@@ -81,26 +81,57 @@ static vl_status pack_validate(const void *opts, const vl_config *cfg, vl_err *e
     return vl__bl_check_dp(cfg, "pack", err);
 }
 
+/* Items to pack: the samples, and under training.oversize=split the pieces of the longer
+ * ones (baseline_pieces.c). */
+static vl_status ctx_init(pack_ctx *x, const vl_job *job, vl_err *err)
+{
+    *x = (pack_ctx){.len = job->sel->len};
+    if (!splits(job->cfg)) {
+        x->pieces.base = UINT32_MAX;   /* every item a whole sample */
+        return VL_OK;
+    }
+    vl_status st = vl__bl_pieces_build(&x->pieces, job->sel, (uint32_t)job->m->n,
+                                       job->cfg->training.max_seq_len, err);
+    if (st == VL_OK)
+        x->len = x->pieces.len;
+    return st;
+}
+
+/* pack.scope=epoch: every epoch packed whole (baseline_pack_epoch.c). */
 static vl_status pack_plan(const void *opts, const vl_job *job, vl_plan *out, vl_err *err)
 {
-    bool epoch = job->cfg->pack.scope == VL_PACK_SCOPE_EPOCH;
-    pack_ctx x = {.len = job->sel->len};
-    vl_status st;
+    pack_ctx x;
+    vl_status st = ctx_init(&x, job, err);
 
     (void)opts;
-    if (splits(job->cfg)) {
-        st = vl__bl_pieces_build(&x.pieces, job->sel, (uint32_t)job->m->n,
-                                 job->cfg->training.max_seq_len, err);
-        if (st != VL_OK)
-            return st;
-        x.len = x.pieces.len;
-    } else {
-        x.pieces.base = UINT32_MAX;   /* every item a whole sample */
-    }
-    st = vl__bl_run(job, out, vl__pk_batch, epoch ? vl__pk_epochs : NULL, &x, "pack", false,
-                    err);
+    if (st == VL_OK)
+        st = vl__bl_run(job, out, vl__pk_epochs, &x, "pack", err);
     vl__bl_pieces_free(&x.pieces);
     return st;
+}
+
+/* pack.scope=batch: the runner's state, batch by batch (baseline_pack_batch.c). */
+typedef struct pack_run {
+    bl c;                 /* first: the baseline hooks take the state as a bl */
+    pack_ctx x;
+} pack_run;
+
+static vl_status pack_open(void *state, const void *opts, const vl_job *job, vl_plan *out,
+                           vl_err *err)
+{
+    pack_run *r = state;
+
+    (void)opts;
+    vl__bl_open(&r->c, job, out, &r->x, "pack", false, vl__pk_batch);
+    return ctx_init(&r->x, job, err);
+}
+
+static void pack_close(void *state, bool planned)
+{
+    pack_run *r = state;
+
+    vl__bl_close(&r->c, planned);
+    vl__bl_pieces_free(&r->x.pieces);
 }
 
 const vl_strategy vl_strategy_pack = {
@@ -116,4 +147,6 @@ const vl_strategy vl_strategy_pack = {
     .slicing = pack_slicing,
     .validate = pack_validate,
     .plan = pack_plan,
+    VL__BL_BY_BATCH(pack_run, pack_open),
+    .close = pack_close,
 };

@@ -227,9 +227,12 @@ static vl_status verl_validate(const void *opts, const vl_config *cfg, vl_err *e
     return vl__bl_check_dp(cfg, "verl", err);
 }
 
-static vl_status verl_plan(const void *opts, const vl_job *job, vl_plan *out, vl_err *err)
+static vl_status verl_open(void *state, const void *opts, const vl_job *job, vl_plan *out,
+                           vl_err *err)
 {
-    return vl__bl_run(job, out, verl_batch_fn, NULL, opts, "verl", false, err);
+    (void)err;
+    vl__bl_open(state, job, out, opts, "verl", false, verl_batch_fn);
+    return VL_OK;
 }
 
 /* Every micro-batch is a packed sequence of at most training.max_seq_len tokens (step
@@ -250,6 +253,7 @@ const vl_strategy vl_strategy_verl = {
     .max_len = vl__bl_max_len,
     .max_cap = verl_max_cap,
     .validate = verl_validate,
-    .plan = verl_plan,
+    VL__BL_BY_BATCH(bl, verl_open),
+    .close = vl__bl_close,
     .streams = true,
 };

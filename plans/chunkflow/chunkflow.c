@@ -1,5 +1,6 @@
-/* plans/chunkflow/chunkflow.c -- the ChunkFlow strategy: options, the epoch/batch driver and
- * its vl_strategy entry.  Helpers: chunkflow_chunks.c, _sched.c, _fit.c, _search.c.
+/* plans/chunkflow/chunkflow.c -- the ChunkFlow strategy: options, the runner's hooks (one
+ * global batch at a time, lib/run/run_epochs.c) and its vl_strategy entry.  Helpers:
+ * chunkflow_chunks.c, _sched.c, _fit.c, _search.c.
  *
  * Design.  ChunkFlow (Yuan et al., ICML'25, the chunkflow paper §4-5; docs/papers.md),
  * objective: the simulated step time within device memory.  Per global batch, samples longer than
@@ -10,7 +11,7 @@
  * activations follow K x ChunkSize, not the longest sample; chunks are the pipeline's
  * micro-batches (state-aware 1F1B in the simulator).
  * Params: chunk_size (tokens), k (chunks), either "auto" = grid search (§5) over
- * {2K..32K} x {1, 2, 3, 4, 6, 8, 12, 16} on the first epoch's worst batches (the
+ * {2K..32K} x {1, 2, 3, 4, 6, 8, 12, 16} (resolve) on the first epoch's worst batches (the
  * longest sample, the most tokens) and search_iters evenly spaced ones.  Longest
  * sample: training.max_seq_len (the context length), beyond it training.oversize.
  * Memory: every batch is simulated before it is written and, over the device, planned
@@ -121,61 +122,70 @@ static vl_status record_chosen(const vl_cf_opts *o, const vl_cf_setting *s, cons
     return vl_job_params(job, chunkflow_params, &used, err);
 }
 
-/* One epoch: its order, its global batches, one iteration each.  The first epoch also
- * settles the setting when a parameter is "auto", and records it before its first
- * iteration (the plan may be streamed: the header goes out first). */
-static vl_status plan_epoch(const vl_cf_opts *o, const vl_job *job, uint32_t epoch,
-                            uint32_t *order, vl_cf_setting *s, vl_cf_work *w, vl_cf_fit *fit,
-                            vl_plan *out, size_t *iters, vl_err *err)
-{
-    const vl_selection *sel = job->sel;
-    vl_batches b = {0};
-    vl_status st;
+/* One run, the runner's state (vlplan_strategy.h): the setting, "auto" resolved on the
+ * first epoch; the work and fit scratch; the iterations planned. */
+typedef struct cf_run {
+    const vl_cf_opts *o;
+    const vl_job *job;
+    vl_cf_setting s;
+    vl_cf_work w;
+    vl_cf_fit fit;
+    size_t iters;
+} cf_run;
 
-    vl_epoch_order(sel, job->seed, epoch, order);
-    st = vl_make_batches(&b, order, sel->n, sel->len, &job->cfg->training, err);
-    if (st == VL_OK)   /* before the search: it plans batches too */
-        st = vl_batches_cover_ranks(&b, order, sel->len,
-                                    s->chunk ? s->chunk : VL_CF_GRID_CHUNK_MIN,
-                                    VL_CF_RANKS_PER_PIECE, (size_t)s->dp, "chunkflow: ", err);
-    if (st == VL_OK && (s->chunk == 0 || s->k == 0))
-        st = vl__cf_search(o, job, s, order, &b, fit, s, err);
-    if (st == VL_OK && epoch == 0)
-        st = record_chosen(o, s, job, err);
-    *iters += b.n;
-    for (size_t i = 0; i < b.n && st == VL_OK; i++)
-        st = vl__cf_plan_fit(fit, w, s, order + b.start[i], b.start[i + 1] - b.start[i],
-                             epoch, i, out, err);
-    vl_batches_free(&b);
-    return st;
+static vl_status chunkflow_open(void *state, const void *opts, const vl_job *job, vl_plan *out,
+                                vl_err *err)
+{
+    cf_run *r = state;
+
+    r->o = opts;
+    r->job = job;
+    r->s = base_setting(r->o, job->cfg);
+    return vl__cf_fit_init(&r->fit, job, out->m, err);
 }
 
-static vl_status chunkflow_plan(const void *opts, const vl_job *job, vl_plan *out, vl_err *err)
+/* A rank may hold a piece of ChunkSize tokens (before the search, the grid's smallest),
+ * cut further for idle ranks. */
+static vl_cover chunkflow_cover(const void *state)
 {
-    const vl_cf_opts *o = opts;
-    vl_cf_setting s = base_setting(o, job->cfg);
-    vl_cf_work w = {0};
-    vl_cf_fit fit;
-    uint32_t *order = malloc((job->sel->n ? job->sel->n : 1) * sizeof *order);
-    uint64_t count = 0;
-    size_t iters = 0;
-    vl_status st;
+    const cf_run *r = state;
 
-    if (order == NULL)
-        return vl_seterr(err, VL_ENOMEM, "chunkflow: out of memory for %zu samples",
-                         job->sel->n);
-    st = vl__cf_fit_init(&fit, job, out->m, err);
-    if (st == VL_OK)
-        st = vl_count_batches(job->sel, job->seed, &job->cfg->training, order, &count, err);
-    vl_job_iterations(job, count);
-    for (int e = 0; e < job->cfg->training.epochs && st == VL_OK; e++)
-        st = plan_epoch(o, job, (uint32_t)e, order, &s, &w, &fit, out, &iters, err);
-    if (st == VL_OK)
-        log_summary(job, &s, &w, &fit, iters);
-    vl__cf_fit_free(&fit);
-    vl__cf_work_free(&w);
-    free(order);
-    return st;
+    return (vl_cover){.ranks = (size_t)r->s.dp,
+                      .piece = r->s.chunk ? r->s.chunk : VL_CF_GRID_CHUNK_MIN,
+                      .share = VL_CF_RANKS_PER_PIECE, .who = "chunkflow: "};
+}
+
+/* "auto" settles on the first epoch's batches, recorded before its first iteration (the
+ * plan may be streamed: the header goes out first). */
+static vl_status chunkflow_resolve(void *state, const vl_epoch_cut *first, vl_err *err)
+{
+    cf_run *r = state;
+    vl_status st = VL_OK;
+
+    if (r->s.chunk == 0 || r->s.k == 0)
+        st = vl__cf_search(r->o, r->job, &r->s, first->order, first->batches, &r->fit, &r->s,
+                           err);
+    return st == VL_OK ? record_chosen(r->o, &r->s, r->job, err) : st;
+}
+
+static vl_status chunkflow_plan_batch(void *state, const vl_batch *b, vl_plan *out,
+                                      vl_err *err)
+{
+    cf_run *r = state;
+
+    r->iters++;
+    return vl__cf_plan_fit(&r->fit, &r->w, &r->s, b->samples, b->n, b->epoch, b->index, out,
+                           err);
+}
+
+static void chunkflow_close(void *state, bool planned)
+{
+    cf_run *r = state;
+
+    if (planned)
+        log_summary(r->job, &r->s, &r->w, &r->fit, r->iters);
+    vl__cf_fit_free(&r->fit);
+    vl__cf_work_free(&r->w);
 }
 
 const vl_strategy vl_strategy_chunkflow = {
@@ -190,6 +200,11 @@ const vl_strategy vl_strategy_chunkflow = {
     .max_len = chunkflow_max_len,
     .max_cap = chunkflow_max_cap,
     .validate = chunkflow_validate,
-    .plan = chunkflow_plan,
+    .state_size = sizeof(cf_run),
+    .open = chunkflow_open,
+    .cover = chunkflow_cover,
+    .resolve = chunkflow_resolve,
+    .plan_batch = chunkflow_plan_batch,
+    .close = chunkflow_close,
     .streams = true,
 };

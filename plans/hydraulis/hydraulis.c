@@ -1,6 +1,7 @@
 /* plans/hydraulis/hydraulis.c -- the Hydraulis strategy: options, the scheme space and
- * the candidates, the epoch/batch driver and its vl_strategy entry.  Helpers:
- * hydraulis_scheme.c, _propose.c, _dispatch.c, _pack.c, _iter.c.
+ * the candidates, the runner's hooks (one global batch at a time, lib/run/run_epochs.c)
+ * and its vl_strategy entry.  Helpers: hydraulis_scheme.c, _propose.c, _dispatch.c,
+ * _pack.c, _iter.c.
  *
  * Design.  Hydraulis (Li et al., the hydraulis paper, docs/papers.md; docs/hydraulis.md), objective:
  * the slowest pipeline of each iteration.  The GPUs are split into pipelines of
@@ -461,23 +462,6 @@ static vl_status pick_static(hy_run *r, const uint32_t *order, const vl_batches 
     return st;
 }
 
-static vl_status plan_epoch(hy_run *r, uint32_t epoch, uint32_t *order, vl_plan *out,
-                            vl_err *err)
-{
-    const vl_selection *sel = r->job->sel;
-    vl_batches b = {0};
-    vl_status st;
-
-    vl_epoch_order(sel, r->job->seed, epoch, order);
-    st = vl_make_batches(&b, order, sel->n, sel->len, &r->job->cfg->training, err);
-    if (st == VL_OK && epoch == 0 && r->o->mode == HY_STATIC)
-        st = pick_static(r, order, &b, err);
-    for (size_t i = 0; i < b.n && st == VL_OK; i++)
-        st = plan_batch(r, order + b.start[i], b.start[i + 1] - b.start[i], epoch, out, err);
-    vl_batches_free(&b);
-    return st;
-}
-
 static void log_summary(const hy_run *r)
 {
     vl_job_log(r->job, "hydraulis: %llu iterations, mean estimate %.1f ms; %llu with an idle "
@@ -501,67 +485,68 @@ static vl_status record_params(const hy_run *r, vl_err *err)
     return vl_job_params(r->job, hydraulis_params, &used, err);
 }
 
-/* Every epoch's full global batches hold a sample for each of the homogeneous layout's
+/* One run, the runner's state (vlplan_strategy.h): a hy_run. */
+static vl_status hydraulis_open(void *state, const void *opts, const vl_job *job, vl_plan *out,
+                                vl_err *err)
+{
+    (void)err;
+    *(hy_run *)state = (hy_run){.o = opts, .job = job, .fixed = -1, .man = out->m};
+    return VL_OK;
+}
+
+/* Every full global batch holds a sample for each of the homogeneous layout's
  * gpus / (tp pp) pipelines, checked before the proposal DP (its cost grows with the GPUs):
  * else the homogeneous candidate leaves pipelines empty and every iteration dispatches
  * a few samples over a million pipelines. */
-static vl_status check_cover(const vl_job *job, uint32_t *order, vl_err *err)
+static vl_cover hydraulis_cover(const void *state)
 {
-    const vl_selection *sel = job->sel;
-    const vl_training_cfg *t = &job->cfg->training;
-    size_t pipes = (size_t)job->cfg->cluster.gpus / ((size_t)t->tp * (size_t)t->pp);
-    vl_status st = VL_OK;
+    const vl_config *cfg = ((const hy_run *)state)->job->cfg;
+    const vl_training_cfg *t = &cfg->training;
 
-    for (int e = 0; st == VL_OK && e < t->epochs; e++) {
-        vl_batches b;
-        vl_epoch_order(sel, job->seed, (uint32_t)e, order);
-        if ((st = vl_make_batches(&b, order, sel->n, sel->len, &job->cfg->training, err)))
-            break;
-        st = vl_batches_cover_ranks(&b, order, sel->len, 0, 1, pipes, "hydraulis: ", err);
-        vl_batches_free(&b);
-    }
-    return st;
+    return (vl_cover){.ranks = (size_t)cfg->cluster.gpus / ((size_t)t->tp * (size_t)t->pp),
+                      .piece = 0, .share = 1, .who = "hydraulis: "};
 }
 
-static vl_status hydraulis_plan(const void *opts, const vl_job *job, vl_plan *out,
-                                vl_err *err)
+/* The per-run choices: the schemes, the candidates (proposed by the DP or given), the
+ * knobs recorded; under mode static the one candidate, from the first epoch. */
+static vl_status hydraulis_resolve(void *state, const vl_epoch_cut *first, vl_err *err)
 {
-    hy_run r = {.o = opts, .job = job, .fixed = -1, .man = out->m};
-    uint32_t *order = malloc((job->sel->n ? job->sel->n : 1) * sizeof *order);
-    uint64_t count = 0;
-    vl_status st = order ? VL_OK : vl_seterr(err, VL_ENOMEM, "hydraulis: out of memory");
+    hy_run *r = state;
+    const vl_job *job = r->job;
+    vl_status st = vl__hy_schemes(&r->sch, job->cost, err);
 
-    if (st == VL_OK)
-        st = check_cover(job, order, err);
-    if (st == VL_OK)
-        st = vl__hy_schemes(&r.sch, job->cost, err);
-    if (st == VL_OK && r.sch.n == 0)
+    if (st == VL_OK && r->sch.n == 0)
         st = vl_seterr(err, VL_EINFEASIBLE, "hydraulis: no <tp, pp> scheme fits 128 tokens "
                        "in device memory");
     if (st == VL_OK)
-        st = build_candidates(&r, err);
-    if (st == VL_OK && ((r.chosen = calloc(r.cands.n, sizeof *r.chosen)) == NULL ||
-                        (r.est_of = calloc(r.cands.n, sizeof *r.est_of)) == NULL))
+        st = build_candidates(r, err);
+    if (st == VL_OK && ((r->chosen = calloc(r->cands.n, sizeof *r->chosen)) == NULL ||
+                        (r->est_of = calloc(r->cands.n, sizeof *r->est_of)) == NULL))
         st = vl_seterr(err, VL_ENOMEM, "hydraulis: out of memory");
-    r.fixed = r.o->mode == HY_HOMO ? 0 : -1;
-    r.it = (hy_iter){.sch = &r.sch, .cands = &r.cands, .trials = r.o->trials,
-                     .packing = (hy_packing)r.o->packing,
-                     .context = job->cfg->training.max_seq_len, .seed = job->seed};
+    r->fixed = r->o->mode == HY_HOMO ? 0 : -1;
+    r->it = (hy_iter){.sch = &r->sch, .cands = &r->cands, .trials = r->o->trials,
+                      .packing = (hy_packing)r->o->packing,
+                      .context = job->cfg->training.max_seq_len, .seed = job->seed};
     if (st == VL_OK) {
-        log_setup(&r);
-        st = record_params(&r, err);
+        log_setup(r);
+        st = record_params(r, err);
     }
-    if (st == VL_OK)
-        st = vl_count_batches(job->sel, job->seed, &job->cfg->training, order, &count, err);
-    if (st == VL_OK)
-        vl_job_iterations(job, count);
-    for (int e = 0; st == VL_OK && e < job->cfg->training.epochs; e++)
-        st = plan_epoch(&r, (uint32_t)e, order, out, err);
-    if (st == VL_OK)
-        log_summary(&r);
-    run_free(&r);
-    free(order);
+    if (st == VL_OK && r->o->mode == HY_STATIC)
+        st = pick_static(r, first->order, first->batches, err);
     return st;
+}
+
+static vl_status hydraulis_plan_batch(void *state, const vl_batch *b, vl_plan *out,
+                                      vl_err *err)
+{
+    return plan_batch(state, b->samples, b->n, b->epoch, out, err);
+}
+
+static void hydraulis_close(void *state, bool planned)
+{
+    if (planned)
+        log_summary(state);
+    run_free(state);
 }
 
 /* ---- limits ---- */
@@ -657,6 +642,11 @@ const vl_strategy vl_strategy_hydraulis = {
     .describe_max_len = hydraulis_describe_max_len,
     .max_cap = hydraulis_max_cap,
     .validate = hydraulis_validate,
-    .plan = hydraulis_plan,
+    .state_size = sizeof(hy_run),
+    .open = hydraulis_open,
+    .cover = hydraulis_cover,
+    .resolve = hydraulis_resolve,
+    .plan_batch = hydraulis_plan_batch,
+    .close = hydraulis_close,
     .streams = true,
 };

@@ -1,8 +1,9 @@
 /* plans/mcore_cp/mcore_cp.c -- `mcore_cp`: Megatron-Core's hybrid ("dynamic") context
  * parallelism as a baseline (hybrid_context_parallel=True: BalancedCPScheduler and
  * hybrid_context_parallel_forward_backward; docs/strategies.md §8.1, docs/peers.md §1.8).
- * Options, max_seqlen_per_rank, the epoch/batch driver, emission, the vl_strategy entry;
- * the scheduler itself: mcore_cp_sched.c.
+ * Options, max_seqlen_per_rank, the runner's hooks (one global batch at a time,
+ * lib/run/run_epochs.c), emission, the vl_strategy entry; the scheduler itself:
+ * mcore_cp_sched.c.
  *
  * Megatron gathers each global batch over the DP×CP group (training.dp · training.sp
  * GPUs, "hdp" ranks) and cuts it into groups; in a group every GPU runs a list of
@@ -290,32 +291,6 @@ static void count(const vl_mc_sched *s, mc_stats *t)
     }
 }
 
-static vl_status plan_epoch(vl_mc_sched *s, const vl_mc_opts *o, const vl_job *job,
-                            const vl_par *par,
-                            uint32_t epoch, uint32_t *order, vl_mc_item *items,
-                            int32_t *members, mc_stats *t, vl_plan *out, vl_err *err)
-{
-    const vl_selection *sel = job->sel;
-    vl_batches b = {0};
-    vl_status st;
-
-    vl_epoch_order(sel, job->seed, epoch, order);
-    st = vl_make_batches(&b, order, sel->n, sel->len, &job->cfg->training, err);
-    for (size_t i = 0; i < b.n && st == VL_OK; i++) {
-        size_t n = 0;
-        for (size_t k = b.start[i]; k < b.start[i + 1]; k++)
-            items[n++] = (vl_mc_item){order[k], sel->len[order[k]]};
-        st = vl__mc_schedule(s, items, n, err);
-        if (st == VL_OK) {
-            count(s, t);
-            t->barrier_s += vl__mc_barrier_s(s, job->cost, par);
-            st = emit(s, o, par, epoch, members, out, err);
-        }
-    }
-    vl_batches_free(&b);
-    return st;
-}
-
 static void log_summary(const vl_job *job, const vl_mc_sched *s, const mc_stats *t,
                         uint32_t fits)
 {
@@ -337,43 +312,68 @@ static void log_summary(const vl_job *job, const vl_mc_sched *s, const mc_stats 
     vl_job_log(job, "\n");
 }
 
-static vl_status mcore_cp_plan(const void *opts, const vl_job *job, vl_plan *out, vl_err *err)
-{
-    const vl_mc_opts *o = opts;
-    const vl_config *cfg = job->cfg;
-    vl_par par = rank_par(cfg);
-    int pool = pool_of(cfg);
-    uint32_t fits = vl__mc_auto_per_rank(job->cost, &par, pool);
-    vl_mc_sched s = {.per_rank = o->per_rank ? o->per_rank : fits, .gpus = (uint32_t)pool,
-                     .cp_most = (uint32_t)cp_most_of(cfg), .delta = o->delta,
-                     .bucket_factor = o->bucket_factor};
-    vl_mc_opts used = *o;
-    size_t n = job->sel->n ? job->sel->n : 1;
-    uint32_t *order = malloc(n * sizeof *order);
-    vl_mc_item *items = malloc(n * sizeof *items);
-    int32_t *members = malloc((size_t)pool * sizeof *members);
-    mc_stats t = {0};
-    uint64_t iters = 0;
-    vl_status st = VL_OK;
+/* One run, the runner's state (vlplan_strategy.h). */
+typedef struct mc_run {
+    const vl_mc_opts *o;
+    const vl_job *job;
+    vl_par par;
+    vl_mc_sched s;
+    vl_mc_item *items;    /* [samples] a batch as the scheduler takes it */
+    int32_t *members;     /* [pool] */
+    mc_stats t;
+    uint32_t fits;        /* max_seqlen_per_rank auto would give */
+} mc_run;
 
-    used.per_rank = s.per_rank;   /* the header shows what auto resolved to */
-    if (!order || !items || !members)
-        st = vl_seterr(err, VL_ENOMEM, "mcore_cp: out of memory for %zu samples", n);
-    if (st == VL_OK)
-        st = vl_job_params(job, mcore_cp_params, &used, err);
-    if (st == VL_OK)
-        st = vl_count_batches(job->sel, job->seed, &cfg->training, order, &iters, err);
-    if (st == VL_OK)
-        vl_job_iterations(job, iters);
-    for (int e = 0; e < cfg->training.epochs && st == VL_OK; e++)
-        st = plan_epoch(&s, o, job, &par, (uint32_t)e, order, items, members, &t, out, err);
-    if (st == VL_OK)
-        log_summary(job, &s, &t, fits);
-    vl__mc_sched_free(&s);
-    free(order);
-    free(items);
-    free(members);
-    return st;
+static vl_status mcore_cp_open(void *state, const void *opts, const vl_job *job, vl_plan *out,
+                               vl_err *err)
+{
+    mc_run *r = state;
+    const vl_config *cfg = job->cfg;
+    int pool = pool_of(cfg);
+    size_t n = job->sel->n ? job->sel->n : 1;
+    vl_mc_opts used;
+
+    (void)out;
+    r->o = opts;
+    r->job = job;
+    r->par = rank_par(cfg);
+    r->fits = vl__mc_auto_per_rank(job->cost, &r->par, pool);
+    r->s = (vl_mc_sched){.per_rank = r->o->per_rank ? r->o->per_rank : r->fits,
+                         .gpus = (uint32_t)pool, .cp_most = (uint32_t)cp_most_of(cfg),
+                         .delta = r->o->delta, .bucket_factor = r->o->bucket_factor};
+    used = *r->o;
+    used.per_rank = r->s.per_rank;   /* the header shows what auto resolved to */
+    r->items = malloc(n * sizeof *r->items);
+    r->members = malloc((size_t)pool * sizeof *r->members);
+    if (!r->items || !r->members)
+        return vl_seterr(err, VL_ENOMEM, "mcore_cp: out of memory for %zu samples", n);
+    return vl_job_params(job, mcore_cp_params, &used, err);
+}
+
+static vl_status mcore_cp_plan_batch(void *state, const vl_batch *b, vl_plan *out, vl_err *err)
+{
+    mc_run *r = state;
+    const uint32_t *len = r->job->sel->len;
+    vl_status st;
+
+    for (size_t k = 0; k < b->n; k++)
+        r->items[k] = (vl_mc_item){b->samples[k], len[b->samples[k]]};
+    if ((st = vl__mc_schedule(&r->s, r->items, b->n, err)) != VL_OK)
+        return st;
+    count(&r->s, &r->t);
+    r->t.barrier_s += vl__mc_barrier_s(&r->s, r->job->cost, &r->par);
+    return emit(&r->s, r->o, &r->par, b->epoch, r->members, out, err);
+}
+
+static void mcore_cp_close(void *state, bool planned)
+{
+    mc_run *r = state;
+
+    if (planned)
+        log_summary(r->job, &r->s, &r->t, r->fits);
+    vl__mc_sched_free(&r->s);
+    free(r->items);
+    free(r->members);
 }
 
 const vl_strategy vl_strategy_mcore_cp = {
@@ -389,6 +389,9 @@ const vl_strategy vl_strategy_mcore_cp = {
     .describe_max_len = mcore_cp_describe_max_len,
     .max_cap = mcore_cp_max_cap,
     .validate = mcore_cp_validate,
-    .plan = mcore_cp_plan,
+    .state_size = sizeof(mc_run),
+    .open = mcore_cp_open,
+    .plan_batch = mcore_cp_plan_batch,
+    .close = mcore_cp_close,
     .streams = true,
 };

@@ -1,5 +1,6 @@
-/* plans/skrull/skrull.c -- the Skrull strategy: options, BucketSize, the epoch/batch driver,
- * emission, and its vl_strategy entry.  DACP: skrull_dacp.c; GDS: skrull_gds.c.
+/* plans/skrull/skrull.c -- the Skrull strategy: options, BucketSize, the runner's hooks (one
+ * global batch at a time, lib/run/run_epochs.c), emission, and its vl_strategy entry.
+ * DACP: skrull_dacp.c; GDS: skrull_gds.c.
  *
  * Design.  Skrull (the skrull paper, docs/papers.md; docs/skrull.md is the specification) keeps one
  * layout -- DP = training.dp ranks of CP = training.sp GPUs -- and per global
@@ -231,31 +232,6 @@ static void count_batch(vl_sk_work *w)
     }
 }
 
-static vl_status plan_epoch(const vl_sk_setting *s, const vl_job *job, uint32_t epoch,
-                            uint32_t *order, vl_sk_work *w, vl_plan *out, size_t *iters,
-                            vl_err *err)
-{
-    const vl_selection *sel = job->sel;
-    vl_batches b = {0};
-    vl_status st;
-
-    vl_epoch_order(sel, job->seed, epoch, order);
-    st = vl_make_batches(&b, order, sel->n, sel->len, &job->cfg->training, err);
-    if (st == VL_OK)
-        st = vl_batches_cover_ranks(&b, order, sel->len, 0, 1, (size_t)s->dp, "skrull: ", err);
-    *iters += b.n;
-    for (size_t i = 0; i < b.n && st == VL_OK; i++) {
-        st = vl__sk_gds(w, s, order + b.start[i], b.start[i + 1] - b.start[i], sel->len,
-                        cost_flops, job->cost, err);
-        if (st == VL_OK) {
-            count_batch(w);
-            st = emit(w, s, epoch, out, err);
-        }
-    }
-    vl_batches_free(&b);
-    return st;
-}
-
 static void log_summary(const vl_job *job, const vl_sk_setting *s, const vl_sk_work *w,
                         size_t iters, uint32_t fits)
 {
@@ -285,40 +261,65 @@ static bool equal_mbs(const vl_sk_opts *o, const vl_config *cfg)
     return o->equal_mbs == VL_SK_EQUAL_ON;
 }
 
-static vl_status skrull_plan(const void *opts, const vl_job *job, vl_plan *out, vl_err *err)
+/* One run, the runner's state (vlplan_strategy.h). */
+typedef struct sk_run {
+    const vl_job *job;
+    vl_sk_setting s;
+    vl_sk_work w;
+    uint32_t fits;        /* BucketSize auto would give */
+    size_t iters;
+} sk_run;
+
+static vl_status skrull_open(void *state, const void *opts, const vl_job *job, vl_plan *out,
+                             vl_err *err)
 {
     const vl_sk_opts *o = opts;
     const vl_config *cfg = job->cfg;
-    vl_sk_setting s = {.cp = cfg->training.sp > 1 ? cfg->training.sp : 1,
-                       .dp = cfg->training.dp, .rollback = (vl_sk_rollback)o->rollback,
-                       .placement = (vl_sk_placement)o->placement,
-                       .slack = o->balance_slack,
-                       .dacp = o->dacp, .gds = o->gds, .equal_mbs = equal_mbs(o, cfg),
-                       .par = rank_par(cfg)};
+    sk_run *r = state;
     vl_sk_opts used = *o;
-    vl_sk_work w = {0};
-    uint32_t *order = NULL, fits = vl__sk_auto_bucket(job->cost, &s.par, s.dp);
-    uint64_t count = 0;
-    size_t iters = 0;
-    vl_status st;
 
-    s.bucket = o->bucket_size ? o->bucket_size : fits;
-    used.bucket_size = s.bucket;   /* the header shows what auto resolved to */
-    used.equal_mbs = s.equal_mbs ? VL_SK_EQUAL_ON : VL_SK_EQUAL_OFF;
-    if ((st = vl_job_params(job, skrull_params, &used, err)) != VL_OK)
+    (void)out;
+    r->job = job;
+    r->s = (vl_sk_setting){.cp = cfg->training.sp > 1 ? cfg->training.sp : 1,
+                           .dp = cfg->training.dp, .rollback = (vl_sk_rollback)o->rollback,
+                           .placement = (vl_sk_placement)o->placement,
+                           .slack = o->balance_slack,
+                           .dacp = o->dacp, .gds = o->gds, .equal_mbs = equal_mbs(o, cfg),
+                           .par = rank_par(cfg)};
+    r->fits = vl__sk_auto_bucket(job->cost, &r->s.par, r->s.dp);
+    r->s.bucket = o->bucket_size ? o->bucket_size : r->fits;
+    used.bucket_size = r->s.bucket;   /* the header shows what auto resolved to */
+    used.equal_mbs = r->s.equal_mbs ? VL_SK_EQUAL_ON : VL_SK_EQUAL_OFF;
+    return vl_job_params(job, skrull_params, &used, err);
+}
+
+static vl_cover skrull_cover(const void *state)
+{
+    const sk_run *r = state;
+
+    return (vl_cover){.ranks = (size_t)r->s.dp, .piece = 0, .share = 1, .who = "skrull: "};
+}
+
+static vl_status skrull_plan_batch(void *state, const vl_batch *b, vl_plan *out, vl_err *err)
+{
+    sk_run *r = state;
+    vl_status st = vl__sk_gds(&r->w, &r->s, b->samples, b->n, r->job->sel->len, cost_flops,
+                              r->job->cost, err);
+
+    r->iters++;
+    if (st != VL_OK)
         return st;
-    if ((order = malloc((job->sel->n ? job->sel->n : 1) * sizeof *order)) == NULL)
-        return vl_seterr(err, VL_ENOMEM, "skrull: out of memory for %zu samples",
-                         job->sel->n);
-    st = vl_count_batches(job->sel, job->seed, &cfg->training, order, &count, err);
-    vl_job_iterations(job, count);
-    for (int e = 0; e < cfg->training.epochs && st == VL_OK; e++)
-        st = plan_epoch(&s, job, (uint32_t)e, order, &w, out, &iters, err);
-    if (st == VL_OK)
-        log_summary(job, &s, &w, iters, fits);
-    vl__sk_work_free(&w);
-    free(order);
-    return st;
+    count_batch(&r->w);
+    return emit(&r->w, &r->s, b->epoch, out, err);
+}
+
+static void skrull_close(void *state, bool planned)
+{
+    sk_run *r = state;
+
+    if (planned)
+        log_summary(r->job, &r->s, &r->w, r->iters, r->fits);
+    vl__sk_work_free(&r->w);
 }
 
 const vl_strategy vl_strategy_skrull = {
@@ -333,6 +334,10 @@ const vl_strategy vl_strategy_skrull = {
     .describe_max_len = skrull_describe_max_len,
     .max_cap = skrull_max_cap,
     .validate = skrull_validate,
-    .plan = skrull_plan,
+    .state_size = sizeof(sk_run),
+    .open = skrull_open,
+    .cover = skrull_cover,
+    .plan_batch = skrull_plan_batch,
+    .close = skrull_close,
     .streams = true,
 };

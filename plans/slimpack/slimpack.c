@@ -1,5 +1,5 @@
-/* plans/slimpack/slimpack.c -- the SlimPack strategy: options, the epoch/batch driver and its
- * vl_strategy entry.  Helpers: slimpack_work.c, _dp.c, _pack.c, _sched.c, _search.c,
+/* plans/slimpack/slimpack.c -- the SlimPack strategy: options, the runner's hooks (one
+ * global batch at a time, lib/run/run_epochs.c) and its vl_strategy entry.  Helpers: slimpack_work.c, _dp.c, _pack.c, _sched.c, _search.c,
  * _milp.c.
  *
  * Design.  SlimPack (the slimpack paper, docs/papers.md; docs/slimpack.md reconstructs what the
@@ -159,48 +159,47 @@ static void warn_short_context(const sp_setting *s, const vl_job *job, const sp_
                 s->ctx);
 }
 
-static vl_status plan_epoch(const sp_setting *s, const vl_job *job, uint32_t epoch,
-                            uint32_t *order, sp_work *w, vl_plan *out, vl_err *err)
-{
-    const vl_selection *sel = job->sel;
-    vl_batches b = {0};
-    vl_status st;
+/* One run, the runner's state (vlplan_strategy.h). */
+typedef struct sp_run {
+    const vl_job *job;
+    sp_setting s;
+    sp_work w;
+} sp_run;
 
-    vl_epoch_order(sel, job->seed, epoch, order);
-    st = vl_make_batches(&b, order, sel->n, sel->len, &job->cfg->training, err);
-    if (st == VL_OK)
-        st = vl_batches_cover_ranks(&b, order, sel->len, 0, 1, (size_t)s->dp, "slimpack: ", err);
-    for (size_t i = 0; i < b.n && st == VL_OK; i++)
-        st = vl__sp_plan_batch(w, s, job, out->m, order + b.start[i],
-                               b.start[i + 1] - b.start[i], sel->len, epoch, out, err);
-    vl_batches_free(&b);
-    return st;
+static vl_status slimpack_open(void *state, const void *opts, const vl_job *job, vl_plan *out,
+                               vl_err *err)
+{
+    sp_run *r = state;
+
+    (void)out;
+    r->job = job;
+    return make_setting(opts, job, &r->s, err);
 }
 
-static vl_status slimpack_plan(const void *opts, const vl_job *job, vl_plan *out, vl_err *err)
+static vl_cover slimpack_cover(const void *state)
 {
-    sp_setting s;
-    sp_work w = {0};
-    uint32_t *order = malloc((job->sel->n ? job->sel->n : 1) * sizeof *order);
-    uint64_t count = 0;
-    vl_status st;
+    const sp_run *r = state;
 
-    if (order == NULL)
-        return vl_seterr(err, VL_ENOMEM, "slimpack: out of memory for %zu samples",
-                         job->sel->n);
-    st = make_setting(opts, job, &s, err);
-    if (st == VL_OK)
-        st = vl_count_batches(job->sel, job->seed, &job->cfg->training, order, &count, err);
-    vl_job_iterations(job, count);
-    for (int e = 0; e < job->cfg->training.epochs && st == VL_OK; e++)
-        st = plan_epoch(&s, job, (uint32_t)e, order, &w, out, err);
-    if (st == VL_OK) {
-        log_summary(job, &w);
-        warn_short_context(&s, job, &w);
+    return (vl_cover){.ranks = (size_t)r->s.dp, .piece = 0, .share = 1, .who = "slimpack: "};
+}
+
+static vl_status slimpack_plan_batch(void *state, const vl_batch *b, vl_plan *out, vl_err *err)
+{
+    sp_run *r = state;
+
+    return vl__sp_plan_batch(&r->w, &r->s, r->job, out->m, b->samples, b->n, r->job->sel->len,
+                             b->epoch, out, err);
+}
+
+static void slimpack_close(void *state, bool planned)
+{
+    sp_run *r = state;
+
+    if (planned) {
+        log_summary(r->job, &r->w);
+        warn_short_context(&r->s, r->job, &r->w);
     }
-    vl__sp_work_free(&w);
-    free(order);
-    return st;
+    vl__sp_work_free(&r->w);
 }
 
 const vl_strategy vl_strategy_slimpack = {
@@ -215,6 +214,10 @@ const vl_strategy vl_strategy_slimpack = {
     .max_len = slimpack_max_len,
     .max_cap = slimpack_max_cap,
     .validate = slimpack_validate,
-    .plan = slimpack_plan,
+    .state_size = sizeof(sp_run),
+    .open = slimpack_open,
+    .cover = slimpack_cover,
+    .plan_batch = slimpack_plan_batch,
+    .close = slimpack_close,
     .streams = true,
 };

@@ -48,7 +48,7 @@ static void plan_with(fixture *f, const char *name, const uint32_t *len, size_t 
                            &err), VL_OK, "%s", err.msg);
     cr_assert_eq(vl_plan_add_drops(&f->plan, f->sel.drops, f->sel.ndrops, &err), VL_OK);
     vl_job job = {.m = f->m, .cfg = &f->cfg, .sel = &f->sel, .seed = seed};
-    cr_assert_eq(s->plan(NULL, &job, &f->plan, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(vl_strategy_plan(s, NULL, &job, &f->plan, &err), VL_OK, "%s", err.msg);
 }
 
 static void fixture_free(fixture *f)
