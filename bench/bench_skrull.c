@@ -48,6 +48,8 @@ static vl_status make_config(vl_config *cfg, const setting *g, const char *const
                           "training.sp_kind=ring",
                           "training.oversize=drop", "training.zero=2",
                           "training.recompute=selective", "training.dp_sync=micro_step",
+                          /* DeepSpeed's bf16 mode reduces bf16 gradients */
+                          "training.grad_bytes=2",
                           logits_bytes ? lb : NULL, NULL};
     vl_status st;
 

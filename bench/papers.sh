@@ -56,7 +56,8 @@ echo "## ChunkFlow Table 6: qwen2.5-7b, 256K, <4, 4, 4, selective>, 128 GPUs"
 
 # Skrull's setting (the skrull paper, docs/papers.md §5, bench/bench_skrull.c) with Megatron-Core's hybrid
 # CP beside it: DeepSpeed (every sequence sharded, one per micro-batch, gradients reduced
-# every micro-step) first, Skrull under the same runtime, Skrull reducing once per
+# every micro-step, in bf16 as DeepSpeed's bf16 mode communicates them) first, Skrull
+# under the same runtime, Skrull reducing once per
 # iteration, then mcore_cp (Megatron reduces once per iteration).  training.max_seq_len is
 # Skrull's C·N at cost.logits_bytes=12 (its auto BucketSize × CP: 27,033 × 8 for 0.5B,
 # 9,051 × CP for 7B), so every row plans the same samples.
@@ -71,8 +72,8 @@ sk() {  # model dataset dp cp per-dp-rank max_seq_len
         --set training.oversize=drop --set training.zero=2 \
         --set training.recompute=selective --set cost.logits_bytes=12 \
         --set training.max_seq_len="$6" \
-        --row 'deepspeed=random:training.micro_batch=1,training.dp_sync=micro_step' \
-        --row 'skrull=skrull:training.dp_sync=micro_step' --row skrull_it=skrull \
+        --row 'deepspeed=random:training.micro_batch=1,training.dp_sync=micro_step,training.grad_bytes=2' \
+        --row 'skrull=skrull:training.dp_sync=micro_step,training.grad_bytes=2' --row skrull_it=skrull \
         --row mcore=mcore_cp --row packb=pack:pack.scope=batch "$tmp/sk_$2.txt" | show
 }
 sk qwen2.5-0.5b wiki 4 8 64 216264

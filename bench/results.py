@@ -187,9 +187,14 @@ def headlines(lines):
                                 f"training.global_batch={dp * per}", "training.oversize=drop",
                                 "training.zero=2", "training.recompute=selective",
                                 "cost.logits_bytes=12", f"training.max_seq_len={ctx}"],
+                            # DeepSpeed with bf16 reduce-scatters bf16 gradients (its
+                            # communication_data_type defaults to the model's dtype), so
+                            # the rows on its runtime reduce 2 bytes a parameter
+                            # (docs/costmodel.md §10)
                             [("deepspeed", "random:training.micro_batch=1,"
-                                           "training.dp_sync=micro_step"),
-                             ("paper", "skrull:training.dp_sync=micro_step"),
+                                           "training.dp_sync=micro_step,training.grad_bytes=2"),
+                             ("paper", "skrull:training.dp_sync=micro_step,"
+                                       "training.grad_bytes=2"),
                              ("skrull", "skrull"), ("mcore", "mcore_cp")] + BASELINES)
         paper = {"qwen2.5-0.5b": "0.5B mean 5.50×", "qwen2.5-7b": "7B mean 2.03×"}[model]
         body.append(headline_row("skrull", f"{model}, {dist}, <DP {dp}, CP {cp}>", rows, cid,
@@ -373,7 +378,8 @@ def advise_checks(lines):
         check(f"Skrull {model} {dist}", m, pinned,
               compare(m, pinned + ["training.dp=4", "training.sp=8",
                                    "training.zero=2", "training.recompute=selective"],
-                      [("paper", "skrull:training.dp_sync=micro_step")]), "paper")
+                      [("paper", "skrull:training.dp_sync=micro_step,"
+                                 "training.grad_bytes=2")]), "paper")
     hy = gen("lognormal:6.7:1.1", 5600, 7)
     check("Hydraulis 32B", hy, ["training.oversize=truncate"],
           compare(hy, ["training.oversize=truncate"], [("paper", "hydraulis")],

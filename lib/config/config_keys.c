@@ -160,7 +160,8 @@ const vl_key vl__keys[] = {
     K("training.overlap.tp", VL_K_DOUBLE, training.overlap_tp, 0, 1, "0.0", "fraction",
       "Share of tensor-parallel traffic hidden under compute."),
     K("training.overlap.dp", VL_K_DOUBLE, training.overlap_dp, 0, 1, "0.8", "fraction",
-      "Share of the gradient synchronisation hidden under the backward."),
+      "Share of the gradient synchronisation hidden under the backward (never more than "
+      "the backward lasts)."),
     KENUM("training.dp_sync", training.dp_sync, dp_sync_names, "iteration",
           "When data-parallel ranks synchronise gradients: once per iteration, or after every "
           "micro-step (every rank then waits for the slowest one's micro-step)."),

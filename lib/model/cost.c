@@ -630,6 +630,15 @@ double vl_cost_dp_exposed(const vl_cost *c, double grad, double param)
     return (1 - c->cfg->training.overlap_dp) * (grad + param);
 }
 
+double vl_cost_dp_grad_exposed(const vl_cost *c, double grad, double hide)
+{
+    /* the buckets are reduced while the backward that fills them runs: overlap.dp of the
+     * reduction hides, but never more than that backward lasts -- a 40 ms reduce-scatter
+     * behind a 15 ms backward leaves at least 25 ms (DeepSpeed ZeRO-2 with one short
+     * sequence a micro-step) */
+    return fmax((1 - c->cfg->training.overlap_dp) * grad, grad - fmax(hide, 0.0));
+}
+
 double vl_cost_dp_sync_time(const vl_cost *c, const vl_par *par, int dp, int layers)
 {
     return vl_cost_dp_exposed(c, vl_cost_dp_grad_time(c, par, dp, layers),

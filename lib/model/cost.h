@@ -128,6 +128,9 @@ double vl_cost_dp_param_time(const vl_cost *c, const vl_par *par, int dp, int la
 double vl_cost_z3_gather_time(const vl_cost *c, const vl_par *par, int layers);
 /** Exposed sync: grad and param with training.overlap.dp of them hidden. */
 double vl_cost_dp_exposed(const vl_cost *c, double grad, double param);
+/** The exposed part of a gradient reduction of `grad` seconds that may overlap `hide`
+ *  seconds of backward: training.overlap.dp of it hides, never more than `hide`. */
+double vl_cost_dp_grad_exposed(const vl_cost *c, double grad, double hide);
 /** The optimizer step of a device holding state_bytes of model states: each read and
  *  written once at cluster.hbm_gbs, plus cost.optimizer_fixed_ms. */
 double vl_cost_optimizer_time(const vl_cost *c, double state_bytes);

@@ -132,31 +132,67 @@ static double stage_states(const vl_sim_scratch *w, const vl_sim_rank *R, uint32
     return vl_cost_state_bytes(w->c, &par, (int)w->nranks, layers, s == 0, s + 1 == R->pp);
 }
 
-/* Exposed synchronisation, the worst stage of any rank: per micro-step (the gradient
- * reduction alone, under training.dp_sync=micro_step) and at the end of the iteration
- * (the last reduction and the parameter gather).  With the optimizer sharded over the
- * world, a stage reduces over the job's copies of it. */
-static void sync_times(const vl_sim_scratch *w, double *step, double *end)
+/* The replicas one stage of rank R reduces over: every rank of the iteration, or, with
+ * the optimizer sharded over the world, the job's copies of the rank. */
+static int sync_copies(const vl_sim_scratch *w, const vl_sim_rank *R)
 {
-    int world = w->c->cfg->cluster.gpus;
+    if (w->p->caps & VL_CAP_WORLD_OPTIM) {
+        uint32_t g = vl_plan_rank_size(R->rk);
+        return g ? (int)(w->c->cfg->cluster.gpus / (int)g) : 1;
+    }
+    return (int)w->nranks;
+}
 
-    *step = *end = 0.0;
+/* The longest gradient reduction of any stage of any rank, unhidden: what each
+ * micro-step's backward has to hide under training.dp_sync=micro_step (sim_dag.c). */
+static double step_grad(const vl_sim_scratch *w)
+{
+    double g = 0.0;
+
     for (uint32_t r = 0; r < w->nranks; r++) {
         const vl_sim_rank *R = &w->rk[r];
         vl_par par = R->rk->par;
-        int copies = (int)w->nranks;
         par.pp = (int)R->pp;
-        if (w->p->caps & VL_CAP_WORLD_OPTIM) {
-            uint32_t g = vl_plan_rank_size(R->rk);
-            copies = g ? (int)(world / (int)g) : 1;
-        }
-        for (int k = 0; k < R->ncls; k++) {
-            double grad = vl_cost_dp_grad_time(w->c, &par, copies, R->cls_layers[k]);
-            double param = vl_cost_dp_param_time(w->c, &par, copies, R->cls_layers[k]);
-            *step = fmax(*step, vl_cost_dp_exposed(w->c, grad, 0.0));
-            *end = fmax(*end, vl_cost_dp_exposed(w->c, grad, param));
+        for (int k = 0; k < R->ncls; k++)
+            g = fmax(g, vl_cost_dp_grad_time(w->c, &par, sync_copies(w, R), R->cls_layers[k]));
+    }
+    return g;
+}
+
+/* When the last backward on stage s of R starts (its makespan when it has none). */
+static double last_bwd_start(const vl_sim_scratch *w, const vl_sim_rank *R, uint32_t s)
+{
+    uint64_t n0 = R->node0 + (uint64_t)s * R->n;
+
+    for (uint32_t i = R->n; i-- > 0;)
+        if (w->ord[n0 + i].kind == VL_OP_B)
+            return w->start[n0 + i];
+    return R->makespan;
+}
+
+/* Exposed synchronisation at the end of the iteration, the worst stage of any rank: the
+ * last gradient reduction, hidden behind what is computed from the start of the stage's
+ * last backward to the end of the iteration (at most overlap.dp of it), then the
+ * parameter gather. */
+static double end_sync(const vl_sim_scratch *w, double makespan)
+{
+    double end = 0.0;
+
+    for (uint32_t r = 0; r < w->nranks; r++) {
+        const vl_sim_rank *R = &w->rk[r];
+        vl_par par = R->rk->par;
+        int copies = sync_copies(w, R);
+        par.pp = (int)R->pp;
+        for (uint32_t s = 0; s < R->pp; s++) {
+            int layers = w->llayers[R->lane0 + s];
+            double grad = vl_cost_dp_grad_time(w->c, &par, copies, layers);
+            double param = vl_cost_dp_param_time(w->c, &par, copies, layers);
+            double hide = makespan - last_bwd_start(w, R, s);
+            end = fmax(end, vl_cost_dp_grad_exposed(w->c, grad, hide) +
+                                vl_cost_dp_exposed(w->c, 0.0, param));
         }
     }
+    return end;
 }
 
 /* The optimizer step after the synchronisation: the slowest device's. */
@@ -174,12 +210,11 @@ static double optimizer_time(const vl_sim_scratch *w)
 static void set_barriers(vl_sim_scratch *w, uint64_t maxb)
 {
     w->nbar = 0;
-    w->step_sync = 0.0;
+    w->step_grad = 0.0;
     if (w->c->cfg->training.dp_sync != VL_DP_SYNC_MICRO_STEP || w->nranks < 2)
         return;
-    double end;
     w->nbar = (uint32_t)maxb;
-    sync_times(w, &w->step_sync, &end);
+    w->step_grad = step_grad(w);
     for (uint32_t k = 0; k < w->nbar; k++) {
         w->bar_left[k] = 0;
         w->bar_time[k] = 0.0;
@@ -423,8 +458,8 @@ static vl_status run_iter(vl_sim_scratch *w, vl_sim_iter_result *out, vl_sim_tra
     /* the last step's reduction and the parameter gather end the iteration (under
      * micro-step sync the earlier reductions are inside the makespan: the barriers), then
      * the optimizer step */
-    double step, opt = optimizer_time(w);
-    sync_times(w, &step, &sync);
+    double opt = optimizer_time(w);
+    sync = end_sync(w, a.makespan);
     if (st == VL_OK && t != NULL) {
         t->capacity = vl_cost_mem_capacity(w->c);
         st = trace_sync(t, a.makespan, sync + opt, err);

@@ -19,8 +19,9 @@
  *    (the schedule orders its slices, see below), other ranks keep the guess.
  *  - Start times by longest path (ASAP) over the DAG, linear in tasks + edges; a
  *    schedule whose order contradicts the data dependencies is VL_EDATA (deadlock).
- *  - Ranks meet at the end of the iteration for the gradient all-reduce
- *    (vl_cost_dp_sync_time, worst rank and stage).
+ *  - Ranks meet at the end of the iteration for the gradient reduction and parameter
+ *    gather (worst rank and stage), the reduction hidden behind what the stage computes
+ *    from the start of its last backward (vl_cost_dp_grad_exposed).
  *
  * Schedules.  Every stage's order derives from one per-rank list, the order of the
  * LAST stage (where a forward is followed by its backward without waiting): stage s

@@ -5,7 +5,8 @@
  * across ranks: the copies of a shared pack start together on all member lanes (the
  * latest of their ready times), and with training.dp_sync = micro_step every rank's
  * first stage waits, after its k-th backward, for every rank's k-th backward plus the
- * exposed gradient synchronisation of that micro-step. */
+ * exposed gradient synchronisation of that micro-step (what that backward does not hide:
+ * vl_cost_dp_grad_exposed). */
 #include "sim_impl.h"
 
 #include <string.h>
@@ -267,8 +268,10 @@ static void run(vl_sim_scratch *w, const vl_sim_rank *R, uint32_t s, uint64_t l,
         return;
     if (s == 0 && w->bdone[l] < w->nbar) {
         uint32_t k = w->bdone[l];
-        if (w->end[node] + w->step_sync > w->bar_time[k])
-            w->bar_time[k] = w->end[node] + w->step_sync;
+        /* the reduction hides behind this backward, at most overlap.dp of it */
+        double done = w->end[node] + vl_cost_dp_grad_exposed(w->c, w->step_grad, w->dur[node]);
+        if (done > w->bar_time[k])
+            w->bar_time[k] = done;
         if (--w->bar_left[k] == 0)   /* the barrier is set: every first stage may go on */
             for (uint32_t r = 0; r < w->nranks; r++)
                 push(w, top, w->rk[r].lane0);

@@ -107,7 +107,7 @@ struct vl_sim_scratch {
     uint32_t *bar_left; size_t bar_left_cap;
     double *bar_time; size_t bar_time_cap;
     uint32_t nbar;
-    double step_sync;     /* exposed gradient sync per micro-step */
+    double step_grad;     /* gradient reduction per micro-step, unhidden */
 
     /* results per rank */
     double *tbusy; size_t tbusy_cap;

@@ -254,27 +254,44 @@ typedef struct mc_stats {
     double barrier_s;     /* Σ over iterations of vl__mc_barrier_s */
 } mc_stats;
 
+/* Seconds set j of a group computes, its samples one after another; *last_bwd (when
+ * asked) the backward of its last sample. */
+static double set_busy(const vl_mc_sched *s, const vl_cost *c, const vl_par *par,
+                       const vl_mc_set *set, double *last_bwd)
+{
+    int layers = c->cfg->model.layers;
+    double busy = 0.0;
+
+    for (size_t i = set->i0; i < set->i0 + set->n; i++) {
+        vl_seg seg = {s->out[i].sample, 0, s->out[i].len}, tmp;
+        vl_pack_view v = {&seg, NULL, 1, (int)set->size};
+        vl_mb_time t = vl_cost_pack_time(c, &v, par, layers, 1, &tmp);
+        busy += t.fwd + t.bwd;
+        if (last_bwd)
+            *last_bwd = t.bwd;
+    }
+    return busy;
+}
+
 double vl__mc_barrier_s(const vl_mc_sched *s, const vl_cost *c, const vl_par *par)
 {
     int layers = c->cfg->model.layers;
-    double total = vl_cost_dp_sync_time(c, par, (int)s->gpus, layers);
+    double grad = vl_cost_dp_grad_time(c, par, (int)s->gpus, layers), total = 0.0, sync = 0.0;
 
     for (size_t g = 0; g < s->ngroups; g++) {
         double slowest = 0.0;
-        for (size_t j = s->gstart[g]; j < s->gstart[g + 1]; j++) {
-            const vl_mc_set *set = &s->sets[j];
-            double busy = 0.0;
-            for (size_t i = set->i0; i < set->i0 + set->n; i++) {
-                vl_seg seg = {s->out[i].sample, 0, s->out[i].len}, tmp;
-                vl_pack_view v = {&seg, NULL, 1, (int)set->size};
-                vl_mb_time t = vl_cost_pack_time(c, &v, par, layers, 1, &tmp);
-                busy += t.fwd + t.bwd;
-            }
-            slowest = busy > slowest ? busy : slowest;
+        for (size_t j = s->gstart[g]; j < s->gstart[g + 1]; j++)
+            slowest = fmax(slowest, set_busy(s, c, par, &s->sets[j], NULL));
+        /* the last group ends the iteration: a set's reduction hides behind what runs
+         * from the start of its last backward until the slowest set is done */
+        for (size_t j = s->gstart[g]; g + 1 == s->ngroups && j < s->gstart[g + 1]; j++) {
+            double last_bwd = 0.0, busy = set_busy(s, c, par, &s->sets[j], &last_bwd);
+            sync = fmax(sync, vl_cost_dp_grad_exposed(c, grad, slowest - busy + last_bwd));
         }
         total += slowest;
     }
-    return total;
+    return total + sync + vl_cost_dp_exposed(c, 0.0, vl_cost_dp_param_time(c, par,
+                                                                             (int)s->gpus, layers));
 }
 
 static void count(const vl_mc_sched *s, mc_stats *t)

@@ -89,8 +89,11 @@ vl_status vl__mc_schedule(vl_mc_sched *s, const vl_mc_item *it, size_t n, vl_err
 /* mcore_cp.c */
 /** Seconds of the scheduled batch as Megatron runs it, group barriers included: over
  *  the groups, the slowest set's samples (forward + backward, each with CP over its
- *  set, the shared cost model's vl_cost_pack_time), plus the gradient reduction.  The
- *  plan's simulation synchronises only the GPUs that share a sample; this bounds it. */
+ *  set, the shared cost model's vl_cost_pack_time), plus the exposed gradient reduction
+ *  (hidden behind what each set of the last group still runs from the start of its last
+ *  backward, vl_cost_dp_grad_exposed) and parameter gather, as the simulator charges
+ *  them.  The plan's simulation synchronises only the GPUs that share a sample; this
+ *  bounds it. */
 double vl__mc_barrier_s(const vl_mc_sched *s, const vl_cost *c, const vl_par *par);
 
 /** max_seqlen_per_rank auto: tokens one GPU holds, (usable memory − model states sharded

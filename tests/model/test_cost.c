@@ -382,6 +382,11 @@ Test(cost, dp_sync_per_zero_stage)
     cr_assert_float_eq(vl_cost_dp_param_time(&cost, &p, 32, 32), ag, 1e-12);
     cr_assert_eq(vl_cost_z3_gather_time(&cost, &p, 32), 0);
     cr_assert_float_eq(vl_cost_dp_exposed(&cost, rs, ag), 0.2 * (rs + ag), 1e-12);
+    /* the reduction hides behind the backward it overlaps, never more than it lasts */
+    cr_assert_float_eq(vl_cost_dp_grad_exposed(&cost, rs, 1.0), 0.2 * rs, 1e-12);
+    cr_assert_float_eq(vl_cost_dp_grad_exposed(&cost, rs, 0.8 * rs), 0.2 * rs, 1e-12);
+    cr_assert_float_eq(vl_cost_dp_grad_exposed(&cost, rs, 0.010), rs - 0.010, 1e-12);
+    cr_assert_float_eq(vl_cost_dp_grad_exposed(&cost, rs, 0.0), rs, 1e-12);
     reset(z0);   /* nothing sharded: an all-reduce, no gather */
     cr_assert_float_eq(vl_cost_dp_grad_time(&cost, &p, 32, 32), ar, 1e-12);
     cr_assert_eq(vl_cost_dp_param_time(&cost, &p, 32, 32), 0);

@@ -383,6 +383,53 @@ Test(sim_model, micro_step_barriers)
     fx_fini(&f);
 }
 
+/* The fixture's shape on one layer, analytic with communication: two ranks of two
+ * 100-token micro-batches.  A 100-token backward is far shorter than the reduce-scatter
+ * of the gradients, so each reduction hides behind it only as long as it lasts, not
+ * overlap.dp (0.8) of it. */
+Test(sim_model, a_reduction_hides_behind_its_backward_only)
+{
+    fx f;
+    vl_par par = {1, 1, 1, 0};
+
+    fx_init(&f, 1);
+    f.cfg.cost.fit_set = false;
+    f.cfg.cost.comm = true;
+    f.cfg.training.pp = 1;
+    f.cfg.training.dp = 2;
+    f.cfg.training.overlap_dp = 0.8;
+    cr_assert_eq(vl_cost_init(&f.c, &f.cfg, &f.err), VL_OK, "%s", f.err.msg);
+    for (uint32_t s = 0; s < 4; s++)
+        f.len[s] = 100;
+    cr_assert_eq(vl_plan_iter_begin(&f.p, 0, &f.err), VL_OK);
+    for (int r = 0; r < 2; r++) {
+        cr_assert_eq(vl_plan_rank_begin(&f.p, r, &par, &f.err), VL_OK);
+        for (int m = 0; m < 2; m++) {
+            cr_assert_eq(vl_plan_mb_begin(&f.p, 100, &f.err), VL_OK);
+            fx_seg(&f, (uint32_t)(2 * r + m), 0, 100);
+        }
+    }
+    vl_seg seg = {0, 0, 100};
+    vl_mb_time t = vl_cost_mb_time(&f.c, &seg, 1, &par, 1, 1);
+    double g = vl_cost_dp_grad_time(&f.c, &par, 2, 1);     /* 15 us + 1/2 · 4 B · psi / 370 GB/s */
+    double ag = vl_cost_dp_param_time(&f.c, &par, 2, 1);
+    double psi = f.c.params_layer + f.c.params_embed;
+    cr_assert_float_eq(g, 15e-6 + 0.5 * 4 * psi / 370e9, 1e-12);
+    double exposed = g - t.bwd;                             /* the backward hides t.bwd */
+    cr_assert_gt(exposed, 0.2 * g, "the bound must bind here: %g vs %g", exposed, 0.2 * g);
+    cr_assert_float_eq(vl_cost_dp_grad_exposed(&f.c, g, t.bwd), exposed, 1e-12);
+    /* once per iteration: the one reduction hides behind the last backward */
+    vl_sim_iter_result r = sim1(&f, NULL);
+    cr_assert_float_eq((r.iter_time_ms - r.optimizer_ms) / 1e3,
+                       2 * (t.fwd + t.bwd) + exposed + 0.2 * ag, 1e-9);
+    /* every micro-step: the first reduction too, before the second micro-step */
+    f.cfg.training.dp_sync = VL_DP_SYNC_MICRO_STEP;
+    r = sim1(&f, NULL);
+    cr_assert_float_eq((r.iter_time_ms - r.optimizer_ms) / 1e3,
+                       2 * (t.fwd + t.bwd) + 2 * exposed + 0.2 * ag, 1e-9);
+    fx_fini(&f);
+}
+
 /* ---- measured schemes and world-sharded optimizer states ---- */
 
 Test(sim_model, cost_schemes_time_a_matching_rank)
