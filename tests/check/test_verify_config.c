@@ -147,6 +147,8 @@ Test(verify_config, no_epoch_is_skipped)
     cr_assert(has_msg("I5: the header says 3 epochs, the iterations show 2"));
 }
 
+/* In memory a plan of 0 epochs breaks I5; written out, the reader refuses it before
+ * verify sees it (the schema's "epochs" is 1.., as the Python reader holds it). */
 Test(verify_config, zero_epochs_also_from_a_file)
 {
     char *dir = tu_tmpdir(), *path = tu_path(dir, "p.jsonl");
@@ -160,10 +162,9 @@ Test(verify_config, zero_epochs_also_from_a_file)
     p.epochs = 0;
     expect(5, "I5: the plan declares 0 epochs");
     cr_assert_eq(vl_plan_write_file(&p, path, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_plan_read(&q, f, path, man, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(q.epochs, 0);
-    cr_assert_eq(vl_plan_verify_read(&q, f, &cost, &vl_registry_rules, &rep, &err), VL_EVERIFY);
-    cr_assert(has_msg("I5: the plan declares 0 epochs"));
+    cr_assert_eq(vl_plan_read(&q, f, path, man, &err), VL_EDATA);
+    cr_assert(strstr(err.msg, "\"epochs\": expected an integer 1..4294967295"), "%s",
+              err.msg);
     vl_plan_free(&q);
     free(f);
     tu_rmtree(dir);
