@@ -7,32 +7,9 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "config.h"
-#include "cost.h"
-
-static vl_config cfg;
-static vl_cost cost;
-static vl_err err;
-
-static void setup(void)
-{
-    cr_assert_eq(vl_config_init_default(&cfg, &err), VL_OK, "%s", err.msg);
-}
-
-static void teardown(void)
-{
-    vl_config_free(&cfg);
-}
+#include "cost_fixture.h"
 
 TestSuite(cost_scheme_comm, .init = setup, .fini = teardown);
-
-static void with(const char *const *sets)
-{
-    for (size_t i = 0; sets[i] != NULL; i++)
-        cr_assert_eq(vl_config_set(&cfg, sets[i], &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_config_finalize(&cfg, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_cost_init(&cost, &cfg, &err), VL_OK, "%s", err.msg);
-}
 
 /* A row's forward and backward ms of one sequence of l tokens on a stage of
  * model.layers / pp layers (llama3.1-8b defaults: bwd_attn 2.5, bwd_linear 2), seconds. */

@@ -6,28 +6,15 @@
 
 #include "hydraulis_impl.h"
 #include "slimpack_impl.h"
-
-static vl_config cfg;
-static vl_cost cost;
-static vl_err err;
-
-static void setup(void)
-{
-    cr_assert_eq(vl_config_init_default(&cfg, &err), VL_OK, "%s", err.msg);
-}
-
-static void teardown(void)
-{
-    vl_config_free(&cfg);
-}
+/* after the headers whose inline functions name a parameter err, as the fixture a global */
+#include "cost_fixture.h"
 
 TestSuite(scheme_rows, .init = setup, .fini = teardown);
 
-static void with(const char *row)
+/* The default configuration with one cost.schemes row. */
+static void with_row(const char *row)
 {
-    cr_assert_eq(vl_config_set(&cfg, row, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_config_finalize(&cfg, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_cost_init(&cost, &cfg, &err), VL_OK, "%s", err.msg);
+    with((const char *const[]){row, NULL});
 }
 
 /* TP 2 in a node, overlap.tp 0: per layer and direction two all-gathers and two
@@ -39,7 +26,7 @@ Test(scheme_rows, hydraulis_adds_the_tp_communication_of_a_comm_analytic_row)
 {
     hy_schemes sch;
 
-    with("cost.schemes=[{tp: 2, pp: 1, a: 1e-8, b: 2e-3, c: 0.5, comm: analytic}]");
+    with_row("cost.schemes=[{tp: 2, pp: 1, a: 1e-8, b: 2e-3, c: 0.5, comm: analytic}]");
     cr_assert_eq(vl__hy_schemes(&sch, &cost, &err), VL_OK, "%s", err.msg);
     cr_assert_eq(sch.n, 1);
     cr_assert(sch.s[0].measured);
@@ -53,7 +40,7 @@ Test(scheme_rows, hydraulis_takes_a_whole_time_row_as_it_is)
 {
     hy_schemes sch;
 
-    with("cost.schemes=[{tp: 2, pp: 1, a: 1e-8, b: 2e-3, c: 0.5}]");
+    with_row("cost.schemes=[{tp: 2, pp: 1, a: 1e-8, b: 2e-3, c: 0.5}]");
     cr_assert_eq(vl__hy_schemes(&sch, &cost, &err), VL_OK, "%s", err.msg);
     cr_assert_eq(sch.n, 1);
     cr_assert_eq(sch.s[0].b, 2e-3);
@@ -68,7 +55,7 @@ Test(scheme_rows, slimpack_work_per_token_includes_the_communication)
     vl_par p = {2, 1, 1, 0};
     double fa = 1 / 3.5;
 
-    with("cost.schemes=[{tp: 2, pp: 1, a: 1e-8, b: 2e-3, c: 0.5, comm: analytic}]");
+    with_row("cost.schemes=[{tp: 2, pp: 1, a: 1e-8, b: 2e-3, c: 0.5, comm: analytic}]");
     sp_coef w = vl__sp_coef(&cost, &p, 8192);
     cr_assert_float_eq(w.af, 2 * 1e-8 * fa, 1e-20);
     cr_assert_float_eq(w.bf, 2e-3 / 3 - 1e-8 * fa + TP2_PER_TOKEN, 1e-15, "%.15g", w.bf);
