@@ -148,8 +148,8 @@ static char *fragment(const vl_calib_fit *fits, size_t n, const vl_config *cfg,
     vl_strbuf_printf(&b, "cost:\n");
     if (scaled > 0)
         vl_strbuf_printf(&b, "  # measured / analytic over the %zu rows (geometric mean): the "
-                         "schemes below\n  # replace the analytic time; every other scheme "
-                         "(sp or cp > 1, other tp or pp)\n  # keeps it, corrected alike\n"
+                         "schemes below\n  # replace the analytic compute; every scheme without a "
+                         "row (sp or cp > 1, other tp or pp)\n  # keeps it, corrected alike\n"
                          "  compute_scale: %.17g\n", scaled, scale);
     if (head_scale > 0)
         vl_strbuf_printf(&b, "  # the LM head and loss: measured / analytic over the rows "
