@@ -75,11 +75,31 @@ static void scheme_label(const vl_calib_fit *x, char *label, size_t size)
              x->comm_analytic ? " compute" : "");
 }
 
-/* Whether a scheme fit can stand as a cost.schemes row of cfg: one whose rows include
- * their communication (cost_pack.c takes a row as the whole time), of cfg's sp kind. */
-static bool is_config_row(const vl_calib_fit *x, const vl_config *cfg)
+static bool same_key(const vl_scheme *x, const vl_scheme *y)
 {
-    return !x->comm_analytic && (x->scheme.sp == 1 || x->sp_kind == cfg->training.sp_kind);
+    return x->tp == y->tp && x->pp == y->pp && x->sp == y->sp;
+}
+
+/* Why fit i of fits cannot stand as a cost.schemes row of cfg, or NULL when it can: a row
+ * is keyed by (tp, pp, sp) alone and timed under training.sp_kind; a compute-alone fit
+ * becomes a row with comm: analytic (cost.c adds its communication) unless a whole-time
+ * fit of the same scheme is a row already, or its scheme has no communication to add. */
+static const char *not_config_row(const vl_calib_fit *fits, size_t n, size_t i,
+                                  const vl_config *cfg)
+{
+    const vl_calib_fit *x = &fits[i];
+
+    if (x->scheme.sp > 1 && x->sp_kind != cfg->training.sp_kind)
+        return "not training.sp_kind";
+    if (!x->comm_analytic)
+        return NULL;
+    if (x->scheme.tp == 1 && x->scheme.sp == 1)
+        return "its rows are compute alone, and tp 1, sp 1 has no communication to add";
+    for (size_t j = 0; j < n; j++)
+        if (j != i && !fits[j].comm_analytic && same_key(&fits[j].scheme, &x->scheme) &&
+            !not_config_row(fits, n, j, cfg))
+            return "its whole time was measured too, and that is the row";
+    return NULL;
 }
 
 static void put_fits(FILE *f, const vl_calib_fit *fits, size_t n, const char *name)
@@ -128,34 +148,36 @@ static char *fragment(const vl_calib_fit *fits, size_t n, const vl_config *cfg,
     vl_strbuf_printf(&b, "cost:\n");
     if (scaled > 0)
         vl_strbuf_printf(&b, "  # measured / analytic over the %zu rows (geometric mean): the "
-                         "schemes below\n  # replace the analytic time; every other scheme "
-                         "(sp or cp > 1, other tp or pp)\n  # keeps it, corrected alike\n"
+                         "schemes below\n  # replace the analytic compute; every scheme without a "
+                         "row (sp or cp > 1, other tp or pp)\n  # keeps it, corrected alike\n"
                          "  compute_scale: %.17g\n", scaled, scale);
     if (head_scale > 0)
         vl_strbuf_printf(&b, "  # the LM head and loss: measured / analytic over the rows "
                          "with head = 1\n  head_scale: %.17g\n", head_scale);
     for (size_t i = 0; i < n; i++) {
         const vl_scheme *s = &fits[i].scheme;
+        const char *why = not_config_row(fits, n, i, cfg);
         char label[64];
-        if (is_config_row(&fits[i], cfg))
+        if (!why)
             continue;
         scheme_label(&fits[i], label, sizeof label);
         vl_strbuf_printf(&b, "  # %s: a %.17g, b %.17g, c %.17g\n  #   measured, not a "
-                         "cost.schemes row: %s\n", label, s->a, s->b, s->c,
-                         fits[i].comm_analytic ? "its rows are compute alone (communication: "
-                         "analytic), a row is a scheme's whole time" : "not training.sp_kind");
+                         "cost.schemes row: %s\n", label, s->a, s->b, s->c, why);
     }
     vl_strbuf_printf(&b, "  # the rows time decoder layers, no LM head: a last stage adds "
                      "the analytic one\n  schemes_with_head: false\n  schemes:\n");
     for (size_t i = 0; i < n; i++) {
         const vl_scheme *s = &fits[i].scheme;
-        if (!is_config_row(&fits[i], cfg))
+        if (not_config_row(fits, n, i, cfg))
             continue;
         written++;
-        vl_strbuf_printf(&b, "    # %zu rows, MAPE %.2f%%, worst %.2f%%\n", fits[i].err.n,
-                         100 * fits[i].err.mape, 100 * fits[i].err.worst);
-        vl_strbuf_printf(&b, "    - {tp: %d, pp: %d, sp: %d, a: %.17g, b: %.17g, c: %.17g}\n",
-                         s->tp, s->pp, s->sp, s->a, s->b, s->c);
+        vl_strbuf_printf(&b, "    # %zu rows, MAPE %.2f%%, worst %.2f%%%s\n", fits[i].err.n,
+                         100 * fits[i].err.mape, 100 * fits[i].err.worst,
+                         fits[i].comm_analytic ? "; one GPU's compute of its shard, the "
+                         "analytic communication added" : "");
+        vl_strbuf_printf(&b, "    - {tp: %d, pp: %d, sp: %d, a: %.17g, b: %.17g, c: %.17g%s}\n",
+                         s->tp, s->pp, s->sp, s->a, s->b, s->c,
+                         fits[i].comm_analytic ? ", comm: analytic" : "");
     }
     if (written == 0)
         vl_strbuf_printf(&b, "    []\n");
@@ -378,9 +400,11 @@ static int run(const calib_args *a, const char *path, const vl_config *cfg)
     if (rc == 0 && scaled > 0)
         fprintf(rep, "schemes not measured (sp or cp > 1, other tp or pp) keep the analytic "
                      "model, scaled by cost.compute_scale %.4f (measured / analytic over %zu "
-                     "rows)%s\n", scale, scaled, has_shards(fits, n) ? "; so do the sp/cp "
-                     "shards measured as compute alone: a cost.schemes row is a scheme's whole "
-                     "time, communication included" : "");
+                     "rows)\n", scale, scaled);
+    if (rc == 0 && has_shards(fits, n))
+        fprintf(rep, "sp/cp shards measured as compute alone are written as cost.schemes rows "
+                     "with comm: analytic (where training.sp_kind is theirs): the cost model "
+                     "adds their scheme's analytic communication to the fitted compute\n");
     double head_scale = head_line(a, &cost, &head, rep);
     if (rc == 0) {
         char *text = fragment(fits, n, cfg, set.name, set.n, scale, scaled, head_scale);

@@ -97,6 +97,9 @@ typedef struct vl_training_cfg {
 typedef struct vl_scheme {
     int tp, pp, sp;
     double a, b, c;       /* ms per token², ms per token, ms per micro-batch */
+    bool comm_analytic;   /* comm: analytic -- a, b, c time one GPU's compute alone and the
+                           * cost model adds the scheme's analytic communication (a row
+                           * without it is the scheme's whole time) */
 } vl_scheme;
 
 typedef struct vl_cost_cfg {

@@ -39,6 +39,18 @@ static vl_status fin_err(const vl_config *cfg, vl_err *err, const char *key,
     return vl_seterr(err, VL_ECONFIG, "%s: %s: %s", w.doc->name, key, msg);
 }
 
+/* A row asking for the analytic communication where cost.fit turns all of it off
+ * (cost.c): the scheme would silently run without any. */
+static vl_status check_fit_rows(const vl_config *cfg, vl_err *err)
+{
+    for (int i = 0; cfg->cost.fit_set && i < cfg->cost.nschemes; i++)
+        if (cfg->cost.schemes[i].comm_analytic)
+            return fin_err(cfg, err, "cost.schemes", "row %d has comm: analytic, but with "
+                           "cost.fit there is no analytic communication to add: give that "
+                           "row's whole time or leave cost.fit out", i);
+    return VL_OK;
+}
+
 /* Some but not all of a, b, c: the fit would silently mean something else. */
 static vl_status check_fit(const vl_config *cfg, vl_err *err)
 {
@@ -49,7 +61,7 @@ static vl_status check_fit(const vl_config *cfg, vl_err *err)
     static const char *const names[] = {"a", "b", "c"};
 
     if (m == 0 || m == 7)
-        return VL_OK;
+        return check_fit_rows(cfg, err);
     for (int i = 0; i < 3; i++)
         if (m & (1u << i)) {
             strcat(given, *given ? ", " : "");

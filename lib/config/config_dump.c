@@ -146,7 +146,8 @@ static vl_ynode *schemes_node(const vl_cost_cfg *c)
         }
         m->flow = true;
         if (!map_put(m, "tp", tp) || !map_put(m, "pp", pp) || !map_put(m, "sp", sp) ||
-            !map_put(m, "a", a) || !map_put(m, "b", b) || !map_put(m, "c", cc)) {
+            !map_put(m, "a", a) || !map_put(m, "b", b) || !map_put(m, "c", cc) ||
+            (r->comm_analytic && !map_put(m, "comm", "analytic"))) {
             vl__ynode_free(seq);
             return NULL;
         }
@@ -311,9 +312,15 @@ static json_t *schemes_json(const vl_cost_cfg *c)
 
     for (int i = 0; arr != NULL && i < c->nschemes; i++) {
         const vl_scheme *r = &c->schemes[i];
-        if (json_array_append_new(arr, json_pack("{s:i, s:i, s:i, s:f, s:f, s:f}", "tp", r->tp,
-                                                 "pp", r->pp, "sp", r->sp, "a", r->a, "b",
-                                                 r->b, "c", r->c)) != 0) {
+        /* comm only where analytic, so rows of whole times dump as they always did */
+        json_t *row = json_pack("{s:i, s:i, s:i, s:f, s:f, s:f}", "tp", r->tp, "pp", r->pp,
+                                "sp", r->sp, "a", r->a, "b", r->b, "c", r->c);
+        if (row && r->comm_analytic &&
+            json_object_set_new(row, "comm", json_string("analytic")) != 0) {
+            json_decref(row);
+            row = NULL;
+        }
+        if (json_array_append_new(arr, row) != 0) {
             json_decref(arr);
             return NULL;
         }

@@ -175,7 +175,9 @@ const vl_key vl__keys[] = {
     {"cost.schemes", VL_K_SCHEMES, OFF(cost), 0, 0, NULL, 0, "null", "ms",
      "Measured times per parallel scheme, [{tp, pp, sp, a, b, c}, ...]: one sequence of l "
      "tokens takes a*l^2 + b*l + c ms forward+backward on one pipeline stage; replaces the "
-     "analytic time of ranks with that <tp, pp, sp> (`vlplan calibrate` writes them)."},
+     "analytic time of ranks with that <tp, pp, sp> (`vlplan calibrate` writes them).  A row "
+     "with comm: analytic times one GPU's compute alone and the scheme's analytic "
+     "communication is added to it."},
     K("cost.comm", VL_K_BOOL, cost.comm, 0, 0, "on", "", "Model communication time."),
     K("cost.bwd_linear", VL_K_DOUBLE, cost.bwd_linear, 0, 100, "2.0", "",
       "Backward/forward ratio of the token-linear work."),

@@ -255,28 +255,47 @@ vl_status vl__val_curve(const vl_vloc *loc, const vl_ynode *v, int role, vl_curv
     return VL_OK;
 }
 
-static const char *const scheme_cols[] = {"tp", "pp", "sp", "a", "b", "c", NULL};
+static const char *const scheme_cols[] = {"tp", "pp", "sp", "a", "b", "c", "comm", NULL};
 
-/* One {tp, pp, sp, a, b, c} mapping; sp may be left out (1). */
+/* A row's comm: included (the default: a, b, c are the scheme's whole time) or analytic
+ * (compute alone; cost.c adds the communication).  Analytic on a scheme of tp 1 and sp 1
+ * says nothing -- such a stage has no communication of its own to add (the data-parallel
+ * sync and pipeline transfers are never in a row) -- so it is refused as a likely slip. */
+static vl_status scheme_comm(const vl_vloc *loc, const vl_ynode *v, vl_scheme *r)
+{
+    if (v == NULL)
+        return VL_OK;
+    if (v->kind != VL_YSCALAR || (strcmp(v->text, "included") != 0 &&
+                                  strcmp(v->text, "analytic") != 0))
+        return type_err(loc, v, "included or analytic");
+    r->comm_analytic = v->text[0] == 'a';
+    if (r->comm_analytic && r->tp == 1 && r->sp == 1)
+        return vl__verr(loc, v, "comm: analytic on a row of tp 1, sp 1: that scheme has no "
+                        "communication within a stage to add (give its whole time, comm: "
+                        "included)");
+    return VL_OK;
+}
+
+/* One {tp, pp, sp, a, b, c, comm} mapping; sp may be left out (1), comm too (included). */
 static vl_status scheme_row(const vl_vloc *loc, const vl_ynode *m, vl_scheme *r)
 {
-    const vl_ynode *v[6];
+    const vl_ynode *v[7];
     long long tp = 0, pp = 0, sp = 1;
     vl_status st;
 
     if (m->kind != VL_YMAP)
-        return type_err(loc, m, "a mapping {tp, pp, sp, a, b, c}");
+        return type_err(loc, m, "a mapping {tp, pp, sp, a, b, c, comm}");
     for (size_t i = 0; i + 1 < m->n; i += 2) {
         int k = 0;
         while (scheme_cols[k] && strcmp(scheme_cols[k], m->kids[i]->text) != 0)
             k++;
         if (!scheme_cols[k])
             return vl__verr(loc, m->kids[i], "unknown column '%s' (expected tp, pp, sp, a, b, "
-                            "c)", m->kids[i]->text);
+                            "c, comm)", m->kids[i]->text);
     }
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < 7; k++) {
         v[k] = vl__ymap_get(m, scheme_cols[k]);
-        if (!v[k] && k != 2)
+        if (!v[k] && k != 2 && k != 6)
             return vl__verr(loc, m, "missing column '%s'", scheme_cols[k]);
     }
     *r = (vl_scheme){.sp = 1};
@@ -289,7 +308,9 @@ static vl_status scheme_row(const vl_vloc *loc, const vl_ynode *m, vl_scheme *r)
     r->tp = (int)tp;
     r->pp = (int)pp;
     r->sp = (int)sp;
-    return vl__val_double(loc, v[5], 0, 1e12, &r->c);
+    if ((st = vl__val_double(loc, v[5], 0, 1e12, &r->c)) != VL_OK)
+        return st;
+    return scheme_comm(loc, v[6], r);
 }
 
 vl_status vl__val_schemes(const vl_vloc *loc, const vl_ynode *v, vl_cost_cfg *out)

@@ -366,6 +366,8 @@ static vl_mb_time fitted_time(const vl_cost *c, double T, double P, double g, in
 
 static vl_mb_time mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const vl_par *par,
                           int layers, int last_stage);
+static vl_mb_time analytic_time(const vl_cost *c, const vl_seg *segs, size_t n,
+                                const vl_par *par, int layers, int last_stage, layer_comm *lc);
 
 /* The LM head's forward on a GPU of g = tp·sp GPUs running T tokens at GEMM efficiency
  * eff, with cost.compute_scale. */
@@ -429,15 +431,54 @@ vl_mb_time vl_cost_mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const
     return t;
 }
 
+vl_mb_time vl_cost_scheme_comm(const vl_cost *c, const vl_seg *segs, size_t n,
+                               const vl_par *par, int layers)
+{
+    layer_comm lc = {0, 0};
+    vl_mb_time t = {0, 0, 0, 0, 0};
+
+    analytic_time(c, segs, n, par, layers, 0, &lc);
+    /* the same products the analytic time forms, so a comm-analytic row adds exactly
+     * what the scheme is charged without a row */
+    t.comm_fwd = layers * lc.fwd;
+    t.comm_bwd = layers * lc.bwd;
+    t.recompute = ckpt_of(par, layers) * lc.fwd;
+    t.fwd = t.comm_fwd;
+    t.bwd = t.comm_bwd + t.recompute;
+    return t;
+}
+
+/* A measured row's compute plus the scheme's analytic communication (comm: analytic). */
+static vl_mb_time with_comm(const vl_cost *c, vl_mb_time t, const vl_seg *segs, size_t n,
+                            const vl_par *par, int layers)
+{
+    vl_mb_time m = vl_cost_scheme_comm(c, segs, n, par, layers);
+
+    t.fwd += m.fwd;
+    t.bwd += m.bwd;
+    t.recompute += m.recompute;
+    t.comm_fwd += m.comm_fwd;
+    t.comm_bwd += m.comm_bwd;
+    return t;
+}
+
 static vl_mb_time mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const vl_par *par,
                           int layers, int last_stage)
 {
     const vl_scheme *measured = vl_cost_scheme(c, par);   /* cost.schemes (cost_pack.c) */
     if (measured) {
         vl_mb_time t = vl_cost_scheme_time(c, measured, segs, n, par, layers);
-        return c->cfg->cost.schemes_with_head ? t : with_head(c, t, segs, n, par, last_stage);
+        if (!c->cfg->cost.schemes_with_head)
+            t = with_head(c, t, segs, n, par, last_stage);
+        return measured->comm_analytic ? with_comm(c, t, segs, n, par, layers) : t;
     }
+    return analytic_time(c, segs, n, par, layers, last_stage, NULL);
+}
 
+/* The analytic time; *lc (when given) gets the exposed communication of one layer. */
+static vl_mb_time analytic_time(const vl_cost *c, const vl_seg *segs, size_t n,
+                                const vl_par *par, int layers, int last_stage, layer_comm *lc)
+{
     const vl_config *cfg = c->cfg;
     const vl_cluster_cfg *cl = &cfg->cluster;
     int tp = par->tp > 1 ? par->tp : 1, sp = par->sp > 1 ? par->sp : 1;
@@ -446,7 +487,7 @@ static vl_mb_time mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const 
     double g = (double)tp * sp, T = 0, P = 0, att_f = 0, att_b = 0;
     double eff, lin, head, fix_f = cl->layer_fixed_us_fwd * 1e-6, lgT = NAN;
     vl_mb_time t = {0, 0, 0, 0, 0};
-    layer_comm lc;
+    layer_comm mine, *l = lc ? lc : &mine;
 
     for (size_t i = 0; i < n; i++) {
         double p = seg_pairs(&segs[i]);
@@ -479,10 +520,10 @@ static vl_mb_time mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const 
     att_f *= s;
     att_b *= s;
     fix_f *= s;
-    lc = comm_per_layer(c, T, tp, sp, att_f, att_b);
-    t.comm_fwd = layers * lc.fwd;
-    t.comm_bwd = layers * lc.bwd;
-    t.recompute = ckpt * (lin + att_f + fix_f + lc.fwd);
+    *l = comm_per_layer(c, T, tp, sp, att_f, att_b);
+    t.comm_fwd = layers * l->fwd;
+    t.comm_bwd = layers * l->bwd;
+    t.recompute = ckpt * (lin + att_f + fix_f + l->fwd);
     t.fwd = layers * (lin + att_f + fix_f) + head + t.comm_fwd;
     t.bwd = layers * (cfg->cost.bwd_linear * lin + att_b + fix_b) +
             cfg->cost.bwd_linear * head + t.comm_bwd + t.recompute;

@@ -51,7 +51,8 @@ typedef struct vl_mb_time {
 
 /** Time of a micro-batch on one stage holding `layers` layers, with the LM head when
  *  last_stage.  Uses the measured cost.schemes row of par's (tp, pp, sp) when there is
- *  one, else the fitted curve when cost.fit is set (then no communication), else the
+ *  one (its whole time, or with comm: analytic its compute plus vl_cost_scheme_comm),
+ *  else the fitted curve when cost.fit is set (then no communication), else the
  *  analytic model. */
 vl_mb_time vl_cost_mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const vl_par *par,
                            int layers, int last_stage);
@@ -168,9 +169,30 @@ double vl_cost_pack_act(const vl_cost *c, const vl_pack_view *pk, const vl_par *
 
 /** The cost.schemes row of par's (tp, pp, sp), or NULL. */
 const vl_scheme *vl_cost_scheme(const vl_cost *c, const vl_par *par);
-/** Time of segs on one stage of `layers` layers from a measured row (see cost_pack.c). */
+/** Time of segs on one stage of `layers` layers from a measured row (see cost_pack.c):
+ *  the row's a, b, c alone, without the communication a comm-analytic row leaves out. */
 vl_mb_time vl_cost_scheme_time(const vl_cost *c, const vl_scheme *s, const vl_seg *segs,
                                size_t n, const vl_par *par, int layers);
+/** The exposed communication the analytic model charges par's scheme for segs on a stage
+ *  of `layers` layers (ring or Ulysses steps of training.sp_kind, sequence-parallel TP;
+ *  the ring's overlap against the analytic attention): comm_fwd, comm_bwd, the
+ *  recomputed forward's share in recompute, and fwd, bwd their sums.  What a
+ *  comm-analytic cost.schemes row adds to its compute.  0 with cost.comm off or cost.fit. */
+vl_mb_time vl_cost_scheme_comm(const vl_cost *c, const vl_seg *segs, size_t n,
+                               const vl_par *par, int layers);
+
+/* A scheme's analytic communication in a cost.schemes row's terms: milliseconds of a stage
+ * of model.layers/pp layers per token (bf, bb) and per micro-batch (cf, cb), forward and
+ * backward. */
+typedef struct vl_comm_line {
+    double bf, bb, cf, cb;
+} vl_comm_line;
+/** vl_cost_scheme_comm of one sequence as b·l + c, through l = ref and l = ref/2 (at
+ *  least 2 tokens): exact where the communication is affine in the tokens (TP, Ulysses);
+ *  the ring's, partly hidden behind attention, is its chord there.  Zero unless par's
+ *  row has comm: analytic -- a whole-time row's a, b, c hold their communication already
+ *  -- so a strategy reading rows adds it unconditionally. */
+vl_comm_line vl_cost_scheme_comm_line(const vl_cost *c, const vl_par *par, uint32_t ref);
 
 /** Model-state bytes per GPU when the optimizer states are sharded over all `world` GPUs
  *  (Hydraulis): bf16 parameters and gradients of the stage's share under TP, plus 12

@@ -17,7 +17,10 @@
  *    1/(1 + bwd_attn) of the quadratic part and 1/(1 + bwd_linear) of the rest, the
  *    backward the remainder; a slice [o, e) costs a·(e² − o²) + b·(e − o); c once per
  *    pack; a stage of more or fewer layers than L/pp scales linearly; checkpointed layers
- *    add their forward to the backward.  Communication is inside the measurement. */
+ *    add their forward to the backward.  Communication is inside the measurement, unless
+ *    the row says comm: analytic: then a, b, c are one GPU's compute and cost.c adds the
+ *    scheme's analytic communication (vl_cost_scheme_comm), and CP placement still
+ *    applies, its sharded part timed from the row. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +66,34 @@ vl_mb_time vl_cost_scheme_time(const vl_cost *c, const vl_scheme *s, const vl_se
     t.recompute = layers > 0 ? f * ckpt / layers : 0;
     t.bwd = (s->a * quad * (1 - fa) + (s->b * lin + s->c) * (1 - fl)) * scale + t.recompute;
     return t;
+}
+
+/* Seconds of vl_cost_scheme_comm of one sequence of l tokens, on a stage of `layers`. */
+static vl_mb_time comm_of(const vl_cost *c, const vl_par *par, uint32_t l, int layers)
+{
+    vl_seg seg = {.sample = 0, .off = 0, .len = l};
+    return vl_cost_scheme_comm(c, &seg, 1, par, layers);
+}
+
+vl_comm_line vl_cost_scheme_comm_line(const vl_cost *c, const vl_par *par, uint32_t ref)
+{
+    const vl_scheme *s = vl_cost_scheme(c, par);
+    vl_par q = *par;
+    int pp = par->pp > 1 ? par->pp : 1, layers = vl_cost_stage_layers(c, pp, 0);
+    uint32_t hi = ref > 2 ? ref : 2, lo = hi / 2;
+    vl_comm_line w = {0, 0, 0, 0};
+
+    if (!s || !s->comm_analytic || layers < 1)
+        return w;
+    q.ckpt_layers = 0;   /* a row's recompute is added where it is timed */
+    vl_mb_time a = comm_of(c, &q, lo, layers), b = comm_of(c, &q, hi, layers);
+    /* seconds of `layers` layers -> ms of model.layers/pp, the row's unit */
+    double ms = (double)c->cfg->model.layers / pp / layers * 1e3;
+    w.bf = (b.comm_fwd - a.comm_fwd) / (hi - lo) * ms;
+    w.bb = (b.comm_bwd - a.comm_bwd) / (hi - lo) * ms;
+    w.cf = a.comm_fwd * ms - w.bf * lo;
+    w.cb = a.comm_bwd * ms - w.bb * lo;
+    return w;
 }
 
 /* ---- CP placement ---- */
@@ -127,8 +158,10 @@ vl_mb_time vl_cost_pack_time(const vl_cost *c, const vl_pack_view *pk, const vl_
                              int layers, int last_stage, vl_seg *tmp)
 {
     vl_par q = shared_par(pk, par);
+    const vl_scheme *row = vl_cost_scheme(c, &q);
 
-    if (has_local(pk) && !vl_cost_scheme(c, &q))
+    /* a whole-time row has its communication inside: nothing left to overlap */
+    if (has_local(pk) && (!row || row->comm_analytic))
         return placed_time(c, pk, &q, layers, last_stage, tmp);
     return vl_cost_mb_time(c, pk->segs, pk->n, &q, layers, last_stage);
 }

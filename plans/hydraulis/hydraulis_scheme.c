@@ -212,10 +212,12 @@ static vl_status add(hy_schemes *out, const vl_cost *c, int tp, int pp, const vl
     s.maxlen = vl__hy_maxlen(c, tp, pp, cfg->cluster.gpus);
     if (s.maxlen < HY_ALIGN || vl__hy_scheme_find(out, tp, pp) >= 0)
         return VL_OK;
-    if (row) {
+    if (row) {   /* plus the TP communication a comm-analytic row leaves out */
+        vl_par par = {.tp = tp, .pp = pp, .sp = 1, .ckpt_layers = 0};
+        vl_comm_line cm = vl_cost_scheme_comm_line(c, &par, cfg->training.max_seq_len);
         s.a = row->a;
-        s.b = row->b;
-        s.c = row->c;
+        s.b = row->b + cm.bf + cm.bb;
+        s.c = row->c + cm.cf + cm.cb;
     } else {
         uint32_t upto = s.maxlen < cfg->training.max_seq_len ? s.maxlen
                                                              : cfg->training.max_seq_len;

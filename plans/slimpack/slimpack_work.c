@@ -12,16 +12,18 @@
 /* ---- coefficients ------------------------------------------------------------------- */
 
 /* A measured scheme row: a·(e² − o²) + b·(e − o) ms per stage, forward 1/(1 + bwd_attn)
- * of the quadratic part and 1/(1 + bwd_linear) of the rest; e² − o² = 2P − T. */
-static sp_coef scheme_coef(const vl_cost_cfg *k, const vl_scheme *sc)
+ * of the quadratic part and 1/(1 + bwd_linear) of the rest; e² − o² = 2P − T.  A row of
+ * compute alone (comm: analytic) gets its scheme's analytic communication per token
+ * added, as a whole-time row holds it in b (cm: zero for those). */
+static sp_coef scheme_coef(const vl_cost_cfg *k, const vl_scheme *sc, vl_comm_line cm)
 {
     double fa = 1 / (1 + k->bwd_attn), fl = 1 / (1 + k->bwd_linear);
     sp_coef w;
 
     w.af = 2 * sc->a * fa;
-    w.bf = sc->b * fl - sc->a * fa;
+    w.bf = sc->b * fl - sc->a * fa + cm.bf;
     w.ab = 2 * sc->a * (1 - fa);
-    w.bb = sc->b * (1 - fl) - sc->a * (1 - fa);
+    w.bb = sc->b * (1 - fl) - sc->a * (1 - fa) + cm.bb;
     return w;
 }
 
@@ -34,7 +36,7 @@ sp_coef vl__sp_coef(const vl_cost *c, const vl_par *par, uint32_t ref_len)
     sp_coef w;
 
     if (sc)
-        return scheme_coef(k, sc);
+        return scheme_coef(k, sc, vl_cost_scheme_comm_line(c, par, (uint32_t)x));
     if (k->fit_set) {
         w.af = k->fit_a;
         w.bf = k->fit_b;

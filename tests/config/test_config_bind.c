@@ -326,6 +326,47 @@ Test(config, cost_schemes, .init = setup, .fini = teardown)
     cr_assert(strstr(err.msg, "unknown column 'x'") != NULL, "%s", err.msg);
 }
 
+/* comm: analytic marks a row of compute alone; it reads, dumps and reads back, a row
+ * without it dumps as before, and it is refused where it cannot mean anything. */
+Test(config, cost_schemes_comm_analytic, .init = setup, .fini = teardown)
+{
+    char *j = NULL, *y = NULL;
+
+    load_ok("cost:\n  schemes:\n    - {tp: 1, pp: 1, a: 1e-7, b: 0.002, c: 1}\n"
+            "    - {tp: 1, pp: 1, sp: 8, a: 2e-8, b: 0.0003, c: 0.5, comm: analytic}\n"
+            "    - {tp: 2, pp: 1, a: 5e-8, b: 0.001, c: 0.7, comm: included}\n");
+    cr_assert_eq(vl_config_finalize(&cfg, &err), VL_OK, "%s", err.msg);
+    cr_assert_eq(cfg.cost.nschemes, 3);
+    cr_assert(!cfg.cost.schemes[0].comm_analytic);
+    cr_assert(cfg.cost.schemes[1].comm_analytic);
+    cr_assert(!cfg.cost.schemes[2].comm_analytic);
+    assert_round_trip(&cfg);
+    cr_assert_eq(vl_config_dump_json(&cfg, &j, &err), VL_OK);
+    cr_assert(strstr(j, "\"b\":0.002,\"c\":1.0},{\"tp\":1,\"pp\":1,\"sp\":8,") != NULL, "%s", j);
+    cr_assert(strstr(j, "\"b\":0.0003,\"c\":0.5,\"comm\":\"analytic\"},{\"tp\":2,") != NULL,
+              "%s", j);
+    cr_assert(strstr(j, "\"c\":0.7}]") != NULL, "%s", j);
+    cr_assert_eq(vl_config_dump_yaml(&cfg, &y, &err), VL_OK);
+    cr_assert(strstr(y, "{tp: 1, pp: 1, sp: 8, a: 2e-08, b: 0.0003, c: 0.5, comm: analytic}") !=
+              NULL, "%s", y);
+    cr_assert(strstr(y, "{tp: 2, pp: 1, sp: 1, a: 5e-08, b: 0.001, c: 0.7}") != NULL, "%s", y);
+    free(j);
+    free(y);
+    cr_assert_eq(vl_config_set(&cfg, "cost.schemes=[{tp: 1, pp: 1, sp: 2, a: 1, b: 1, c: 1, "
+                               "comm: measured}]", &err), VL_ECONFIG);
+    cr_assert(strstr(err.msg, "included or analytic") != NULL, "%s", err.msg);
+    cr_assert_eq(vl_config_set(&cfg, "cost.schemes=[{tp: 1, pp: 4, a: 1, b: 1, c: 1, "
+                               "comm: analytic}]", &err), VL_ECONFIG);
+    cr_assert(strstr(err.msg, "cost.schemes[0]: comm: analytic on a row of tp 1, sp 1") != NULL,
+              "%s", err.msg);
+    /* cost.fit models no communication: nothing for the row to add */
+    set_ok("cost.schemes=[{tp: 2, pp: 1, a: 1, b: 1, c: 1, comm: analytic}]");
+    set_ok("cost.fit={a: 1e-12, b: 1e-9, c: 1e-5}");
+    cr_assert_eq(vl_config_finalize(&cfg, &err), VL_ECONFIG);
+    cr_assert(strstr(err.msg, "cost.schemes: row 0 has comm: analytic, but with cost.fit") !=
+              NULL, "%s", err.msg);
+}
+
 Test(config, table_dumps, .init = setup, .fini = teardown)
 {
     char *j = NULL;

@@ -92,8 +92,8 @@ static void expect_close(double got, double want, double tol, const char *what)
 
 Test(calibrate, schemes_round_trip_within_one_percent)
 {
-    vl_scheme truth[] = {{1, 1, 1, 2.5e-7, 4e-3, 1.5}, {2, 1, 4, 6e-8, 1.1e-3, 0.8},
-                         {1, 4, 1, 1e-7, 2e-3, 0.3}};
+    vl_scheme truth[] = {{1, 1, 1, 2.5e-7, 4e-3, 1.5, false}, {2, 1, 4, 6e-8, 1.1e-3, 0.8, false},
+                         {1, 4, 1, 1e-7, 2e-3, 0.3, false}};
     vl_calib_rows set = {0};
     vl_calib_fit *fits;
     size_t n;
@@ -117,7 +117,7 @@ Test(calibrate, schemes_round_trip_within_one_percent)
 
 Test(calibrate, layer_fit_round_trip_within_one_percent)
 {
-    vl_scheme truth = {1, 1, 1, 3e-13, 2.2e-9, 4e-5};
+    vl_scheme truth = {1, 1, 1, 3e-13, 2.2e-9, 4e-5, false};
     vl_calib_rows set = {0};
     vl_calib_fit *fits;
     size_t n;
@@ -135,7 +135,7 @@ Test(calibrate, layer_fit_round_trip_within_one_percent)
 
 Test(calibrate, noise_is_reported_and_coefficients_stay_close)
 {
-    vl_scheme truth = {1, 1, 1, 2.5e-7, 4e-3, 1.5};
+    vl_scheme truth = {1, 1, 1, 2.5e-7, 4e-3, 1.5, false};
     vl_calib_rows set = {0};
     vl_calib_fit *fits;
     size_t n;
@@ -151,7 +151,7 @@ Test(calibrate, noise_is_reported_and_coefficients_stay_close)
 
 Test(calibrate, negative_coefficient_is_held_at_zero)
 {
-    vl_scheme truth = {1, 1, 1, 2.5e-7, 4e-3, 0};
+    vl_scheme truth = {1, 1, 1, 2.5e-7, 4e-3, 0, false};
     vl_calib_rows set = {0};
     vl_calib_fit *fits;
     size_t n;
@@ -203,7 +203,7 @@ static void check_consistency(const char *yaml, vl_calib_kind kind, const vl_sch
 
 Test(calibrate, fitted_numbers_mean_what_the_cost_model_reads)
 {
-    vl_scheme s = {2, 2, 1, 2.5e-7, 4e-3, 1.5}, l = {0, 0, 0, 3e-13, 2.2e-9, 4e-5};
+    vl_scheme s = {2, 2, 1, 2.5e-7, 4e-3, 1.5, false}, l = {0, 0, 0, 3e-13, 2.2e-9, 4e-5, false};
     check_consistency("cost:\n  schemes:\n    - {tp: 2, pp: 2, sp: 1, a: 2.5e-7, b: 0.004, "
                       "c: 1.5}\n", VL_CALIB_SCHEMES, &s);
     check_consistency("cost:\n  fit: {a: 3e-13, b: 2.2e-9, c: 4e-5}\n", VL_CALIB_LAYER, &l);
@@ -299,7 +299,7 @@ Test(calibrate, cli_writes_a_fragment_that_config_accepts)
 {
     char *dir = tu_tmpdir(), *csv = tu_path(dir, "t.csv"), *frag = tu_path(dir, "c.yaml");
     char *bad = tu_path(dir, "bad.csv");
-    vl_scheme truth = {1, 1, 1, 2.5e-7, 4e-3, 1.5};
+    vl_scheme truth = {1, 1, 1, 2.5e-7, 4e-3, 1.5, false};
     vl_calib_rows set = {0};
     FILE *f = fopen(csv, "w");
     tu_result r;
@@ -385,7 +385,7 @@ static void budget_rows(vl_calib_rows *set, const vl_scheme *truth, double k)
  * budget measured 10% slow is off by about that when left out, and says which. */
 Test(calibrate, leave_one_budget_out)
 {
-    vl_scheme truth = {1, 1, 1, 2.5e-7, 4e-3, 1.5};
+    vl_scheme truth = {1, 1, 1, 2.5e-7, 4e-3, 1.5, false};
     vl_calib_rows set = {0}, skew = {0}, one = {0};
     vl_calib_lobo *lo;
     size_t n;
@@ -556,8 +556,8 @@ Test(calibrate, reads_the_kind_of_sp_and_whether_communication_is_in)
  * each is fitted on its own rows, exactly, from the constants that made them. */
 Test(calibrate, shard_schemes_are_fitted_on_their_own_rows)
 {
-    vl_scheme truth[] = {{1, 1, 1, 2.5e-7, 4e-3, 1.5}, {1, 1, 2, 1.3e-7, 2.1e-3, 0.9},
-                         {1, 1, 2, 1.6e-7, 2.4e-3, 1.1}, {1, 1, 2, 1.9e-7, 2.6e-3, 1.2}};
+    vl_scheme truth[] = {{1, 1, 1, 2.5e-7, 4e-3, 1.5, false}, {1, 1, 2, 1.3e-7, 2.1e-3, 0.9, false},
+                         {1, 1, 2, 1.6e-7, 2.4e-3, 1.1, false}, {1, 1, 2, 1.9e-7, 2.6e-3, 1.2, false}};
     vl_calib_rows set = {0};
     vl_calib_fit *fits;
     size_t n;
@@ -648,7 +648,7 @@ Test(calibrate, compute_alone_rows_against_the_consistent_correction)
 Test(calibrate, cli_reports_shards_measured_against_corrected)
 {
     char *dir = tu_tmpdir(), *csv = tu_path(dir, "t.csv"), *frag = tu_path(dir, "c.yaml");
-    vl_scheme truth[] = {{1, 1, 1, 2.5e-7, 4e-3, 1.5}, {1, 1, 2, 1.3e-7, 2.1e-3, 0.9}};
+    vl_scheme truth[] = {{1, 1, 1, 2.5e-7, 4e-3, 1.5, false}, {1, 1, 2, 1.3e-7, 2.1e-3, 0.9, false}};
     vl_calib_rows set = {0};
     FILE *f = fopen(csv, "w");
     tu_result r;
@@ -676,15 +676,32 @@ Test(calibrate, cli_reports_shards_measured_against_corrected)
     cr_expect(strstr(r.out, "communication: analytic, not timed") != NULL, "%s", r.out);
     cr_expect(strstr(r.out, "    tp1 pp1 sp2 ring compute: 30 rows, MAPE 0.00%") != NULL,
               "%s", r.out);
+    cr_expect(strstr(r.out, "written as cost.schemes rows with comm: analytic") != NULL, "%s",
+              r.out);
     tu_result_free(&r);
+    /* the shard's fit is a row of its own, marked as compute alone */
     char *text = tu_read_file(frag, NULL);
-    cr_expect(strstr(text, "# tp1 pp1 sp2 ring compute: a 1.3") != NULL, "%s", text);
-    cr_expect(strstr(text, "sp: 2") == NULL, "%s", text);
+    cr_expect(strstr(text, "- {tp: 1, pp: 1, sp: 2, a: 1.3") != NULL, "%s", text);
+    cr_expect(strstr(text, ", comm: analytic}") != NULL, "%s", text);
+    cr_expect(strstr(text, "not a cost.schemes row") == NULL, "%s", text);
     free(text);
     cr_assert_eq(tu_run(&r, NULL, (const char *[]){"config", "--dump", "-c", frag, NULL}), 0);
     cr_expect_eq(r.status, 0, "%s", r.err);
     cr_expect(strstr(r.out, "schemes: [{tp: 1, pp: 1, sp: 1, a: 2.") != NULL, "%s", r.out);
+    cr_expect(strstr(r.out, "{tp: 1, pp: 1, sp: 2, a: 1.3") != NULL, "%s", r.out);
+    cr_expect(strstr(r.out, "c: 0.8999999999999998, comm: analytic}]") != NULL, "%s", r.out);
     tu_result_free(&r);
+    /* of another kind than training.sp_kind it stays a comment */
+    cr_assert_eq(tu_run(&r, NULL, (const char *[]){"calibrate", "--set",
+                                                   "training.sp_kind=ulysses", "-o", frag, csv,
+                                                   NULL}), 0);
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    tu_result_free(&r);
+    text = tu_read_file(frag, NULL);
+    cr_expect(strstr(text, "# tp1 pp1 sp2 ring compute: a 1.3") != NULL, "%s", text);
+    cr_expect(strstr(text, "not a cost.schemes row: not training.sp_kind") != NULL, "%s", text);
+    cr_expect(strstr(text, "sp: 2") == NULL, "%s", text);
+    free(text);
     tu_rmtree(dir);
     free(csv);
     free(frag);

@@ -6,32 +6,9 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "config.h"
-#include "cost.h"
-
-static vl_config cfg;
-static vl_cost cost;
-static vl_err err;
-
-static void setup(void)
-{
-    cr_assert_eq(vl_config_init_default(&cfg, &err), VL_OK, "%s", err.msg);
-}
-
-static void teardown(void)
-{
-    vl_config_free(&cfg);
-}
+#include "cost_fixture.h"
 
 TestSuite(cost_shard, .init = setup, .fini = teardown);
-
-static void with(const char *const *sets)
-{
-    for (size_t i = 0; sets[i] != NULL; i++)
-        cr_assert_eq(vl_config_set(&cfg, sets[i], &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_config_finalize(&cfg, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_cost_init(&cost, &cfg, &err), VL_OK, "%s", err.msg);
-}
 
 Test(cost_shard, below_the_first_point_by_hand)
 {
