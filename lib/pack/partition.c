@@ -100,7 +100,22 @@ static vl_status check_items(const double *w, size_t n, int k, vl_err *err)
     return VL_OK;
 }
 
-static vl_status sorted_items(witem **out, const double *w, size_t n, int k, vl_err *err)
+/* Is order[0..n) the items in weight order (weight desc, index asc)?  Each consecutive
+ * pair strictly in that order, every entry below n: then it lists every item once. */
+static bool in_weight_order(const double *w, const uint32_t *order, size_t n)
+{
+    for (size_t o = 0; o < n; o++) {
+        uint32_t a = order[o], b = o + 1 < n ? order[o + 1] : 0;
+        if (a >= n || (o + 1 < n && (b >= n || !(w[a] > w[b] || (w[a] == w[b] && a < b)))))
+            return false;
+    }
+    return true;
+}
+
+/* The items in weight order: from order where it is that order (NULL: none given),
+ * else sorted. */
+static vl_status sorted_items(witem **out, const double *w, const uint32_t *order, size_t n,
+                              int k, vl_err *err)
 {
     kitem *tmp;
     vl_status st = check_items(w, n, k, err);
@@ -108,6 +123,11 @@ static vl_status sorted_items(witem **out, const double *w, size_t n, int k, vl_
     if (st != VL_OK)
         return st;
     *out = malloc((n ? n : 1) * sizeof **out);
+    if (*out != NULL && order != NULL && in_weight_order(w, order, n)) {
+        for (size_t o = 0; o < n; o++)
+            (*out)[o] = (witem){w[order[o]], order[o]};
+        return VL_OK;
+    }
     tmp = malloc((n ? 2 * n : 1) * sizeof *tmp);
     if (*out == NULL || tmp == NULL) {
         free(*out);
@@ -161,7 +181,7 @@ static void lpart_sift_down(lpart *h, size_t k)
 vl_status vl_partition_lpt(int *part, const double *w, size_t n, int k, vl_err *err)
 {
     witem *it = NULL;
-    vl_status st = sorted_items(&it, w, n, k, err);
+    vl_status st = sorted_items(&it, w, NULL, n, k, err);
     lpart *heap;
 
     if (st != VL_OK)
@@ -458,8 +478,8 @@ static void kk_parts(int *part, const kk *c, uint32_t s)
         }
 }
 
-static vl_status kk_run(int *part, const double *w, size_t n, int k, size_t per,
-                        vl_err *err)
+static vl_status kk_run(int *part, const double *w, const uint32_t *order, size_t n, int k,
+                        size_t per, vl_err *err)
 {
     witem *it = NULL;
     vl_status st;
@@ -473,7 +493,7 @@ static vl_status kk_run(int *part, const double *w, size_t n, int k, size_t per,
             part[i] = 0;
         return VL_OK;
     }
-    if ((st = sorted_items(&it, w, n, k, err)) != VL_OK)
+    if ((st = sorted_items(&it, w, order, n, k, err)) != VL_OK)
         return st;
     c.st = calloc(nstates ? nstates : 1, sizeof *c.st);
     c.seed = malloc((nstates ? nstates * per : 1) * sizeof *c.seed);
@@ -513,15 +533,27 @@ done:
 
 vl_status vl_partition_kk(int *part, const double *w, size_t n, int k, vl_err *err)
 {
-    return kk_run(part, w, n, k, 1, err);
+    return kk_run(part, w, NULL, n, k, 1, err);
 }
 
-vl_status vl_partition_kk_equal(int *part, const double *w, size_t n, int k, vl_err *err)
+vl_status vl_partition_kk_ordered(int *part, const double *w, const uint32_t *order, size_t n,
+                                  int k, vl_err *err)
+{
+    return kk_run(part, w, order, n, k, 1, err);
+}
+
+vl_status vl_partition_kk_equal_ordered(int *part, const double *w, const uint32_t *order,
+                                        size_t n, int k, vl_err *err)
 {
     if (k < 1)
         return vl_seterr(err, VL_EUSAGE, "partition: %d parts, need at least 1", k);
     if (n % (size_t)k != 0)
         return vl_seterr(err, VL_EUSAGE,
                          "partition: %zu items do not split equally into %d parts", n, k);
-    return kk_run(part, w, n, k, (size_t)k, err);
+    return kk_run(part, w, order, n, k, (size_t)k, err);
+}
+
+vl_status vl_partition_kk_equal(int *part, const double *w, size_t n, int k, vl_err *err)
+{
+    return vl_partition_kk_equal_ordered(part, w, NULL, n, k, err);
 }
