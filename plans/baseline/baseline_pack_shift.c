@@ -74,6 +74,7 @@ typedef struct shift {
     bool nonneg;            /* every weight >= 0: a sample's own weight bounds a step */
     size_t *slots;          /* [np] this step's packs of peers, grouped by peer (qoff) */
     size_t *qoff;           /* [dp + 1] */
+    double *room;           /* [dp] the most room in a pack of the g-th peer (tokens) */
     uint32_t *tmp;          /* [n] a pack's items */
     size_t *peer;           /* [dp] this step's receiving ranks */
     double *full;           /* [dp] their fullness */
@@ -110,6 +111,7 @@ static void shift_free(shift *s)
     free(s->packed);
     free(s->slots);
     free(s->qoff);
+    free(s->room);
     free(s->tmp);
     free(s->peer);
     free(s->full);
@@ -140,13 +142,14 @@ static vl_status shift_alloc(shift *s, vl_err *err)
     s->keyed = malloc(n * sizeof *s->keyed);
     s->packed = malloc(n * sizeof *s->packed);
     s->qoff = malloc((s->dp + 1) * sizeof *s->qoff);
+    s->room = malloc(s->dp * sizeof *s->room);
     s->slots = malloc(s->np * sizeof *s->slots);
     s->tmp = malloc(n * sizeof *s->tmp);
     s->peer = malloc(s->dp * sizeof *s->peer);
     s->full = malloc(s->dp * sizeof *s->full);
     s->all = malloc(s->dp * sizeof *s->all);
     ok = ok && s->item && s->at && s->tok && s->time && s->cnt && s->rank && s->mine &&
-         s->theirs && s->ord && s->off && s->slot_of && s->keyed && s->packed && s->slots && s->qoff && s->tmp &&
+         s->theirs && s->ord && s->off && s->slot_of && s->keyed && s->packed && s->slots && s->qoff && s->room && s->tmp &&
          s->peer && s->full && s->all;
     for (size_t r = 0; ok && r < s->dp; r++)
         s->slot_of[r] = SIZE_MAX;
@@ -318,6 +321,12 @@ static void gather(shift *s, size_t h, const size_t *peer, size_t k, size_t *nm,
     memmove(s->off + 1, s->off, k * sizeof *s->off);
     memmove(s->qoff + 1, s->qoff, k * sizeof *s->qoff);
     s->off[0] = s->qoff[0] = 0;
+    for (size_t g = 0; g < k; g++) {
+        s->room[g] = 0;
+        for (size_t b = s->qoff[g]; b < s->qoff[g + 1]; b++)
+            if (s->cap - s->tok[s->slots[b]] > s->room[g])
+                s->room[g] = s->cap - s->tok[s->slots[b]];
+    }
     for (size_t g = 0; g < k; g++)
         s->slot_of[peer[g]] = SIZE_MAX;
     s->work += s->n + s->np;
@@ -426,18 +435,27 @@ static size_t first_from(const shift *s, const double *key, size_t from, size_t 
  * Only each peer's window of keys is looked at. */
 static step best_swap(const shift *s, int t, size_t i, size_t h, size_t k, double bound)
 {
-    const double *key = s->w[key_of(t)];
+    const double *key = s->w[key_of(t)], *tok = s->w[1];
     size_t p = s->at[i];
+    double top = tok[i] + (s->cap - s->tok[p]);
     step best = {SIZE_MAX, SIZE_MAX, SIZE_MAX, bound};
 
     for (size_t g = 0; g < k; g++) {
-        size_t r = s->peer[g], end = s->off[g + 1];
+        size_t r = s->peer[g], end = s->off[g + 1], b;
         double lo, hi;
         /* best.after only falls; the widening keeps a tie with it (a lower j) inside */
         window(s, t, i, h, r, best.after, &lo, &hi);
-        for (size_t b = first_from(s, key, s->off[g], end, lo); b < end; b++) {
+        b = first_from(s, key, s->off[g], end, lo);
+        /* in token order too, the partners both packs have room for: j's pack takes
+         * i only if tok[j] >= tok[i] - its room, i's takes j only if tok[j] <= top
+         * (whole tokens: exact in doubles, as fits() compares them) */
+        if (s->by_len) {
+            size_t b1 = first_from(s, tok, s->off[g], end, tok[i] - s->room[g]);
+            b = b1 > b ? b1 : b;
+        }
+        for (; b < end; b++) {
             size_t j = s->theirs[b], q = s->at[j];
-            if (key[j] > hi)
+            if (key[j] > hi || (s->by_len && tok[j] > top))
                 break;
             if ((t != JOINT && delta(s, t, i, j) <= 0) ||
                 !fits(s, q, s->w[1][i], s->w[1][j], 1) || !fits(s, p, s->w[1][j], s->w[1][i], 1))
