@@ -73,6 +73,31 @@ static kitem *radix_keys(kitem *src, kitem *dst, size_t n)
     return src;
 }
 
+/* Below this many items a merge sort on the keys beats the radix sort, whose counts
+ * (8 x 256 a pass, cleared and summed) outweigh the items (veRL's split of a rank's
+ * ~100 samples into micro-batches: one KK call per rank per iteration). */
+#define RADIX_FROM 256
+
+/* Sort src[0..n) by key ascending, ties by item index (the radix sort's stable order
+ * of index-ordered input, written out), through dst (room for n). */
+static void merge_keys(kitem *src, kitem *dst, size_t n)
+{
+    size_t h = n / 2, i = 0, j = h, o = 0;
+
+    if (n < 2)
+        return;
+    merge_keys(src, dst, h);
+    merge_keys(src + h, dst, n - h);
+    while (i < h && j < n) {
+        bool right = src[j].key < src[i].key ||
+                     (src[j].key == src[i].key && src[j].it.i < src[i].it.i);
+        dst[o++] = right ? src[j++] : src[i++];
+    }
+    while (i < h)
+        dst[o++] = src[i++];
+    memcpy(src, dst, o * sizeof *src);   /* src[j .. n) is in place already */
+}
+
 /* Heaviest first, then lower index (a total order), the key of each computed once.
  * tmp has room for 2n kitems. */
 static void sort_items(witem *it, kitem *tmp, size_t n)
@@ -81,7 +106,10 @@ static void sort_items(witem *it, kitem *tmp, size_t n)
 
     for (size_t i = 0; i < n; i++)
         src[i] = (kitem){weight_key(it[i].w), it[i]};
-    src = radix_keys(src, tmp + n, n);
+    if (n < RADIX_FROM)
+        merge_keys(src, tmp + n, n);
+    else
+        src = radix_keys(src, tmp + n, n);
     for (size_t i = 0; i < n; i++)
         it[i] = src[i].it;
 }
