@@ -24,6 +24,10 @@ typedef struct vl_cost {
      * simulator evaluates the curves for every micro-batch and segment, and with these
      * a lookup takes one log2 (of its argument) instead of three */
     double lx_gemm[VL_CURVE_MAX], lx_attn_fwd[VL_CURVE_MAX], lx_attn_bwd[VL_CURVE_MAX];
+    /* the launch-bound model's alpha below each curve's first point (gemm_eff linear in
+     * its argument, the attention curves quadratic): a property of the curve, not of
+     * the lookup, which the simulator makes for most short segments */
+    double below_gemm, below_attn_fwd, below_attn_bwd;
 } vl_cost;
 
 /* One collective/p2p operation kind for vl_cost_comm_time. */
