@@ -109,6 +109,9 @@ vl_status vl_cost_init(vl_cost *c, const vl_config *cfg, vl_err *err)
     c->below_gemm = below_alpha(&cfg->cluster.gemm_eff, VL_WORK_LINEAR);
     c->below_attn_fwd = below_alpha(&cfg->cluster.attn_fwd_eff, VL_WORK_QUADRATIC);
     c->below_attn_bwd = below_alpha(&cfg->cluster.attn_bwd_eff, VL_WORK_QUADRATIC);
+    c->attn_same_x = cfg->cluster.attn_fwd_eff.n == cfg->cluster.attn_bwd_eff.n;
+    for (int i = 0; c->attn_same_x && i < cfg->cluster.attn_fwd_eff.n; i++)
+        c->attn_same_x = cfg->cluster.attn_fwd_eff.x[i] == cfg->cluster.attn_bwd_eff.x[i];
     return VL_OK;
 }
 
@@ -178,25 +181,21 @@ static double below_range(const vl_curve *cv, double x, vl_work_growth g, double
     return y0 * u / (alpha + (1 - alpha) * u);
 }
 
-/* The piece [x[i], x[i+1]) of cv holding x, or -1 when x lies outside the points or the
- * curve is empty (*y then holds the value: held at the last point above, the launch-bound
- * model below). */
-static int curve_piece(const vl_curve *cv, double x, vl_work_growth g, double alpha, double *y)
+/* Where x lies on cv: the piece [x[i], x[i+1]) holding it (i >= 0), or one of these. */
+#define PIECE_NONE (-1)    /* an empty curve: efficiency 1 */
+#define PIECE_BELOW (-2)   /* below the first point: the launch-bound model */
+#define PIECE_ABOVE (-3)   /* at or above the last point: held there */
+
+static int piece_of(const vl_curve *cv, double x)
 {
     int i = 0;
 
-    if (cv->n < 1) {
-        *y = 1.0;
-        return -1;
-    }
-    if (x < cv->x[0]) {
-        *y = below_range(cv, x, g, alpha);
-        return -1;
-    }
-    if (x >= cv->x[cv->n - 1]) {
-        *y = cv->y[cv->n - 1];
-        return -1;
-    }
+    if (cv->n < 1)
+        return PIECE_NONE;
+    if (x < cv->x[0])
+        return PIECE_BELOW;
+    if (x >= cv->x[cv->n - 1])
+        return PIECE_ABOVE;
     while (x >= cv->x[i + 1])
         i++;
     return i;
@@ -210,30 +209,39 @@ static double curve_lerp(const vl_curve *cv, int i, double lg, double l0, double
     return cv->y[i] + t * (cv->y[i + 1] - cv->y[i]);
 }
 
-double vl_curve_eval(const vl_curve *cv, double x, vl_work_growth g)
+/* cv at x, where piece_of puts it (i), with lx[] = log2 of cv's points (vl_cost) and
+ * alpha = below_alpha(cv, g).  *lg caches log2 x: NaN until needed, so lookups outside
+ * the points take none and the two attention curves, evaluated at the same length,
+ * share one. */
+static double value_on(const vl_curve *cv, const double *lx, double alpha, int i, double x,
+                       vl_work_growth g, double *lg)
 {
-    double y;
-    int i = curve_piece(cv, x, g, cv->n < 1 ? 0 : below_alpha(cv, g), &y);
-
-    if (i < 0)
-        return y;
-    return curve_lerp(cv, i, log2(x), log2(cv->x[i]), log2(cv->x[i + 1]));
-}
-
-/* vl_curve_eval with lx[] = log2 of cv's points (vl_cost).  *lg caches log2 x: NaN
- * until needed, so lookups outside the points take none and the two attention curves,
- * evaluated at the same length, share one. */
-static double curve_eval_lx(const vl_curve *cv, const double *lx, double alpha, double x,
-                            vl_work_growth g, double *lg)
-{
-    double y;
-    int i = curve_piece(cv, x, g, alpha, &y);
-
-    if (i < 0)
-        return y;
+    if (i == PIECE_NONE)
+        return 1.0;
+    if (i == PIECE_BELOW)
+        return below_range(cv, x, g, alpha);
+    if (i == PIECE_ABOVE)
+        return cv->y[cv->n - 1];
     if (isnan(*lg))
         *lg = log2(x);
     return curve_lerp(cv, i, *lg, lx[i], lx[i + 1]);
+}
+
+double vl_curve_eval(const vl_curve *cv, double x, vl_work_growth g)
+{
+    int i = piece_of(cv, x);
+    double lg = NAN;
+
+    if (i < 0)
+        return value_on(cv, NULL, below_alpha(cv, g), i, x, g, &lg);
+    return curve_lerp(cv, i, log2(x), log2(cv->x[i]), log2(cv->x[i + 1]));
+}
+
+/* vl_curve_eval through vl_cost's logs and alpha (value_on). */
+static double curve_eval_lx(const vl_curve *cv, const double *lx, double alpha, double x,
+                            vl_work_growth g, double *lg)
+{
+    return value_on(cv, lx, alpha, piece_of(cv, x), x, g, lg);
 }
 
 /* ---- communication ---- */
@@ -469,12 +477,14 @@ static vl_mb_time mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const 
         if (p > 0 && !cfg->cost.fit_set) {
             double len = sqrt(2 * p) / (ring ? sp : 1); /* equal-work length a GPU sees */
             double lg = NAN;
+            int pf = piece_of(&cl->attn_fwd_eff, len);
+            int pb = c->attn_same_x ? pf : piece_of(&cl->attn_bwd_eff, len);
             att_f += c->acoef * p / g /
-                     (c->peak * curve_eval_lx(&cl->attn_fwd_eff, c->lx_attn_fwd,
-                                              c->below_attn_fwd, len, VL_WORK_QUADRATIC, &lg));
+                     (c->peak * value_on(&cl->attn_fwd_eff, c->lx_attn_fwd, c->below_attn_fwd,
+                                         pf, len, VL_WORK_QUADRATIC, &lg));
             att_b += cfg->cost.bwd_attn * c->acoef * p / g /
-                     (c->peak * curve_eval_lx(&cl->attn_bwd_eff, c->lx_attn_bwd,
-                                              c->below_attn_bwd, len, VL_WORK_QUADRATIC, &lg));
+                     (c->peak * value_on(&cl->attn_bwd_eff, c->lx_attn_bwd, c->below_attn_bwd,
+                                         pb, len, VL_WORK_QUADRATIC, &lg));
         }
     }
     if (T == 0)

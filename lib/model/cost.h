@@ -4,6 +4,7 @@
 #ifndef VLPLAN_COST_H
 #define VLPLAN_COST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +29,7 @@ typedef struct vl_cost {
      * its argument, the attention curves quadratic): a property of the curve, not of
      * the lookup, which the simulator makes for most short segments */
     double below_gemm, below_attn_fwd, below_attn_bwd;
+    bool attn_same_x;     /* the attention curves share their x points: one piece lookup */
 } vl_cost;
 
 /* One collective/p2p operation kind for vl_cost_comm_time. */
