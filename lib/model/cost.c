@@ -70,6 +70,8 @@ static void ffn_shape(const vl_model_cfg *m, double *macs, double *params, doubl
     *act = (dense * 2 * mats * m->ffn + moe * 2 * mats * active) / L;
 }
 
+static double below_alpha(const vl_curve *cv, vl_work_growth g);
+
 static void curve_logs(const vl_curve *cv, double *lx)
 {
     for (int i = 0; i < cv->n && i < VL_CURVE_MAX; i++)
@@ -104,6 +106,12 @@ vl_status vl_cost_init(vl_cost *c, const vl_config *cfg, vl_err *err)
     curve_logs(&cfg->cluster.gemm_eff, c->lx_gemm);
     curve_logs(&cfg->cluster.attn_fwd_eff, c->lx_attn_fwd);
     curve_logs(&cfg->cluster.attn_bwd_eff, c->lx_attn_bwd);
+    c->below_gemm = below_alpha(&cfg->cluster.gemm_eff, VL_WORK_LINEAR);
+    c->below_attn_fwd = below_alpha(&cfg->cluster.attn_fwd_eff, VL_WORK_QUADRATIC);
+    c->below_attn_bwd = below_alpha(&cfg->cluster.attn_bwd_eff, VL_WORK_QUADRATIC);
+    c->attn_same_x = cfg->cluster.attn_fwd_eff.n == cfg->cluster.attn_bwd_eff.n;
+    for (int i = 0; c->attn_same_x && i < cfg->cluster.attn_fwd_eff.n; i++)
+        c->attn_same_x = cfg->cluster.attn_fwd_eff.x[i] == cfg->cluster.attn_bwd_eff.x[i];
     return VL_OK;
 }
 
@@ -151,38 +159,43 @@ double vl_cost_model_flops(const vl_cost *c, const vl_seg *segs, size_t n)
  * and at u = W(x)/W(x0) < 1 the efficiency is y0 u / (alpha + (1 - alpha) u): the time
  * falls toward alpha times the time at x0, never to zero (docs/costmodel.md).  A curve of
  * one point, or one whose first piece falls, has alpha = 0 there: a plain clamp. */
-static double below_range(const vl_curve *cv, double x, vl_work_growth g)
+static double below_alpha(const vl_curve *cv, vl_work_growth g)
 {
-    double x0 = cv->x[0], y0 = cv->y[0], r, alpha, u;
+    double x0 = cv->x[0], y0 = cv->y[0], r, alpha;
+
+    if (cv->n < 2)
+        return 0;
+    r = g == VL_WORK_QUADRATIC ? (cv->x[1] / x0) * (cv->x[1] / x0) : cv->x[1] / x0;
+    alpha = r * (1 - y0 / cv->y[1]) / (r - 1);
+    return fmin(1.0, fmax(0.0, alpha));
+}
+
+/* The efficiency below the first point, alpha = below_alpha(cv, g). */
+static double below_range(const vl_curve *cv, double x, vl_work_growth g, double alpha)
+{
+    double x0 = cv->x[0], y0 = cv->y[0], u;
 
     if (cv->n < 2 || x <= 0)
         return y0;
-    r = g == VL_WORK_QUADRATIC ? (cv->x[1] / x0) * (cv->x[1] / x0) : cv->x[1] / x0;
-    alpha = r * (1 - y0 / cv->y[1]) / (r - 1);
-    alpha = fmin(1.0, fmax(0.0, alpha));
     u = g == VL_WORK_QUADRATIC ? (x / x0) * (x / x0) : x / x0;
     return y0 * u / (alpha + (1 - alpha) * u);
 }
 
-/* The piece [x[i], x[i+1]) of cv holding x, or -1 when x lies outside the points or the
- * curve is empty (*y then holds the value: held at the last point above, the launch-bound
- * model below). */
-static int curve_piece(const vl_curve *cv, double x, vl_work_growth g, double *y)
+/* Where x lies on cv: the piece [x[i], x[i+1]) holding it (i >= 0), or one of these. */
+#define PIECE_NONE (-1)    /* an empty curve: efficiency 1 */
+#define PIECE_BELOW (-2)   /* below the first point: the launch-bound model */
+#define PIECE_ABOVE (-3)   /* at or above the last point: held there */
+
+static int piece_of(const vl_curve *cv, double x)
 {
     int i = 0;
 
-    if (cv->n < 1) {
-        *y = 1.0;
-        return -1;
-    }
-    if (x < cv->x[0]) {
-        *y = below_range(cv, x, g);
-        return -1;
-    }
-    if (x >= cv->x[cv->n - 1]) {
-        *y = cv->y[cv->n - 1];
-        return -1;
-    }
+    if (cv->n < 1)
+        return PIECE_NONE;
+    if (x < cv->x[0])
+        return PIECE_BELOW;
+    if (x >= cv->x[cv->n - 1])
+        return PIECE_ABOVE;
     while (x >= cv->x[i + 1])
         i++;
     return i;
@@ -196,30 +209,39 @@ static double curve_lerp(const vl_curve *cv, int i, double lg, double l0, double
     return cv->y[i] + t * (cv->y[i + 1] - cv->y[i]);
 }
 
-double vl_curve_eval(const vl_curve *cv, double x, vl_work_growth g)
+/* cv at x, where piece_of puts it (i), with lx[] = log2 of cv's points (vl_cost) and
+ * alpha = below_alpha(cv, g).  *lg caches log2 x: NaN until needed, so lookups outside
+ * the points take none and the two attention curves, evaluated at the same length,
+ * share one. */
+static double value_on(const vl_curve *cv, const double *lx, double alpha, int i, double x,
+                       vl_work_growth g, double *lg)
 {
-    double y;
-    int i = curve_piece(cv, x, g, &y);
-
-    if (i < 0)
-        return y;
-    return curve_lerp(cv, i, log2(x), log2(cv->x[i]), log2(cv->x[i + 1]));
-}
-
-/* vl_curve_eval with lx[] = log2 of cv's points (vl_cost).  *lg caches log2 x: NaN
- * until needed, so lookups outside the points take none and the two attention curves,
- * evaluated at the same length, share one. */
-static double curve_eval_lx(const vl_curve *cv, const double *lx, double x, vl_work_growth g,
-                            double *lg)
-{
-    double y;
-    int i = curve_piece(cv, x, g, &y);
-
-    if (i < 0)
-        return y;
+    if (i == PIECE_NONE)
+        return 1.0;
+    if (i == PIECE_BELOW)
+        return below_range(cv, x, g, alpha);
+    if (i == PIECE_ABOVE)
+        return cv->y[cv->n - 1];
     if (isnan(*lg))
         *lg = log2(x);
     return curve_lerp(cv, i, *lg, lx[i], lx[i + 1]);
+}
+
+double vl_curve_eval(const vl_curve *cv, double x, vl_work_growth g)
+{
+    int i = piece_of(cv, x);
+    double lg = NAN;
+
+    if (i < 0)
+        return value_on(cv, NULL, below_alpha(cv, g), i, x, g, &lg);
+    return curve_lerp(cv, i, log2(x), log2(cv->x[i]), log2(cv->x[i + 1]));
+}
+
+/* vl_curve_eval through vl_cost's logs and alpha (value_on). */
+static double curve_eval_lx(const vl_curve *cv, const double *lx, double alpha, double x,
+                            vl_work_growth g, double *lg)
+{
+    return value_on(cv, lx, alpha, piece_of(cv, x), x, g, lg);
 }
 
 /* ---- communication ---- */
@@ -393,8 +415,8 @@ static double head_fwd_of(const vl_cost *c, double tokens, const vl_par *par)
 
     if (!(tokens > 0))
         return 0;
-    double eff = curve_eval_lx(&c->cfg->cluster.gemm_eff, c->lx_gemm, tokens / g,
-                               VL_WORK_LINEAR, &lgT);
+    double eff = curve_eval_lx(&c->cfg->cluster.gemm_eff, c->lx_gemm, c->below_gemm,
+                               tokens / g, VL_WORK_LINEAR, &lgT);
     return head_fwd(c, tokens, g, eff);
 }
 
@@ -496,12 +518,14 @@ static vl_mb_time analytic_time(const vl_cost *c, const vl_seg *segs, size_t n,
         if (p > 0 && !cfg->cost.fit_set) {
             double len = sqrt(2 * p) / (ring ? sp : 1); /* equal-work length a GPU sees */
             double lg = NAN;
+            int pf = piece_of(&cl->attn_fwd_eff, len);
+            int pb = c->attn_same_x ? pf : piece_of(&cl->attn_bwd_eff, len);
             att_f += c->acoef * p / g /
-                     (c->peak * curve_eval_lx(&cl->attn_fwd_eff, c->lx_attn_fwd, len,
-                                                VL_WORK_QUADRATIC, &lg));
+                     (c->peak * value_on(&cl->attn_fwd_eff, c->lx_attn_fwd, c->below_attn_fwd,
+                                         pf, len, VL_WORK_QUADRATIC, &lg));
             att_b += cfg->cost.bwd_attn * c->acoef * p / g /
-                     (c->peak * curve_eval_lx(&cl->attn_bwd_eff, c->lx_attn_bwd, len,
-                                                VL_WORK_QUADRATIC, &lg));
+                     (c->peak * value_on(&cl->attn_bwd_eff, c->lx_attn_bwd, c->below_attn_bwd,
+                                         pb, len, VL_WORK_QUADRATIC, &lg));
         }
     }
     if (T == 0)
@@ -510,7 +534,7 @@ static vl_mb_time analytic_time(const vl_cost *c, const vl_seg *segs, size_t n,
         return fitted_time(c, T, P, g, layers, ckpt);
     /* each GPU's GEMMs are (T/sp) x (width/tp): as efficient as a full-width GEMM of the
      * same work, T/(sp tp) tokens, so small chunks under TP are not flattered */
-    eff = curve_eval_lx(&cl->gemm_eff, c->lx_gemm, T / g, VL_WORK_LINEAR, &lgT);
+    eff = curve_eval_lx(&cl->gemm_eff, c->lx_gemm, c->below_gemm, T / g, VL_WORK_LINEAR, &lgT);
     /* cost.compute_scale: calibration's correction of the analytic compute, so a scheme
      * it did not measure is not favoured or penalised beside one it did */
     double s = cfg->cost.compute_scale > 0 ? cfg->cost.compute_scale : 1.0;

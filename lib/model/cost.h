@@ -4,6 +4,7 @@
 #ifndef VLPLAN_COST_H
 #define VLPLAN_COST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,11 @@ typedef struct vl_cost {
      * simulator evaluates the curves for every micro-batch and segment, and with these
      * a lookup takes one log2 (of its argument) instead of three */
     double lx_gemm[VL_CURVE_MAX], lx_attn_fwd[VL_CURVE_MAX], lx_attn_bwd[VL_CURVE_MAX];
+    /* the launch-bound model's alpha below each curve's first point (gemm_eff linear in
+     * its argument, the attention curves quadratic): a property of the curve, not of
+     * the lookup, which the simulator makes for most short segments */
+    double below_gemm, below_attn_fwd, below_attn_bwd;
+    bool attn_same_x;     /* the attention curves share their x points: one piece lookup */
 } vl_cost;
 
 /* One collective/p2p operation kind for vl_cost_comm_time. */

@@ -48,6 +48,15 @@ vl_status vl_partition_kk(int *part, const double *w, size_t n, int k, vl_err *e
  *  VL_EUSAGE unless k divides n; VL_ENOMEM. */
 vl_status vl_partition_kk_equal(int *part, const double *w, size_t n, int k, vl_err *err);
 
+/** vl_partition_kk and vl_partition_kk_equal with a hint: order[0..n) the items in the
+ *  order they sort in (weight descending, then lower index) -- e.g. by length, for
+ *  weights that grow with it, computed once for several weightings.  Checked in O(n);
+ *  where it is not that order the items are sorted as without it.  Same results. */
+vl_status vl_partition_kk_ordered(int *part, const double *w, const uint32_t *order, size_t n,
+                                  int k, vl_err *err);
+vl_status vl_partition_kk_equal_ordered(int *part, const double *w, const uint32_t *order,
+                                        size_t n, int k, vl_err *err);
+
 /** Parse a packer name ("ffd", ...) into *algo; returns 0 on success, -1 if unknown. */
 int vl_pack_algo_parse(const char *name, vl_pack_algo *algo);
 const char *vl_pack_algo_name(vl_pack_algo algo);

@@ -73,6 +73,31 @@ static kitem *radix_keys(kitem *src, kitem *dst, size_t n)
     return src;
 }
 
+/* Below this many items a merge sort on the keys beats the radix sort, whose counts
+ * (8 x 256 a pass, cleared and summed) outweigh the items (veRL's split of a rank's
+ * ~100 samples into micro-batches: one KK call per rank per iteration). */
+#define RADIX_FROM 256
+
+/* Sort src[0..n) by key ascending, ties by item index (the radix sort's stable order
+ * of index-ordered input, written out), through dst (room for n). */
+static void merge_keys(kitem *src, kitem *dst, size_t n)
+{
+    size_t h = n / 2, i = 0, j = h, o = 0;
+
+    if (n < 2)
+        return;
+    merge_keys(src, dst, h);
+    merge_keys(src + h, dst, n - h);
+    while (i < h && j < n) {
+        bool right = src[j].key < src[i].key ||
+                     (src[j].key == src[i].key && src[j].it.i < src[i].it.i);
+        dst[o++] = right ? src[j++] : src[i++];
+    }
+    while (i < h)
+        dst[o++] = src[i++];
+    memcpy(src, dst, o * sizeof *src);   /* src[j .. n) is in place already */
+}
+
 /* Heaviest first, then lower index (a total order), the key of each computed once.
  * tmp has room for 2n kitems. */
 static void sort_items(witem *it, kitem *tmp, size_t n)
@@ -81,7 +106,10 @@ static void sort_items(witem *it, kitem *tmp, size_t n)
 
     for (size_t i = 0; i < n; i++)
         src[i] = (kitem){weight_key(it[i].w), it[i]};
-    src = radix_keys(src, tmp + n, n);
+    if (n < RADIX_FROM)
+        merge_keys(src, tmp + n, n);
+    else
+        src = radix_keys(src, tmp + n, n);
     for (size_t i = 0; i < n; i++)
         it[i] = src[i].it;
 }
@@ -100,7 +128,22 @@ static vl_status check_items(const double *w, size_t n, int k, vl_err *err)
     return VL_OK;
 }
 
-static vl_status sorted_items(witem **out, const double *w, size_t n, int k, vl_err *err)
+/* Is order[0..n) the items in weight order (weight desc, index asc)?  Each consecutive
+ * pair strictly in that order, every entry below n: then it lists every item once. */
+static bool in_weight_order(const double *w, const uint32_t *order, size_t n)
+{
+    for (size_t o = 0; o < n; o++) {
+        uint32_t a = order[o], b = o + 1 < n ? order[o + 1] : 0;
+        if (a >= n || (o + 1 < n && (b >= n || !(w[a] > w[b] || (w[a] == w[b] && a < b)))))
+            return false;
+    }
+    return true;
+}
+
+/* The items in weight order: from order where it is that order (NULL: none given),
+ * else sorted. */
+static vl_status sorted_items(witem **out, const double *w, const uint32_t *order, size_t n,
+                              int k, vl_err *err)
 {
     kitem *tmp;
     vl_status st = check_items(w, n, k, err);
@@ -108,6 +151,11 @@ static vl_status sorted_items(witem **out, const double *w, size_t n, int k, vl_
     if (st != VL_OK)
         return st;
     *out = malloc((n ? n : 1) * sizeof **out);
+    if (*out != NULL && order != NULL && in_weight_order(w, order, n)) {
+        for (size_t o = 0; o < n; o++)
+            (*out)[o] = (witem){w[order[o]], order[o]};
+        return VL_OK;
+    }
     tmp = malloc((n ? 2 * n : 1) * sizeof *tmp);
     if (*out == NULL || tmp == NULL) {
         free(*out);
@@ -161,7 +209,7 @@ static void lpart_sift_down(lpart *h, size_t k)
 vl_status vl_partition_lpt(int *part, const double *w, size_t n, int k, vl_err *err)
 {
     witem *it = NULL;
-    vl_status st = sorted_items(&it, w, n, k, err);
+    vl_status st = sorted_items(&it, w, NULL, n, k, err);
     lpart *heap;
 
     if (st != VL_OK)
@@ -458,8 +506,8 @@ static void kk_parts(int *part, const kk *c, uint32_t s)
         }
 }
 
-static vl_status kk_run(int *part, const double *w, size_t n, int k, size_t per,
-                        vl_err *err)
+static vl_status kk_run(int *part, const double *w, const uint32_t *order, size_t n, int k,
+                        size_t per, vl_err *err)
 {
     witem *it = NULL;
     vl_status st;
@@ -473,7 +521,7 @@ static vl_status kk_run(int *part, const double *w, size_t n, int k, size_t per,
             part[i] = 0;
         return VL_OK;
     }
-    if ((st = sorted_items(&it, w, n, k, err)) != VL_OK)
+    if ((st = sorted_items(&it, w, order, n, k, err)) != VL_OK)
         return st;
     c.st = calloc(nstates ? nstates : 1, sizeof *c.st);
     c.seed = malloc((nstates ? nstates * per : 1) * sizeof *c.seed);
@@ -513,15 +561,27 @@ done:
 
 vl_status vl_partition_kk(int *part, const double *w, size_t n, int k, vl_err *err)
 {
-    return kk_run(part, w, n, k, 1, err);
+    return kk_run(part, w, NULL, n, k, 1, err);
 }
 
-vl_status vl_partition_kk_equal(int *part, const double *w, size_t n, int k, vl_err *err)
+vl_status vl_partition_kk_ordered(int *part, const double *w, const uint32_t *order, size_t n,
+                                  int k, vl_err *err)
+{
+    return kk_run(part, w, order, n, k, 1, err);
+}
+
+vl_status vl_partition_kk_equal_ordered(int *part, const double *w, const uint32_t *order,
+                                        size_t n, int k, vl_err *err)
 {
     if (k < 1)
         return vl_seterr(err, VL_EUSAGE, "partition: %d parts, need at least 1", k);
     if (n % (size_t)k != 0)
         return vl_seterr(err, VL_EUSAGE,
                          "partition: %zu items do not split equally into %d parts", n, k);
-    return kk_run(part, w, n, k, (size_t)k, err);
+    return kk_run(part, w, order, n, k, (size_t)k, err);
+}
+
+vl_status vl_partition_kk_equal(int *part, const double *w, size_t n, int k, vl_err *err)
+{
+    return vl_partition_kk_equal_ordered(part, w, NULL, n, k, err);
 }

@@ -36,6 +36,7 @@
 
 #include "baseline_pack.h"
 #include "rng.h"
+#include "sort.h"
 
 #define STREAM_RANK 0x504B524B00000000ull    /* "PKRK": a rank's packer in samples dealing */
 #define SAMPLES_WORK (1ull << 26)
@@ -48,6 +49,7 @@
 /* Scratch of one iteration: its samples, their weights and ranks, grouped by rank. */
 typedef struct samples {
     uint32_t *items, *grouped;
+    uint32_t *order;      /* [n + dp] by length descending, then index; then placeholders */
     double *w;
     int *part;
     size_t *off;          /* [dp + 1] */
@@ -66,6 +68,7 @@ static void samples_free(samples *s)
 {
     free(s->items);
     free(s->grouped);
+    free(s->order);
     free(s->w);
     free(s->part);
     free(s->off);
@@ -139,8 +142,10 @@ static vl_status try_share(bl *c, dealer *d, samples *s, size_t m, bool equal, s
 
     for (size_t i = s->n; i < np; i++)
         s->w[i] = 0;
-    st = equal ? vl_partition_kk_equal(s->part, s->w, np, (int)c->dp, err)
-               : vl_partition_kk(s->part, s->w, s->n, (int)c->dp, err);
+    for (size_t i = s->n; i < np; i++)
+        s->order[i] = (uint32_t)i;
+    st = equal ? vl_partition_kk_equal_ordered(s->part, s->w, s->order, np, (int)c->dp, err)
+               : vl_partition_kk_ordered(s->part, s->w, s->order, s->n, (int)c->dp, err);
 
     sh->fits = true;
     sh->m = m;
@@ -278,9 +283,11 @@ static bool lighter(const share *a, const share *b)
     return a->worst < b->worst || (a->worst == b->worst && a->time < b->time);
 }
 
-static vl_status samples_init(samples *s, const packs *pk, const size_t *ids, size_t np,
-                              size_t dp, vl_err *err)
+static vl_status samples_init(samples *s, const uint32_t *len, const packs *pk,
+                              const size_t *ids, size_t np, size_t dp, vl_err *err)
 {
+    uint64_t *key;
+
     memset(s, 0, sizeof *s);
     for (size_t p = 0; p < np; p++)
         s->n += pk->cnt[ids[p]];
@@ -289,12 +296,24 @@ static vl_status samples_init(samples *s, const packs *pk, const size_t *ids, si
     s->w = malloc((s->n + dp) * sizeof *s->w);
     s->part = malloc((s->n + dp) * sizeof *s->part);
     s->off = malloc((dp + 1) * sizeof *s->off);
-    if (!s->items || !s->grouped || !s->w || !s->part || !s->off)
+    s->order = malloc((s->n + dp) * sizeof *s->order);
+    key = malloc((s->n ? s->n : 1) * sizeof *key);
+    if (!s->items || !s->grouped || !s->w || !s->part || !s->off || !s->order || !key) {
+        free(key);
         return vl_seterr(err, VL_ENOMEM, "out of memory for %zu samples", s->n);
+    }
     for (size_t p = 0, k = 0; p < np; p++) {
         memcpy(s->items + k, pk->items + pk->off[ids[p]], pk->cnt[ids[p]] * sizeof *s->items);
         k += pk->cnt[ids[p]];
     }
+    /* every weighting of best_share grows with a sample's length, so this is (nearly
+     * always) the order KK sorts each in: sorted once, not once a weighting */
+    for (size_t i = 0; i < s->n; i++)
+        key[i] = (uint64_t)(UINT32_MAX - len[s->items[i]]) << 32 | i;
+    vl_sort_u64(key, s->n);
+    for (size_t o = 0; o < s->n; o++)
+        s->order[o] = (uint32_t)key[o];
+    free(key);
     return VL_OK;
 }
 
@@ -363,7 +382,7 @@ vl_status vl__pk_deal_iter(bl *c, dealer *d, const packs *pk, const size_t *ids,
         (st = vl__pk_refine_dealt(c, d, pk, ids, np, err)) != VL_OK ||
         (st = packs_worst(c, d, pk, ids, np, &whole, err)) != VL_OK)
         return st;
-    if ((st = samples_init(&s, pk, ids, np, c->dp, err)) == VL_OK &&
+    if ((st = samples_init(&s, pk_ctx(c)->len, pk, ids, np, c->dp, err)) == VL_OK &&
         (uint64_t)s.n * c->dp <= SAMPLES_WORK)
         st = best_share(c, d, &s, m, &best, err);
     if (st == VL_OK && best.bins != NULL && lighter(&best, &whole)) {

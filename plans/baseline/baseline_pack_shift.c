@@ -31,16 +31,26 @@
  * O(dp log dp + |h| * (n + np)).  At most n steps per pass; the iteration stops once it
  * has made SHIFT_WORK candidate checks (a count, never a clock; the step that crosses
  * it completes, but a step that alone would make more is not begun: the iteration's
- * pass ends, so one iteration of a million samples stays linear). */
+ * pass ends, so one iteration of a million samples stays linear).  Those checks are
+ * counted, not all made: the step found is the first least in the order of the scan of
+ * every pair (i; its moves by pack; its swaps by partner), but a sample whose own weight
+ * cannot bring the busiest rank below the best step so far is passed over, a move is
+ * looked at once a receiving rank (its packs up to the first with room), and a swap only
+ * against the partners whose key (tokens, or the time weight, monotone in them) lies in
+ * the window where it can beat the best; each peer's samples are in key order, sorted
+ * once an iteration. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "baseline_pack.h"
+#include "sort.h"
 
 #define SHIFT_WORK (1ull << 21)
 #define SHIFT_PEERS 8
 #define NMEAS 3
 #define JOINT 3     /* a target: the larger of a rank's tokens and attention over their means */
+#define WIDEN 1e-9  /* a swap's window of keys, widened by this of its magnitudes (rounding) */
 
 typedef struct shift {
     const vl__pk_shift_in *in;
@@ -55,12 +65,20 @@ typedef struct shift {
     double max[NMEAS];
     double mean[NMEAS];     /* the ranks' mean load (steps move load, never change it) */
     size_t *mine, *theirs;  /* [n] this step's samples of the busiest rank, of peers */
-    size_t *slots;          /* [np] this step's packs of peers */
+    size_t *ord;            /* [n] the samples by this pass's key, then index */
+    size_t *off;            /* [dp + 1] theirs grouped by peer, each group by key */
+    size_t *slot_of;        /* [dp] a rank's place among the peers, SIZE_MAX if none */
+    struct keyed { double k; size_t i; } *keyed;   /* [n] sorting ord by a key */
+    uint64_t *packed;       /* [n] sorting ord by tokens: len << 32 | index */
+    bool by_len;            /* ord is by tokens */
+    bool nonneg;            /* every weight >= 0: a sample's own weight bounds a step */
+    size_t *slots;          /* [np] this step's packs of peers, grouped by peer (qoff) */
+    size_t *qoff;           /* [dp + 1] */
+    double *room;           /* [dp] the most room in a pack of the g-th peer (tokens) */
     uint32_t *tmp;          /* [n] a pack's items */
     size_t *peer;           /* [dp] this step's receiving ranks */
     double *full;           /* [dp] their fullness */
     struct roomy { double f; size_t r; } *all;   /* [dp] every rank by fullness */
-    unsigned char *mark;    /* [dp] 1: a peer, while gathering */
     unsigned hold;
     uint32_t cap, max_items;
     uint64_t work;
@@ -86,12 +104,18 @@ static void shift_free(shift *s)
     free(s->rank);
     free(s->mine);
     free(s->theirs);
+    free(s->ord);
+    free(s->off);
+    free(s->slot_of);
+    free(s->keyed);
+    free(s->packed);
     free(s->slots);
+    free(s->qoff);
+    free(s->room);
     free(s->tmp);
     free(s->peer);
     free(s->full);
     free(s->all);
-    free(s->mark);
 }
 
 static vl_status shift_alloc(shift *s, vl_err *err)
@@ -112,14 +136,23 @@ static vl_status shift_alloc(shift *s, vl_err *err)
     s->rank = malloc(s->np * sizeof *s->rank);
     s->mine = malloc(n * sizeof *s->mine);
     s->theirs = malloc(n * sizeof *s->theirs);
+    s->ord = malloc(n * sizeof *s->ord);
+    s->off = malloc((s->dp + 1) * sizeof *s->off);
+    s->slot_of = malloc(s->dp * sizeof *s->slot_of);
+    s->keyed = malloc(n * sizeof *s->keyed);
+    s->packed = malloc(n * sizeof *s->packed);
+    s->qoff = malloc((s->dp + 1) * sizeof *s->qoff);
+    s->room = malloc(s->dp * sizeof *s->room);
     s->slots = malloc(s->np * sizeof *s->slots);
     s->tmp = malloc(n * sizeof *s->tmp);
     s->peer = malloc(s->dp * sizeof *s->peer);
     s->full = malloc(s->dp * sizeof *s->full);
     s->all = malloc(s->dp * sizeof *s->all);
-    s->mark = calloc(s->dp, 1);
     ok = ok && s->item && s->at && s->tok && s->time && s->cnt && s->rank && s->mine &&
-         s->theirs && s->slots && s->tmp && s->peer && s->full && s->all && s->mark;
+         s->theirs && s->ord && s->off && s->slot_of && s->keyed && s->packed && s->slots && s->qoff && s->room && s->tmp &&
+         s->peer && s->full && s->all;
+    for (size_t r = 0; ok && r < s->dp; r++)
+        s->slot_of[r] = SIZE_MAX;
     return ok ? VL_OK : vl_seterr(err, VL_ENOMEM, "out of memory for %zu samples", s->n);
 }
 
@@ -142,6 +175,7 @@ static vl_status shift_init(shift *s, const packs *pk, const int *part, vl_err *
 
     for (size_t p = 0; p < s->np; p++)
         s->n += pk->cnt[p];
+    s->nonneg = true;
     if ((st = shift_alloc(s, err)) != VL_OK)
         return st;
     for (size_t p = 0, i = 0; p < s->np; p++) {
@@ -153,6 +187,7 @@ static vl_status shift_init(shift *s, const packs *pk, const int *part, vl_err *
             s->w[1][i] = l;
             s->w[2][i] = vl_cost_pairs(0, l);
             s->w[0][i] = in->a * l + in->b * s->w[2][i];
+            s->nonneg = s->nonneg && s->w[0][i] >= 0;
             s->tok[p] += l;
             s->cnt[p]++;
             s->load[1][s->rank[p]] += s->w[1][i];
@@ -245,25 +280,55 @@ static size_t pick_peers(shift *s, int t, size_t h, size_t want, size_t *peer)
     return k;
 }
 
-/* This step's candidates: the busiest rank's samples, the peers' samples and packs. */
+/* This step's candidates: the busiest rank's samples (in index order); the peers'
+ * samples grouped by peer (theirs[off[g] .. off[g + 1]) the g-th peer's), each group in
+ * the pass's key order (ord); the peers' packs grouped by peer (qoff), each in index
+ * order. */
 static void gather(shift *s, size_t h, const size_t *peer, size_t k, size_t *nm, size_t *nt,
                    size_t *nq)
 {
-    *nm = *nt = *nq = 0;
-    for (size_t j = 0; j < k; j++)
-        s->mark[peer[j]] = 1;
+    *nm = 0;
+    memset(s->off, 0, (k + 1) * sizeof *s->off);
+    memset(s->qoff, 0, (k + 1) * sizeof *s->qoff);
+    for (size_t g = 0; g < k; g++)
+        s->slot_of[peer[g]] = g;
     for (size_t i = 0; i < s->n; i++) {
         size_t r = (size_t)s->rank[s->at[i]];
         if (r == h)
             s->mine[(*nm)++] = i;
-        else if (s->mark[r])
-            s->theirs[(*nt)++] = i;
+        else if (s->slot_of[r] != SIZE_MAX)
+            s->off[s->slot_of[r] + 1]++;
     }
     for (size_t q = 0; q < s->np; q++)
-        if (s->mark[s->rank[q]])
-            s->slots[(*nq)++] = q;
-    for (size_t j = 0; j < k; j++)
-        s->mark[peer[j]] = 0;
+        if (s->slot_of[s->rank[q]] != SIZE_MAX)
+            s->qoff[s->slot_of[s->rank[q]] + 1]++;
+    for (size_t g = 0; g < k; g++) {
+        s->off[g + 1] += s->off[g];
+        s->qoff[g + 1] += s->qoff[g];
+    }
+    *nt = s->off[k];
+    *nq = s->qoff[k];
+    for (size_t o = 0; o < s->n; o++) {
+        size_t i = s->ord[o], g = s->slot_of[s->rank[s->at[i]]];
+        if (g != SIZE_MAX)
+            s->theirs[s->off[g]++] = i;
+    }
+    for (size_t q = 0; q < s->np; q++) {
+        size_t g = s->slot_of[s->rank[q]];
+        if (g != SIZE_MAX)
+            s->slots[s->qoff[g]++] = q;
+    }
+    memmove(s->off + 1, s->off, k * sizeof *s->off);
+    memmove(s->qoff + 1, s->qoff, k * sizeof *s->qoff);
+    s->off[0] = s->qoff[0] = 0;
+    for (size_t g = 0; g < k; g++) {
+        s->room[g] = 0;
+        for (size_t b = s->qoff[g]; b < s->qoff[g + 1]; b++)
+            if (s->cap - s->tok[s->slots[b]] > s->room[g])
+                s->room[g] = s->cap - s->tok[s->slots[b]];
+    }
+    for (size_t g = 0; g < k; g++)
+        s->slot_of[peer[g]] = SIZE_MAX;
     s->work += s->n + s->np;
 }
 
@@ -309,21 +374,128 @@ static double after_step(const shift *s, int t, size_t i, size_t j, size_t h, si
     return after;
 }
 
-static void consider(const shift *s, int t, step cand, size_t h, step *best)
-{
-    size_t r = (size_t)s->rank[cand.q];
-
-    if (t != JOINT && delta(s, t, cand.i, cand.j) <= 0)
-        return;
-    cand.after = after_step(s, t, cand.i, cand.j, h, r);
-    if (cand.after < best->after && keeps_held(s, t, cand.i, cand.j, h, r))
-        *best = cand;
-}
-
 static bool fits(const shift *s, size_t q, double tokens_in, double tokens_out, size_t items)
 {
     return s->tok[q] + tokens_in - tokens_out <= s->cap &&
            (s->max_items == 0 || s->cnt[q] - (tokens_out > 0) + items <= s->max_items);
+}
+
+/* The measure a pass's swaps are searched by: the target, or tokens for the joint one
+ * (attention is monotone in a sample's tokens, so both terms are monotone in it). */
+static int key_of(int t)
+{
+    return t == JOINT ? 1 : t;
+}
+
+/* A bound below every step of sample i off rank h (weights >= 0: a step moves at most
+ * w[k][i] off h, and each term of after_step is monotone in what it moves). */
+static double own_bound(const shift *s, int t, size_t i, size_t h)
+{
+    double lb = 0;
+
+    for (int k = key_of(t); k <= (t == JOINT ? 2 : t); k++) {
+        double sc = t == JOINT ? s->mean[k] : 1, x = (s->load[k][h] - s->w[k][i]) / sc;
+        lb = x > lb ? x : lb;
+    }
+    return lb;
+}
+
+/* The keys of partners j on rank r for which swapping i and j can end below bound: the
+ * two terms of the key's measure in after_step, linear in w[key][j], widened by WIDEN of
+ * the magnitudes so that rounding leaves no such partner out (each is checked exactly). */
+static void window(const shift *s, int t, size_t i, size_t h, size_t r, double bound,
+                   double *lo, double *hi)
+{
+    int k = key_of(t);
+    double sc = t == JOINT ? s->mean[k] : 1, wi = s->w[k][i], b = bound * sc;
+    double lh = s->load[k][h], lr = s->load[k][r];
+    double m = WIDEN * (fabs(lh) + fabs(lr) + fabs(wi) + fabs(b));
+
+    *lo = wi + lr - b - m;      /* (lr + wi - wj) / sc < bound */
+    *hi = wi - lh + b + m;      /* (lh - wi + wj) / sc < bound */
+    if (t != JOINT && *hi > wi + m)
+        *hi = wi + m;           /* a step must lower t: wj < wi */
+}
+
+/* The first of theirs[from .. to) whose key is not below lo. */
+static size_t first_from(const shift *s, const double *key, size_t from, size_t to, double lo)
+{
+    while (from < to) {
+        size_t mid = from + (to - from) / 2;
+        if (key[s->theirs[mid]] < lo)
+            from = mid + 1;
+        else
+            to = mid;
+    }
+    return from;
+}
+
+/* The best swap of sample i (rank h) with a peer's sample ending below bound: the least
+ * after, then the least index j -- the one the scan of every pair in index order kept.
+ * Only each peer's window of keys is looked at. */
+static step best_swap(const shift *s, int t, size_t i, size_t h, size_t k, double bound)
+{
+    const double *key = s->w[key_of(t)], *tok = s->w[1];
+    size_t p = s->at[i];
+    double top = tok[i] + (s->cap - s->tok[p]);
+    step best = {SIZE_MAX, SIZE_MAX, SIZE_MAX, bound};
+
+    for (size_t g = 0; g < k; g++) {
+        size_t r = s->peer[g], end = s->off[g + 1], b;
+        double lo, hi;
+        /* best.after only falls; the widening keeps a tie with it (a lower j) inside */
+        window(s, t, i, h, r, best.after, &lo, &hi);
+        b = first_from(s, key, s->off[g], end, lo);
+        /* in token order too, the partners both packs have room for: j's pack takes
+         * i only if tok[j] >= tok[i] - its room, i's takes j only if tok[j] <= top
+         * (whole tokens: exact in doubles, as fits() compares them) */
+        if (s->by_len) {
+            size_t b1 = first_from(s, tok, s->off[g], end, tok[i] - s->room[g]);
+            b = b1 > b ? b1 : b;
+        }
+        for (; b < end; b++) {
+            size_t j = s->theirs[b], q = s->at[j];
+            if (key[j] > hi || (s->by_len && tok[j] > top))
+                break;
+            if ((t != JOINT && delta(s, t, i, j) <= 0) ||
+                !fits(s, q, s->w[1][i], s->w[1][j], 1) || !fits(s, p, s->w[1][j], s->w[1][i], 1))
+                continue;
+            double after = after_step(s, t, i, j, h, r);
+            bool better = after < best.after ||
+                          (after == best.after && best.i != SIZE_MAX && j < best.j);
+            if (better && keeps_held(s, t, i, j, h, r))
+                best = (step){i, j, q, after};
+        }
+    }
+    return best;
+}
+
+/* The best move of sample i (rank h) into a peer's pack ending below bound: the least
+ * after, then the least pack -- the one the scan of every pack in index order kept.  A
+ * move's after and held measures depend on the receiving rank only, so a rank's packs
+ * are looked at only where it can win, and only up to the first with room. */
+static step best_move(const shift *s, int t, size_t i, size_t h, size_t k, double bound)
+{
+    step best = {SIZE_MAX, SIZE_MAX, SIZE_MAX, bound};
+
+    if (t != JOINT && delta(s, t, i, SIZE_MAX) <= 0)
+        return best;
+    for (size_t g = 0; g < k; g++) {
+        size_t r = s->peer[g];
+        double after = after_step(s, t, i, SIZE_MAX, h, r);
+        if (!(after < best.after || (after == best.after && best.i != SIZE_MAX)) ||
+            !keeps_held(s, t, i, SIZE_MAX, h, r))
+            continue;
+        for (size_t b = s->qoff[g]; b < s->qoff[g + 1]; b++) {
+            size_t q = s->slots[b];
+            if (!fits(s, q, s->w[1][i], 0, 1))
+                continue;
+            if (after < best.after || q < best.q)
+                best = (step){i, SIZE_MAX, q, after};
+            break;
+        }
+    }
+    return best;
 }
 
 static step best_among(shift *s, int t, size_t h, size_t want)
@@ -338,23 +510,20 @@ static step best_among(shift *s, int t, size_t h, size_t want)
         s->work = SHIFT_WORK;
         return best;
     }
+    /* counted as every pair was checked, though best_swap looks at a window of them:
+     * the budget, and so where a pass stops, stays what it was */
     s->work += (uint64_t)nm * (nt + nq);
-    /* consider's own first test (a step must lower t) comes before the capacity checks:
-     * both only skip, so the best step is the same, at a fraction of the loads */
+    /* the result is the first least step in the order (i; moves by pack; swaps by j) */
     for (size_t a = 0; a < nm; a++) {
-        size_t i = s->mine[a], p = s->at[i];
-        double wt = t == JOINT ? 0 : s->w[t][i];
-        for (size_t b = 0; b < nq && (t == JOINT || wt > 0); b++)
-            if (fits(s, s->slots[b], s->w[1][i], 0, 1))
-                consider(s, t, (step){i, SIZE_MAX, s->slots[b], 0}, h, &best);
-        for (size_t b = 0; b < nt; b++) {
-            size_t j = s->theirs[b], q;
-            if (t != JOINT && wt - s->w[t][j] <= 0)
-                continue;
-            q = s->at[j];
-            if (fits(s, q, s->w[1][i], s->w[1][j], 1) && fits(s, p, s->w[1][j], s->w[1][i], 1))
-                consider(s, t, (step){i, j, q, 0}, h, &best);
-        }
+        size_t i = s->mine[a];
+        if (s->nonneg && own_bound(s, t, i, h) >= best.after)
+            continue;
+        step mv = best_move(s, t, i, h, k, best.after), sw;
+        if (mv.i != SIZE_MAX)
+            best = mv;
+        sw = best_swap(s, t, i, h, k, best.after);
+        if (sw.i != SIZE_MAX)
+            best = sw;
     }
     return best;
 }
@@ -420,6 +589,44 @@ static vl_status take(shift *s, step b, size_t h, bool *taken, vl_err *err)
     return retime(s, p, q, err);
 }
 
+static int by_key(const void *a, const void *b)
+{
+    const struct keyed *x = a, *y = b;
+
+    if (x->k != y->k)
+        return x->k < y->k ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+/* The samples in the order of pass t's key (weights never change within a pass): by
+ * tokens, sorted once, where the key is monotone in them (always, but for a linearised
+ * time with a negative coefficient), else by the key itself.  Equal keys may come in any
+ * order: best_swap breaks ties by index. */
+static void order_by_key(shift *s, int t)
+{
+    const double *key = s->w[key_of(t)];
+    bool sorted = s->by_len;
+
+    if (!s->by_len) {
+        for (size_t i = 0; i < s->n; i++)
+            s->packed[i] = (uint64_t)s->w[1][i] << 32 | i;
+        vl_sort_u64(s->packed, s->n);
+        for (size_t o = 0; o < s->n; o++)
+            s->ord[o] = (uint32_t)s->packed[o];
+        s->by_len = sorted = true;
+    }
+    for (size_t o = 1; o < s->n && sorted; o++)
+        sorted = key[s->ord[o - 1]] <= key[s->ord[o]];
+    if (sorted)
+        return;
+    for (size_t i = 0; i < s->n; i++)
+        s->keyed[i] = (struct keyed){key[i], i};
+    qsort(s->keyed, s->n, sizeof *s->keyed, by_key);
+    for (size_t o = 0; o < s->n; o++)
+        s->ord[o] = s->keyed[o].i;
+    s->by_len = false;
+}
+
 /* Lower the busiest rank's measure t, holding the measures in hold. */
 static vl_status pass(shift *s, int t, unsigned hold, vl_err *err)
 {
@@ -427,6 +634,7 @@ static vl_status pass(shift *s, int t, unsigned hold, vl_err *err)
     bool taken = true;
 
     s->hold = hold;
+    order_by_key(s, t);
     for (int k = 0; k < NMEAS; k++)
         s->max[k] = s->load[k][argmax(s->load[k], s->dp)];
     for (size_t n = 0; n < s->n && s->work < SHIFT_WORK && taken && st == VL_OK; n++) {

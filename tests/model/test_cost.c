@@ -466,6 +466,35 @@ Test(cost, cached_curves_match_curve_eval)
     }
 }
 
+/* The same for the backward, with attention curves whose points differ (the forward's
+ * piece cannot stand for the backward's) and with the points shared. */
+Test(cost, cached_bwd_curves_match_curve_eval)
+{
+    const vl_cluster_cfg *cl = &cfg.cluster;
+    vl_par p = {1, 1, 1, 0};
+    const char *own[] = {"cluster.layer_fixed_us.fwd=0", "cluster.layer_fixed_us.bwd=0",
+                         "cluster.elementwise_overhead=0", "cost.comm=off",
+                         "cluster.attn_bwd_eff=[[300,0.2],[700,0.3],[3000,0.45],[9000,0.5],"
+                         "[20000,0.55]]", NULL};
+    const char *shared[] = {"cluster.attn_bwd_eff=[[512,0.25],[1024,0.35],[2048,0.45],"
+                            "[4096,0.5],[8192,0.52],[16384,0.55]]", NULL};
+
+    for (int k = 0; k < 2; k++) {
+        reset(k == 0 ? own : shared);
+        cr_assert_eq(cost.attn_same_x, k == 1);
+        for (uint32_t len = 1; len < 300000; len = len * 5 / 4 + 1) {
+            vl_seg s[] = {{0, 0, len}};
+            double P = vl_cost_pairs(0, len), x = sqrt(2 * P);
+            double att = cfg.cost.bwd_attn * cost.acoef * P /
+                         (cost.peak * vl_curve_eval(&cl->attn_bwd_eff, x, VL_WORK_QUADRATIC));
+            double lin = cost.lin * len /
+                         (cost.peak * vl_curve_eval(&cl->gemm_eff, len, VL_WORK_LINEAR));
+            vl_mb_time t = vl_cost_mb_time(&cost, s, 1, &p, 1, 0);
+            cr_assert_eq(t.bwd, cfg.cost.bwd_linear * lin + att, "curves %d, len %u", k, len);
+        }
+    }
+}
+
 Test(cost, empty_micro_batch)
 {
     vl_par p = {1, 1, 1, 0};

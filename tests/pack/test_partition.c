@@ -247,3 +247,59 @@ Test(partition, kk_matches_dense_reference)
                          t, n, k, mode, equal, i);
     }
 }
+
+/* order[0..n) by weight descending, then lower index (-0 and +0 alike): the order a
+ * hint must give (insertion: n is small). */
+static void weight_order(uint32_t *order, const double *w, size_t n)
+{
+    for (size_t a = 0; a < n; a++) {
+        uint32_t v = (uint32_t)a;
+        size_t b = a;
+        for (; b > 0 && (w[order[b - 1]] < w[v] ||
+                         (w[order[b - 1]] == w[v] && order[b - 1] > v)); b--)
+            order[b] = order[b - 1];
+        order[b] = v;
+    }
+}
+
+/* A hint changes no part: the right order, and wrong ones (reversed, an entry repeated,
+ * one out of range), which the partitioner must notice and sort past. */
+Test(partition, kk_ordered_hint_changes_nothing)
+{
+    vl_rng r;
+    vl_rng_seed(&r, 11, 5);
+    for (int t = 0; t < 2000; t++) {
+        size_t n = 1 + vl_rng_below(&r, 60);
+        int k = 1 + (int)vl_rng_below(&r, 12), mode = (int)vl_rng_below(&r, 3);
+        bool equal = vl_rng_below(&r, 2) == 0;
+        double w[72];        /* n rounds up to a multiple of k: at most 71 */
+        uint32_t order[72];
+        int got[72], want[72];
+        if (equal && n % (size_t)k != 0)
+            n += (size_t)k - n % (size_t)k;
+        for (size_t i = 0; i < n; i++) {
+            long v = (long)vl_rng_below(&r, 21) - 10;
+            w[i] = mode == 0 ? (double)(v + 10) : mode == 1 ? (v == 0 ? -0.0 : (double)v)
+                                                             : (double)vl_rng_below(&r, 1000) / 7;
+        }
+        weight_order(order, w, n);
+        int wrong = t % 4;   /* 0: the right order */
+        if (wrong == 1)
+            for (size_t i = 0; i < n / 2; i++) {
+                uint32_t x = order[i];
+                order[i] = order[n - 1 - i];
+                order[n - 1 - i] = x;
+            }
+        if (wrong == 2 && n > 1)
+            order[n - 1] = order[0];
+        if (wrong == 3)
+            order[n / 2] = (uint32_t)n;
+        cr_assert_eq(equal ? vl_partition_kk_equal(want, w, n, k, NULL)
+                           : vl_partition_kk(want, w, n, k, NULL), VL_OK);
+        cr_assert_eq(equal ? vl_partition_kk_equal_ordered(got, w, order, n, k, NULL)
+                           : vl_partition_kk_ordered(got, w, order, n, k, NULL), VL_OK);
+        for (size_t i = 0; i < n; i++)
+            cr_assert_eq(got[i], want[i], "case %d (n %zu, k %d, wrong %d): item %zu", t, n, k,
+                         wrong, i);
+    }
+}
