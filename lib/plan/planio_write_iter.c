@@ -13,8 +13,6 @@
  * commas, and the longest closing (",\"truncated\"]"). */
 #define RANGE_MAX (2 + 3 * (VL_JSONNUM_MAX + 1) + sizeof ",\"truncated\"]")
 
-static const char *const OP_NAMES[] = {"F", "R", "B"};
-static const char *const DROP_NAMES[] = {"oversize", "truncated"};
 
 /* ---- ids ---- */
 
@@ -220,7 +218,8 @@ static bool put_schedule(writer *w, size_t i, const vl_rank *rk)
             *d++ = ',';
         *d++ = '[';
         *d++ = '"';
-        *d++ = OP_NAMES[op->kind <= VL_OP_B ? op->kind : 0][0]; /* one letter each */
+        /* the schema's letter (vl_pf_op_names, in vl_op_kind order) */
+        *d++ = vl_pf_op_names[op->kind <= VL_OP_B ? op->kind : 0];
         *d++ = '"';
         *d++ = ',';
         d = jint(d, op->mb);
@@ -343,7 +342,8 @@ bool vl__put_footer(writer *w)
         return false;
     for (size_t i = 0; i < p->ndrops; i++) {
         const vl_drop *dr = &p->drops[i];
-        const char *why = DROP_NAMES[dr->reason == VL_DROP_TRUNCATED];
+        /* the schema's reason names (vl_pf_dropped), in vl_drop_reason order */
+        const char *why = vl_pf_dropped.items[3].values[dr->reason == VL_DROP_TRUNCATED];
         if (!put_range(b, p->m, dr->sample, dr->off, dr->len, i == 0))
             return false;
         b->data[b->len++] = ',';  /* put_range left RANGE_MAX bytes for this closing */
