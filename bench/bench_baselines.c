@@ -71,7 +71,7 @@ static uint32_t *read_trace(const char *path, size_t *n)
 
 typedef struct row {
     const char *label, *strategy;
-    const char *sets[4];   /* KEY=VALUE, NULL-terminated */
+    const char *sets[4]; /* KEY=VALUE, NULL-terminated */
 } row;
 
 static const row rows[] = {
@@ -79,15 +79,21 @@ static const row rows[] = {
     {"pack deal=packs (whole packs, before)", "pack", {"pack.deal=packs", NULL}},
     {"pack balance=tokens", "pack", {"pack.balance=tokens", NULL}},
     {"pack balance=attention", "pack", {"pack.balance=attention", NULL}},
-    {"pack balance=attention deal=packs", "pack",
+    {"pack balance=attention deal=packs",
+     "pack",
      {"pack.balance=attention", "pack.deal=packs", NULL}},
-    {"pack scope=batch balance=tokens (before)", "pack",
+    {"pack scope=batch balance=tokens (before)",
+     "pack",
      {"pack.scope=batch", "pack.balance=tokens", NULL}},
     {"pack bfd (TRL's default)", "pack", {"pack.algo=bfd", NULL}},
-    {"pack ffs max_samples=200 (axolotl multipack)", "pack",
+    {"pack ffs max_samples=200 (axolotl multipack)",
+     "pack",
      {"pack.algo=ffs", "pack.max_samples=200", NULL}},
-    {"pack nf (axolotl sequential, Megatron dp_balanced pass 1)", "pack", {"pack.algo=nf", NULL}},
-    {"pack nf scope=batch (~Megatron dp_balanced)", "pack",
+    {"pack nf (axolotl sequential, Megatron dp_balanced pass 1)",
+     "pack",
+     {"pack.algo=nf", NULL}},
+    {"pack nf scope=batch (~Megatron dp_balanced)",
+     "pack",
      {"pack.algo=nf", "pack.scope=batch", "pack.balance=tokens", NULL}},
     {"pack spfhp (Graphcore)", "pack", {"pack.algo=spfhp", NULL}},
     {"verl (veRL KK + dynamic bsz)", "verl", {NULL}},
@@ -222,7 +228,8 @@ static double sim_epoch(const vl_plan *p, const vl_config *cfg)
 {
     vl_cost cost;
     vl_sim_summary sum;
-    if (vl_cost_init(&cost, cfg, NULL) != VL_OK || vl_sim_plan(p, &cost, NULL, &sum, NULL) != VL_OK)
+    if (vl_cost_init(&cost, cfg, NULL) != VL_OK ||
+        vl_sim_plan(p, &cost, NULL, &sum, NULL) != VL_OK)
         return -1;
     return sum.epoch_time_s;
 }
@@ -260,9 +267,10 @@ int main(int argc, char **argv)
     }
     size_t whole = whole_ffd_bins(len, n, cap);
     const char *name = strrchr(argv[1], '/') ? strrchr(argv[1], '/') + 1 : argv[1];
-    printf("%s: %zu samples, cap %u, dp %d; FFD on the whole data set: %zu bins\n\n", name,
-           n, cap, dp, whole);
-    printf("| configuration | iters | micro-batches | vs whole | fill | tok max/mean (mean, worst) | "
+    printf("%s: %zu samples, cap %u, dp %d; FFD on the whole data set: %zu bins\n\n", name, n,
+           cap, dp, whole);
+    printf("| configuration | iters | micro-batches | vs whole | fill | tok max/mean (mean, "
+           "worst) | "
            "len² max/mean (mean, worst) | veRL same: tok, len² | veRL mbs | sim s | s |\n"
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
@@ -275,8 +283,8 @@ int main(int argc, char **argv)
         if (configure(&cfg, &rows[i], cap, dp) != 0)
             return 1;
         double t0 = bench_wall_s();
-        vl_status st = vl_run_plan(&p, vl_strategy_find(rows[i].strategy), m, &cfg, &o, &res,
-                                   &err);
+        vl_status st =
+            vl_run_plan(&p, vl_strategy_find(rows[i].strategy), m, &cfg, &o, &res, &err);
         double t = bench_wall_s() - t0;
         free(res.log);
         if (st != VL_OK) {
@@ -285,7 +293,8 @@ int main(int argc, char **argv)
             continue;
         }
         measure(&p, cap, &f);
-        printf("| %s | %zu | %zu | %.4f | %.4f | %.5f, %.3f | %.5f, %.3f | %.5f, %.5f | %zu | %.1f | "
+        printf("| %s | %zu | %zu | %.4f | %.4f | %.5f, %.3f | %.5f, %.3f | %.5f, %.5f | %zu | "
+               "%.1f | "
                "%.2f |\n",
                rows[i].label, p.niters, f.mbs, whole ? (double)f.mbs / (double)whole : 0,
                f.tokens / f.slots, f.tok_mean, f.tok_worst, f.sq_mean, f.sq_worst, f.verl_tok,

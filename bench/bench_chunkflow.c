@@ -30,14 +30,23 @@
 
 extern const vl_strategy vl_strategy_chunkflow;
 
-static vl_status make_config(vl_config *cfg, int dp, const char *recompute,
-                             const char *chunk, const char *k, vl_err *err)
+static vl_status make_config(vl_config *cfg, int dp, const char *recompute, const char *chunk,
+                             const char *k, vl_err *err)
 {
     char gpus[64], rc[64], cs[64], ks[64];
-    const char *sets[] = {"model.preset=qwen2.5-7b", gpus, "training.tp=4", "training.sp=4",
-                          "training.sp_kind=ring", "training.pp=4",
-                          "training.max_seq_len=262144", "training.global_batch=256",
-                          "training.oversize=drop", rc, cs, ks, NULL};
+    const char *sets[] = {"model.preset=qwen2.5-7b",
+                          gpus,
+                          "training.tp=4",
+                          "training.sp=4",
+                          "training.sp_kind=ring",
+                          "training.pp=4",
+                          "training.max_seq_len=262144",
+                          "training.global_batch=256",
+                          "training.oversize=drop",
+                          rc,
+                          cs,
+                          ks,
+                          NULL};
 
     snprintf(gpus, sizeof gpus, "cluster.gpus=%d", 64 * dp);
     snprintf(rc, sizeof rc, "training.recompute=%s", recompute);
@@ -110,8 +119,7 @@ static vl_status row(const char *name, const vl_strategy *s, vl_manifest *m, int
 
 /* ---- planning speed at scale ------------------------------------------------------ */
 
-static vl_status speed_config(vl_config *cfg, const char *ctx, const char *tokens,
-                              vl_err *err)
+static vl_status speed_config(vl_config *cfg, const char *ctx, const char *tokens, vl_err *err)
 {
     const char *sets[] = {ctx, "training.oversize=drop", tokens, NULL};
 
@@ -124,16 +132,16 @@ static vl_status speed_rows(size_t n, vl_err *err)
      * bin-packed, which is where trying every bin count cost most */
     static const char *const dists[] = {"chunkflow-eval", "lmsys", "uniform:1:16384",
                                         "uniform:1:16384"};
-    static const char *const ctxs[] = {"training.max_seq_len=32768",
-                                       "training.max_seq_len=32768",
-                                       "training.max_seq_len=32768",
-                                       "training.max_seq_len=8192"};
+    static const char *const ctxs[] = {
+        "training.max_seq_len=32768", "training.max_seq_len=32768",
+        "training.max_seq_len=32768", "training.max_seq_len=8192"};
     static const char *const budgets[] = {"training.global_tokens=16777216",
                                           "training.global_tokens=67108864"};
     vl_status st = VL_OK;
 
     printf("\nplanning speed: %zu samples, llama3.1-8b, 32 GPUs (dp 32), longer than the "
-           "context dropped, chunk_size 8192, k 1; plan() alone, CPU seconds, best of 3\n", n);
+           "context dropped, chunk_size 8192, k 1; plan() alone, CPU seconds, best of 3\n",
+           n);
     printf("%-18s %-4s %-6s %6s %10s %10s\n", "lengths", "ctx", "batch", "iters", "plan_s",
            "per_iter");
     for (size_t d = 0; d < 4 && st == VL_OK; d++) {
@@ -181,15 +189,16 @@ int main(int argc, char **argv)
     if ((st = bench_manifest(&m, "chunkflow-eval", n, 1, &err)) != VL_OK)
         goto done;
     printf("chunkflow-eval, %zu samples (%zu global batches of 256), qwen2.5-7b, 256K "
-           "context, tp4 sp4(ring) pp4, dp %d\n", n, batches, dp);
-    printf("%-28s %-10s %8s %10s %7s %8s\n", "strategy", "recompute", "plan_ms",
-           "step_ms", "bubble", "peak_gib");
-    if ((st = row("chunkflow (8K, 4)", &vl_strategy_chunkflow, m, dp, "selective", "8192",
-                  "4", &err)) != VL_OK ||
+           "context, tp4 sp4(ring) pp4, dp %d\n",
+           n, batches, dp);
+    printf("%-28s %-10s %8s %10s %7s %8s\n", "strategy", "recompute", "plan_ms", "step_ms",
+           "bubble", "peak_gib");
+    if ((st = row("chunkflow (8K, 4)", &vl_strategy_chunkflow, m, dp, "selective", "8192", "4",
+                  &err)) != VL_OK ||
         (st = row("chunkflow (8K, 1) default", &vl_strategy_chunkflow, m, dp, "selective",
                   "8192", "1", &err)) != VL_OK ||
-        (st = row("chunkflow auto", &vl_strategy_chunkflow, m, dp, "selective", "auto",
-                  "auto", &err)) != VL_OK ||
+        (st = row("chunkflow auto", &vl_strategy_chunkflow, m, dp, "selective", "auto", "auto",
+                  &err)) != VL_OK ||
         (st = row("pack (256K)", pack, m, dp, "selective", "8192", "1", &err)) != VL_OK ||
         (st = row("pack (256K)", pack, m, dp, "full", "8192", "1", &err)) != VL_OK)
         goto done;

@@ -23,7 +23,7 @@ extern const vl_strategy vl_strategy_hbp;
 #define PAPER_TRAINING "training: {max_seq_len: 131072, global_tokens: 524288, sp: 8"
 #define PAPER_CFG "pack: {algo: isf}\n" PAPER_TRAINING "}\n"
 #define PAPER_FULL "pack: {algo: isf}\n" PAPER_TRAINING ", recompute: full}\n"
-#define PAPER_GROUPS PAPER_CFG "hbp: {groups: '16K:1,128K:8'}\n"   /* the paper's choice */
+#define PAPER_GROUPS PAPER_CFG "hbp: {groups: '16K:1,128K:8'}\n" /* the paper's choice */
 
 static int fail(const char *what, const vl_err *err)
 {
@@ -59,8 +59,8 @@ typedef struct result {
     double secs;
 } result;
 
-static int plan_one(const vl_strategy *s, vl_manifest *m, const vl_config *cfg,
-                    result *res, char **log, vl_err *err)
+static int plan_one(const vl_strategy *s, vl_manifest *m, const vl_config *cfg, result *res,
+                    char **log, vl_err *err)
 {
     vl_run_opts ro = {.seed = 1, .verbose = log != NULL, .allow_oom = true};
     vl_run_result rr;
@@ -91,8 +91,8 @@ static void print_result(const char *name, const result *r)
     printf("%-22s abr %.4f  cr %.4f  dbr %.4f  pr %.4f  ave_t %8.0f  iters %6zu  "
            "epoch %8.1f s%s  mfu %.3f  (planned in %.2f s)\n",
            name, r->mt.abr.mean, r->mt.cr.mean, r->mt.dbr.mean, r->mt.pr.mean,
-           r->mt.ave_t.mean, r->mt.iterations, r->sim.epoch_time_s,
-           r->sim.oom ? " OOM" : "", r->sim.mfu_overall, r->secs);
+           r->mt.ave_t.mean, r->mt.iterations, r->sim.epoch_time_s, r->sim.oom ? " OOM" : "",
+           r->sim.mfu_overall, r->secs);
 }
 
 static int paper(size_t n)
@@ -112,7 +112,8 @@ static int paper(size_t n)
         load_cfg(&manual, PAPER_GROUPS, &err) != 0)
         return fail("config", &err);
     printf("== paper setting: %zu tulu3-longcite samples, llama3.1-8b, 32 x h100, "
-           "128K ==\n", n);
+           "128K ==\n",
+           n);
     if (plan_one(vl_strategy_find("pack"), m, &cfg, &isf, NULL, &err) != 0 ||
         plan_one(vl_strategy_find("pack"), m, &full, &isf_full, NULL, &err) != 0 ||
         plan_one(&vl_strategy_hbp, m, &cfg, &hbp, &log, &err) != 0 ||
@@ -134,8 +135,8 @@ static int paper(size_t n)
     check("hbp: oom (0 = fits)", hbp.sim.oom, 0, 0, "-");
     check("epoch time hbp / isf", hbp.sim.epoch_time_s / isf.sim.epoch_time_s, 0, 0.999,
           "0.71");
-    check("epoch time hbp / isf full-rc",
-          hbp.sim.epoch_time_s / isf_full.sim.epoch_time_s, 0, 0.999, "0.71");
+    check("epoch time hbp / isf full-rc", hbp.sim.epoch_time_s / isf_full.sim.epoch_time_s, 0,
+          0.999, "0.71");
 done:
     free(log);
     vl_config_free(&cfg);
@@ -169,8 +170,7 @@ static int speed(size_t n)
     if (vl_config_bind(&cfg, "hbp", vl_strategy_hbp.params, opts, &err) != VL_OK ||
         vl_cost_init(&cost, &cfg, &err) != VL_OK ||
         vl_plan_init(&p, m, "hbp", 1, &err) != VL_OK ||
-        vl_select(&sel, m, cfg.training.max_seq_len, cfg.training.oversize,
-                  &err) != VL_OK)
+        vl_select(&sel, m, cfg.training.max_seq_len, cfg.training.oversize, &err) != VL_OK)
         return fail("setup", &err);
     vl_job job = {.m = m, .cfg = &cfg, .cost = &cost, .sel = &sel, .seed = 1};
     t0 = bench_wall_s();

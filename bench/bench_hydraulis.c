@@ -123,7 +123,10 @@ static vl_status part1(size_t iters, vl_err *err)
     static const char *const e[] = {"hydraulis.candidates=auto", NULL};
     /* per-batch packing: the same global batches as every Hydraulis row */
     static const char *const pk[] = {"pack.scope=batch", NULL};
-    struct { const char *label, *strategy; const char *const *sets; } rows[] = {
+    struct {
+        const char *label, *strategy;
+        const char *const *sets;
+    } rows[] = {
         {"pack, DP 4 x TP 16 (baseline)", "pack", pk},
         {"(a) homo DP 4 x TP 16, dispatch + pack to 32K", "hydraulis", a},
         {"(b) homo DP 4 x TP 16, two-stage assignment", "hydraulis", b},
@@ -136,7 +139,8 @@ static vl_status part1(size_t iters, vl_err *err)
 
     memset(out, 0, sizeof out);
     printf("## part 1: 32B, 64 GPUs, ~200K tokens/iteration, lognormal(6.7, 1.1) cut at 32K, "
-           "first %zu iterations, seed 7\n\n", iters);
+           "first %zu iterations, seed 7\n\n",
+           iters);
     printf("| %-44s | %8s | %8s | %6s | %-18s | %2s | %6s |\n", "row", "mean ms", "p50 ms",
            "gap50", "speedup p50 (range)", "#c", "plan s");
     printf("|---|---|---|---|---|---|---|\n");
@@ -156,7 +160,8 @@ static vl_status part1(size_t iters, vl_err *err)
             x[i] = out[2].ms[i] / out[4].ms[i];
         if (x)
             printf("\n(d) over (b), the homogeneous strategy with the same two-stage "
-                   "assignment: median %.3f\n", median(x, iters));
+                   "assignment: median %.3f\n",
+                   median(x, iters));
         free(x);
     }
     for (size_t r = 0; r < 6; r++) {
@@ -178,7 +183,7 @@ typedef struct proposal {
     vl_selection sel;
     hy_hist h;
     hy_cands cands;
-    double setup_s;       /* CPU seconds: cost model, selection and schemes */
+    double setup_s; /* CPU seconds: cost model, selection and schemes */
 } proposal;
 
 static vl_status proposal_setup(proposal *pr, const char *const *sets, vl_manifest *m,
@@ -200,9 +205,9 @@ static vl_status proposal_setup(proposal *pr, const char *const *sets, vl_manife
 /* The candidates from one iteration's expected counts, as plan() weighs them. */
 static vl_status proposal_run(proposal *pr, uint32_t step, int nstep, vl_err *err)
 {
-    vl_status st = vl__hy_hist(&pr->h, pr->sel.idx, pr->sel.n, pr->sel.len, step,
-                               (double)pr->cfg.training.global_tokens /
-                                   (double)pr->sel.tokens, err);
+    vl_status st =
+        vl__hy_hist(&pr->h, pr->sel.idx, pr->sel.n, pr->sel.len, step,
+                    (double)pr->cfg.training.global_tokens / (double)pr->sel.tokens, err);
 
     if (st == VL_OK)
         st = vl__hy_propose(&pr->cands, &pr->h, &pr->sch, pr->cfg.cluster.gpus, nstep, err);
@@ -258,12 +263,12 @@ static vl_status time_dispatch(const char *label, const char *const *sets, vl_ma
         vl_epoch_order(&pr.sel, 1, 0, order);
         st = vl_make_batches(&b, order, pr.sel.n, pr.sel.len, &pr.cfg.training, err);
     }
-    it = (hy_iter){.sch = &pr.sch, .cands = &pr.cands, .trials = 50, .packing = HY_BALANCED,
-                   .seed = 1};
+    it = (hy_iter){
+        .sch = &pr.sch, .cands = &pr.cands, .trials = 50, .packing = HY_BALANCED, .seed = 1};
     for (size_t k = 0; k < b.n && done < iters && st == VL_OK; k++) {
         size_t n = b.start[k + 1] - b.start[k];
         if (k + 1 == b.n && done > 0)
-            break;   /* the short last batch is not an iteration of the setting */
+            break; /* the short last batch is not an iteration of the setting */
         t0 = bench_cpu_s();
         for (size_t ci = 0; ci < pr.cands.n && st == VL_OK; ci++)
             vl__hy_eval(&it, ci, order + b.start[k], n, pr.sel.len, k << 16, false, INFINITY,
@@ -293,8 +298,10 @@ static vl_status part2(vl_err *err)
                                          "cost.schemes=[]", NULL};
     vl_status st = bench_manifest(&m, "lognormal:6.7:1.1", n, 7, err);
 
-    printf("\n## part 2: planner speed, CPU seconds of one core (%zu samples of lognormal(6.7, "
-           "1.1))\n\n", n);
+    printf(
+        "\n## part 2: planner speed, CPU seconds of one core (%zu samples of lognormal(6.7, "
+        "1.1))\n\n",
+        n);
     printf("| %-46s | %3s | %6s | %7s | %3s |\n", "proposal", "K", "schm s", "DP s", "#c");
     printf("|---|---|---|---|---|\n");
     if (st == VL_OK)
@@ -306,10 +313,11 @@ static vl_status part2(vl_err *err)
         st = time_proposal("1024 GPUs, S_STEP 1024, N_STEP 4, 32B table", g1024, m, 1024, 4,
                            err);
     if (st == VL_OK)
-        st = time_proposal("1024 GPUs, S_STEP 1024, N_STEP 4, fitted", g1024a, m, 1024, 4, err);
+        st =
+            time_proposal("1024 GPUs, S_STEP 1024, N_STEP 4, fitted", g1024a, m, 1024, 4, err);
     if (st == VL_OK)
-        st = time_proposal("1024 GPUs, S_STEP 128, N_STEP 1, 32B table", g1024, m, 128, 1,
-                           err);
+        st =
+            time_proposal("1024 GPUs, S_STEP 128, N_STEP 1, 32B table", g1024, m, 128, 1, err);
     printf("\n| %-46s | %3s | %5s | %8s |\n", "dispatch + packing, all candidates", "#c",
            "seqs", "s/iter");
     printf("|---|---|---|---|\n");

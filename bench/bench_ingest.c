@@ -69,7 +69,7 @@ static int generate(const char *dir, const gen_spec *g, char *path, size_t cap)
 
     snprintf(path, cap, "%s/%s", dir, g->name);
     if (access(path, R_OK) == 0)
-        return 0;  /* already there from an earlier run */
+        return 0; /* already there from an earlier run */
     if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0) {
         perror(path);
         return -1;
@@ -113,8 +113,9 @@ static void child(const char *path, const char *label)
     dt = bench_wall_s() - t0;
     getrusage(RUSAGE_SELF, &ru);
     printf("ingest %s %zu samples: %.3f s, %.0f samples/s, peak RSS %.1f MB "
-           "(%.1f bytes/sample), cpu %.3f s\n", label, m->n, dt, (double)m->n / dt,
-           (double)ru.ru_maxrss / 1024.0, (double)ru.ru_maxrss * 1024.0 / (double)m->n,
+           "(%.1f bytes/sample), cpu %.3f s\n",
+           label, m->n, dt, (double)m->n / dt, (double)ru.ru_maxrss / 1024.0,
+           (double)ru.ru_maxrss * 1024.0 / (double)m->n,
            (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
                (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6);
     fflush(stdout);

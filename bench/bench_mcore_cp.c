@@ -52,9 +52,18 @@ static vl_status make_config(vl_config *cfg, const setting *g, const char *const
                              vl_err *err)
 {
     char model[64], gpus[64], dp[64], sp[64], gb[64], lb[64];
-    const char *sets[] = {model, gpus, dp, sp, gb, lb, "cluster.gpus_per_node=8",
-                          "training.sp_kind=ring", "training.oversize=drop",
-                          "training.zero=2", "training.recompute=selective", NULL};
+    const char *sets[] = {model,
+                          gpus,
+                          dp,
+                          sp,
+                          gb,
+                          lb,
+                          "cluster.gpus_per_node=8",
+                          "training.sp_kind=ring",
+                          "training.oversize=drop",
+                          "training.zero=2",
+                          "training.recompute=selective",
+                          NULL};
     vl_status st;
 
     snprintf(model, sizeof model, "model.preset=%s", g->model);
@@ -127,8 +136,10 @@ static vl_status simulate(const vl_strategy *s, vl_manifest *m, const setting *g
     if (st == VL_OK)
         st = vl_sim_plan(&p, &c, NULL, &sum, err);
     if (st == VL_OK)
-        *r = (result){.iter_ms = sum.iter_time_ms.mean, .barrier_ms = bar,
-                      .peak_gib = sum.peak_mem_gib.max, .oom = sum.oom};
+        *r = (result){.iter_ms = sum.iter_time_ms.mean,
+                      .barrier_ms = bar,
+                      .peak_gib = sum.peak_mem_gib.max,
+                      .oom = sum.oom};
     vl_plan_free(&p);
     vl_config_free(&cfg);
     return st;
@@ -177,9 +188,10 @@ static vl_status paper_table(vl_err *err)
     vl_status st = VL_OK;
 
     printf("## Skrull's paper setting: simulated iteration ms (cost.logits_bytes=%s; * = "
-           "exceeds memory)\n", logits_bytes);
-    printf("%-13s %-13s %-9s %9s %9s %9s %9s %9s %9s  %8s %8s %9s %6s\n", "model",
-           "dataset", "layout", "deepspeed", "skrull", "skrull_it", "mcore", "mcore_nb", "est",
+           "exceeds memory)\n",
+           logits_bytes);
+    printf("%-13s %-13s %-9s %9s %9s %9s %9s %9s %9s  %8s %8s %9s %6s\n", "model", "dataset",
+           "layout", "deepspeed", "skrull", "skrull_it", "mcore", "mcore_nb", "est",
            "ds/mcore", "mc/skr", "mc/skr_it", "GiB");
     for (size_t i = 0; i < sizeof ex / sizeof ex[0] && st == VL_OK; i++) {
         result r[NROWS];
@@ -191,10 +203,11 @@ static vl_status paper_table(vl_err *err)
         if (st != VL_OK)
             break;
         printf("%-13s %-13s dp%-2d cp%-2d %8.1f%s %9.1f %9.1f %8.1f%s %9.1f %9.1f  %7.2fx "
-               "%7.2fx %8.2fx %6.1f\n", ex[i].g.model, ex[i].dist, ex[i].g.dp, ex[i].g.sp,
-               r[DEEPSPEED].iter_ms, r[DEEPSPEED].oom ? "*" : " ", r[SKRULL].iter_ms,
-               r[SKRULL_IT].iter_ms, r[MCORE].iter_ms, r[MCORE].oom ? "*" : " ",
-               r[MCORE_NB].iter_ms, r[MCORE].barrier_ms, ratio(&r[DEEPSPEED], &r[MCORE]),
+               "%7.2fx %8.2fx %6.1f\n",
+               ex[i].g.model, ex[i].dist, ex[i].g.dp, ex[i].g.sp, r[DEEPSPEED].iter_ms,
+               r[DEEPSPEED].oom ? "*" : " ", r[SKRULL].iter_ms, r[SKRULL_IT].iter_ms,
+               r[MCORE].iter_ms, r[MCORE].oom ? "*" : " ", r[MCORE_NB].iter_ms,
+               r[MCORE].barrier_ms, ratio(&r[DEEPSPEED], &r[MCORE]),
                ratio(&r[MCORE], &r[SKRULL]), ratio(&r[MCORE], &r[SKRULL_IT]),
                r[MCORE].peak_gib);
     }
@@ -245,7 +258,8 @@ static vl_status speed(size_t n, vl_err *err)
     vl_status st = VL_OK;
 
     printf("## planning speed: mcore_cp plan() alone (scheduling, emission and the barrier "
-           "estimate), best of 3, %zu samples, batches of 256, qwen2.5-0.5b dp4 cp8\n", n);
+           "estimate), best of 3, %zu samples, batches of 256, qwen2.5-0.5b dp4 cp8\n",
+           n);
     for (size_t i = 0; i < 3 && st == VL_OK; i++) {
         vl_manifest *m = manifest(dists[i], n, err);
         double t = 0, cpu = 0;
@@ -256,8 +270,9 @@ static vl_status speed(size_t n, vl_err *err)
         vl_manifest_free(m);
         if (st == VL_OK)
             printf("%-13s epoch %.3f s wall (%.3f s CPU), %zu batches, %.3f ms per batch "
-                   "wall (%.3f CPU)\n", dists[i], t, cpu, iters,
-                   iters ? t * 1e3 / (double)iters : 0, iters ? cpu * 1e3 / (double)iters : 0);
+                   "wall (%.3f CPU)\n",
+                   dists[i], t, cpu, iters, iters ? t * 1e3 / (double)iters : 0,
+                   iters ? cpu * 1e3 / (double)iters : 0);
     }
     return st;
 }

@@ -112,8 +112,8 @@ static int run_one(vl_pack_algo algo, const uint32_t *len, size_t n, const args 
                    const char *data)
 {
     uint32_t *items = malloc((n ? n : 1) * sizeof *items);
-    vl_pack_opts o = {.algo = algo, .cap = a->cap, .seed = a->seed, .isf_iters = 50,
-                      .isf_slack = 128};
+    vl_pack_opts o = {
+        .algo = algo, .cap = a->cap, .seed = a->seed, .isf_iters = 50, .isf_slack = 128};
     vl_bins b = {0};
     vl_err err = {0};
     struct rusage ru;
@@ -154,8 +154,14 @@ static int run_one(vl_pack_algo algo, const uint32_t *len, size_t n, const args 
 
 static int parse_args(args *a, int argc, char **argv)
 {
-    *a = (args){.n = 1000000, .cap = 4096, .algos = "ffd,bfd,ffs,bfs,isf,spfhp",
-                .seed = 1, .mu = log(600.0), .sigma = 1.0, .repeat = 1, .runs = 1};
+    *a = (args){.n = 1000000,
+                .cap = 4096,
+                .algos = "ffd,bfd,ffs,bfs,isf,spfhp",
+                .seed = 1,
+                .mu = log(600.0),
+                .sigma = 1.0,
+                .repeat = 1,
+                .runs = 1};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (v == NULL)

@@ -19,8 +19,8 @@
 #include "gen.h"
 #include "run.h"
 
-static int run_one(const vl_strategy *s, vl_manifest *m, const vl_config *cfg, const char *dist,
-                   const char *label)
+static int run_one(const vl_strategy *s, vl_manifest *m, const vl_config *cfg,
+                   const char *dist, const char *label)
 {
     vl_run_opts ro = {.seed = cfg->training.seed, .allow_oom = true};
     vl_plan p;
@@ -36,8 +36,8 @@ static int run_one(const vl_strategy *s, vl_manifest *m, const vl_config *cfg, c
     getrusage(RUSAGE_SELF, &ru);
     printf("plan %s%s N=%zu dist=%s: %.3f s, %.0f samples/s, iterations %zu, peak RSS %.1f MB "
            "(%.1f bytes/sample)\n",
-           s->name, label, m->n, dist, secs, (double)m->n / secs, p.niters, ru.ru_maxrss / 1024.0,
-           ru.ru_maxrss * 1024.0 / (double)m->n);
+           s->name, label, m->n, dist, secs, (double)m->n / secs, p.niters,
+           ru.ru_maxrss / 1024.0, ru.ru_maxrss * 1024.0 / (double)m->n);
     vl_plan_free(&p);
     return 0;
 }
@@ -56,7 +56,7 @@ static int bench(const char *name, vl_manifest *m, const vl_config *cfg, const c
     fflush(stdout);
     if ((pid = fork()) == 0) {
         int rc = run_one(s, m, cfg, dist, label);
-        fflush(stdout);   /* _exit does not flush stdio */
+        fflush(stdout); /* _exit does not flush stdio */
         _exit(rc);
     }
     if (pid < 0 || waitpid(pid, &status, 0) < 0)
@@ -94,7 +94,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < nsets; i++)
         if (vl_config_set(&cfg, sets[i], &err) != VL_OK)
             goto fail;
-    if (vl_config_finalize(&cfg, &err) != VL_OK || vl_gen_lengths(len, n, dist, 1, &err) != VL_OK ||
+    if (vl_config_finalize(&cfg, &err) != VL_OK ||
+        vl_gen_lengths(len, n, dist, 1, &err) != VL_OK ||
         vl_manifest_from_lengths(&m, len, n, &err) != VL_OK)
         goto fail;
     free(len);

@@ -58,8 +58,8 @@ static int read_child(const setup *su, const char *name, const char *path, bool 
     return 0;
 }
 
-static int in_child(const setup *su, const char *name, const char *path, bool fast, bool with_m,
-                    double write_s, double mb)
+static int in_child(const setup *su, const char *name, const char *path, bool fast,
+                    bool with_m, double write_s, double mb)
 {
     int status;
     pid_t pid;

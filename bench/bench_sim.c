@@ -92,8 +92,8 @@ int main(int argc, char **argv)
     printf("sim %zu iters x %d ranks x %d mbs x %d stages: %.3f s\n", iters, RANKS, MBS,
            STAGES, t1 - t0);
     /* wall time suffers when the machine is shared; CPU time does not */
-    printf("  cpu %.3f s, %zu micro-batches, %.2f segments each\n", c1 - c0,
-           p.nmbs, (double)p.nsegs / (double)p.nmbs);
+    printf("  cpu %.3f s, %zu micro-batches, %.2f segments each\n", c1 - c0, p.nmbs,
+           (double)p.nsegs / (double)p.nmbs);
     printf("  iter_time_ms mean %.1f, bubble %.4f, tbr %.4f, peak %.2f GiB, mfu %.3f%s\n",
            s.iter_time_ms.mean, s.bubble.mean, s.tbr.mean, s.peak_mem_gib.max, s.mfu_overall,
            s.oom ? ", out of memory" : "");

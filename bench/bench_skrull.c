@@ -31,7 +31,7 @@
 
 extern const vl_strategy vl_strategy_skrull, vl_strategy_random;
 
-static const char *logits_bytes;   /* NULL: the config's default */
+static const char *logits_bytes; /* NULL: the config's default */
 
 /* One experiment: model, layout, batch per DP rank. */
 typedef struct setting {
@@ -45,12 +45,10 @@ static vl_status make_config(vl_config *cfg, const setting *g, const char *const
 {
     char model[64], gpus[64], dp[64], sp[64], gb[64], lb[64];
     const char *sets[] = {model, gpus, dp, sp, gb, "cluster.gpus_per_node=8",
-                          "training.sp_kind=ring",
-                          "training.oversize=drop", "training.zero=2",
+                          "training.sp_kind=ring", "training.oversize=drop", "training.zero=2",
                           "training.recompute=selective", "training.dp_sync=micro_step",
                           /* DeepSpeed's bf16 mode reduces bf16 gradients */
-                          "training.grad_bytes=2",
-                          logits_bytes ? lb : NULL, NULL};
+                          "training.grad_bytes=2", logits_bytes ? lb : NULL, NULL};
     vl_status st;
 
     snprintf(model, sizeof model, "model.preset=%s", g->model);
@@ -105,7 +103,8 @@ static vl_status simulate(const vl_strategy *s, vl_manifest *m, const setting *g
     if (st == VL_OK)
         st = vl_sim_plan(&p, &c, NULL, &sum, err);
     if (st == VL_OK)
-        *r = (result){.iter_ms = sum.iter_time_ms.mean, .peak_gib = sum.peak_mem_gib.max,
+        *r = (result){.iter_ms = sum.iter_time_ms.mean,
+                      .peak_gib = sum.peak_mem_gib.max,
                       .oom = sum.oom};
     vl_plan_free(&p);
     vl_config_free(&cfg);
@@ -156,8 +155,8 @@ typedef struct experiment {
     setting g;
     size_t n;
     result r[NROWS];
-    double sp;        /* Skrull over the baseline */
-    unsigned bucket;  /* C auto */
+    double sp;       /* Skrull over the baseline */
+    unsigned bucket; /* C auto */
 } experiment;
 
 static void print_row(const experiment *e)
@@ -172,12 +171,27 @@ static void print_row(const experiment *e)
 static vl_status paper_table(vl_err *err)
 {
     experiment ex[] = {
-        {.model = "qwen2.5-0.5b", .dist = "wikipedia", .g = {"qwen2.5-0.5b", 4, 8, 64}, .n = 10240},
-        {.model = "qwen2.5-0.5b", .dist = "lmsys", .g = {"qwen2.5-0.5b", 4, 8, 64}, .n = 10240},
-        {.model = "qwen2.5-0.5b", .dist = "chatqa2-long", .g = {"qwen2.5-0.5b", 4, 8, 64}, .n = 4096},
-        {.model = "qwen2.5-7b", .dist = "wikipedia", .g = {"qwen2.5-7b", 4, 8, 64}, .n = 10240},
+        {.model = "qwen2.5-0.5b",
+         .dist = "wikipedia",
+         .g = {"qwen2.5-0.5b", 4, 8, 64},
+         .n = 10240},
+        {.model = "qwen2.5-0.5b",
+         .dist = "lmsys",
+         .g = {"qwen2.5-0.5b", 4, 8, 64},
+         .n = 10240},
+        {.model = "qwen2.5-0.5b",
+         .dist = "chatqa2-long",
+         .g = {"qwen2.5-0.5b", 4, 8, 64},
+         .n = 4096},
+        {.model = "qwen2.5-7b",
+         .dist = "wikipedia",
+         .g = {"qwen2.5-7b", 4, 8, 64},
+         .n = 10240},
         {.model = "qwen2.5-7b", .dist = "lmsys", .g = {"qwen2.5-7b", 4, 8, 64}, .n = 10240},
-        {.model = "qwen2.5-7b", .dist = "chatqa2-long", .g = {"qwen2.5-7b", 2, 16, 40}, .n = 4000},
+        {.model = "qwen2.5-7b",
+         .dist = "chatqa2-long",
+         .g = {"qwen2.5-7b", 2, 16, 40},
+         .n = 4000},
     };
     size_t n = sizeof ex / sizeof ex[0];
     vl_status st = VL_OK;
@@ -186,9 +200,11 @@ static vl_status paper_table(vl_err *err)
     bool faster = true, ordered = true, fits = true;
 
     printf("## paper setting: simulated iteration ms (cost.logits_bytes=%s; * = the "
-           "baseline exceeds memory)\n", logits_bytes ? logits_bytes : "default");
+           "baseline exceeds memory)\n",
+           logits_bytes ? logits_bytes : "default");
     printf("%-13s %-13s %-9s %6s %9s %8s %8s %8s  %6s  %6s  %5s\n", "model", "dataset",
-           "layout", "C", row_name[0], row_name[1], row_name[2], row_name[3], "skrull", "dacp", "GiB");
+           "layout", "C", row_name[0], row_name[1], row_name[2], row_name[3], "skrull", "dacp",
+           "GiB");
     for (size_t i = 0; i < n && st == VL_OK; i++) {
         experiment *e = &ex[i];
         vl_manifest *m = manifest(e->dist, e->n, err);
@@ -206,9 +222,8 @@ static vl_status paper_table(vl_err *err)
             cnt[k]++;
         }
         faster &= e->r[DEEPSPEED].oom || e->sp > 1.0;
-        ordered &= e->r[DEEPSPEED].oom ||
-                   (e->r[DEEPSPEED].iter_ms > e->r[DACP_ONLY].iter_ms &&
-                    e->r[DACP_ONLY].iter_ms > e->r[SKRULL].iter_ms);
+        ordered &= e->r[DEEPSPEED].oom || (e->r[DEEPSPEED].iter_ms > e->r[DACP_ONLY].iter_ms &&
+                                           e->r[DACP_ONLY].iter_ms > e->r[SKRULL].iter_ms);
         fits &= !e->r[SKRULL].oom && !e->r[DACP_ONLY].oom && !e->r[GDS_ONLY].oom;
     }
     if (st != VL_OK)
@@ -216,7 +231,8 @@ static vl_status paper_table(vl_err *err)
     for (int k = 0; k < 2; k++)
         mean[k] = cnt[k] ? mean[k] / cnt[k] : 0;
     printf("mean speedup over the baseline: 0.5B %.2fx (paper 5.50x), 7B %.2fx (paper "
-           "2.03x), all %.2fx (paper 3.76x average, 7.54x peak)\n", mean[0], mean[1],
+           "2.03x), all %.2fx (paper 3.76x average, 7.54x peak)\n",
+           mean[0], mean[1],
            cnt[0] + cnt[1] ? (mean[0] * cnt[0] + mean[1] * cnt[1]) / (cnt[0] + cnt[1]) : 0);
     printf("checks (issue 10 item 6):\n");
     check(faster, "Skrull faster than the baseline on every set where the baseline fits");
@@ -289,7 +305,8 @@ static vl_status speed(size_t n, vl_err *err)
     bool fast = true;
 
     printf("## planning speed: plan() alone, best of 3, %zu samples, batches of 256, "
-           "qwen2.5-0.5b dp4 cp8\n", n);
+           "qwen2.5-0.5b dp4 cp8\n",
+           n);
     for (size_t i = 0; i < 3 && st == VL_OK; i++) {
         vl_manifest *m = manifest(dists[i], n, err);
         double t = 0, cpu = 0;
@@ -302,8 +319,8 @@ static vl_status speed(size_t n, vl_err *err)
             break;
         double per = iters ? t * 1e3 / (double)iters : 0;
         printf("%-13s epoch %.3f s wall (%.3f s CPU), %zu batches, %.3f ms per batch wall "
-               "(%.3f CPU)\n", dists[i], t, cpu, iters, per,
-               iters ? cpu * 1e3 / (double)iters : 0);
+               "(%.3f CPU)\n",
+               dists[i], t, cpu, iters, per, iters ? cpu * 1e3 / (double)iters : 0);
         fast &= per <= 1.0 && (n < 1000000 || t <= 2.0);
     }
     if (st == VL_OK)

@@ -38,11 +38,18 @@ static vl_status make_config(vl_config *cfg, uint32_t ctx, const char *const *ex
                              vl_err *err)
 {
     char c[64];
-    const char *sets[] = {"model.preset=llama2-13b", "cluster.gpu=h800-80gb",
-                          "cluster.gpus=128", "training.tp=8", "training.pp=4",
-                          "training.dp=4", "training.global_batch=1024", c,
-                          "training.oversize=truncate", "training.recompute=auto",
-                          "pack.algo=bfd", NULL};
+    const char *sets[] = {"model.preset=llama2-13b",
+                          "cluster.gpu=h800-80gb",
+                          "cluster.gpus=128",
+                          "training.tp=8",
+                          "training.pp=4",
+                          "training.dp=4",
+                          "training.global_batch=1024",
+                          c,
+                          "training.oversize=truncate",
+                          "training.recompute=auto",
+                          "pack.algo=bfd",
+                          NULL};
 
     snprintf(c, sizeof c, "training.max_seq_len=%u", ctx);
     return bench_config(cfg, NULL, sets, extra, err);
@@ -86,7 +93,8 @@ static vl_status speed(size_t n, vl_err *err)
     vl_status st = make_manifest(&m, "lognormal:6.36:2.33", n, err);
 
     printf("# slimpack planning time per iteration (ms, best of 3): %zu samples, 13B, "
-           "TP8 PP4 DP4, gb 1024, 256K\n%-34s %10s %10s\n", n, "setting", "cpu_ms", "wall_ms");
+           "TP8 PP4 DP4, gb 1024, 256K\n%-34s %10s %10s\n",
+           n, "setting", "cpu_ms", "wall_ms");
     if (st == VL_OK)
         st = speed_row(m, "greedy+sim, asymmetric on", greedy, err);
     if (st == VL_OK)
@@ -143,7 +151,7 @@ static void balance(const vl_cost *c, const vl_plan *p, const sp_coef *k, figure
                     w += vl__sp_work(k->ab, k->bb, sg[q].off, sg[q].off + sg[q].len);
                 if (pass == 0)
                     bs += w;
-                else if (mb->share == 0)   /* a merged outlier's packs have their own target */
+                else if (mb->share == 0) /* a merged outlier's packs have their own target */
                     worst = fmax(worst, fabs(w - bs / rk->nbwd) / (bs / rk->nbwd));
             }
     }
@@ -184,9 +192,8 @@ static vl_status run_one(vl_manifest *m, uint32_t ctx, const char *strategy,
 
 static vl_status paper(size_t n, vl_err *err)
 {
-    static const char *const dists[3][2] = {{"cc", "lognormal:6.36:2.33"},
-                                            {"github", "mooncake-conv"},
-                                            {"wiki", "wikipedia"}};
+    static const char *const dists[3][2] = {
+        {"cc", "lognormal:6.36:2.33"}, {"github", "mooncake-conv"}, {"wiki", "wikipedia"}};
     static const uint32_t ctxs[3] = {65536, 131072, 262144};
     static const char *const sym[] = {"slimpack.asymmetric=off", NULL};
     static const char *const nomerge[] = {"slimpack.dp_merge=false", NULL};
@@ -194,8 +201,8 @@ static vl_status paper(size_t n, vl_err *err)
     vl_status st = VL_OK;
 
     printf("# slimpack vs best-fit packing: %zu samples per set, 13B, 128 H800 TP8 PP4 DP4, "
-           "gb 1024\n%-7s %5s %10s %10s %10s %7s %7s %6s %6s %6s %6s %6s %7s %7s %7s %6s\n", n,
-           "data", "ctx", "pack_tps", "asym_tps", "sym_tps", "x_asym", "x_sym", "pk_gib",
+           "gb 1024\n%-7s %5s %10s %10s %10s %7s %7s %6s %6s %6s %6s %6s %7s %7s %7s %6s\n",
+           n, "data", "ctx", "pack_tps", "asym_tps", "sym_tps", "x_asym", "x_sym", "pk_gib",
            "sp_gib", "pk_cv", "sp_cv", "bwd%", "gap_mrg", "gap_no", "x_dev", "dev_gib");
     for (int d = 0; d < 3 && st == VL_OK; d++) {
         vl_manifest *m = NULL;
@@ -212,9 +219,10 @@ static vl_status paper(size_t n, vl_err *err)
             if ((st = run_one(m, ctxs[c], "slimpack", device, &eq, err)) != VL_OK)
                 break;
             printf("%-7s %4uK %10.0f %10.0f %10.0f %7.3f %7.3f %6.1f %6.1f %6.3f %6.3f %6.2f "
-                   "%7.4f %7.4f %7.3f %6.1f%s%s\n", dists[d][0], ctxs[c] / 1024, b.tps, a.tps,
-                   s.tps, a.tps / b.tps, s.tps / b.tps, b.peak, a.peak, b.cv, a.cv,
-                   a.bwd_dev * 100, a.gap, nm.gap, eq.tps / b.tps, eq.peak,
+                   "%7.4f %7.4f %7.3f %6.1f%s%s\n",
+                   dists[d][0], ctxs[c] / 1024, b.tps, a.tps, s.tps, a.tps / b.tps,
+                   s.tps / b.tps, b.peak, a.peak, b.cv, a.cv, a.bwd_dev * 100, a.gap, nm.gap,
+                   eq.tps / b.tps, eq.peak,
                    a.peak <= b.peak ? "" : "  (peak above the baseline's)",
                    b.oom || a.oom || s.oom || eq.oom ? "  (oom)" : "");
             fflush(stdout);
@@ -239,7 +247,8 @@ static vl_status align(size_t n, vl_err *err)
     vl_status st = make_manifest(&m, "lognormal:6.36:2.33", n, err);
 
     printf("# slimpack backward packs vs slice_align, cc set, %zu samples\n%5s %6s %10s %8s "
-           "%7s\n", n, "ctx", "align", "tps", "bwd%", "fwd_cv");
+           "%7s\n",
+           n, "ctx", "align", "tps", "bwd%", "fwd_cv");
     for (int c = 0; c < 3 && st == VL_OK; c++)
         for (int a = 0; a < 3 && st == VL_OK; a++) {
             figures f = {0};

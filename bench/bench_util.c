@@ -83,8 +83,8 @@ static vl_status time_once(const vl_strategy *s, const void *opts, vl_manifest *
     return st;
 }
 
-vl_status bench_time_plan(const vl_strategy *s, vl_manifest *m, const vl_config *cfg,
-                          int reps, bench_plan_time *t, vl_err *err)
+vl_status bench_time_plan(const vl_strategy *s, vl_manifest *m, const vl_config *cfg, int reps,
+                          bench_plan_time *t, vl_err *err)
 {
     void *opts = calloc(1, s->opts_size ? s->opts_size : 1);
     vl_selection sel = {0};

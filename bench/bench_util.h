@@ -34,8 +34,8 @@ typedef struct bench_plan_time {
 
 /** plan() of s alone on m under cfg, as vl_run_plan calls it (its params bound from cfg,
  *  the selection and the cost model made outside the clock), the best of reps runs. */
-vl_status bench_time_plan(const vl_strategy *s, vl_manifest *m, const vl_config *cfg,
-                          int reps, bench_plan_time *t, vl_err *err);
+vl_status bench_time_plan(const vl_strategy *s, vl_manifest *m, const vl_config *cfg, int reps,
+                          bench_plan_time *t, vl_err *err);
 
 /** Sum of the fields of a CSV line that are plain integers (a timestamp is not); *any:
  *  whether there was one.  Cuts line into fields. */

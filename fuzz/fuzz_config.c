@@ -18,7 +18,8 @@
 static void check(int ok, const char *what, const char *detail)
 {
     if (!ok) {
-        fprintf(stderr, "fuzz_config: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
+        fprintf(stderr, "fuzz_config: %s%s%s\n", what, detail ? ": " : "",
+                detail ? detail : "");
         abort();
     }
 }
@@ -85,7 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     text[size] = '\0';
     yaml_len = strlen(text);
     for (char *p = text + yaml_len; p < text + size && nsets < MAX_SETS; p += strlen(p)) {
-        sets[nsets++] = ++p;   /* past the NUL */
+        sets[nsets++] = ++p; /* past the NUL */
         if (p >= text + size)
             break;
     }

@@ -108,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.lengths_only = mode & 4;
     o.allow_empty = mode & 8;
     o.zstd_window_log_max = mode & 32 ? 10 : 0;
-    if (mode & 16) {   /* the rest as a valid zstd frame */
+    if (mode & 16) { /* the rest as a valid zstd frame */
         size_t cap = ZSTD_compressBound(size), r;
         check((z = malloc(cap ? cap : 1)) != NULL, "out of memory");
         r = ZSTD_compress(z, cap, data, size, 1);

@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         snprintf(path, sizeof path, "/tmp/fuzz_manifestline.%d.jsonl", (int)getpid());
     if (!(f = fopen(path, "wb")))
         abort();
-    fputs("{\"id\":-1,\"len\":1}\n", f);   /* the format is JSONL whatever follows */
+    fputs("{\"id\":-1,\"len\":1}\n", f); /* the format is JSONL whatever follows */
     fwrite(data, 1, size, f);
     fclose(f);
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)

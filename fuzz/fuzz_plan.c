@@ -46,7 +46,7 @@ typedef struct walk {
     vl_verifier *v;
     vl_metrics_acc *ma;
     vl_sim_acc *sa;
-    bool sim_failed;      /* a plan the simulator refuses is still verified */
+    bool sim_failed; /* a plan the simulator refuses is still verified */
 } walk;
 
 /* The cost model from the header's config, as eval_cost_load does. */
@@ -90,7 +90,8 @@ static vl_status visit(void *ud, vl_plan *p, vl_err *err)
     walk *w = ud;
     vl_status st;
 
-    if ((st = start(w, p, err)) != VL_OK || (st = vl_verifier_iter(w->v, p, 0, err)) != VL_OK ||
+    if ((st = start(w, p, err)) != VL_OK ||
+        (st = vl_verifier_iter(w->v, p, 0, err)) != VL_OK ||
         (st = vl_metrics_acc_iter(w->ma, p, 0, err)) != VL_OK)
         return st;
     if (w->sa && !w->sim_failed) {
@@ -166,8 +167,8 @@ static void whole(const char *path, vl_manifest *m)
         return;
     }
     load_cost(&w, &p);
-    st = vl_plan_verify_read(&p, &f, w.have_cost ? &w.cost : NULL, &vl_registry_rules,
-                             &rep, &err);
+    st = vl_plan_verify_read(&p, &f, w.have_cost ? &w.cost : NULL, &vl_registry_rules, &rep,
+                             &err);
     if (st != VL_OK && st != VL_EVERIFY)
         failed_well(st, &err);
     if ((st = vl_metrics_compute(&p, &mt, &err)) != VL_OK)

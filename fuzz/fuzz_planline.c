@@ -11,8 +11,9 @@
 
 #include "planio_impl.h"
 
-#define HEADER "{\"type\":\"header\",\"schema\":\"vlplan.plan/1\",\"vlplan\":\"0\"," \
-               "\"epochs\":1}\n"
+#define HEADER                                                                                \
+    "{\"type\":\"header\",\"schema\":\"vlplan.plan/1\",\"vlplan\":\"0\","                     \
+    "\"epochs\":1}\n"
 
 static void check(int ok, const char *what)
 {
@@ -32,32 +33,37 @@ static void same_msgs(const vl_msgs *a, const vl_msgs *b)
 static void same_plan(const vl_plan *a, const vl_plan *b)
 {
     check(a->nsegs == b->nsegs && a->nmbs == b->nmbs && a->nranks == b->nranks &&
-          a->niters == b->niters && a->nops == b->nops && a->ngpus == b->ngpus &&
-          a->nshares == b->nshares && a->nmembers == b->nmembers && a->ndrops == b->ndrops,
+              a->niters == b->niters && a->nops == b->nops && a->ngpus == b->ngpus &&
+              a->nshares == b->nshares && a->nmembers == b->nmembers && a->ndrops == b->ndrops,
           "array sizes");
     for (size_t i = 0; i < a->nsegs; i++)
         check(a->segs[i].sample == b->segs[i].sample && a->segs[i].off == b->segs[i].off &&
-              a->segs[i].len == b->segs[i].len &&
-              vl_plan_seg_cpi(a, i) == vl_plan_seg_cpi(b, i), "segments");
+                  a->segs[i].len == b->segs[i].len &&
+                  vl_plan_seg_cpi(a, i) == vl_plan_seg_cpi(b, i),
+              "segments");
     for (size_t i = 0; i < a->nmbs; i++)
         check(a->mbs[i].seg0 == b->mbs[i].seg0 && a->mbs[i].nseg == b->mbs[i].nseg &&
-              a->mbs[i].cap == b->mbs[i].cap && a->mbs[i].share == b->mbs[i].share, "packs");
+                  a->mbs[i].cap == b->mbs[i].cap && a->mbs[i].share == b->mbs[i].share,
+              "packs");
     for (size_t i = 0; i < a->nranks; i++) {
         const vl_rank *x = &a->ranks[i], *y = &b->ranks[i];
         check(x->mb0 == y->mb0 && x->nmb == y->nmb && x->nbwd == y->nbwd && x->dp == y->dp &&
-              memcmp(&x->par, &y->par, sizeof x->par) == 0 && x->group == y->group &&
-              x->k == y->k && x->op0 == y->op0 && x->nop == y->nop && x->gpu0 == y->gpu0,
+                  memcmp(&x->par, &y->par, sizeof x->par) == 0 && x->group == y->group &&
+                  x->k == y->k && x->op0 == y->op0 && x->nop == y->nop && x->gpu0 == y->gpu0,
               "ranks");
     }
     for (size_t i = 0; i < a->niters; i++)
-        check(a->iters[i].rank0 == b->iters[i].rank0 && a->iters[i].nranks == b->iters[i].nranks &&
-              a->iters[i].epoch == b->iters[i].epoch &&
-              a->iters[i].candidate == b->iters[i].candidate, "iterations");
+        check(a->iters[i].rank0 == b->iters[i].rank0 &&
+                  a->iters[i].nranks == b->iters[i].nranks &&
+                  a->iters[i].epoch == b->iters[i].epoch &&
+                  a->iters[i].candidate == b->iters[i].candidate,
+              "iterations");
     for (size_t i = 0; i < a->nops; i++)
         check(a->ops[i].mb == b->ops[i].mb && a->ops[i].kind == b->ops[i].kind, "schedule");
     check(a->ngpus == 0 || memcmp(a->gpus, b->gpus, a->ngpus * sizeof *a->gpus) == 0, "gpus");
     check(a->nmembers == 0 ||
-          memcmp(a->members, b->members, a->nmembers * sizeof *a->members) == 0, "members");
+              memcmp(a->members, b->members, a->nmembers * sizeof *a->members) == 0,
+          "members");
 }
 
 static void both_ways(const char *path, vl_manifest *m)

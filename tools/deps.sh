@@ -6,7 +6,7 @@
 # Each group is what one kind of target needs, so `make` and `make demo` install only
 # the build (and run) dependencies and the test tools come with the test targets:
 #   build    compile and run vlplan (make, make demo, make bench)
-#   lint     mandoc, for make lint
+#   lint     mandoc and clang-format, for make lint and make fmt
 #   test     the Criterion suite and the Python package's tests (make test*)
 #   clang    clang and its sanitizer runtime (make test-clang*, make fuzz*)
 #   cmake    CMake, for make test-cmake (the CMake build and ctest)
@@ -18,7 +18,7 @@ set -eu
 group_pkgs() {
     case "$1" in
     build) echo "gcc make pkg-config libyaml-dev libjansson-dev libglpk-dev libzstd-dev" ;;
-    lint) echo "mandoc python3" ;;
+    lint) echo "mandoc python3 clang-format" ;;
     test) echo "libcriterion-dev mandoc zstd python3 python3-pytest python3-torch" ;;
     clang) echo "clang libclang-rt-14-dev" ;;
     cmake) echo "cmake" ;;
@@ -31,7 +31,7 @@ group_pkgs() {
 group_why() {
     case "$1" in
     build) echo "to build vlplan" ;;
-    lint) echo "to check the man page" ;;
+    lint) echo "to check the man page and the formatting" ;;
     test) echo "to run the test suite" ;;
     clang) echo "for the clang and sanitizer builds" ;;
     cmake) echo "for the CMake build" ;;

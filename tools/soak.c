@@ -64,7 +64,8 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "-v") == 0)
             verbose = true;
         else {
-            fprintf(stderr, "usage: soak [-n CASES] [-s FIRST_SEED] [-S STRATEGY] [-d DIR] [-v]\n");
+            fprintf(stderr,
+                    "usage: soak [-n CASES] [-s FIRST_SEED] [-S STRATEGY] [-d DIR] [-v]\n");
             return 64;
         }
     }
@@ -112,8 +113,8 @@ int main(int argc, char **argv)
         all.findings += by[si].findings;
     }
     printf("soak: %lu cases (seeds %llu..%llu) in %.1f s: %lu planned and verified, %lu "
-           "refused (memory %lu, oversize %lu, config %lu), %lu findings\n", n,
-           (unsigned long long)first, (unsigned long long)(first + n - 1), now_s() - t0,
+           "refused (memory %lu, oversize %lu, config %lu), %lu findings\n",
+           n, (unsigned long long)first, (unsigned long long)(first + n - 1), now_s() - t0,
            all.planned, all.refused, mem, over, conf, all.findings);
     return all.findings ? 1 : 0;
 }

@@ -15,7 +15,7 @@
 /* How far a reference's sampled time may trail the best and still be planned whole: the
  * sample's error against the whole data, with room. */
 #define ADV_REF_MARGIN 0.05
-#define ADV_MAX_SETS 12   /* --set lines one candidate adds to the user's */
+#define ADV_MAX_SETS 12 /* --set lines one candidate adds to the user's */
 #define ADV_SET_LEN 64
 
 /* The layout keys the search may vary; a key the user gave (-c or --set) is pinned
@@ -25,41 +25,41 @@ extern const char *const adv_key_paths[ADV_NKEYS];
 
 typedef struct adv_layout {
     int tp, pp, sp, dp;
-    int zero;             /* vl_zero */
-    int recompute;        /* vl_recompute */
+    int zero;      /* vl_zero */
+    int recompute; /* vl_recompute */
 } adv_layout;
 
 typedef enum {
-    ADV_INVALID,          /* the configuration refuses the layout (heads, layers, GPUs) */
-    ADV_PRUNED_MEMORY,    /* model states alone exceed device memory */
-    ADV_PRUNED_BOUND,     /* its lower bound cannot beat the candidates kept */
-    ADV_REFUSED,          /* the strategy refused (why says it) */
-    ADV_SKIPPED,          /* --budget ran out before it was judged */
-    ADV_SCREENED,         /* judged on one global batch, not among the best */
-    ADV_SAMPLED,          /* judged on the sample of global batches */
-    ADV_PLANNED           /* planned on the whole data and simulated */
+    ADV_INVALID,       /* the configuration refuses the layout (heads, layers, GPUs) */
+    ADV_PRUNED_MEMORY, /* model states alone exceed device memory */
+    ADV_PRUNED_BOUND,  /* its lower bound cannot beat the candidates kept */
+    ADV_REFUSED,       /* the strategy refused (why says it) */
+    ADV_SKIPPED,       /* --budget ran out before it was judged */
+    ADV_SCREENED,      /* judged on one global batch, not among the best */
+    ADV_SAMPLED,       /* judged on the sample of global batches */
+    ADV_PLANNED        /* planned on the whole data and simulated */
 } adv_stage;
 
 typedef struct adv_cand {
     adv_layout lay;
     const char *strategy;
-    const char *tune;     /* the strategy's own settings, "" for its defaults */
+    const char *tune; /* the strategy's own settings, "" for its defaults */
     char sets[ADV_MAX_SETS][ADV_SET_LEN];
     int nsets;
     adv_stage stage;
-    double bound_s;       /* lower bound of the screen's time (no imbalance, best
+    double bound_s;  /* lower bound of the screen's time (no imbalance, best
                            * efficiency), scaled to the data */
-    uint32_t limit;       /* the strategy's length limit under the candidate's config */
-    double screen_s;      /* one global batch's simulated time, scaled to the data */
+    uint32_t limit;  /* the strategy's length limit under the candidate's config */
+    double screen_s; /* one global batch's simulated time, scaled to the data */
     bool screen_fits;
-    uint64_t screen_tok;  /* tokens that plan processed */
-    double sample_s;      /* the sample's simulated time, scaled to the data's tokens */
+    uint64_t screen_tok; /* tokens that plan processed */
+    double sample_s;     /* the sample's simulated time, scaled to the data's tokens */
     bool sample_fits;
     uint64_t sample_tok;
-    bool less_work;       /* planned fewer tokens than the most any candidate did */
-    bool reference;       /* the strategy at its defaults on the configuration's own
+    bool less_work;   /* planned fewer tokens than the most any candidate did */
+    bool reference;   /* the strategy at its defaults on the configuration's own
                            * layout: a row of `compare`, which advise must not lose to */
-    eval_result full;     /* ADV_PLANNED: the whole data's figures */
+    eval_result full; /* ADV_PLANNED: the whole data's figures */
     bool pareto;
     char why[VL_ERRMSG_MAX];
 } adv_cand;
@@ -68,7 +68,7 @@ typedef struct adv_space {
     adv_cand *c;
     size_t n, cap;
     size_t layouts, invalid_layouts;
-    size_t references;    /* candidates marked reference */
+    size_t references; /* candidates marked reference */
 } adv_space;
 
 /** Every candidate of the search: the layouts the cluster's GPU count and the model
@@ -158,14 +158,13 @@ typedef struct adv_search {
     const advise_args *a;
     adv_space sp;
     vl_manifest *m, *screen, *sample;
-    double scale_screen, scale;   /* data tokens / the screen's, the sample's tokens */
+    double scale_screen, scale; /* data tokens / the screen's, the sample's tokens */
     adv_bound_cache cache;
-    uint64_t most_screen;         /* the most tokens a screened plan processed */
+    uint64_t most_screen; /* the most tokens a screened plan processed */
     size_t counts[ADV_PLANNED + 1];
     int gpus;
     cli_meter meter;
 } adv_search;
-
 
 /** idx[0..n) sorted by key(c[idx]) ascending, ties by index: a total order.  0 or an exit
  *  code (printed). */

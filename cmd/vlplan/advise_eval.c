@@ -51,8 +51,8 @@ static bool states_fit(const vl_cost *c, const vl_config *cfg, char *why, size_t
 
     if (states < cap)
         return true;
-    snprintf(why, n, "model states alone need %.2f GiB of %.2f GiB usable", states / 1073741824.0,
-             cap / 1073741824.0);
+    snprintf(why, n, "model states alone need %.2f GiB of %.2f GiB usable",
+             states / 1073741824.0, cap / 1073741824.0);
     return false;
 }
 
@@ -81,7 +81,7 @@ static double layout_time(const vl_cost *cost, const vl_config *cfg, const vl_se
     const vl_training_cfg *t = &cfg->training;
     double worst = 0;
 
-    for (int stage = 0; stage < t->pp; stage += t->pp > 1 ? t->pp - 1 : 1) {
+    for (int stage = 0; stage < t->pp; stage += (t->pp > 1 ? t->pp - 1 : 1)) {
         int layers = vl_cost_stage_layers(cost, t->pp, stage);
         vl_par par = {t->tp, t->pp, t->sp, t->recompute == VL_RECOMPUTE_FULL ? layers : 0};
         vl_mb_time mt = vl_cost_mb_time(cost, segs, n, &par, layers, stage == t->pp - 1);

@@ -102,8 +102,9 @@ static void print_summary(const adv_search *s, size_t nplanned)
     char c[2][32];
 
     printf("advise: %s samples, %s tokens on %d GPUs; %zu layouts x strategies x tunings = "
-           "%zu candidates\n", cli_count(s->m->n, c[0], 32), cli_count(s->m->tokens, c[1], 32),
-           s->gpus, s->sp.layouts, s->sp.n);
+           "%zu candidates\n",
+           cli_count(s->m->n, c[0], 32), cli_count(s->m->tokens, c[1], 32), s->gpus,
+           s->sp.layouts, s->sp.n);
     printf("  invalid for the model %zu, model states over memory %zu, refused by the "
            "strategy %zu, pruned by the bound %zu, skipped by --budget %zu;\n"
            "  judged on one global batch (%zu samples) %zu, of them on %zu batches (%zu "
@@ -111,8 +112,8 @@ static void print_summary(const adv_search *s, size_t nplanned)
            s->counts[ADV_INVALID], s->counts[ADV_PRUNED_MEMORY], s->counts[ADV_REFUSED],
            s->counts[ADV_PRUNED_BOUND], s->counts[ADV_SKIPPED], s->screen->n,
            s->counts[ADV_SCREENED] + s->counts[ADV_SAMPLED] + s->counts[ADV_PLANNED],
-           (size_t)s->a->batches, s->sample->n, s->counts[ADV_SAMPLED] + s->counts[ADV_PLANNED],
-           nplanned);
+           (size_t)s->a->batches, s->sample->n,
+           s->counts[ADV_SAMPLED] + s->counts[ADV_PLANNED], nplanned);
 }
 
 /* The best reference row (the configuration's own layout at a strategy's defaults, as
@@ -124,13 +125,14 @@ static void print_reference(const adv_search *s, const size_t *idx, size_t n)
         if (c->stage != ADV_PLANNED || !c->reference || !eval_fits(&c->full) || c->less_work)
             continue;
         printf("\nyour configuration's layout at a strategy's defaults (what compare plans): "
-               "best is row %zu (%s, %.1f s); row 1 is %.3fx as fast\n", k + 1, c->strategy,
-               c->full.ev.sim.epoch_time_s,
+               "best is row %zu (%s, %.1f s); row 1 is %.3fx as fast\n",
+               k + 1, c->strategy, c->full.ev.sim.epoch_time_s,
                c->full.ev.sim.epoch_time_s / top->full.ev.sim.epoch_time_s);
         return;
     }
     printf("\nyour configuration's layout at the strategies' defaults: no row planned whole "
-           "(sampled %.0f%%+ slower than the best, or does not fit)\n", 100 * ADV_REF_MARGIN);
+           "(sampled %.0f%%+ slower than the best, or does not fit)\n",
+           100 * ADV_REF_MARGIN);
 }
 
 static void print_table(const adv_search *s, const size_t *idx, size_t n)
@@ -145,7 +147,8 @@ static void print_table(const adv_search *s, const size_t *idx, size_t n)
         const eval_result *r = &c->full;
         if (c->stage != ADV_PLANNED)
             continue;
-        printf("%-4zu %-10s %-28s %4d %4d %4d %4d %5s %-9s %12s %9.2f %12s %7zu %5.1f%%  %s%s%s\n",
+        printf("%-4zu %-10s %-28s %4d %4d %4d %4d %5s %-9s %12s %9.2f %12s %7zu %5.1f%%  "
+               "%s%s%s\n",
                k + 1, c->strategy, c->tune[0] ? c->tune : "(defaults)", c->lay.tp, c->lay.pp,
                c->lay.sp, c->lay.dp, adv_zero_name(c->lay.zero),
                adv_recompute_name(c->lay.recompute),
@@ -186,13 +189,15 @@ static void warn_same_work(const adv_search *s, const size_t *idx, size_t n)
         if (!iters0)
             iters0 = c->full.ev.mt.iterations;
         if ((double)c->full.ev.mt.tokens < 0.999 * (double)most)
-            fprintf(stderr, "vlplan advise: warning: row %zu (%s) planned %.1f%% of the tokens "
-                            "the others did: its time is for less work\n", k + 1, c->strategy,
-                    100.0 * (double)c->full.ev.mt.tokens / (double)most);
+            fprintf(stderr,
+                    "vlplan advise: warning: row %zu (%s) planned %.1f%% of the tokens "
+                    "the others did: its time is for less work\n",
+                    k + 1, c->strategy, 100.0 * (double)c->full.ev.mt.tokens / (double)most);
         if (fabs((double)c->full.ev.mt.iterations - (double)iters0) > 0.01 * (double)iters0)
-            fprintf(stderr, "vlplan advise: warning: row %zu (%s) makes %zu optimizer steps, "
-                            "row 1 makes %zu\n", k + 1, c->strategy, c->full.ev.mt.iterations,
-                    iters0);
+            fprintf(stderr,
+                    "vlplan advise: warning: row %zu (%s) makes %zu optimizer steps, "
+                    "row 1 makes %zu\n",
+                    k + 1, c->strategy, c->full.ev.mt.iterations, iters0);
     }
 }
 
@@ -220,9 +225,9 @@ static int json_cand(vl_jw *row, const advise_args *a, const adv_cand *c)
 static vl_jw *result_json(const adv_search *s, const size_t *idx, size_t n)
 {
     vl_jw *o = vl_jw_object(), *st = o ? vl_jw_child(o, "candidates") : NULL, *rows;
-    static const char *const names[] = {"invalid", "pruned_memory", "pruned_bound",
-                                        "refused", "skipped_budget", "screened", "sampled",
-                                        "planned"};
+    static const char *const names[] = {"invalid", "pruned_memory",  "pruned_bound",
+                                        "refused", "skipped_budget", "screened",
+                                        "sampled", "planned"};
     int bad = !st;
 
     for (int k = 0; st && k <= ADV_PLANNED; k++)
@@ -344,4 +349,3 @@ int adv_report(adv_search *s, size_t *idx, size_t nplanned)
                   s->a->write_plan);
     return rc == 0 && !winner ? EX_DATAERR_ : rc;
 }
-

@@ -202,7 +202,7 @@ static int add_layout(adv_space *sp, const adv_layout *lay, const char *const *s
     for (size_t i = 0; i < ns; i++) {
         adv_layout seen = seen_by(strategies[i], lay, first);
         if (!same_layout(&seen, lay))
-            continue;   /* the same plans as at its canonical layout */
+            continue; /* the same plans as at its canonical layout */
         if ((rc = add_strategy(sp, lay, strategies[i])) != 0)
             return rc;
     }
@@ -215,9 +215,9 @@ static int add_layout(adv_space *sp, const adv_layout *lay, const char *const *s
 static int mark_references(adv_space *sp, const vl_config *base, const char *const *strategies,
                            size_t ns, const adv_layout *first)
 {
-    const adv_layout own = {base->training.tp, base->training.pp, base->training.sp,
-                            base->training.dp, (int)base->training.zero,
-                            (int)base->training.recompute};
+    const adv_layout own = {base->training.tp,        base->training.pp,
+                            base->training.sp,        base->training.dp,
+                            (int)base->training.zero, (int)base->training.recompute};
     const char *missing[64];
     size_t nmissing = 0, added0 = sp->n;
     int rc;
@@ -266,7 +266,7 @@ int adv_space_build(adv_space *sp, const vl_config *base, const bool pinned[ADV_
                     continue;
                 for (size_t z = 0; z < nv[ADV_ZERO] && rc == 0; z++)
                     for (size_t r = 0; r < nv[ADV_RECOMPUTE] && rc == 0; r++) {
-                        adv_layout lay = {v[ADV_TP][a], v[ADV_PP][b], v[ADV_SP][s],
+                        adv_layout lay = {v[ADV_TP][a], v[ADV_PP][b],   v[ADV_SP][s],
                                           gpus / model, v[ADV_ZERO][z], v[ADV_RECOMPUTE][r]};
                         rc = add_layout(sp, &lay, strategies, ns, &first);
                     }

@@ -35,14 +35,17 @@ static int unjudged(const eval_result *r, const char *key, check_allow allow, ch
     if (eval_work_key(key))
         return 0;
     if (r->ev.has_sim && !eval_fits(r) && !allow.oom) {
-        snprintf(why, whycap, "%s does not fit device memory (%zu of %zu iterations over, "
+        snprintf(why, whycap,
+                 "%s does not fit device memory (%zu of %zu iterations over, "
                  "worst %.2f GiB); its figures are no result (--allow-oom judges them "
-                 "anyway)", r->label, r->ev.sim.oom_iters, r->ev.sim.iterations,
+                 "anyway)",
+                 r->label, r->ev.sim.oom_iters, r->ev.sim.iterations,
                  r->ev.sim.peak_mem_gib.max);
         return 2;
     }
     if (r->less_work && !allow.dropped) {
-        snprintf(why, whycap, "%s planned %.1f%% of the tokens of the row planning the most; "
+        snprintf(why, whycap,
+                 "%s planned %.1f%% of the tokens of the row planning the most; "
                  "its figures are for less work (--allow-dropped judges them anyway)",
                  r->label, 100.0 * r->token_share);
         return 2;
@@ -91,10 +94,12 @@ static int operand(const char *s, size_t len, const eval_result *res, size_t n,
             int u;
             if (!fig_find(dot + 1) && !eval_work_key(dot + 1) &&
                 !eval_get(&res[i], dot + 1, v)) {
-                snprintf(why, whycap, "unknown key '%s' (e.g. abr, dbr, pr, cr, ave_t, "
-                                      "iter_time_ms, bubble, peak_mem_gib, epoch_time_s, "
-                                      "speedup, fits, tokens, dropped_tokens, iterations, "
-                                      "scope)", dot + 1);
+                snprintf(why, whycap,
+                         "unknown key '%s' (e.g. abr, dbr, pr, cr, ave_t, "
+                         "iter_time_ms, bubble, peak_mem_gib, epoch_time_s, "
+                         "speedup, fits, tokens, dropped_tokens, iterations, "
+                         "scope)",
+                         dot + 1);
                 return -1;
             }
             if ((u = unjudged(&res[i], dot + 1, allow, why, whycap)) != 0)
@@ -114,11 +119,16 @@ static int operand(const char *s, size_t len, const eval_result *res, size_t n,
 
 static int holds(double l, const char *op, double r)
 {
-    if (strcmp(op, "<=") == 0) return l <= r;
-    if (strcmp(op, ">=") == 0) return l >= r;
-    if (strcmp(op, "==") == 0) return l == r;
-    if (strcmp(op, "!=") == 0) return l != r;
-    if (strcmp(op, "<") == 0) return l < r;
+    if (strcmp(op, "<=") == 0)
+        return l <= r;
+    if (strcmp(op, ">=") == 0)
+        return l >= r;
+    if (strcmp(op, "==") == 0)
+        return l == r;
+    if (strcmp(op, "!=") == 0)
+        return l != r;
+    if (strcmp(op, "<") == 0)
+        return l < r;
     return l > r;
 }
 
@@ -133,7 +143,7 @@ static const char *as_table(const char *key, size_t keylen, double v, char *buf,
     if (key && (g = fig_find(k)) != NULL)
         return fig_format(g, v, buf, cap);
     cli_fixed(v, v == floor(v) ? 0 : 6, buf, cap);
-    if (strchr(buf, '.')) {   /* 0.250000 -> 0.25 */
+    if (strchr(buf, '.')) { /* 0.250000 -> 0.25 */
         char *e = buf + strlen(buf) - 1;
         while (*e == '0')
             *e-- = '\0';
@@ -161,8 +171,9 @@ int check_expr(const char *expr, const eval_result *results, size_t n, check_all
     a = operand(expr, (size_t)(at - expr), results, n, allow, &l, &lk, why, whycap);
     if (a == -1)
         return -1;
-    b = a ? 0 : operand(at + strlen(op), strlen(at + strlen(op)), results, n, allow, &r, &rk,
-                        why, whycap);
+    b = a ? 0
+          : operand(at + strlen(op), strlen(at + strlen(op)), results, n, allow, &r, &rk, why,
+                    whycap);
     if (b == -1)
         return -1;
     if (a == 2 || b == 2)

@@ -12,8 +12,8 @@
 
 /* What a check may judge beyond plans that fit and planned the most tokens. */
 typedef struct check_allow {
-    bool oom;             /* --allow-oom: rows over device memory */
-    bool dropped;         /* --allow-dropped: rows that planned fewer tokens */
+    bool oom;     /* --allow-oom: rows over device memory */
+    bool dropped; /* --allow-dropped: rows that planned fewer tokens */
 } check_allow;
 
 /** Evaluate expr over results[0..n-1].  Returns 1 when it holds, 0 when it fails (why[]

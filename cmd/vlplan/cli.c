@@ -99,7 +99,7 @@ double cli_peak_rss_mib(void)
 
     if (getrusage(RUSAGE_SELF, &ru) != 0)
         return 0;
-    return (double)ru.ru_maxrss / 1024.0;   /* Linux reports KiB */
+    return (double)ru.ru_maxrss / 1024.0; /* Linux reports KiB */
 }
 
 int cli_finish(const char *cmd, int rc)

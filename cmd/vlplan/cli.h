@@ -15,14 +15,21 @@
 
 /* sysexits(3) */
 enum {
-    EX_OK_ = 0, EX_USAGE_ = 64, EX_DATAERR_ = 65, EX_NOINPUT_ = 66, EX_SOFTWARE_ = 70,
-    EX_OSERR_ = 71, EX_CANTCREAT_ = 73, EX_IOERR_ = 74, EX_CONFIG_ = 78
+    EX_OK_ = 0,
+    EX_USAGE_ = 64,
+    EX_DATAERR_ = 65,
+    EX_NOINPUT_ = 66,
+    EX_SOFTWARE_ = 70,
+    EX_OSERR_ = 71,
+    EX_CANTCREAT_ = 73,
+    EX_IOERR_ = 74,
+    EX_CONFIG_ = 78
 };
 
 typedef struct cli_opt {
-    const char *name;     /* long name; NULL ends the table */
-    int key;              /* short letter, or a value ≥ 256 for long-only options */
-    const char *arg;      /* argument name for --help, NULL = flag */
+    const char *name; /* long name; NULL ends the table */
+    int key;          /* short letter, or a value ≥ 256 for long-only options */
+    const char *arg;  /* argument name for --help, NULL = flag */
     const char *help;
 } cli_opt;
 
@@ -34,9 +41,23 @@ typedef struct cli_cmd {
 
 /* Options most commands accept, kept in one place so spellings never drift. */
 enum {
-    OPT_SET = 256, OPT_SEED, OPT_METRICS, OPT_FORMAT, OPT_ID_COL, OPT_LEN_COL, OPT_DUMP,
-    OPT_ITER, OPT_SVG, OPT_CHECK, OPT_DIST, OPT_VERSION, OPT_ALLOW_EMPTY, OPT_ZSTD_WLOG,
-    OPT_SCHED, OPT_ALLOW_OOM, OPT_ROW
+    OPT_SET = 256,
+    OPT_SEED,
+    OPT_METRICS,
+    OPT_FORMAT,
+    OPT_ID_COL,
+    OPT_LEN_COL,
+    OPT_DUMP,
+    OPT_ITER,
+    OPT_SVG,
+    OPT_CHECK,
+    OPT_DIST,
+    OPT_VERSION,
+    OPT_ALLOW_EMPTY,
+    OPT_ZSTD_WLOG,
+    OPT_SCHED,
+    OPT_ALLOW_OOM,
+    OPT_ROW
 };
 
 /** Parse argv with table; fn(key, optarg, ud) handles each option and returns 0 or an
@@ -67,7 +88,10 @@ int cli_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t min,
                   uint64_t *out);
 
 /* -j N, the threads that parse a plan file (metrics, simulate, verify). */
-#define CLI_JOBS_OPTION {"jobs", 'j', "N", "threads parsing the plan (default: the cores)"}
+#define CLI_JOBS_OPTION                                                                       \
+    {                                                                                         \
+        "jobs", 'j', "N", "threads parsing the plan (default: the cores)"                     \
+    }
 #define CLI_JOBS_MAX 64
 /** The default -j: the online cores, 1..CLI_JOBS_MAX. */
 int cli_default_jobs(void);
@@ -107,15 +131,19 @@ typedef struct cli_manifest_args {
     const char *id_col, *len_col;
     bool allow_empty;
     int zstd_window_log_max;
-    bool lengths_only;    /* the command needs no ids (stats) */
+    bool lengths_only; /* the command needs no ids (stats) */
 } cli_manifest_args;
 
 /* The manifest options' table rows and their handler, shared by plan, verify, stats
  * and compare: returns 0 when it took the key, 1 when the key is not one of them. */
-#define CLI_MANIFEST_OPTIONS                                                              \
-    {"id-col", OPT_ID_COL, "NAME", "CSV/TSV/JSONL id column (default id)"},                \
-    {"len-col", OPT_LEN_COL, "NAME", "length column (default length, len or num_tokens)"}, \
-    {"zstd-window-log-max", OPT_ZSTD_WLOG, "N", "accept zstd windows up to 2^N bytes (10..31; default 27)"}
+#define CLI_MANIFEST_OPTIONS                                                                  \
+    {"id-col", OPT_ID_COL, "NAME", "CSV/TSV/JSONL id column (default id)"},                   \
+        {"len-col", OPT_LEN_COL, "NAME",                                                      \
+         "length column (default length, len or num_tokens)"},                                \
+    {                                                                                         \
+        "zstd-window-log-max", OPT_ZSTD_WLOG, "N",                                            \
+            "accept zstd windows up to 2^N bytes (10..31; default 27)"                        \
+    }
 int cli_manifest_option(const char *cmd, cli_manifest_args *a, int key, const char *arg);
 
 /** Read manifests operands (none → "-" when stdin is not a terminal). */
@@ -125,7 +153,7 @@ int cli_manifest_load(const char *cmd, const cli_manifest_args *a, char **paths,
 /** Quiet/verbose state of one invocation. */
 typedef struct cli_log {
     int quiet, verbose;
-    bool tty;             /* stderr is a terminal: progress lines allowed */
+    bool tty; /* stderr is a terminal: progress lines allowed */
 } cli_log;
 void cli_log_init(cli_log *l);
 /** One progress line on stderr, redrawn in place; only when stderr is a terminal and

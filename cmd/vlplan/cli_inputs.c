@@ -82,7 +82,8 @@ int cli_manifest_load(const char *cmd, const cli_manifest_args *a, char **paths,
                       vl_manifest **out)
 {
     static const char *const dash[] = {"-"};
-    vl_manifest_opts mo = {.id_col = a->id_col, .len_col = a->len_col,
+    vl_manifest_opts mo = {.id_col = a->id_col,
+                           .len_col = a->len_col,
                            .allow_empty = a->allow_empty,
                            .zstd_window_log_max = a->zstd_window_log_max,
                            .lengths_only = a->lengths_only};

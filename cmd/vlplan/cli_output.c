@@ -58,7 +58,7 @@ static void remove_tmp_and_die(int sig)
 {
     for (int i = 0; i < CLI_OUTPUTS_MAX; i++)
         if (pending_on[i])
-            unlink(pending_tmp[i]);   /* async-signal-safe */
+            unlink(pending_tmp[i]); /* async-signal-safe */
     signal(sig, SIG_DFL);
     raise(sig);
 }

@@ -31,7 +31,8 @@ static int build_getopt(const cli_opt *t, struct option *lo, char *so, size_t so
 
     so[k++] = ':';
     for (; t->name && n < MAX_OPTS - 1; t++, n++) {
-        lo[n] = (struct option){t->name, t->arg ? required_argument : no_argument, NULL, t->key};
+        lo[n] =
+            (struct option){t->name, t->arg ? required_argument : no_argument, NULL, t->key};
         if (t->key < 256 && k + 3 < socap) {
             so[k++] = (char)t->key;
             if (t->arg)

@@ -39,21 +39,32 @@ static const char *const USAGE =
     "[--top N] [--budget SECONDS] [--no-prune] [--format table|json] [--export-json FILE] "
     "[--write-plan FILE] [--write-metrics FILE] [-q] MANIFEST...";
 
-enum { OPT_FREE = 512, OPT_BATCHES, OPT_TOP, OPT_BUDGET, OPT_NO_PRUNE, OPT_EXPORT_JSON,
-       OPT_WRITE_PLAN, OPT_WRITE_METRICS };
+enum {
+    OPT_FREE = 512,
+    OPT_BATCHES,
+    OPT_TOP,
+    OPT_BUDGET,
+    OPT_NO_PRUNE,
+    OPT_EXPORT_JSON,
+    OPT_WRITE_PLAN,
+    OPT_WRITE_METRICS
+};
 
 static const cli_opt options[] = {
     {"config", 'c', "FILE", "cluster/model YAML (repeatable; later files win)"},
     {"set", OPT_SET, "KEY=VALUE", "override a config key and pin it"},
     {"seed", OPT_SEED, "N", "seed of the plans and of the sample"},
-    {"free", OPT_FREE, "KEY", "search KEY although a config file sets it (training.tp, pp, "
-                               "sp, zero, recompute; 'layout' for all)"},
+    {"free", OPT_FREE, "KEY",
+     "search KEY although a config file sets it (training.tp, pp, "
+     "sp, zero, recompute; 'layout' for all)"},
     {"strategies", 's', "LIST", "strategies to search (default: all)"},
-    {"batches", OPT_BATCHES, "N", "global batches of the sample candidates are judged on "
-                                   "(default 8)"},
+    {"batches", OPT_BATCHES, "N",
+     "global batches of the sample candidates are judged on "
+     "(default 8)"},
     {"top", OPT_TOP, "N", "candidates planned on the whole data (default 3)"},
-    {"budget", OPT_BUDGET, "SECONDS", "stop judging samples after this long (not "
-                                       "deterministic: says what it skipped)"},
+    {"budget", OPT_BUDGET, "SECONDS",
+     "stop judging samples after this long (not "
+     "deterministic: says what it skipped)"},
     {"no-prune", OPT_NO_PRUNE, NULL, "judge every candidate's sample (no bound pruning)"},
     {"format", OPT_FORMAT, "FMT", "table (default) or json"},
     {"export-json", OPT_EXPORT_JSON, "FILE", "the result as JSON, beside the table"},
@@ -77,8 +88,10 @@ static int take_free(advise_args *a, const char *key)
                 a->free_keys[a->nfree++] = adv_key_paths[k];
             return 0;
         }
-    cli_error(CMD, "--free '%s': not a searched key (training.tp, training.pp, training.sp, "
-                   "training.zero, training.recompute, or layout)", key);
+    cli_error(CMD,
+              "--free '%s': not a searched key (training.tp, training.pp, training.sp, "
+              "training.zero, training.recompute, or layout)",
+              key);
     return EX_USAGE_;
 }
 
@@ -88,7 +101,8 @@ static int parse_seconds(const char *arg, double *out)
     double v = strtod(arg, &end);
 
     if (!end || *end || !(v > 0) || v > 86400.0) {
-        cli_error(CMD, "invalid value '%s' for --budget (expected seconds in (0, 86400])", arg);
+        cli_error(CMD, "invalid value '%s' for --budget (expected seconds in (0, 86400])",
+                  arg);
         return EX_USAGE_;
     }
     *out = v;
@@ -133,7 +147,8 @@ static int pick_strategies(const advise_args *a, const char **out, size_t *n, ch
         return 0;
     }
     snprintf(buf, cap, "%s", a->list);
-    for (char *save = NULL, *s = strtok_r(buf, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
+    for (char *save = NULL, *s = strtok_r(buf, ",", &save); s;
+         s = strtok_r(NULL, ",", &save)) {
         if (!vl_strategy_find(s)) {
             cli_error(CMD, "unknown strategy '%s' (see 'vlplan strategies')", s);
             return EX_USAGE_;
@@ -186,7 +201,7 @@ static int bound_all(search *s)
             memcpy(c->why, prev->why, sizeof c->why);
             continue;
         }
-        c->stage = ADV_SAMPLED;   /* to be judged, unless memory or a refusal says no */
+        c->stage = ADV_SAMPLED; /* to be judged, unless memory or a refusal says no */
         rc = adv_cand_config(CMD, &s->a->cfg, c, &cfg, true, why, sizeof why);
         if (rc > 0)
             return rc;
@@ -216,7 +231,7 @@ static uint64_t full_work(const vl_manifest *m, const vl_config *base)
         if (m->len[i] <= limit || policy == VL_OVERSIZE_TRUNCATE)
             tok += m->len[i] <= limit ? m->len[i] : limit;
         else if (policy != VL_OVERSIZE_DROP)
-            tok += m->len[i];   /* split keeps every token; error refuses the plan */
+            tok += m->len[i]; /* split keeps every token; error refuses the plan */
     return tok;
 }
 
@@ -238,7 +253,8 @@ static void bound_self(search *s, const vl_config *base)
             continue;
         c->bound_s = isinf(best) ? 0
                      : c->limit >= base->training.max_seq_len
-                         ? best : best * adv_flops_ratio(base, s->screen, c->limit);
+                         ? best
+                         : best * adv_flops_ratio(base, s->screen, c->limit);
     }
 }
 
@@ -273,7 +289,8 @@ static void mark_less_work(search *s, adv_stage st, bool sample)
             most = tokens_at(&s->sp.c[i], sample);
     for (size_t i = 0; i < s->sp.n; i++)
         if (s->sp.c[i].stage == st)
-            s->sp.c[i].less_work = (double)tokens_at(&s->sp.c[i], sample) < 0.999 * (double)most;
+            s->sp.c[i].less_work =
+                (double)tokens_at(&s->sp.c[i], sample) < 0.999 * (double)most;
 }
 
 /* Candidates promoted from the screen to the sample: enough that the best few are not
@@ -298,10 +315,10 @@ static double kth_best(const search *s, size_t k)
             (double)c->screen_tok < 0.999 * (double)s->most_screen)
             continue;
         for (size_t j = 0; j < n && !dup; j++)
-            dup = best[j] == v;   /* a layout key the strategy ignores: the same plan */
+            dup = best[j] == v; /* a layout key the strategy ignores: the same plan */
         if (dup || (n == k && v >= best[k - 1]))
             continue;
-        size_t j = n < k ? n++ : k - 1;   /* the slot of the worst kept */
+        size_t j = n < k ? n++ : k - 1; /* the slot of the worst kept */
         for (; j > 0 && best[j - 1] > v; j--)
             best[j] = best[j - 1];
         best[j] = v;
@@ -422,12 +439,13 @@ static int sample_best(search *s, size_t *idx)
     if ((rc = distinct_best(s, idx, n, screen_key, &n)) != 0)
         return rc;
     for (size_t k = 0; k < n && k < keep; k++) {
-        cli_progress(&s->a->log, false, "advise: judging the best %zu on %zu samples (%zu/%zu)",
+        cli_progress(&s->a->log, false,
+                     "advise: judging the best %zu on %zu samples (%zu/%zu)",
                      n < keep ? n : keep, s->sample->n, k + 1, n < keep ? n : keep);
         if ((rc = sample_one(s, &s->sp.c[idx[k]])) != 0)
             return rc;
     }
-    for (size_t i = 0; i < s->sp.n; i++) {   /* the references not among them */
+    for (size_t i = 0; i < s->sp.n; i++) { /* the references not among them */
         adv_cand *c = &s->sp.c[i];
         if (c->reference && c->stage == ADV_SCREENED && c->screen_fits &&
             (rc = sample_one(s, c)) != 0)
@@ -500,8 +518,8 @@ static int search_run(search *s, const vl_config *base)
     if (rc == 0)
         rc = adv_sample(CMD, s->m, base, (size_t)s->a->batches, &s->sample);
     if (rc == 0) {
-        s->scale_screen = s->screen->tokens ? (double)s->m->tokens / (double)s->screen->tokens
-                                            : 1.0;
+        s->scale_screen =
+            s->screen->tokens ? (double)s->m->tokens / (double)s->screen->tokens : 1.0;
         s->scale = s->sample->tokens ? (double)s->m->tokens / (double)s->sample->tokens : 1.0;
         rc = bound_all(s);
     }

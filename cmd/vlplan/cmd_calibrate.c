@@ -13,13 +13,14 @@ static const char *const CMD = "calibrate";
 static const char *const USAGE =
     "[-c CONFIG] [--set KEY=VALUE]... [--fit schemes|layer] [--eval FILE] [-o FILE] TIMINGS";
 
-enum { OPT_FIT_ = 700, OPT_EVAL_ };   /* this command's own long options */
+enum { OPT_FIT_ = 700, OPT_EVAL_ }; /* this command's own long options */
 
 static const cli_opt options[] = {
     {"config", 'c', "FILE", "cluster/model YAML the timings were measured for"},
     {"set", OPT_SET, "KEY=VALUE", "override a config key (repeatable)"},
-    {"fit", OPT_FIT_, "KIND", "schemes: a*len^2+b*len+c per (tp, pp, sp, sp_kind, comm), "
-                              "as cost.schemes (default); layer: one per-layer cost.fit"},
+    {"fit", OPT_FIT_, "KIND",
+     "schemes: a*len^2+b*len+c per (tp, pp, sp, sp_kind, comm), "
+     "as cost.schemes (default); layer: one per-layer cost.fit"},
     {"eval", OPT_EVAL_, "FILE", "held-out timings: report the errors on them too"},
     {"output", 'o', "FILE", "write the config fragment here (default: standard output)"},
     {"help", 'h', NULL, "show this help"},
@@ -71,7 +72,9 @@ static void scheme_label(const vl_calib_fit *x, char *label, size_t size)
         return;
     }
     snprintf(label, size, "tp%d pp%d sp%d%s%s", x->scheme.tp, x->scheme.pp, x->scheme.sp,
-             x->scheme.sp == 1 ? "" : x->sp_kind == VL_SP_RING ? " ring" : " ulysses",
+             x->scheme.sp == 1          ? ""
+             : x->sp_kind == VL_SP_RING ? " ring"
+                                        : " ulysses",
              x->comm_analytic ? " compute" : "");
 }
 
@@ -118,10 +121,12 @@ static void put_fits(FILE *f, const vl_calib_fit *fits, size_t n, const char *na
     if (fits[0].kind == VL_CALIB_SCHEMES)
         fputs("units: ms of a stage of model.layers/pp layers, forward+backward: a per "
               "token^2, b per token, c per micro-batch (\"compute\": one GPU's share of an "
-              "sp or cp shard, communication: analytic, not in the rows)\n", f);
+              "sp or cp shard, communication: analytic, not in the rows)\n",
+              f);
     else
         fputs("units: s per layer, forward: a per causal query-key pair, b per token, c per "
-              "micro-batch\n", f);
+              "micro-batch\n",
+              f);
 }
 
 /* The fragment: comments saying what it was fitted to, then cost.schemes or cost.fit,
@@ -134,26 +139,34 @@ static char *fragment(const vl_calib_fit *fits, size_t n, const vl_config *cfg,
     size_t written = 0;
 
     vl_strbuf_printf(&b, "# vlplan calibrate: fitted to %zu rows of %s\n", rows, name);
-    vl_strbuf_printf(&b, "# for model %s (%d layers), cost.bwd_attn %g, cost.bwd_linear %g: "
+    vl_strbuf_printf(&b,
+                     "# for model %s (%d layers), cost.bwd_attn %g, cost.bwd_linear %g: "
                      "use it with the same\n# model and ratios, e.g. vlplan plan -c CONFIG "
-                     "-c THIS_FILE ...\n", cfg->model.preset, cfg->model.layers,
-                     cfg->cost.bwd_attn, cfg->cost.bwd_linear);
+                     "-c THIS_FILE ...\n",
+                     cfg->model.preset, cfg->model.layers, cfg->cost.bwd_attn,
+                     cfg->cost.bwd_linear);
     if (fits[0].kind == VL_CALIB_LAYER) {
         const vl_scheme *s = &fits[0].scheme;
-        vl_strbuf_printf(&b, "# MAPE %.2f%%, worst %.2f%%\ncost:\n  fit:\n    a: %.17g\n"
-                         "    b: %.17g\n    c: %.17g\n", 100 * fits[0].err.mape,
-                         100 * fits[0].err.worst, s->a, s->b, s->c);
+        vl_strbuf_printf(&b,
+                         "# MAPE %.2f%%, worst %.2f%%\ncost:\n  fit:\n    a: %.17g\n"
+                         "    b: %.17g\n    c: %.17g\n",
+                         100 * fits[0].err.mape, 100 * fits[0].err.worst, s->a, s->b, s->c);
         return vl_strbuf_take(&b);
     }
     vl_strbuf_printf(&b, "cost:\n");
     if (scaled > 0)
-        vl_strbuf_printf(&b, "  # measured / analytic over the %zu rows (geometric mean): the "
-                         "schemes below\n  # replace the analytic compute; every scheme without a "
-                         "row (sp or cp > 1, other tp or pp)\n  # keeps it, corrected alike\n"
-                         "  compute_scale: %.17g\n", scaled, scale);
+        vl_strbuf_printf(
+            &b,
+            "  # measured / analytic over the %zu rows (geometric mean): the "
+            "schemes below\n  # replace the analytic compute; every scheme without a "
+            "row (sp or cp > 1, other tp or pp)\n  # keeps it, corrected alike\n"
+            "  compute_scale: %.17g\n",
+            scaled, scale);
     if (head_scale > 0)
-        vl_strbuf_printf(&b, "  # the LM head and loss: measured / analytic over the rows "
-                         "with head = 1\n  head_scale: %.17g\n", head_scale);
+        vl_strbuf_printf(&b,
+                         "  # the LM head and loss: measured / analytic over the rows "
+                         "with head = 1\n  head_scale: %.17g\n",
+                         head_scale);
     for (size_t i = 0; i < n; i++) {
         const vl_scheme *s = &fits[i].scheme;
         const char *why = not_config_row(fits, n, i, cfg);
@@ -161,11 +174,13 @@ static char *fragment(const vl_calib_fit *fits, size_t n, const vl_config *cfg,
         if (!why)
             continue;
         scheme_label(&fits[i], label, sizeof label);
-        vl_strbuf_printf(&b, "  # %s: a %.17g, b %.17g, c %.17g\n  #   measured, not a "
-                         "cost.schemes row: %s\n", label, s->a, s->b, s->c, why);
+        vl_strbuf_printf(&b,
+                         "  # %s: a %.17g, b %.17g, c %.17g\n  #   measured, not a "
+                         "cost.schemes row: %s\n",
+                         label, s->a, s->b, s->c, why);
     }
     vl_strbuf_printf(&b, "  # the rows time decoder layers, no LM head: a last stage adds "
-                     "the analytic one\n  schemes_with_head: false\n  schemes:\n");
+                         "the analytic one\n  schemes_with_head: false\n  schemes:\n");
     for (size_t i = 0; i < n; i++) {
         const vl_scheme *s = &fits[i].scheme;
         if (not_config_row(fits, n, i, cfg))
@@ -174,10 +189,11 @@ static char *fragment(const vl_calib_fit *fits, size_t n, const vl_config *cfg,
         vl_strbuf_printf(&b, "    # %zu rows, MAPE %.2f%%, worst %.2f%%%s\n", fits[i].err.n,
                          100 * fits[i].err.mape, 100 * fits[i].err.worst,
                          fits[i].comm_analytic ? "; one GPU's compute of its shard, the "
-                         "analytic communication added" : "");
-        vl_strbuf_printf(&b, "    - {tp: %d, pp: %d, sp: %d, a: %.17g, b: %.17g, c: %.17g%s}\n",
-                         s->tp, s->pp, s->sp, s->a, s->b, s->c,
-                         fits[i].comm_analytic ? ", comm: analytic" : "");
+                                                 "analytic communication added"
+                                               : "");
+        vl_strbuf_printf(
+            &b, "    - {tp: %d, pp: %d, sp: %d, a: %.17g, b: %.17g, c: %.17g%s}\n", s->tp,
+            s->pp, s->sp, s->a, s->b, s->c, fits[i].comm_analytic ? ", comm: analytic" : "");
     }
     if (written == 0)
         vl_strbuf_printf(&b, "    []\n");
@@ -273,8 +289,10 @@ static void put_shards(FILE *rep, const char *what, const vl_calib_fit *fits, si
         if (!fits[i].comm_analytic)
             continue;
         if (!any)
-            fprintf(rep, "%ssp/cp shards measured on one GPU (compute alone; communication: "
-                    "analytic, not timed):\n", what);
+            fprintf(rep,
+                    "%ssp/cp shards measured on one GPU (compute alone; communication: "
+                    "analytic, not timed):\n",
+                    what);
         any = true;
         scheme_label(&fits[i], label, sizeof label);
         snprintf(line, sizeof line, "  %s, measured (its own fit)", label);
@@ -323,7 +341,7 @@ static int evaluate(const calib_args *a, const vl_calib_fit *fits, size_t n,
     vl_status st = vl_calib_read(&held, a->eval, cfg, &err);
     int rc = 0;
 
-    if (st == VL_OK)   /* the fits and their scores are of decoder layers */
+    if (st == VL_OK) /* the fits and their scores are of decoder layers */
         st = vl_calib_take_head(&held, &head, &err);
     vl_calib_rows_free(&head);
 
@@ -355,8 +373,10 @@ static double head_line(const calib_args *a, const vl_cost *cost, const vl_calib
     if (a->kind == VL_CALIB_SCHEMES)
         s = vl_calib_head_scale(cost, head, &used);
     if (used > 0)
-        fprintf(rep, "the LM head and loss (%zu rows with head = 1): cost.head_scale %.4f "
-                     "(measured / analytic)\n", used, s);
+        fprintf(rep,
+                "the LM head and loss (%zu rows with head = 1): cost.head_scale %.4f "
+                "(measured / analytic)\n",
+                used, s);
     else
         fprintf(rep, "%zu rows with head = 1 not used (%s)\n", head->n,
                 a->kind == VL_CALIB_SCHEMES ? "no usable ratio" : "cost.fit has no LM head");
@@ -371,7 +391,7 @@ static int run(const calib_args *a, const char *path, const vl_config *cfg)
     vl_cost cost;
     vl_err err = {0};
     vl_status st = vl_cost_init(&cost, cfg, &err);
-    FILE *rep = cli_is_stdout(a->out) ? stderr : stdout;   /* the fragment owns stdout */
+    FILE *rep = cli_is_stdout(a->out) ? stderr : stdout; /* the fragment owns stdout */
     int rc = 0;
 
     if (st == VL_OK)
@@ -390,17 +410,19 @@ static int run(const calib_args *a, const char *path, const vl_config *cfg)
             set.name);
     put_err(rep, "after calibration", vl_calib_score(fits, n, NULL, cfg, &set), set.name);
     size_t scaled = 0;
-    double scale = a->kind == VL_CALIB_SCHEMES ? vl_calib_compute_scale(&cost, &set, &scaled)
-                                               : NAN;
+    double scale =
+        a->kind == VL_CALIB_SCHEMES ? vl_calib_compute_scale(&cost, &set, &scaled) : NAN;
     /* without a measured scheme to correct from, the configured correction stands */
     double corr = scaled ? scale : cfg->cost.compute_scale > 0 ? cfg->cost.compute_scale : 1.0;
     put_shards(rep, "", fits, n, &cost, &set, corr);
     rc = a->eval ? evaluate(a, fits, n, &cost, cfg, &set, corr, rep)
                  : leave_budget_out(a, fits, n, &set, cfg, rep);
     if (rc == 0 && scaled > 0)
-        fprintf(rep, "schemes not measured (sp or cp > 1, other tp or pp) keep the analytic "
-                     "model, scaled by cost.compute_scale %.4f (measured / analytic over %zu "
-                     "rows)\n", scale, scaled);
+        fprintf(rep,
+                "schemes not measured (sp or cp > 1, other tp or pp) keep the analytic "
+                "model, scaled by cost.compute_scale %.4f (measured / analytic over %zu "
+                "rows)\n",
+                scale, scaled);
     if (rc == 0 && has_shards(fits, n))
         fprintf(rep, "sp/cp shards measured as compute alone are written as cost.schemes rows "
                      "with comm: analytic (where training.sp_kind is theirs): the cost model "
@@ -434,10 +456,12 @@ int cmd_calibrate(int argc, char **argv)
         return rc < 0 ? 0 : rc;
     if (argc - first != 1) {
         cli_error(CMD, argc == first ? "missing TIMINGS (a CSV or JSON Lines file of measured "
-                                       "step times)" : "one TIMINGS file expected");
+                                       "step times)"
+                                     : "one TIMINGS file expected");
         return EX_USAGE_;
     }
-    if ((rc = cli_check_not_input(CMD, "-o", a.out, (const char *const *)&argv[first], 1)) != 0)
+    if ((rc = cli_check_not_input(CMD, "-o", a.out, (const char *const *)&argv[first], 1)) !=
+        0)
         return rc;
     if ((rc = cli_config_load(CMD, &a.cfg, &cfg)) != 0)
         return rc;

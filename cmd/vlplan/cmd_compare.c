@@ -23,39 +23,52 @@
 
 static const char *const CMD = "compare";
 static const char *const USAGE =
-    "-s S1,S2,... | --row [LABEL=]STRATEGY[:KEY=VALUE,...]... [-c CONFIG] [--set KEY=VALUE]... "
+    "-s S1,S2,... | --row [LABEL=]STRATEGY[:KEY=VALUE,...]... [-c CONFIG] [--set "
+    "KEY=VALUE]... "
     "[--seed N] [--baseline LABEL] [--same-tokens] [--format table|json|csv|md] "
     "[--export-json FILE] [--export-csv FILE] [--export-md FILE] [--svg FILE] [--html FILE] "
     "[--check EXPR]... [--allow-oom] [--allow-dropped] [-q] MANIFEST...";
 
-enum { OPT_BASELINE = 600, OPT_SAME_TOKENS, OPT_ALLOW_DROPPED, OPT_EXPORT_JSON,
-       OPT_EXPORT_CSV, OPT_EXPORT_MD, OPT_HTML };
+enum {
+    OPT_BASELINE = 600,
+    OPT_SAME_TOKENS,
+    OPT_ALLOW_DROPPED,
+    OPT_EXPORT_JSON,
+    OPT_EXPORT_CSV,
+    OPT_EXPORT_MD,
+    OPT_HTML
+};
 
 #define MAX_STRATEGIES 16
 #define MAX_CHECKS 32
 
 static const cli_opt options[] = {
-    {"strategies", 's', "S1,S2,...", "strategies to compare, one row each; the first row is "
-                                     "the baseline"},
-    {"row", OPT_ROW, "SPEC", "a row: [LABEL=]STRATEGY[:KEY=VALUE,...], its own settings "
-                             "over the config (repeatable, after -s's rows)"},
+    {"strategies", 's', "S1,S2,...",
+     "strategies to compare, one row each; the first row is "
+     "the baseline"},
+    {"row", OPT_ROW, "SPEC",
+     "a row: [LABEL=]STRATEGY[:KEY=VALUE,...], its own settings "
+     "over the config (repeatable, after -s's rows)"},
     {"config", 'c', "FILE", "cluster/model YAML (default: built-in preset)"},
     {"set", OPT_SET, "KEY=VALUE", "override a config key (repeatable)"},
     {"seed", OPT_SEED, "N", "seed (overrides training.seed)"},
     {"baseline", OPT_BASELINE, "LABEL", "the row speedups are against (default: the first)"},
-    {"same-tokens", OPT_SAME_TOKENS, NULL, "cut every row's samples at the smallest length "
-                                           "limit any row has (training.oversize)"},
+    {"same-tokens", OPT_SAME_TOKENS, NULL,
+     "cut every row's samples at the smallest length "
+     "limit any row has (training.oversize)"},
     {"format", OPT_FORMAT, "FMT", "table (default), json, csv or md, on standard output"},
     {"export-json", OPT_EXPORT_JSON, "FILE", "also the JSON into FILE"},
     {"export-csv", OPT_EXPORT_CSV, "FILE", "also the CSV into FILE"},
     {"export-md", OPT_EXPORT_MD, "FILE", "also the Markdown into FILE"},
     {"svg", OPT_SVG, "FILE", "also the chart of the figures (SVG) into FILE"},
     {"html", OPT_HTML, "FILE", "also a self-contained HTML report into FILE"},
-    {"check", OPT_CHECK, "EXPR", "condition such as 'hbp.abr<=0.01' on LABEL.KEY (repeatable; "
-                                 "exit 1)"},
+    {"check", OPT_CHECK, "EXPR",
+     "condition such as 'hbp.abr<=0.01' on LABEL.KEY (repeatable; "
+     "exit 1)"},
     {"allow-oom", OPT_ALLOW_OOM, NULL, "let --check judge plans that exceed device memory"},
-    {"allow-dropped", OPT_ALLOW_DROPPED, NULL, "let --check judge rows that planned fewer "
-                                               "tokens than the most"},
+    {"allow-dropped", OPT_ALLOW_DROPPED, NULL,
+     "let --check judge rows that planned fewer "
+     "tokens than the most"},
     CLI_MANIFEST_OPTIONS,
     {"quiet", 'q', NULL, "no progress line"},
     {"help", 'h', NULL, "show this help"},
@@ -70,8 +83,8 @@ typedef struct row {
 } row;
 
 typedef struct compare_args {
-    char *list;           /* -s, split in place */
-    char *specs[MAX_STRATEGIES];   /* --row, parsed in place */
+    char *list;                  /* -s, split in place */
+    char *specs[MAX_STRATEGIES]; /* --row, parsed in place */
     int nspecs;
     row rows[MAX_STRATEGIES];
     int nrows;
@@ -113,8 +126,7 @@ static int on_option(int key, const char *arg, void *ud)
     case OPT_EXPORT_CSV: a->export_csv = arg; return 0;
     case OPT_EXPORT_MD: a->export_md = arg; return 0;
     case OPT_HTML: a->html = arg; return 0;
-    case OPT_FORMAT:
-        return report_parse_format(CMD, arg, 0xfu, &a->fmt);
+    case OPT_FORMAT: return report_parse_format(CMD, arg, 0xfu, &a->fmt);
     case OPT_SVG: a->svg = arg; return 0;
     case OPT_CHECK:
         if (a->nchecks == MAX_CHECKS) {
@@ -133,7 +145,8 @@ static bool good_label(const char *s)
     if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
         return false;
     return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") ==
-           strlen(s) && strlen(s) < 48;
+               strlen(s) &&
+           strlen(s) < 48;
 }
 
 /* A row's strategy exists and its label is new and usable in --check. */
@@ -148,14 +161,18 @@ static int add_row(compare_args *a, row *r)
         return EX_USAGE_;
     }
     if (!good_label(r->label)) {
-        cli_error(CMD, "invalid row label '%s' (a letter or '_', then letters, digits, '_' "
-                       "or '-'; it names the row in --check)", r->label);
+        cli_error(CMD,
+                  "invalid row label '%s' (a letter or '_', then letters, digits, '_' "
+                  "or '-'; it names the row in --check)",
+                  r->label);
         return EX_USAGE_;
     }
     for (int i = 0; i < a->nrows; i++)
         if (strcmp(a->rows[i].label, r->label) == 0) {
-            cli_error(CMD, "two rows named '%s': give one a label, e.g. --row "
-                           "'%s2=%s:KEY=VALUE'", r->label, r->label, r->strategy);
+            cli_error(CMD,
+                      "two rows named '%s': give one a label, e.g. --row "
+                      "'%s2=%s:KEY=VALUE'",
+                      r->label, r->label, r->strategy);
             return EX_USAGE_;
         }
     a->rows[a->nrows++] = *r;
@@ -204,7 +221,7 @@ static int parse_spec(compare_args *a, char *spec)
         if (*kv == '\0')
             continue;
         if (!strchr(kv, '=') && r.nsets > 0) {
-            kv[-1] = ',';   /* a list value: "hbp.groups=16K:1,128K:8" */
+            kv[-1] = ','; /* a list value: "hbp.groups=16K:1,128K:8" */
             continue;
         }
         if (!strchr(kv, '=') || r.nsets == 16) {
@@ -344,10 +361,11 @@ static int plan_rows(const compare_args *a, vl_manifest *m, eval_result *res,
         if (i == 0)
             cli_progress(&a->log, false, "compare: [1/%d] planning %s...", a->nrows,
                          a->rows[i].label);
-        else   /* the rows so far tell how long the rest takes */
-            cli_progress(&a->log, false, "compare: [%d/%d] planning %s... (%.0f%% of the "
-                         "rows, %.0f s so far, about %.0f s left)", i + 1, a->nrows,
-                         a->rows[i].label, 100.0 * i / a->nrows, spent,
+        else /* the rows so far tell how long the rest takes */
+            cli_progress(&a->log, false,
+                         "compare: [%d/%d] planning %s... (%.0f%% of the "
+                         "rows, %.0f s so far, about %.0f s left)",
+                         i + 1, a->nrows, a->rows[i].label, 100.0 * i / a->nrows, spent,
                          spent / i * (a->nrows - i));
         if ((rc = row_config(a, &a->rows[i], &cfg)) != 0)
             break;
@@ -465,7 +483,7 @@ int cmd_compare(int argc, char **argv)
         a.rows_view[i].sets = a.rows[i].sets;
         a.rows_view[i].nsets = a.rows[i].nsets;
     }
-    for (int i = first; i < argc; i++) {   /* the manifests' names, for the chart */
+    for (int i = first; i < argc; i++) { /* the manifests' names, for the chart */
         size_t k = strlen(ctx.manifest);
         snprintf(ctx.manifest + k, sizeof ctx.manifest - k, "%s%s", i > first ? ", " : "",
                  strcmp(argv[i], "-") == 0 ? "<stdin>" : argv[i]);

@@ -66,7 +66,8 @@ static bool want_jsonl(const gen_args *a)
 {
     if (a->format)
         return strcmp(a->format, "jsonl") == 0;
-    return !to_stdout(a) && (has_suffix(a->output, ".jsonl") || has_suffix(a->output, ".jsonl.zst"));
+    return !to_stdout(a) &&
+           (has_suffix(a->output, ".jsonl") || has_suffix(a->output, ".jsonl.zst"));
 }
 
 /* Lines go out in 1 MiB blocks: 10M samples never sit in memory as text. */
@@ -138,8 +139,8 @@ int cmd_gen(int argc, char **argv)
         return 0;
     }
     if (first != argc || !a.dist || !a.have_n) {
-        cli_error(CMD, first != argc ? "unexpected argument '%s'" : "%s", first != argc
-                      ? argv[first] : "--dist NAME and -n N are required");
+        cli_error(CMD, first != argc ? "unexpected argument '%s'" : "%s",
+                  first != argc ? argv[first] : "--dist NAME and -n N are required");
         fprintf(stderr, "usage: vlplan %s %s\n", CMD, USAGE);
         return EX_USAGE_;
     }

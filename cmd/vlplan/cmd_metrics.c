@@ -34,8 +34,7 @@ static int on_option(int key, const char *arg, void *ud)
     if (rc != 1)
         return rc;
     switch (key) {
-    case 'j':
-        return cli_parse_jobs(CMD, arg, &a->jobs);
+    case 'j': return cli_parse_jobs(CMD, arg, &a->jobs);
     case OPT_FORMAT:
         return report_parse_format(CMD, arg, 1u << FMT_TABLE | 1u << FMT_JSON | 1u << FMT_CSV,
                                    &a->fmt);

@@ -23,8 +23,9 @@ static const cli_opt options[] = {
     {"set", OPT_SET, "KEY=VALUE", "override a config key, e.g. training.pp=4 (repeatable)"},
     CLI_MANIFEST_OPTIONS,
     {"allow-empty", OPT_ALLOW_EMPTY, NULL, "accept a manifest with no samples"},
-    {"allow-oom", OPT_ALLOW_OOM, NULL, "write a plan that exceeds device memory in the cost "
-                                       "model (refused otherwise, exit 65)"},
+    {"allow-oom", OPT_ALLOW_OOM, NULL,
+     "write a plan that exceeds device memory in the cost "
+     "model (refused otherwise, exit 65)"},
     {"force", 'f', NULL, "allow the output to overwrite an input file"},
     {"quiet", 'q', NULL, "no progress line, no warnings"},
     {"verbose", 'v', NULL, "print the strategy's decisions and a summary on stderr"},
@@ -111,15 +112,15 @@ static int check_output(const plan_args *a, char **ins, int nin)
  * finishes it, and so do the figures when they are wanted. */
 typedef struct plan_sink {
     const plan_args *a;
-    vl_outfile *o;        /* NULL: standard output */
-    vl_outfile *mo;       /* the metrics file, NULL: none or standard output */
+    vl_outfile *o;  /* NULL: standard output */
+    vl_outfile *mo; /* the metrics file, NULL: none or standard output */
     vl_plan_writer *w;
-    bool figures;         /* --metrics or -v */
+    bool figures; /* --metrics or -v */
     vl_cost cost;
     vl_sim_opts so;
     vl_eval_acc acc;
-    cli_meter meter;      /* iterations begun, against the announced count */
-    uint64_t lossless;    /* iterations with tokens but no loss token (truncation) */
+    cli_meter meter;   /* iterations begun, against the announced count */
+    uint64_t lossless; /* iterations with tokens but no loss token (truncation) */
     uint64_t first_lossless;
 } plan_sink;
 
@@ -129,7 +130,7 @@ static void on_progress(void *ud, uint64_t begun, int64_t announced)
     plan_sink *k = ud;
 
     k->meter.total = announced;
-    cli_meter_step(&k->meter, begun + 1);   /* the iteration being planned, from 1 */
+    cli_meter_step(&k->meter, begun + 1); /* the iteration being planned, from 1 */
 }
 
 static vl_status sink_begin(void *ud, const vl_plan *p, int64_t iterations, vl_err *err)
@@ -187,11 +188,13 @@ static void report_lossless(const plan_args *a, const plan_sink *k)
     if (a->log.quiet || !k->lossless)
         return;
     cli_progress_clear();
-    fprintf(stderr, "vlplan plan: warning: %llu %s tokens but no loss token "
-                    "(first: iteration %llu; truncation cut every loss token of their "
-                    "samples): their loss_tokens is 0, so divide by it only when it is not "
-                    "0 (python: it.loss_scale is 0 there)\n",
-            (unsigned long long)k->lossless, k->lossless == 1 ? "iteration has" : "iterations have",
+    fprintf(stderr,
+            "vlplan plan: warning: %llu %s tokens but no loss token "
+            "(first: iteration %llu; truncation cut every loss token of their "
+            "samples): their loss_tokens is 0, so divide by it only when it is not "
+            "0 (python: it.loss_scale is 0 there)\n",
+            (unsigned long long)k->lossless,
+            k->lossless == 1 ? "iteration has" : "iterations have",
             (unsigned long long)k->first_lossless);
 }
 
@@ -228,19 +231,21 @@ static void report_drops(const vl_plan *p, const vl_run_result *res)
         n[t]++;
         tok[t] += p->drops[i].len;
     }
-    if (n[0] + n[1] == 0)   /* said under -q too: nothing lost in silence */
+    if (n[0] + n[1] == 0) /* said under -q too: nothing lost in silence */
         return;
     double total = p->m && p->m->tokens ? (double)p->m->tokens : 1.0;
     cli_progress_clear();
     cli_count(res->max_len, lim, sizeof lim);
     if (n[0])
-        fprintf(stderr, "vlplan plan: dropped %s samples over the length limit of %s tokens "
-                        "(%s tokens, %.2f%% of all tokens); the limit is %s\n",
+        fprintf(stderr,
+                "vlplan plan: dropped %s samples over the length limit of %s tokens "
+                "(%s tokens, %.2f%% of all tokens); the limit is %s\n",
                 cli_count(n[0], cn, sizeof cn), lim, cli_count(tok[0], ct, sizeof ct),
                 100.0 * (double)tok[0] / total, res->max_len_why);
     if (n[1])
-        fprintf(stderr, "vlplan plan: truncated %s samples to the length limit of %s tokens "
-                        "(%s tokens cut, %.2f%% of all tokens); the limit is %s\n",
+        fprintf(stderr,
+                "vlplan plan: truncated %s samples to the length limit of %s tokens "
+                "(%s tokens cut, %.2f%% of all tokens); the limit is %s\n",
                 cli_count(n[1], cn, sizeof cn), lim, cli_count(tok[1], ct, sizeof ct),
                 100.0 * (double)tok[1] / total, res->max_len_why);
 }
@@ -252,11 +257,12 @@ static void report_oom(const plan_args *a, const vl_run_result *res)
     if (a->log.quiet || res->oom_iters == 0)
         return;
     cli_progress_clear();
-    fprintf(stderr, "vlplan plan: warning: --allow-oom: %zu of %zu iterations exceed device "
-                    "memory in the cost model; first: iteration %zu, rank %u, stage %u needs "
-                    "%.2f GiB, %.2f GiB usable%s%s\n", res->oom_iters, res->iterations, o->iter,
-            o->rank, o->stage, o->gib, o->usable_gib, res->fit_hint[0] ? "; " : "",
-            res->fit_hint);
+    fprintf(stderr,
+            "vlplan plan: warning: --allow-oom: %zu of %zu iterations exceed device "
+            "memory in the cost model; first: iteration %zu, rank %u, stage %u needs "
+            "%.2f GiB, %.2f GiB usable%s%s\n",
+            res->oom_iters, res->iterations, o->iter, o->rank, o->stage, o->gib, o->usable_gib,
+            res->fit_hint[0] ? "; " : "", res->fit_hint);
 }
 
 static int write_metrics(const plan_args *a, plan_sink *k, const vl_plan *p, double secs)
@@ -274,8 +280,9 @@ static int write_metrics(const plan_args *a, plan_sink *k, const vl_plan *p, dou
     r.plan_time_s = secs;
     r.peak_rss_mib = cli_peak_rss_mib();
     if (a->log.verbose)
-        fprintf(stderr, "vlplan plan: %s: %zu iterations, %llu samples, %llu tokens, "
-                        "abr %.4f dbr %.4f pr %.4f, epoch %.1f s simulated; planned in %.3f s\n",
+        fprintf(stderr,
+                "vlplan plan: %s: %zu iterations, %llu samples, %llu tokens, "
+                "abr %.4f dbr %.4f pr %.4f, epoch %.1f s simulated; planned in %.3f s\n",
                 p->strategy, r.ev.mt.iterations, (unsigned long long)r.ev.mt.samples,
                 (unsigned long long)r.ev.mt.tokens, r.ev.mt.abr.mean, r.ev.mt.dbr.mean,
                 r.ev.mt.pr.mean, r.ev.sim.epoch_time_s, secs);
@@ -319,8 +326,11 @@ static int plan_into(plan_args *a, plan_sink *k, const vl_strategy *s, vl_manife
                      const vl_config *cfg, vl_plan *p, vl_run_result *res)
 {
     vl_run_sink sink = {sink_begin, sink_iters, k};
-    vl_run_opts ro = {.seed = cfg->training.seed, .verbose = a->log.verbose,
-                      .allow_oom = a->allow_oom, .sink = &sink, .progress = on_progress,
+    vl_run_opts ro = {.seed = cfg->training.seed,
+                      .verbose = a->log.verbose,
+                      .allow_oom = a->allow_oom,
+                      .sink = &sink,
+                      .progress = on_progress,
                       .progress_ud = k};
     vl_err err = {0};
     int rc = 0;
@@ -347,7 +357,7 @@ static int run(plan_args *a, char **ins, int nin)
     vl_err err = {0};
     int rc;
 
-    memset(&p, 0, sizeof p);   /* freed below whatever happens; the run frees its own */
+    memset(&p, 0, sizeof p); /* freed below whatever happens; the run frees its own */
     if (!s)
         return unknown_strategy(a->strategy);
     if ((rc = check_output(a, ins, nin)) != 0)

@@ -23,7 +23,8 @@ static const cli_opt options[] = {
     {"iter", OPT_ITER, "N", "only iteration N (and the chart of it)"},
     {"svg", OPT_SVG, "FILE", "write a Gantt chart of iteration N (default 0) to FILE"},
     {"schedule", OPT_SCHED, "NAME", "1f1b (default) or gpipe, for ranks without their own"},
-    {"ranks", OPT_RANKS, "FILE", "write CSV rows iter,rank,stage,compute_ms,comm_ms,makespan_ms "
+    {"ranks", OPT_RANKS, "FILE",
+     "write CSV rows iter,rank,stage,compute_ms,comm_ms,makespan_ms "
      "(every iteration, or --iter N) to FILE"},
     CLI_JOBS_OPTION,
     {"help", 'h', NULL, "show this help"},
@@ -36,7 +37,7 @@ typedef struct sim_args {
     bool have_iter;
     uint64_t iter;
     const char *svg;
-    const char *ranks;    /* --ranks FILE: per (rank, stage) compute rows */
+    const char *ranks; /* --ranks FILE: per (rank, stage) compute rows */
     vl_sim_opts so;
     int jobs;
 } sim_args;
@@ -49,8 +50,7 @@ static int on_option(int key, const char *arg, void *ud)
     if (rc != 1)
         return rc;
     switch (key) {
-    case 'j':
-        return cli_parse_jobs(CMD, arg, &a->jobs);
+    case 'j': return cli_parse_jobs(CMD, arg, &a->jobs);
     case OPT_FORMAT:
         return report_parse_format(CMD, arg, 1u << FMT_TABLE | 1u << FMT_JSON, &a->fmt);
     case OPT_ITER:
@@ -75,9 +75,9 @@ static int on_option(int key, const char *arg, void *ud)
 /* What simulate does per iteration while the plan streams by. */
 typedef struct sim_walk {
     const sim_args *a;
-    bool header;          /* the table's column heads are out */
-    char *svg;            /* the chart of the chosen iteration, once met */
-    vl_strbuf rows;       /* --ranks: the CSV text */
+    bool header;    /* the table's column heads are out */
+    char *svg;      /* the chart of the chosen iteration, once met */
+    vl_strbuf rows; /* --ranks: the CSV text */
 } sim_walk;
 
 /* --ranks: one row per (rank, stage) of the iteration: compute is the F, R and B tasks'
@@ -132,11 +132,10 @@ static int each_iter(void *ud, const vl_plan *p, const vl_cost *cost,
     if (a->fmt == FMT_TABLE && (!a->have_iter || it == want)) {
         char t[2][32];
         print_head(w);
-        printf("%6llu %5u %12s %10s %8.4f %8.4f %10.2f %6.1f%%%s\n",
-               (unsigned long long)it, p->iters[0].epoch,
-               cli_fixed(r->iter_time_ms, 2, t[0], 32), cli_fixed(r->sync_ms, 2, t[1], 32),
-               r->bubble + 0.0, r->tbr + 0.0, r->peak_mem_gib, 100 * r->mfu,
-               r->oom ? "  OOM" : "");
+        printf("%6llu %5u %12s %10s %8.4f %8.4f %10.2f %6.1f%%%s\n", (unsigned long long)it,
+               p->iters[0].epoch, cli_fixed(r->iter_time_ms, 2, t[0], 32),
+               cli_fixed(r->sync_ms, 2, t[1], 32), r->bubble + 0.0, r->tbr + 0.0,
+               r->peak_mem_gib, 100 * r->mfu, r->oom ? "  OOM" : "");
     }
     if (a->ranks && (!a->have_iter || it == want)) {
         int rc = rank_rows(w, p, cost);
@@ -152,8 +151,8 @@ static int each_iter(void *ud, const vl_plan *p, const vl_cost *cost,
 static int check_found(const sim_args *a, uint64_t niters)
 {
     if (a->have_iter && a->iter >= niters) {
-        cli_error(CMD, "--iter %llu: the plan has %llu iterations", (unsigned long long)a->iter,
-                  (unsigned long long)niters);
+        cli_error(CMD, "--iter %llu: the plan has %llu iterations",
+                  (unsigned long long)a->iter, (unsigned long long)niters);
         return EX_USAGE_;
     }
     if (a->svg && niters == 0) {
@@ -166,8 +165,8 @@ static int check_found(const sim_args *a, uint64_t niters)
 static int run(const sim_args *a, const char *path)
 {
     sim_walk w = {.a = a};
-    eval_file_opts o = {.cfg = &a->cfg, .so = &a->so, .each = each_iter, .ud = &w,
-                        .threads = a->jobs};
+    eval_file_opts o = {
+        .cfg = &a->cfg, .so = &a->so, .each = each_iter, .ud = &w, .threads = a->jobs};
     eval_result r;
     int rc = eval_plan_file(CMD, path, &o, &r);
 

@@ -19,8 +19,8 @@ static const cli_opt options[] = {
     {NULL, 0, NULL, NULL},
 };
 
-static const char *const bucket_names[VL_STATS_NTHRESH] = {"lt_1k", "lt_4k", "lt_8k",
-                                                           "lt_32k", "lt_128k"};
+static const char *const bucket_names[VL_STATS_NTHRESH] = {"lt_1k", "lt_4k", "lt_8k", "lt_32k",
+                                                           "lt_128k"};
 static const char *const bucket_labels[VL_STATS_NTHRESH] = {"<1K", "<4K", "<8K", "<32K",
                                                             "<128K"};
 
@@ -52,8 +52,9 @@ static void print_table(const vl_stats *s)
 
     printf("samples %s, tokens %s, mean %.1f, min %s, p50 %s, p90 %s, p99 %s, longest %s\n\n",
            cli_count(s->n, c[0], 32), cli_count(s->tokens, c[1], 32), s->mean,
-           cli_count(s->min, c[2], 32), cli_count(s->p50, c[3], 32), cli_count(s->p90, c[4], 32),
-           cli_count(s->p99, c[5], 32), cli_count(s->max, c[6], 32));
+           cli_count(s->min, c[2], 32), cli_count(s->p50, c[3], 32),
+           cli_count(s->p90, c[4], 32), cli_count(s->p99, c[5], 32),
+           cli_count(s->max, c[6], 32));
     printf("%-8s %10s %10s\n", "length", "samples", "tokens");
     for (int k = 0; k < VL_STATS_NTHRESH; k++)
         printf("%-8s %9.3f%% %9.3f%%\n", bucket_labels[k], 100 * s->frac_below[k],
@@ -78,7 +79,8 @@ static int print_json(const vl_stats *s)
     int bad = !o;
 
     if (!bad) {
-        bad |= vl_jw_int(o, "samples", (int64_t)s->n) | vl_jw_int(o, "tokens", (int64_t)s->tokens);
+        bad |= vl_jw_int(o, "samples", (int64_t)s->n) |
+               vl_jw_int(o, "tokens", (int64_t)s->tokens);
         bad |= vl_jw_num(o, "mean", s->mean) | vl_jw_int(o, "min", s->min);
         bad |= vl_jw_int(o, "p50", s->p50) | vl_jw_int(o, "p90", s->p90);
         bad |= vl_jw_int(o, "p99", s->p99) | vl_jw_int(o, "longest", s->max);
@@ -105,7 +107,7 @@ int cmd_stats(int argc, char **argv)
     rc = cli_parse(argc, argv, CMD, USAGE, options, on_option, &a, &first);
     if (rc)
         return rc < 0 ? 0 : rc;
-    a.man.lengths_only = true;   /* ids play no part in the statistics */
+    a.man.lengths_only = true; /* ids play no part in the statistics */
     if ((rc = cli_manifest_load(CMD, &a.man, argv + first, argc - first, &m)) != 0)
         return rc;
     if (vl_stats_compute(&s, m->len, m->n, &err) != VL_OK) {

@@ -14,8 +14,9 @@ static const char *const USAGE = "[-v] [--format table|csv|mdoc]";
 
 static const cli_opt options[] = {
     {"verbose", 'v', NULL, "also list each strategy's parameters and capabilities"},
-    {"format", OPT_FORMAT, "FMT", "table (default), csv (name,section,summary) or mdoc "
-                                  "(the man page's list)"},
+    {"format", OPT_FORMAT, "FMT",
+     "table (default), csv (name,section,summary) or mdoc "
+     "(the man page's list)"},
     {"help", 'h', NULL, "show this help"},
     {NULL, 0, NULL, NULL},
 };
@@ -35,8 +36,8 @@ static int on_option(int key, const char *arg, void *ud)
         return 0;
     }
     if (key == OPT_FORMAT) {
-        int rc = report_parse_format(CMD, arg, 1u << FMT_TABLE | 1u << FMT_CSV | 1u << FMT_MDOC,
-                                     &a->fmt);
+        int rc = report_parse_format(
+            CMD, arg, 1u << FMT_TABLE | 1u << FMT_CSV | 1u << FMT_MDOC, &a->fmt);
         a->mdoc = rc == 0 && a->fmt == FMT_MDOC;
         return rc;
     }
@@ -63,7 +64,7 @@ static const char *type_name(vl_ptype t)
 typedef struct param_line {
     char key[96];
     const char *type, *def, *help;
-    const char *const *names;   /* an enumeration's names, or NULL */
+    const char *const *names; /* an enumeration's names, or NULL */
 } param_line;
 
 /* Parameter i of s: its own (section.key), or the i-th built-in key under s->builtin.
@@ -109,9 +110,8 @@ static void print_caps(const vl_strategy *s, const char *lead, const char *sep)
 
     for (unsigned i = 0; vl_cap_name(i); i++)
         if (s->caps >> i & 1) {
-            printf("%s%s", any ? sep : lead, (1u << i) == VL_CAP_WORLD_OPTIM
-                                                 ? "optimizer_shard=world"
-                                                 : vl_cap_name(i));
+            printf("%s%s", any ? sep : lead,
+                   (1u << i) == VL_CAP_WORLD_OPTIM ? "optimizer_shard=world" : vl_cap_name(i));
             any = true;
         }
     if (any)

@@ -10,11 +10,13 @@
 #include "vlplan.h"
 
 static const char *const CMD = "verify";
-static const char *const USAGE = "[-q] [-c CONFIG] [--set KEY=VALUE]... [-j N] PLAN MANIFEST...";
+static const char *const USAGE =
+    "[-q] [-c CONFIG] [--set KEY=VALUE]... [-j N] PLAN MANIFEST...";
 
 static const cli_opt options[] = {
-    {"config", 'c', "FILE", "config for the memory and cluster checks (default: the plan's "
-                            "own)"},
+    {"config", 'c', "FILE",
+     "config for the memory and cluster checks (default: the plan's "
+     "own)"},
     {"set", OPT_SET, "KEY=VALUE", "override a config key (repeatable)"},
     CLI_MANIFEST_OPTIONS,
     {"allow-empty", OPT_ALLOW_EMPTY, NULL, "accept a manifest with no samples"},
@@ -115,10 +117,10 @@ static int report(const verify_args *a, const char *path, const vl_plan *p,
 typedef struct verify_walk {
     const verify_args *a;
     const vl_manifest *m;
-    eval_cost_src src;    /* optional: a plan from another tool may have no config */
+    eval_cost_src src; /* optional: a plan from another tool may have no config */
     vl_verify_report *rep;
     vl_verifier *v;
-    int rc;               /* exit code of a failure inside a visit, already printed */
+    int rc; /* exit code of a failure inside a visit, already printed */
 } verify_walk;
 
 /* The header is not trusted: when -c or --set gives the configuration to check
@@ -145,8 +147,10 @@ static int check_header_config(verify_walk *w, const vl_plan *p)
         return cli_fail(CMD, &err);
     if (n == 0)
         return 0;
-    snprintf(msg, sizeof msg, "the plan header's config disagrees with the one checked "
-             "against in %zu key(s): %s (header vs checked)", n, diff);
+    snprintf(msg, sizeof msg,
+             "the plan header's config disagrees with the one checked "
+             "against in %zu key(s): %s (header vs checked)",
+             n, diff);
     vl_verifier_violation(w->v, msg);
     return 0;
 }

@@ -12,8 +12,8 @@
 #include "figures.h"
 #include "vlplan.h"
 
-static const char *const palette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
-                                      "#edc948", "#b07aa1", "#ff9da7"};
+static const char *const palette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
+                                      "#76b7b2", "#edc948", "#b07aa1", "#ff9da7"};
 
 static void esc(FILE *f, const char *s)
 {
@@ -47,7 +47,8 @@ static void head(FILE *f, const compare_ctx *ctx)
           "th{background:#f3f3f3}td.l,th.l{text-align:left}"
           ".bad{color:#c00}.note{color:#555;font-size:13px}"
           "h2{margin-top:28px;font-size:18px}\n</style></head><body>\n"
-          "<h1>vlplan compare</h1>\n<p>", f);
+          "<h1>vlplan compare</h1>\n<p>",
+          f);
     fprintf(f, "Data: ");
     esc(f, ctx->manifest);
     fprintf(f, ", %s samples, %s tokens; length p50 %s, p90 %s, p99 %s, longest %s.<br>\n",
@@ -76,8 +77,8 @@ static void work_cells(FILE *f, const eval_result *r)
     fprintf(f, "<td class=\"l\">%s</td><td>%s</td><td%s>%.1f%%</td><td>%s</td><td%s>%s</td>",
             compare_scope_name(r), cli_count(r->ev.mt.tokens, c[0], 32),
             r->less_work ? " class=\"bad\"" : "", 100.0 * r->token_share,
-            cli_count(r->ev.mt.dropped_tokens, c[1], 32), r->other_steps ? " class=\"bad\"" : "",
-            cli_count(r->ev.mt.iterations, c[2], 32));
+            cli_count(r->ev.mt.dropped_tokens, c[1], 32),
+            r->other_steps ? " class=\"bad\"" : "", cli_count(r->ev.mt.iterations, c[2], 32));
 }
 
 static void table(FILE *f, const eval_result *res, size_t n)
@@ -87,7 +88,8 @@ static void table(FILE *f, const eval_result *res, size_t n)
 
     fputs("<h2>Rows</h2>\n<table><tr><th class=\"l\">row</th><th class=\"l\">strategy</th>"
           "<th class=\"l\">scope</th><th>tokens</th><th>token share</th>"
-          "<th>dropped+cut tokens</th><th>iterations</th><th>fits</th>", f);
+          "<th>dropped+cut tokens</th><th>iterations</th><th>fits</th>",
+          f);
     for (const figure *g = fig_table; g->key; g++)
         fprintf(f, "<th>%s%s%s%s</th>", g->key, *g->unit ? " (" : "", g->unit,
                 *g->unit ? ")" : "");
@@ -104,14 +106,17 @@ static void table(FILE *f, const eval_result *res, size_t n)
         fprintf(f, "<td%s>%s</td>", bad ? " class=\"bad\"" : "", compare_fits_word(r));
         for (const figure *g = fig_table; g->key; g++)
             fprintf(f, "<td>%s</td>",
-                    r->refused ? "-" : g->value(r, &v) ? fig_format(g, v, buf, sizeof buf)
-                                     : strcmp(g->key, "speedup") == 0 ? "n/a" : "-");
+                    r->refused                       ? "-"
+                    : g->value(r, &v)                ? fig_format(g, v, buf, sizeof buf)
+                    : strcmp(g->key, "speedup") == 0 ? "n/a"
+                                                     : "-");
         fputs("</tr>\n", f);
     }
     fputs("</table>\n<p class=\"note\">A red token share: the row planned fewer tokens than "
           "the most (its speedup is n/a); red iterations: other optimizer steps than the "
           "baseline; scope epoch: samples regrouped across the epoch, batch: each sampled "
-          "global batch kept.</p>\n", f);
+          "global batch kept.</p>\n",
+          f);
 }
 
 /* Every row's iteration times on one axis, as steps; a long epoch is shown as the worst
@@ -157,7 +162,8 @@ static vl_status iteration_chart(const compare_ctx *ctx, const eval_result *res,
         size_t nb = d->niters < ITER_BUCKETS ? d->niters : ITER_BUCKETS;
         double prev_y = NAN;
         for (size_t b = 0; b < nb; b++) {
-            double x0 = left + w * (double)b / (double)nb, x1 = left + w * (double)(b + 1) / nb;
+            double x0 = left + w * (double)b / (double)nb,
+                   x1 = left + w * (double)(b + 1) / nb;
             double y = top + h - h * bucket_max(d, b, nb) / ymax;
             if (!isnan(prev_y))
                 vl_svg_line(&g, x0, prev_y, x0, y, palette[i % 8], 1.5);
@@ -193,9 +199,11 @@ static vl_status histogram(const compare_ctx *ctx, char **out, vl_err *err)
     vl_svg_text(&g, left, 16, 11, "start", "#333",
                 "share of samples (blue) and of tokens (orange) by length, power-of-two bins");
     for (int b = 0; b <= hi && ctx->nlengths > 0; b++) {
-        double x = left + bw * b, fs = ns[b] / (double)ctx->nlengths, ft = tot ? nt[b] / tot : 0;
+        double x = left + bw * b, fs = ns[b] / (double)ctx->nlengths,
+               ft = tot ? nt[b] / tot : 0;
         vl_svg_rect(&g, x + 2, top + h - h * fs, bw / 2 - 2, h * fs, palette[0], NULL, NULL);
-        vl_svg_rect(&g, x + bw / 2, top + h - h * ft, bw / 2 - 2, h * ft, palette[1], NULL, NULL);
+        vl_svg_rect(&g, x + bw / 2, top + h - h * ft, bw / 2 - 2, h * ft, palette[1], NULL,
+                    NULL);
         if (b % 2 == 0) {
             if (b >= 20)
                 snprintf(lab, sizeof lab, "%uM", 1u << (b - 20));

@@ -38,18 +38,30 @@ static const char *cell(const figure *g, const eval_result *r, char *buf, size_t
 /* The work a row did, above its figures: what makes its figures comparable. */
 typedef struct work_row {
     const char *key, *unit;
-    int kind;             /* 0 count, 1 share, 2 scope */
+    int kind; /* 0 count, 1 share, 2 scope */
     uint64_t (*count)(const eval_result *r);
 } work_row;
 
-static uint64_t w_samples(const eval_result *r) { return r->ev.mt.samples; }
-static uint64_t w_tokens(const eval_result *r) { return r->ev.mt.tokens; }
+static uint64_t w_samples(const eval_result *r)
+{
+    return r->ev.mt.samples;
+}
+static uint64_t w_tokens(const eval_result *r)
+{
+    return r->ev.mt.tokens;
+}
 static uint64_t w_dropped(const eval_result *r)
 {
     return r->ev.mt.dropped_tokens - r->ev.mt.truncated_tokens;
 }
-static uint64_t w_truncated(const eval_result *r) { return r->ev.mt.truncated_tokens; }
-static uint64_t w_iterations(const eval_result *r) { return r->ev.mt.iterations; }
+static uint64_t w_truncated(const eval_result *r)
+{
+    return r->ev.mt.truncated_tokens;
+}
+static uint64_t w_iterations(const eval_result *r)
+{
+    return r->ev.mt.iterations;
+}
 
 static const work_row work_rows[] = {
     {"scope", "", 2, NULL},
@@ -134,12 +146,17 @@ static void print_rows(FILE *f, const eval_result *res, size_t n, int md)
     for (size_t i = 0; i < n; i++) {
         const eval_result *r = &res[i];
         fprintf(f, "%s%s%s%s%s%s", md ? "| " : "", r->label, sep, r->ev.strategy, sep,
-                md ? compare_fits_word(r)
-                   : r->refused ? "refused" : !r->ev.has_sim ? "" : eval_fits(r) ? "1" : "0");
+                md               ? compare_fits_word(r)
+                : r->refused     ? "refused"
+                : !r->ev.has_sim ? ""
+                : eval_fits(r)   ? "1"
+                                 : "0");
         for (const work_row *w = work_rows; w->key; w++) {
             if (md || w->kind == 2 || r->refused)
-                fprintf(f, "%s%s", sep, r->refused ? "" : md ? work_cell(w, r, buf, sizeof buf)
-                                                           : compare_scope_name(r));
+                fprintf(f, "%s%s", sep,
+                        r->refused ? ""
+                        : md       ? work_cell(w, r, buf, sizeof buf)
+                                   : compare_scope_name(r));
             else if (w->kind == 1)
                 fprintf(f, "%s%s", sep, cli_plain(r->token_share, buf, sizeof buf));
             else
@@ -172,8 +189,8 @@ static int json_compared(vl_jw *o, const compare_ctx *ctx)
 
 static int json_row(vl_jw *e, const eval_result *r)
 {
-    int bad = !e || vl_jw_str(e, "label", r->label) || vl_jw_str(e, "strategy", r->ev.strategy) ||
-              vl_jw_bool(e, "refused", r->refused);
+    int bad = !e || vl_jw_str(e, "label", r->label) ||
+              vl_jw_str(e, "strategy", r->ev.strategy) || vl_jw_bool(e, "refused", r->refused);
 
     if (bad || r->refused)
         return bad || vl_jw_str(e, "reason", r->why);
@@ -232,8 +249,8 @@ int compare_export(const char *cmd, const char *path, report_format fmt,
 
 /* ---- the chart: one small panel per figure, a horizontal bar per row ---- */
 
-static const char *const palette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
-                                      "#edc948", "#b07aa1", "#ff9da7"};
+static const char *const palette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
+                                      "#76b7b2", "#edc948", "#b07aa1", "#ff9da7"};
 
 #define PANEL_W 300.0
 #define PANEL_COLS 3
@@ -269,7 +286,10 @@ static void draw_panel(vl_svg *g, const figure *fg, const eval_result *res, size
         bool oom = !r->refused && r->ev.has_sim && !eval_fits(r), marked = oom || r->less_work;
         double w = ok && vmax > 0 ? room * fabs(v) / vmax : 0;
         snprintf(name, sizeof name, "%.18s%s", r->label,
-                 r->refused ? " (refused)" : oom ? " (OOM)" : r->less_work ? " (less)" : "");
+                 r->refused     ? " (refused)"
+                 : oom          ? " (OOM)"
+                 : r->less_work ? " (less)"
+                                : "");
         vl_svg_text(g, x0 + LABEL_W - 6, y + 11, 10, "end",
                     marked || r->refused ? "#c00" : "#333", name);
         snprintf(tip, sizeof tip, "%s %s = %s %s", r->label, fg->key,
@@ -288,11 +308,13 @@ static double draw_heading(vl_svg *g, const compare_ctx *ctx, const eval_result 
     char line[512], c[6][32];
     double y = 44;
 
-    snprintf(line, sizeof line, "data: %s, %s samples, %s tokens; length p50 %s, p90 %s, "
-                                "p99 %s, longest %s", ctx->manifest,
-             cli_count(ctx->samples, c[0], 32), cli_count(ctx->tokens, c[1], 32),
-             cli_count(ctx->p50, c[2], 32), cli_count(ctx->p90, c[3], 32),
-             cli_count(ctx->p99, c[4], 32), cli_count(ctx->longest, c[5], 32));
+    snprintf(line, sizeof line,
+             "data: %s, %s samples, %s tokens; length p50 %s, p90 %s, "
+             "p99 %s, longest %s",
+             ctx->manifest, cli_count(ctx->samples, c[0], 32),
+             cli_count(ctx->tokens, c[1], 32), cli_count(ctx->p50, c[2], 32),
+             cli_count(ctx->p90, c[3], 32), cli_count(ctx->p99, c[4], 32),
+             cli_count(ctx->longest, c[5], 32));
     vl_svg_text(g, 20, y, 11, "start", "#333", line);
     vl_svg_text(g, 20, y += 16, 11, "start", "#333", ctx->config);
     if (ctx->same_tokens[0])
@@ -302,10 +324,12 @@ static double draw_heading(vl_svg *g, const compare_ctx *ctx, const eval_result 
         if (r->refused)
             snprintf(line, sizeof line, "%s: refused: %.200s", r->label, r->why);
         else
-            snprintf(line, sizeof line, "%s: %.1f%% of the tokens%s, %zu iterations%s, %s "
-                                        "scope", r->label, 100.0 * r->token_share,
-                     r->less_work ? " (less work)" : "", r->ev.mt.iterations,
-                     r->other_steps ? " (other steps)" : "", compare_scope_name(r));
+            snprintf(line, sizeof line,
+                     "%s: %.1f%% of the tokens%s, %zu iterations%s, %s "
+                     "scope",
+                     r->label, 100.0 * r->token_share, r->less_work ? " (less work)" : "",
+                     r->ev.mt.iterations, r->other_steps ? " (other steps)" : "",
+                     compare_scope_name(r));
         vl_svg_text(g, 20, y += 16, 11, "start", r->refused || r->less_work ? "#c00" : "#333",
                     line);
     }

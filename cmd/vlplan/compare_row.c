@@ -79,8 +79,8 @@ static int evaluate(const vl_plan *p, const vl_cost *cost, bool detail, eval_res
     vl_err err = {0};
     vl_status st = vl_eval_acc_init(&a, cost, &so, &err);
 
-    if (st == VL_OK && detail && !(d->iter_ms = malloc((p->niters ? p->niters : 1) *
-                                                       sizeof *d->iter_ms)))
+    if (st == VL_OK && detail &&
+        !(d->iter_ms = malloc((p->niters ? p->niters : 1) * sizeof *d->iter_ms)))
         st = vl_seterr(&err, VL_ENOMEM, "out of memory");
     for (size_t i = 0; st == VL_OK && i < p->niters; i++) {
         st = vl_eval_acc_iter(&a, p, i, &it, &err);
@@ -163,7 +163,8 @@ static int receive(int fd, eval_result *r, bool detail, compare_detail *d)
         n > SIZE_MAX / sizeof *d->iter_ms)
         return -1;
     if (!(d->iter_ms = malloc((n ? n : 1) * sizeof *d->iter_ms)) ||
-        read_all(fd, d->iter_ms, (size_t)n * sizeof *d->iter_ms) || read_all(fd, &len, sizeof len))
+        read_all(fd, d->iter_ms, (size_t)n * sizeof *d->iter_ms) ||
+        read_all(fd, &len, sizeof len))
         return -1;
     d->niters = (size_t)n;
     d->slowest = (size_t)slowest;

@@ -10,8 +10,8 @@
 
 #include "vlplan.h"
 
-#define LESS_WORK 0.999   /* a row planning under 99.9% of the most tokens did less */
-#define OTHER_STEPS 0.01  /* iteration counts further apart than 1% */
+#define LESS_WORK 0.999  /* a row planning under 99.9% of the most tokens did less */
+#define OTHER_STEPS 0.01 /* iteration counts further apart than 1% */
 
 void compare_ctx_describe(compare_ctx *ctx, const vl_manifest *m, const vl_config *cfg)
 {
@@ -36,8 +36,8 @@ void compare_ctx_describe(compare_ctx *ctx, const vl_manifest *m, const vl_confi
         snprintf(batch, sizeof batch, "%llu tokens", (unsigned long long)t->global_tokens);
     snprintf(ctx->config, sizeof ctx->config,
              "%s on %d %s GPUs, tp %d, pp %d, sp %d, dp %d, context %u, global batch %s",
-             cfg->model.preset, cfg->cluster.gpus, cfg->cluster.gpu, t->tp, t->pp, t->sp, t->dp,
-             t->max_seq_len, batch);
+             cfg->model.preset, cfg->cluster.gpus, cfg->cluster.gpu, t->tp, t->pp, t->sp,
+             t->dp, t->max_seq_len, batch);
 }
 
 bool compare_epoch_scope(const char *strategy, const vl_config *cfg)
@@ -72,8 +72,9 @@ static void mark_tokens(eval_result *res, size_t n, bool quiet)
         r->token_share = most && !r->refused ? (double)r->ev.mt.tokens / (double)most : 0;
         r->less_work = !r->refused && r->token_share < LESS_WORK;
         if (r->less_work && !quiet)
-            fprintf(stderr, "vlplan compare: warning: %s planned %.1f%% of the tokens %s "
-                            "planned (%s of %s): it did less work; its speedup is n/a\n",
+            fprintf(stderr,
+                    "vlplan compare: warning: %s planned %.1f%% of the tokens %s "
+                    "planned (%s of %s): it did less work; its speedup is n/a\n",
                     r->label, 100.0 * r->token_share, res[who].label,
                     cli_count(r->ev.mt.tokens, c[0], 32), cli_count(most, c[1], 32));
     }
@@ -88,8 +89,9 @@ static void mark_steps(eval_result *res, size_t n, size_t b, bool quiet)
         r->other_steps = !r->refused && !res[b].refused &&
                          fabs((double)r->ev.mt.iterations - base) > OTHER_STEPS * base;
         if (r->other_steps && !quiet)
-            fprintf(stderr, "vlplan compare: warning: %s makes %zu optimizer steps, the "
-                            "baseline %s %zu: its epoch time counts other steps\n",
+            fprintf(stderr,
+                    "vlplan compare: warning: %s makes %zu optimizer steps, the "
+                    "baseline %s %zu: its epoch time counts other steps\n",
                     r->label, r->ev.mt.iterations, res[b].label, res[b].ev.mt.iterations);
     }
 }
@@ -98,10 +100,11 @@ static void warn_scopes(const eval_result *res, size_t n, size_t b, bool quiet)
 {
     for (size_t i = 0; i < n && !quiet; i++)
         if (!res[i].refused && !res[b].refused && res[i].epoch_scope != res[b].epoch_scope) {
-            fprintf(stderr, "vlplan compare: warning: rows of different scope: %s regroups "
-                            "samples across the epoch (epoch), %s keeps each sampled global "
-                            "batch (batch); the papers' baselines are batch scope "
-                            "(pack.scope=batch)\n",
+            fprintf(stderr,
+                    "vlplan compare: warning: rows of different scope: %s regroups "
+                    "samples across the epoch (epoch), %s keeps each sampled global "
+                    "batch (batch); the papers' baselines are batch scope "
+                    "(pack.scope=batch)\n",
                     res[i].epoch_scope ? res[i].label : res[b].label,
                     res[i].epoch_scope ? res[b].label : res[i].label);
             return;
@@ -117,13 +120,16 @@ static void speedups(eval_result *res, size_t n, size_t b, bool quiet)
         eval_result *r = &res[i];
         bool ok = base_ok && !r->refused && eval_fits(r) && !r->less_work;
         r->speedup = ok && r->ev.sim.epoch_time_s > 0
-                         ? res[b].ev.sim.epoch_time_s / r->ev.sim.epoch_time_s : NAN;
+                         ? res[b].ev.sim.epoch_time_s / r->ev.sim.epoch_time_s
+                         : NAN;
         if (r->refused && !quiet)
             fprintf(stderr, "vlplan compare: warning: %s refused: %s\n", r->label, r->why);
         else if (!r->refused && !eval_fits(r) && !quiet)
-            fprintf(stderr, "vlplan compare: warning: %s does not fit device memory: %zu of "
-                            "%zu iterations over, worst %.2f GiB; its speedup is n/a%s\n",
-                    r->label, r->ev.sim.oom_iters, r->ev.sim.iterations, r->ev.sim.peak_mem_gib.max,
+            fprintf(stderr,
+                    "vlplan compare: warning: %s does not fit device memory: %zu of "
+                    "%zu iterations over, worst %.2f GiB; its speedup is n/a%s\n",
+                    r->label, r->ev.sim.oom_iters, r->ev.sim.iterations,
+                    r->ev.sim.peak_mem_gib.max,
                     i == b ? ", and so is every row's against it" : "");
     }
 }
@@ -154,7 +160,7 @@ static int row_limit(const compare_row_view *r, const cli_config_args *args, uin
     if ((rc = cli_config_load("compare", &c, &cfg)) != 0)
         return rc;
     if (vl_run_limit(vl_strategy_find(r->strategy), &cfg, limit, why, whylen, &err) != VL_OK) {
-        *limit = UINT32_MAX;   /* it refuses anyway: its row will say why */
+        *limit = UINT32_MAX; /* it refuses anyway: its row will say why */
         snprintf(why, whylen, "refused");
     }
     vl_config_free(&cfg);
@@ -209,8 +215,9 @@ int compare_same_tokens(const compare_row_view *rows, size_t n, const cli_config
     for (size_t i = 0; i < (*m)->n && !over; i++)
         over = (*m)->len[i] > least;
     if (over && policy != VL_OVERSIZE_TRUNCATE && policy != VL_OVERSIZE_DROP) {
-        cli_error("compare", "--same-tokens: samples exceed %u tokens (%s's limit: %s); set "
-                             "training.oversize=truncate or drop to cut them for every row",
+        cli_error("compare",
+                  "--same-tokens: samples exceed %u tokens (%s's limit: %s); set "
+                  "training.oversize=truncate or drop to cut them for every row",
                   least, rows[who].label, least_why);
         return EX_USAGE_;
     }
@@ -219,8 +226,8 @@ int compare_same_tokens(const compare_row_view *rows, size_t n, const cli_config
     cli_count(least, lim, sizeof lim);
     snprintf(ctx->same_tokens, sizeof ctx->same_tokens,
              "--same-tokens: every row planned samples of at most %s tokens, the limit of %s "
-             "(%s); training.oversize=%s %s %s samples (%s tokens) for every row", lim,
-             rows[who].label, least_why, policy == VL_OVERSIZE_DROP ? "drop" : "truncate",
+             "(%s); training.oversize=%s %s %s samples (%s tokens) for every row",
+             lim, rows[who].label, least_why, policy == VL_OVERSIZE_DROP ? "drop" : "truncate",
              policy == VL_OVERSIZE_DROP ? "left out" : "cut", cli_count(cut, c[0], 32),
              cli_count(cut_tokens, c[1], 32));
     if (!quiet)

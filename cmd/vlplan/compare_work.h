@@ -19,10 +19,10 @@ typedef struct compare_row_view {
 
 /* What the report shows of a row beyond its figures (only with --html). */
 typedef struct compare_detail {
-    double *iter_ms;      /* simulated time of every iteration */
+    double *iter_ms; /* simulated time of every iteration */
     size_t niters;
-    size_t slowest;       /* the iteration the Gantt chart draws */
-    char *gantt;          /* its chart (SVG text), NULL when none */
+    size_t slowest; /* the iteration the Gantt chart draws */
+    char *gantt;    /* its chart (SVG text), NULL when none */
 } compare_detail;
 void compare_details_free(compare_detail *d, size_t n);
 
@@ -34,15 +34,15 @@ int compare_plan_row(const char *label, const char *strategy, vl_manifest *m,
 
 /* What was compared, for the chart and the report to say. */
 typedef struct compare_ctx {
-    char manifest[256];   /* the manifest names */
+    char manifest[256]; /* the manifest names */
     size_t samples;
     uint64_t tokens;
     uint32_t p50, p90, p99, longest;
-    char config[256];     /* model, GPUs, tp/pp/sp/dp, context, batch */
-    char same_tokens[400];/* --same-tokens: the limit every row planned under, and why */
-    uint32_t *lengths;    /* the manifest's lengths (the report's histogram), borrowed */
+    char config[256];      /* model, GPUs, tp/pp/sp/dp, context, batch */
+    char same_tokens[400]; /* --same-tokens: the limit every row planned under, and why */
+    uint32_t *lengths;     /* the manifest's lengths (the report's histogram), borrowed */
     size_t nlengths;
-    const compare_detail *details;   /* [rows] with --html, else NULL */
+    const compare_detail *details; /* [rows] with --html, else NULL */
 } compare_ctx;
 
 /** Fill ctx from the manifest m and the shared configuration. */

@@ -50,8 +50,10 @@ void eval_read_warn(const char *cmd, const char *path, const vl_plan_file *f)
 {
     /* the figures of a cut-off or edited plan are still shown, but not silently */
     if ((!f->has_footer && f->by_vlplan) || f->sha == 0)
-        fprintf(stderr, "vlplan %s: warning: %s: %s; the figures cover what is there "
-                        "(see 'vlplan verify')\n", cmd, path,
+        fprintf(stderr,
+                "vlplan %s: warning: %s: %s; the figures cover what is there "
+                "(see 'vlplan verify')\n",
+                cmd, path,
                 f->has_footer ? "the footer's sha256 does not match the content"
                               : "no footer: the plan is truncated or incomplete");
 }
@@ -88,8 +90,11 @@ int eval_plan_file(const char *cmd, const char *path, const eval_file_opts *o,
                    eval_result *out)
 {
     stream s = {.o = o, .src = {.cmd = cmd, .args = o->cfg}};
-    vl_eval_file_opts lo = {.cost_for = cost_for, .so = o->so, .each = o->each ? each : NULL,
-                            .ud = &s, .threads = o->threads};
+    vl_eval_file_opts lo = {.cost_for = cost_for,
+                            .so = o->so,
+                            .each = o->each ? each : NULL,
+                            .ud = &s,
+                            .threads = o->threads};
     vl_plan_file *f = malloc(sizeof *f);
     vl_err err = {0};
     int rc = 0;
@@ -101,8 +106,9 @@ int eval_plan_file(const char *cmd, const char *path, const eval_file_opts *o,
         return cli_exit_for(VL_ENOMEM);
     }
     if (vl_eval_file(path, &lo, f, &out->ev, &err) != VL_OK)
-        rc = s.rc ? s.rc : err.code == VL_EDATA ? eval_read_fail(cmd, f, &err)
-                                                : cli_fail(cmd, &err);
+        rc = s.rc                   ? s.rc
+             : err.code == VL_EDATA ? eval_read_fail(cmd, f, &err)
+                                    : cli_fail(cmd, &err);
     else
         eval_read_warn(cmd, path, f);
     eval_cost_free(&s.src);

@@ -40,7 +40,11 @@ bool eval_get(const eval_result *r, const char *key, double *v)
 
     if (g)
         return g->value(r, v);
-    struct { const char *k; double v; int ok; } extra[] = {
+    struct {
+        const char *k;
+        double v;
+        int ok;
+    } extra[] = {
         {"mfu_overall", r->ev.sim.mfu_overall, r->ev.has_sim},
         {"epoch_propagation_s", r->ev.sim.epoch_propagation_s, r->ev.has_sim},
         {"epoch_sync_s", r->ev.sim.epoch_sync_s, r->ev.has_sim},
@@ -67,9 +71,17 @@ bool eval_get(const eval_result *r, const char *key, double *v)
 
 bool eval_work_key(const char *key)
 {
-    static const char *const work[] = {"fits", "oom_iters", "iterations", "samples", "tokens",
-                                       "dropped_samples", "dropped_tokens", "truncated_samples",
-                                       "truncated_tokens", "token_share", "scope"};
+    static const char *const work[] = {"fits",
+                                       "oom_iters",
+                                       "iterations",
+                                       "samples",
+                                       "tokens",
+                                       "dropped_samples",
+                                       "dropped_tokens",
+                                       "truncated_samples",
+                                       "truncated_tokens",
+                                       "token_share",
+                                       "scope"};
 
     for (size_t i = 0; i < sizeof work / sizeof work[0]; i++)
         if (strcmp(key, work[i]) == 0)
@@ -148,20 +160,23 @@ void eval_print_table(FILE *f, const eval_result *r)
     }
     fprintf(f, "\n%s: %s iterations, %s samples, %s tokens", r->ev.strategy,
             cli_count(r->ev.mt.iterations, c[0], sizeof c[0]),
-            cli_count(r->ev.mt.samples, c[1], sizeof c[1]), cli_count(r->ev.mt.tokens, c[2], 32));
+            cli_count(r->ev.mt.samples, c[1], sizeof c[1]),
+            cli_count(r->ev.mt.tokens, c[2], 32));
     size_t whole = r->ev.mt.dropped_samples - r->ev.mt.truncated_samples;
     if (whole)
-        fprintf(f, ", %s samples dropped (%s tokens)", cli_count(whole, c[0], sizeof c[0]),
-                cli_count(r->ev.mt.dropped_tokens - r->ev.mt.truncated_tokens, c[1], sizeof c[1]));
+        fprintf(
+            f, ", %s samples dropped (%s tokens)", cli_count(whole, c[0], sizeof c[0]),
+            cli_count(r->ev.mt.dropped_tokens - r->ev.mt.truncated_tokens, c[1], sizeof c[1]));
     if (r->ev.mt.truncated_samples)
         fprintf(f, ", %s truncated (%s tokens cut)",
                 cli_count(r->ev.mt.truncated_samples, c[0], sizeof c[0]),
                 cli_count(r->ev.mt.truncated_tokens, c[1], sizeof c[1]));
     fputc('\n', f);
     if (r->ev.has_sim) {
-        fprintf(f, "epoch %.1f s simulated end to end (propagation %.1f s, synchronisation "
-                   "%.1f s, optimizer %.1f s), %s tokens/s, epoch MFU %.1f%% (all model FLOPs "
-                   "/ epoch time; the mfu row is per iteration), peak %.2f GiB",
+        fprintf(f,
+                "epoch %.1f s simulated end to end (propagation %.1f s, synchronisation "
+                "%.1f s, optimizer %.1f s), %s tokens/s, epoch MFU %.1f%% (all model FLOPs "
+                "/ epoch time; the mfu row is per iteration), peak %.2f GiB",
                 r->ev.sim.epoch_time_s, r->ev.sim.epoch_propagation_s, r->ev.sim.epoch_sync_s,
                 r->ev.sim.epoch_optimizer_s,
                 cli_count((uint64_t)(r->ev.sim.tokens_per_s + 0.5), c[0], 32),

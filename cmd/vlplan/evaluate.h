@@ -12,20 +12,20 @@
 #include "vlplan.h"
 
 typedef struct eval_result {
-    vl_eval ev;           /* the plan's figures (lib/check/eval.h) */
-    char label[48];       /* compare: the row's name (the strategy unless labelled) */
-    bool has_timing;      /* planning time and memory known (plan, compare) */
+    vl_eval ev;      /* the plan's figures (lib/check/eval.h) */
+    char label[48];  /* compare: the row's name (the strategy unless labelled) */
+    bool has_timing; /* planning time and memory known (plan, compare) */
     double plan_time_s;
     double peak_rss_mib;
-    double speedup;       /* compare: the baseline row's epoch time / this one's; NaN (n/a)
+    double speedup; /* compare: the baseline row's epoch time / this one's; NaN (n/a)
                            * unless both fit device memory and plan the same tokens */
     /* compare: what work the row did, so that rows of other work are marked */
-    bool epoch_scope;     /* samples regrouped across the epoch's iterations (pack, hbp);
+    bool epoch_scope;   /* samples regrouped across the epoch's iterations (pack, hbp);
                            * false: each sampled global batch kept (batch scope) */
-    double token_share;   /* tokens / the most any row planned */
-    bool less_work;       /* token_share below 0.999 */
-    bool other_steps;     /* iterations differ from the baseline's by more than 1% */
-    bool refused;         /* the strategy refused the configuration: why says it */
+    double token_share; /* tokens / the most any row planned */
+    bool less_work;     /* token_share below 0.999 */
+    bool other_steps;   /* iterations differ from the baseline's by more than 1% */
+    bool refused;       /* the strategy refused the configuration: why says it */
     char why[VL_ERRMSG_MAX];
 } eval_result;
 
@@ -71,7 +71,7 @@ int eval_read_fail(const char *cmd, const vl_plan_file *f, const vl_err *err);
 typedef struct eval_cost_src {
     const char *cmd;
     const cli_config_args *args;
-    bool optional;        /* no config anywhere: have stays false (verify) instead of
+    bool optional; /* no config anywhere: have stays false (verify) instead of
                            * the defaults */
     bool loaded, have;
     vl_config cfg;
@@ -88,11 +88,11 @@ typedef int (*eval_iter_fn)(void *ud, const vl_plan *p, const vl_cost *cost,
                             const vl_sim_iter_result *r);
 
 typedef struct eval_file_opts {
-    const cli_config_args *cfg;   /* -c / --set */
-    const vl_sim_opts *so;        /* NULL: metrics only */
-    eval_iter_fn each;            /* optional */
+    const cli_config_args *cfg; /* -c / --set */
+    const vl_sim_opts *so;      /* NULL: metrics only */
+    eval_iter_fn each;          /* optional */
     void *ud;
-    int threads;                  /* parsing threads (-j) */
+    int threads; /* parsing threads (-j) */
 } eval_file_opts;
 
 /** Figures of the plan file at path (no manifest), read an iteration at a time, so memory

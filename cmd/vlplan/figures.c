@@ -5,20 +5,26 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MEAN_OF(name, field)                                                               \
-    static bool v_##name(const eval_result *r, double *v)                                  \
-    {                                                                                      \
-        *v = (field).mean;                                                                 \
-        return true;                                                                       \
-    }                                                                                      \
-    static const vl_dist *d_##name(const eval_result *r) { return &(field); }
-#define SIM_MEAN_OF(name, field)                                                           \
-    static bool v_##name(const eval_result *r, double *v)                                  \
-    {                                                                                      \
-        *v = (field).mean;                                                                 \
+#define MEAN_OF(name, field)                                                                  \
+    static bool v_##name(const eval_result *r, double *v)                                     \
+    {                                                                                         \
+        *v = (field).mean;                                                                    \
+        return true;                                                                          \
+    }                                                                                         \
+    static const vl_dist *d_##name(const eval_result *r)                                      \
+    {                                                                                         \
+        return &(field);                                                                      \
+    }
+#define SIM_MEAN_OF(name, field)                                                              \
+    static bool v_##name(const eval_result *r, double *v)                                     \
+    {                                                                                         \
+        *v = (field).mean;                                                                    \
         return r->ev.has_sim;                                                                 \
-    }                                                                                      \
-    static const vl_dist *d_##name(const eval_result *r) { return &(field); }
+    }                                                                                         \
+    static const vl_dist *d_##name(const eval_result *r)                                      \
+    {                                                                                         \
+        return &(field);                                                                      \
+    }
 
 MEAN_OF(abr, r->ev.mt.abr)
 MEAN_OF(dbr, r->ev.mt.dbr)
@@ -38,7 +44,10 @@ static bool v_peak_mem_gib(const eval_result *r, double *v)
     *v = r->ev.sim.peak_mem_gib.max;
     return r->ev.has_sim;
 }
-static const vl_dist *d_peak_mem_gib(const eval_result *r) { return &r->ev.sim.peak_mem_gib; }
+static const vl_dist *d_peak_mem_gib(const eval_result *r)
+{
+    return &r->ev.sim.peak_mem_gib;
+}
 
 static bool v_tokens_per_s(const eval_result *r, double *v)
 {
@@ -98,8 +107,8 @@ const figure fig_table[] = {
      d_mfu},
     {"tokens_per_s", "tokens/s", 0, 1, FIG_HIGHER, FIG_SIM, "simulated throughput",
      v_tokens_per_s, NULL},
-    {"epoch_time_s", "s", 1, 1, FIG_LOWER, FIG_SIM, "simulated epoch time, end to end", v_epoch_time_s,
-     NULL},
+    {"epoch_time_s", "s", 1, 1, FIG_LOWER, FIG_SIM, "simulated epoch time, end to end",
+     v_epoch_time_s, NULL},
     {"speedup", "x", 3, 1, FIG_HIGHER, FIG_SIM, "first row's epoch time / this one's",
      v_speedup, NULL},
     {"oom_iters", "iterations", 0, 1, FIG_LOWER, FIG_SIM, "iterations over device memory",
@@ -127,7 +136,7 @@ const char *fig_format(const figure *g, double v, char *buf, size_t cap)
     const char *s = raw;
 
     snprintf(raw, sizeof raw, "%.*f", g->prec, x);
-    if (strspn(raw, "-0.") == strlen(raw))   /* a rounded zero prints without its sign */
+    if (strspn(raw, "-0.") == strlen(raw)) /* a rounded zero prints without its sign */
         snprintf(raw, sizeof raw, "%.*f", g->prec, 0.0);
     if (*s == '-' && n + 1 < cap)
         buf[n++] = *s++;

@@ -15,9 +15,9 @@ typedef enum { FIG_PLAN, FIG_SIM, FIG_TIMING } fig_needs;
 
 typedef struct figure {
     const char *key;
-    const char *unit;     /* as printed ("" for a ratio) */
-    int prec;             /* decimals in tables */
-    double scale;         /* printed value = value x scale (MFU: 100, shown in %) */
+    const char *unit; /* as printed ("" for a ratio) */
+    int prec;         /* decimals in tables */
+    double scale;     /* printed value = value x scale (MFU: 100, shown in %) */
     fig_better better;
     fig_needs needs;
     const char *what;

@@ -39,8 +39,7 @@ void cli_meter_step(cli_meter *m, uint64_t done)
 {
     double now = cli_now_s(), spent = now - m->t0;
 
-    if (!m->log->tty || m->log->quiet || spent < m->delay ||
-        now - m->drawn < METER_REDRAW_S)
+    if (!m->log->tty || m->log->quiet || spent < m->delay || now - m->drawn < METER_REDRAW_S)
         return;
     m->drawn = now;
     if (m->total <= 0 || done == 0 || done > (uint64_t)m->total) {
@@ -50,7 +49,6 @@ void cli_meter_step(cli_meter *m, uint64_t done)
     }
     double share = (double)done / (double)m->total;
     double left = spent * (1.0 - share) / share;
-    cli_progress(m->log, false, "%s: iteration %llu/%lld (%.0f%%), about %.0f s left",
-                 m->what, (unsigned long long)done, (long long)m->total, 100.0 * share,
-                 left + 0.5);
+    cli_progress(m->log, false, "%s: iteration %llu/%lld (%.0f%%), about %.0f s left", m->what,
+                 (unsigned long long)done, (long long)m->total, 100.0 * share, left + 0.5);
 }

@@ -68,7 +68,7 @@ vl_status vl_eval_plan(const vl_plan *p, const vl_cost *cost, const vl_sim_opts 
 /* What the visits share. */
 typedef struct stream {
     const vl_eval_file_opts *o;
-    const vl_cost *cost;  /* cost_for's, NULL: metrics only */
+    const vl_cost *cost; /* cost_for's, NULL: metrics only */
     vl_eval_acc acc;
     bool started;
 } stream;

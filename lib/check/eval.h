@@ -14,16 +14,16 @@
 #include "sim.h"
 
 typedef struct vl_eval {
-    char strategy[48];    /* the plan's */
+    char strategy[48]; /* the plan's */
     vl_metrics mt;
-    bool has_sim;         /* sim is filled (a cost model was given) */
+    bool has_sim; /* sim is filled (a cost model was given) */
     vl_sim_summary sim;
 } vl_eval;
 
 /* The figures an iteration at a time. */
 typedef struct vl_eval_acc {
     vl_metrics_acc *mt;
-    vl_sim_acc *sim;      /* NULL: not simulated */
+    vl_sim_acc *sim; /* NULL: not simulated */
 } vl_eval_acc;
 /** cost NULL: metrics only; cost and so must outlive a.  VL_ENOMEM. */
 vl_status vl_eval_acc_init(vl_eval_acc *a, const vl_cost *cost, const vl_sim_opts *so,
@@ -46,14 +46,14 @@ typedef struct vl_eval_file_opts {
      *  config (p->config_json) or the caller's own -- or *cost NULL for metrics only.
      *  Any status but VL_OK stops the read and is returned. */
     vl_status (*cost_for)(void *ud, const vl_plan *p, const vl_cost **cost, vl_err *err);
-    const vl_sim_opts *so;  /* NULL: metrics only, whatever cost_for gives */
+    const vl_sim_opts *so; /* NULL: metrics only, whatever cost_for gives */
     /** Optional, after every iteration's figures are taken: p holds the header and that
      *  iteration as iters[0] (its number is p->iter_base); r its simulation, NULL when
      *  not simulated.  Any status but VL_OK stops the read and is returned. */
     vl_status (*each)(void *ud, const vl_plan *p, const vl_cost *cost,
                       const vl_sim_iter_result *r, vl_err *err);
     void *ud;
-    int threads;            /* parsing threads (vl_plan_read_each) */
+    int threads; /* parsing threads (vl_plan_read_each) */
 } vl_eval_file_opts;
 
 /** The figures of the plan file at path (read without a manifest), an iteration at a

@@ -108,7 +108,7 @@ static vl_status count_dropped(const vl_plan *p, vl_metrics *out, vl_err *err)
 
     for (size_t i = 0; i < p->ndrops; i++) {
         out->dropped_tokens += p->drops[i].len;
-        if (p->drops[i].reason == VL_DROP_TRUNCATED) {   /* one tail per sample */
+        if (p->drops[i].reason == VL_DROP_TRUNCATED) { /* one tail per sample */
             out->truncated_tokens += p->drops[i].len;
             out->truncated_samples++;
         }
@@ -159,8 +159,11 @@ vl_status vl_metrics_acc_iter(vl_metrics_acc *a, const vl_plan *p, size_t it, vl
     vl_plan_iter_totals(p, it, &tokens, NULL, &samples);
     a->tokens += tokens;
     a->samples += samples;
-    double row[M_COUNT] = {[M_ABR] = im.abr, [M_DBR] = im.dbr, [M_PR] = im.pr,
-                           [M_CR] = im.cr, [M_AVE_T] = im.ave_t};
+    double row[M_COUNT] = {[M_ABR] = im.abr,
+                           [M_DBR] = im.dbr,
+                           [M_PR] = im.pr,
+                           [M_CR] = im.cr,
+                           [M_AVE_T] = im.ave_t};
     return vl_series_push(&a->s, row, err);
 }
 

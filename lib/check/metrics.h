@@ -16,11 +16,11 @@ typedef struct vl_iter_metrics {
 
 typedef struct vl_metrics {
     size_t iterations;
-    uint64_t samples;     /* samples started, all epochs */
-    uint64_t tokens;      /* tokens planned, all epochs */
+    uint64_t samples; /* samples started, all epochs */
+    uint64_t tokens;  /* tokens planned, all epochs */
     uint64_t dropped_tokens;
-    size_t dropped_samples; /* samples with a dropped range (oversize drop or truncate) */
-    uint64_t truncated_tokens;  /* of dropped_*: the tails cut by truncation */
+    size_t dropped_samples;    /* samples with a dropped range (oversize drop or truncate) */
+    uint64_t truncated_tokens; /* of dropped_*: the tails cut by truncation */
     size_t truncated_samples;
     vl_dist abr, dbr, pr, cr, ave_t;
 } vl_metrics;
@@ -38,6 +38,6 @@ vl_status vl_metrics_acc_new(vl_metrics_acc **out, vl_err *err);
 vl_status vl_metrics_acc_iter(vl_metrics_acc *a, const vl_plan *p, size_t it, vl_err *err);
 vl_status vl_metrics_acc_finish(vl_metrics_acc *a, const vl_plan *p, vl_metrics *out,
                                 vl_err *err);
-void vl_metrics_acc_free(vl_metrics_acc *a);   /* NULL: no-op */
+void vl_metrics_acc_free(vl_metrics_acc *a); /* NULL: no-op */
 
 #endif

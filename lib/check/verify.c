@@ -82,12 +82,16 @@ static void check_pack(vl_vctx *v, uint32_t r, bool bwd, uint32_t j, const vl_mb
     if (!bwd && primary)
         v->tokens += sum;
     if (sum != mb->tokens)
-        vl__violation(rep, 2, "iteration %zu, rank %u, %s %u: tokens %llu, but its segments "
-                      "sum to %llu", v->num, r, what, j, (unsigned long long)mb->tokens,
+        vl__violation(rep, 2,
+                      "iteration %zu, rank %u, %s %u: tokens %llu, but its segments "
+                      "sum to %llu",
+                      v->num, r, what, j, (unsigned long long)mb->tokens,
                       (unsigned long long)sum);
     if (mb->tokens > mb->cap)
-        vl__violation(rep, 3, "iteration %zu, rank %u, %s %u: %llu tokens exceed its capacity "
-                      "%u", v->num, r, what, j, (unsigned long long)mb->tokens, mb->cap);
+        vl__violation(rep, 3,
+                      "iteration %zu, rank %u, %s %u: %llu tokens exceed its capacity "
+                      "%u",
+                      v->num, r, what, j, (unsigned long long)mb->tokens, mb->cap);
     vl__check_cap(v, r, what, j, mb);
 }
 
@@ -96,9 +100,10 @@ static void check_rank(vl_vctx *v, uint32_t r, const vl_rank *rk, uint32_t nmb0)
     const vl_plan *p = v->p;
 
     if (rk->nmb != nmb0 && !(p->caps & VL_CAP_UNEVEN_MBS))
-        vl__violation(v->rep, 4, "iteration %zu: rank %u has %u micro-batches, rank 0 has "
-                      "%u, and the plan does not declare uneven counts (uneven_mbs)", v->num, r,
-                      rk->nmb, nmb0);
+        vl__violation(v->rep, 4,
+                      "iteration %zu: rank %u has %u micro-batches, rank 0 has "
+                      "%u, and the plan does not declare uneven counts (uneven_mbs)",
+                      v->num, r, rk->nmb, nmb0);
     for (uint32_t j = 0; j < rk->nmb; j++) {
         const vl_mb *mb = &p->mbs[rk->mb0 + j];
         check_pack(v, r, false, j, mb, vl_plan_mb_primary(p, rk, mb));
@@ -128,9 +133,10 @@ static void check_totals(vl_vctx *v, size_t it)
             }
         }
     if (tokens != in->tokens || loss != in->loss || samples != in->samples)
-        vl__violation(v->rep, 2, "iteration %zu: totals of %llu tokens, %llu loss tokens, %llu "
-                      "samples, but its micro-batches hold %llu, %llu, %llu", v->num,
-                      (unsigned long long)in->tokens, (unsigned long long)in->loss,
+        vl__violation(v->rep, 2,
+                      "iteration %zu: totals of %llu tokens, %llu loss tokens, %llu "
+                      "samples, but its micro-batches hold %llu, %llu, %llu",
+                      v->num, (unsigned long long)in->tokens, (unsigned long long)in->loss,
                       (unsigned long long)in->samples, (unsigned long long)tokens,
                       (unsigned long long)loss, (unsigned long long)samples);
 }
@@ -140,14 +146,14 @@ static void check_iter(vl_vctx *v, size_t it)
 {
     const vl_plan *p = v->p;
     const vl_iter *in = &p->iters[it];
-    uint32_t next = v->any ? v->last_epoch + 1 : 0;   /* the latest epoch it may be in */
+    uint32_t next = v->any ? v->last_epoch + 1 : 0; /* the latest epoch it may be in */
 
     if (p->epochs > 0 && in->epoch >= p->epochs)
         vl__violation(v->rep, 5, "iteration %zu: epoch %u, but the plan has %u epochs", v->num,
                       in->epoch, p->epochs);
     if (v->any && in->epoch < v->last_epoch)
-        vl__violation(v->rep, 5, "iteration %zu: epoch %u follows epoch %u", v->num,
-                      in->epoch, v->last_epoch);
+        vl__violation(v->rep, 5, "iteration %zu: epoch %u follows epoch %u", v->num, in->epoch,
+                      v->last_epoch);
     else if (in->epoch > next && (p->epochs == 0 || in->epoch < p->epochs))
         vl__violation(v->rep, 5, "iteration %zu: epoch %u, but epoch %u has no iterations",
                       v->num, in->epoch, next);
@@ -179,14 +185,18 @@ static void check_footer_claims(const vl_vctx *v, const vl_plan_file *f)
 
     if (!f->has_footer && f->by_vlplan)
         vl__violation(rep, 5, "no footer: the plan file is truncated or incomplete");
-    if (f->has_footer && f->by_vlplan) {   /* vlplan writes every claim; none may go */
-        const char *lacks = f->iterations < 0 ? "iterations" : f->samples < 0 ? "samples"
-                            : f->tokens < 0 ? "tokens" : f->sha < 0 ? "sha256" : NULL;
+    if (f->has_footer && f->by_vlplan) { /* vlplan writes every claim; none may go */
+        const char *lacks = f->iterations < 0 ? "iterations"
+                            : f->samples < 0  ? "samples"
+                            : f->tokens < 0   ? "tokens"
+                            : f->sha < 0      ? "sha256"
+                                              : NULL;
         if (lacks)
             vl__violation(rep, 5, "the footer lacks \"%s\"", lacks);
     }
     if (f->sha == 0)
-        vl__violation(rep, 5, "the footer's sha256 does not match the content (file modified "
+        vl__violation(rep, 5,
+                      "the footer's sha256 does not match the content (file modified "
                       "or corrupt)");
     if (f->iterations >= 0 && (uint64_t)f->iterations != v->iterations)
         vl__violation(rep, 5, "the footer says %lld iterations, the file has %llu",
@@ -239,13 +249,16 @@ static vl_status check_memory(vl_vctx *v, size_t it, vl_err *err)
         return VL_OK;
     double usable = vl_cost_mem_capacity(v->cost) / GIB;
     if (v->rep->oom_iters++ == 0)
-        v->rep->first_oom = (vl_verify_oom){.iter = v->num, .rank = r.peak_rank,
-                                            .stage = r.peak_stage, .gib = r.peak_mem_gib,
+        v->rep->first_oom = (vl_verify_oom){.iter = v->num,
+                                            .rank = r.peak_rank,
+                                            .stage = r.peak_stage,
+                                            .gib = r.peak_mem_gib,
                                             .usable_gib = usable};
     size_t before = v->rep->nmsgs;
-    vl__violation(v->rep, 3, "iteration %zu, rank %u, stage %u: modelled memory %.2f GiB "
-                  "exceeds the usable %.2f GiB", v->num, r.peak_rank, r.peak_stage,
-                  r.peak_mem_gib, usable);
+    vl__violation(v->rep, 3,
+                  "iteration %zu, rank %u, stage %u: modelled memory %.2f GiB "
+                  "exceeds the usable %.2f GiB",
+                  v->num, r.peak_rank, r.peak_stage, r.peak_mem_gib, usable);
     if (v->rep->nmsgs > before)
         v->rep->oom_msgs |= (uint64_t)1 << before;
     return VL_OK;
@@ -309,7 +322,8 @@ vl_status vl_verifier_iter(vl_verifier *v, const vl_plan *p, size_t it, vl_err *
     if ((st = vl__limits_init(v, p, err)) != VL_OK)
         return st;
     check_iter(v, it);
-    if ((st = vl__layout_iter(v, it, err)) != VL_OK || (st = vl__order_iter(v, it, err)) != VL_OK)
+    if ((st = vl__layout_iter(v, it, err)) != VL_OK ||
+        (st = vl__order_iter(v, it, err)) != VL_OK)
         return st;
     if (v->cover && p->m && (st = vl__cover_iter(v->cover, p, it, v->rep, err)) != VL_OK)
         return st;
@@ -347,8 +361,7 @@ vl_status vl_verifier_finish(vl_verifier *v, const vl_plan *p, const vl_plan_fil
 
 /* A plan held whole: every iteration, then the end. */
 static vl_status verify_whole(const vl_plan *p, const vl_plan_file *file, const vl_cost *cost,
-                              const vl_rules_source *rules, vl_verify_report *rep,
-                              vl_err *err)
+                              const vl_rules_source *rules, vl_verify_report *rep, vl_err *err)
 {
     vl_verifier *v = NULL;
     vl_status st = vl_verifier_new(&v, p->m, cost, rules, rep, err);
@@ -368,8 +381,7 @@ vl_status vl_plan_verify(const vl_plan *p, const vl_cost *cost, const vl_rules_s
 }
 
 vl_status vl_plan_verify_read(const vl_plan *p, const vl_plan_file *file, const vl_cost *cost,
-                              const vl_rules_source *rules, vl_verify_report *rep,
-                              vl_err *err)
+                              const vl_rules_source *rules, vl_verify_report *rep, vl_err *err)
 {
     return verify_whole(p, file, cost, rules, rep, err);
 }

@@ -27,20 +27,20 @@
  * slices of one iteration sit on two ranks, nor a later slice run in an earlier
  * iteration. */
 typedef enum {
-    VL_SLICES_NONE = 0,   /* every sample whole, in one segment */
-    VL_SLICES_RANK = 1,   /* slices on one rank of one iteration (ChunkFlow, SlimPack) */
-    VL_SLICES_ITERS = 2,  /* also across iterations, in token order (no strategy yet) */
-    VL_SLICES_PIECES = 3  /* training.oversize=split (pack): a sample over
+    VL_SLICES_NONE = 0,  /* every sample whole, in one segment */
+    VL_SLICES_RANK = 1,  /* slices on one rank of one iteration (ChunkFlow, SlimPack) */
+    VL_SLICES_ITERS = 2, /* also across iterations, in token order (no strategy yet) */
+    VL_SLICES_PIECES = 3 /* training.oversize=split (pack): a sample over
                            * training.max_seq_len cut into independent pieces [kC, kC + C),
                            * never two on one rank of an iteration; shorter ones whole */
 } vl_slices;
 
 /* Which ranks may share a pack (VL_CAP_SHARED): verify holds a plan to it. */
 typedef enum {
-    VL_SHARES_ANY = 0,    /* any ranks of the iteration (the format's own rules) */
-    VL_SHARES_RUN = 1,    /* a run of consecutive dp values in order (SlimPack's
+    VL_SHARES_ANY = 0, /* any ranks of the iteration (the format's own rules) */
+    VL_SHARES_RUN = 1, /* a run of consecutive dp values in order (SlimPack's
                            * DP-Merge groups of contiguous ranks) */
-    VL_SHARES_POW2 = 2    /* such a run of a power of two (mcore_cp: Megatron's CP
+    VL_SHARES_POW2 = 2 /* such a run of a power of two (mcore_cp: Megatron's CP
                            * groups; its barrier over every rank, a power of two too) */
 } vl_shares;
 
@@ -49,15 +49,15 @@ typedef enum {
  * the plan carries -- plans/registry.c's vl_registry_rules, from the strategy table.
  * The verifier never looks a strategy up itself: lib/ never reaches plans/. */
 typedef struct vl_verify_rules {
-    bool known;           /* the source has the strategy: a plan of it that states its
+    bool known;       /* the source has the strategy: a plan of it that states its
                            * capabilities declares all of caps */
-    uint32_t caps;        /* VL_CAP_* it may use (~0u: whatever the plan declares) */
-    vl_slices slices;     /* where it may slice a sample */
-    vl_shares shares;     /* which ranks may share a pack */
-    bool idles;           /* it may leave GPUs out of an iteration (vl_strategy.idles) */
+    uint32_t caps;    /* VL_CAP_* it may use (~0u: whatever the plan declares) */
+    vl_slices slices; /* where it may slice a sample */
+    vl_shares shares; /* which ranks may share a pack */
+    bool idles;       /* it may leave GPUs out of an iteration (vl_strategy.idles) */
     /* under the config checked against (none without one) */
-    uint32_t len_limit;   /* the longest sample it places, 0: unknown */
-    uint64_t cap_limit;   /* the largest pack capacity it writes, 0: unknown */
+    uint32_t len_limit;          /* the longest sample it places, 0: unknown */
+    uint64_t cap_limit;          /* the largest pack capacity it writes, 0: unknown */
     char refused[VL_ERRMSG_MAX]; /* non-empty: it refuses the config, and why (a
                            * violation) */
 } vl_verify_rules;
@@ -72,7 +72,6 @@ typedef struct vl_rules_source {
     void *ctx;
 } vl_rules_source;
 
-
 /* Where the first iteration over device memory is, for a message that says what would
  * fit (the runner's refusal). */
 typedef struct vl_verify_oom {
@@ -82,12 +81,12 @@ typedef struct vl_verify_oom {
 } vl_verify_oom;
 
 typedef struct vl_verify_report {
-    size_t violations;                     /* total found */
-    size_t oom_iters;                      /* of which: iterations over device memory (I3) */
-    vl_verify_oom first_oom;               /* meaningful when oom_iters > 0 */
-    uint64_t oom_msgs;                     /* bit i: msgs[i] is a memory violation */
-    size_t by_inv[5];                      /* violations of invariants I1..I5 */
-    size_t nmsgs;                          /* first VL_VERIFY_MAX_MSGS, one line each, each
+    size_t violations;       /* total found */
+    size_t oom_iters;        /* of which: iterations over device memory (I3) */
+    vl_verify_oom first_oom; /* meaningful when oom_iters > 0 */
+    uint64_t oom_msgs;       /* bit i: msgs[i] is a memory violation */
+    size_t by_inv[5];        /* violations of invariants I1..I5 */
+    size_t nmsgs;            /* first VL_VERIFY_MAX_MSGS, one line each, each
                                             * naming its invariant and place */
     char msgs[VL_VERIFY_MAX_MSGS][256];
 } vl_verify_report;
@@ -108,7 +107,7 @@ vl_status vl_verifier_iter(vl_verifier *v, const vl_plan *p, size_t it, vl_err *
  *  file: what a plan file claimed, NULL for a plan built in memory. */
 vl_status vl_verifier_finish(vl_verifier *v, const vl_plan *p, const vl_plan_file *file,
                              vl_err *err);
-void vl_verifier_free(vl_verifier *v);   /* NULL: no-op */
+void vl_verifier_free(vl_verifier *v); /* NULL: no-op */
 /** Count a violation of I5 found outside the plan's records, in the caller's words
  *  (msg, one line): a header config that disagrees with the one checked against. */
 void vl_verifier_violation(vl_verifier *v, const char *msg);

@@ -44,10 +44,11 @@ void vl__check_cap(vl_vctx *v, uint32_t r, const char *what, uint32_t j, const v
 {
     if (v->rules.cap_limit == 0 || mb->cap <= v->rules.cap_limit)
         return;
-    vl__violation(v->rep, 3, "iteration %zu, rank %u, %s %u: capacity %u exceeds the %llu "
-                  "token slots strategy %s writes (training.max_seq_len %u)", v->num, r, what,
-                  j, mb->cap, (unsigned long long)v->rules.cap_limit, v->p->strategy,
-                  v->cost->cfg->training.max_seq_len);
+    vl__violation(v->rep, 3,
+                  "iteration %zu, rank %u, %s %u: capacity %u exceeds the %llu "
+                  "token slots strategy %s writes (training.max_seq_len %u)",
+                  v->num, r, what, j, mb->cap, (unsigned long long)v->rules.cap_limit,
+                  v->p->strategy, v->cost->cfg->training.max_seq_len);
 }
 
 /* ---- epochs ---- */
@@ -62,8 +63,10 @@ static void check_epochs(const vl_vctx *v)
         return;
     }
     if (cfg && (int64_t)p->epochs != cfg->training.epochs)
-        vl__violation(v->rep, 5, "the header says %u epochs, the config's training.epochs is "
-                      "%d", p->epochs, cfg->training.epochs);
+        vl__violation(v->rep, 5,
+                      "the header says %u epochs, the config's training.epochs is "
+                      "%d",
+                      p->epochs, cfg->training.epochs);
     /* every epoch plans the same samples: one with iterations means all have them */
     if (v->iterations > 0 && v->epochs_seen < p->epochs)
         vl__violation(v->rep, 5, "the header says %u epochs, the iterations show %u",
@@ -111,11 +114,13 @@ static void check_undropped(const vl_vctx *v, const uint64_t *dropped, uint32_t 
         if (m->len[s] <= limit || (dropped[s / 64] >> (s % 64) & 1))
             continue;
         vl__sample_name(v->p, (uint32_t)s, name, sizeof name);
-        vl__violation(v->rep, 1, "%s has %u tokens, more than the %u strategy %s places, and "
-                      "training.oversize=%s %s", name, m->len[s], limit, v->p->strategy,
-                      POLICY[cfg_of(v)->training.oversize],
-                      cfg_of(v)->training.oversize == VL_OVERSIZE_ERROR
-                          ? "refuses such a manifest" : "does not drop it");
+        vl__violation(
+            v->rep, 1,
+            "%s has %u tokens, more than the %u strategy %s places, and "
+            "training.oversize=%s %s",
+            name, m->len[s], limit, v->p->strategy, POLICY[cfg_of(v)->training.oversize],
+            cfg_of(v)->training.oversize == VL_OVERSIZE_ERROR ? "refuses such a manifest"
+                                                              : "does not drop it");
     }
 }
 
@@ -135,14 +140,14 @@ static vl_status check_drops(const vl_vctx *v, vl_err *err)
         const vl_drop *d = &p->drops[i];
         const char *wrong;
         if (d->sample >= p->m->n || d->len == 0)
-            continue;   /* reported by coverage (I1) and as empty (I2) */
+            continue; /* reported by coverage (I1) and as empty (I2) */
         if (dropped)
             dropped[d->sample / 64] |= 1ull << (d->sample % 64);
         if (!(wrong = drop_wrong(d, p->m->len[d->sample], cfg, limit)))
             continue;
         vl__sample_name(p, d->sample, name, sizeof name);
-        vl__violation(v->rep, 1, "%s (%u tokens): dropped range [%u, %llu) as %s, but %s", name,
-                      p->m->len[d->sample], d->off, (unsigned long long)d->off + d->len,
+        vl__violation(v->rep, 1, "%s (%u tokens): dropped range [%u, %llu) as %s, but %s",
+                      name, p->m->len[d->sample], d->off, (unsigned long long)d->off + d->len,
                       d->reason == VL_DROP_TRUNCATED ? "truncated" : "oversize", wrong);
     }
     if (dropped)

@@ -23,22 +23,22 @@
  * across ranks and iterations is checked when its epoch closes. */
 typedef struct part {
     uint32_t sample, off, len;
-    int32_t dp;           /* the rank holding its primary copy; PART_DROP: a drop */
-    uint64_t iter;        /* plan iteration number */
+    int32_t dp;    /* the rank holding its primary copy; PART_DROP: a drop */
+    uint64_t iter; /* plan iteration number */
 } part;
 
 #define PART_DROP INT32_MIN
 
 typedef struct epoch_cover {
-    uint64_t *whole;      /* bit s: one segment or drop covers all of sample s */
-    uint64_t *sliced;     /* bit s: sample s has entries in parts[] */
-    part *parts;          /* slices and partial drops */
+    uint64_t *whole;  /* bit s: one segment or drop covers all of sample s */
+    uint64_t *sliced; /* bit s: sample s has entries in parts[] */
+    part *parts;      /* slices and partial drops */
     size_t nparts, cap;
 } epoch_cover;
 
 struct vl__cover {
     const vl_manifest *m;
-    epoch_cover *e;       /* [ne], NULL bitsets for an epoch not seen yet */
+    epoch_cover *e; /* [ne], NULL bitsets for an epoch not seen yet */
     size_t ne, ecap;
 };
 
@@ -47,9 +47,9 @@ typedef struct ctx {
     const vl_plan *p;
     vl_verify_report *rep;
     uint32_t epoch;
-    int slices;           /* vl_slices, when the epoch closes */
-    uint32_t piece;       /* VL_SLICES_PIECES: training.max_seq_len, 0 unknown */
-    int32_t dp;           /* where add_range's segment is: rank, PART_DROP for a drop */
+    int slices;     /* vl_slices, when the epoch closes */
+    uint32_t piece; /* VL_SLICES_PIECES: training.max_seq_len, 0 unknown */
+    int32_t dp;     /* where add_range's segment is: rank, PART_DROP for a drop */
     uint64_t iter;
 } ctx;
 
@@ -81,8 +81,10 @@ static vl_status add_range(const ctx *x, epoch_cover *ec, uint32_t s, uint32_t o
     if (s == VL_SAMPLE_UNKNOWN || len == 0)
         return VL_OK; /* reported by the reader (unknown id) or by I2 (empty segment) */
     if (s >= m->n) {
-        vl__violation(x->rep, 1, "segment of sample index %u, the manifest has %zu samples, "
-                      "in epoch %u", s, m->n, x->epoch);
+        vl__violation(x->rep, 1,
+                      "segment of sample index %u, the manifest has %zu samples, "
+                      "in epoch %u",
+                      s, m->n, x->epoch);
         return VL_OK;
     }
     if (off == 0 && len == m->len[s] && !bit(ec->whole, s)) {
@@ -135,10 +137,11 @@ static void slice_msg(const ctx *x, const part *b, const char *why, const part *
     char name[160];
 
     vl__sample_name(x->p, b->sample, name, sizeof name);
-    vl__violation(x->rep, 5, "%s: the slice from token %u (iteration %llu, dp %d) %s (from "
-                  "token %u: iteration %llu, dp %d) in epoch %u", name, b->off,
-                  (unsigned long long)b->iter, b->dp, why, a->off, (unsigned long long)a->iter,
-                  a->dp, x->epoch);
+    vl__violation(x->rep, 5,
+                  "%s: the slice from token %u (iteration %llu, dp %d) %s (from "
+                  "token %u: iteration %llu, dp %d) in epoch %u",
+                  name, b->off, (unsigned long long)b->iter, b->dp, why, a->off,
+                  (unsigned long long)a->iter, a->dp, x->epoch);
 }
 
 static int cmp_place(const void *a_, const void *b_)
@@ -162,15 +165,18 @@ static void check_pieces(const ctx *x, part *ps, size_t k)
 
     for (size_t i = 0; i < k; i++)
         if (ps[i].dp != PART_DROP)
-            ps[n++] = ps[i];   /* the drops are no longer needed */
+            ps[n++] = ps[i]; /* the drops are no longer needed */
     if (n < 2 || C == 0)
         return;
     for (size_t i = 0; i < n; i++) {
         uint64_t want = L - ps[i].off < C ? L - ps[i].off : C;
         if (L <= C || ps[i].off % C != 0 || ps[i].len != want) {
-            slice_msg(x, &ps[i], L <= C ? "cuts a sample no longer than a piece "
-                      "(training.max_seq_len)" : "is not a piece [kC, kC + C) of "
-                      "training.max_seq_len C", &ps[i ? i - 1 : 1]);
+            slice_msg(x, &ps[i],
+                      L <= C ? "cuts a sample no longer than a piece "
+                               "(training.max_seq_len)"
+                             : "is not a piece [kC, kC + C) of "
+                               "training.max_seq_len C",
+                      &ps[i ? i - 1 : 1]);
             return;
         }
     }
@@ -280,7 +286,7 @@ static epoch_cover *epoch_of(vl__cover *c, const vl_plan *p, uint32_t e, vl_stat
 
     *st = VL_OK;
     if ((p->epochs > 0 && e >= p->epochs) || e >= EPOCHS_TRACKED)
-        return NULL;   /* reported as I5 */
+        return NULL; /* reported as I5 */
     if (e >= c->ne) {
         if ((*st = vl_grow(&c->e, &c->ecap, (size_t)e + 1, sizeof *c->e, err)) != VL_OK)
             return NULL;
@@ -406,7 +412,7 @@ vl_status vl__cover_finish(vl__cover *c, const vl_plan *p, int slices, uint32_t 
         if (first_empty == UINT64_MAX)
             first_empty = e;
         nempty++;
-        if (e >= EPOCHS_TRACKED) {   /* the rest are all empty */
+        if (e >= EPOCHS_TRACKED) { /* the rest are all empty */
             nempty += p->epochs - 1 - e;
             break;
         }

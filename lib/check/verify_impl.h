@@ -21,32 +21,38 @@ typedef struct vl__cover vl__cover;
 /* The checker: what it has seen so far and the scratch every pass reuses (the public
  * vl_verifier). */
 typedef struct vl_verifier {
-    const vl_plan *p;           /* the plan being checked: the current iteration's view */
-    const vl_cost *cost;        /* NULL: memory and cluster limits not checked */
+    const vl_plan *p;    /* the plan being checked: the current iteration's view */
+    const vl_cost *cost; /* NULL: memory and cluster limits not checked */
     vl_verify_report *rep;
-    bool declared;              /* the plan states its capabilities (set at the end) */
-    uint32_t used;              /* VL_CAP_* bits the plan was seen to use */
-    size_t num;                 /* number of the iteration being checked, for messages */
+    bool declared; /* the plan states its capabilities (set at the end) */
+    uint32_t used; /* VL_CAP_* bits the plan was seen to use */
+    size_t num;    /* number of the iteration being checked, for messages */
     /* across iterations */
-    uint64_t samples, tokens;   /* over primary forward copies, for the footer claims */
+    uint64_t samples, tokens; /* over primary forward copies, for the footer claims */
     uint64_t iterations;
     bool any;
     uint32_t last_epoch, epochs_seen;
-    size_t iter_violations;     /* violations before the current iteration's checks */
+    size_t iter_violations; /* violations before the current iteration's checks */
     /* the strategy's rules (verify_config.c), from the caller's source, looked up once
      * from the first plan seen (the format's own without a source) */
     const vl_rules_source *src;
     bool rules_set;
     vl_verify_rules rules;
-    vl__cover *cover;           /* verify_cover.c, when there is a manifest */
-    vl_sim_scratch *sim;        /* memory, when there is a cost model */
+    vl__cover *cover;    /* verify_cover.c, when there is a manifest */
+    vl_sim_scratch *sim; /* memory, when there is a cost model */
     /* scratch */
-    uint32_t *gpus; size_t gpus_cap;
-    uint32_t *dps; size_t dps_cap;
-    uint32_t *sort_tmp; size_t sort_tmp_cap;   /* radix sort of many GPU ids */
-    int64_t *fpos; size_t fpos_cap;
-    int64_t *bpos; size_t bpos_cap;
-    vl_interval *iv; size_t iv_cap;
+    uint32_t *gpus;
+    size_t gpus_cap;
+    uint32_t *dps;
+    size_t dps_cap;
+    uint32_t *sort_tmp;
+    size_t sort_tmp_cap; /* radix sort of many GPU ids */
+    int64_t *fpos;
+    size_t fpos_cap;
+    int64_t *bpos;
+    size_t bpos_cap;
+    vl_interval *iv;
+    size_t iv_cap;
 } vl_vctx;
 
 /** Count a violation of invariant inv (1..5); the first VL_VERIFY_MAX_MSGS are kept. */

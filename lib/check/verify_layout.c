@@ -30,8 +30,8 @@ static void check_fields(const vl_vctx *v, vl_pf_level level, const void *elem,
             x = *(const uint32_t *)((const char *)elem + f->off);
         if ((f->omit_default && x == f->def) || (x >= f->min && x <= f->max))
             continue;
-        vl__violation(v->rep, f->inv, "%s: \"%s\" is %lld, expected %lld..%lld", where,
-                      f->key, (long long)x, (long long)f->min, (long long)f->max);
+        vl__violation(v->rep, f->inv, "%s: \"%s\" is %lld, expected %lld..%lld", where, f->key,
+                      (long long)x, (long long)f->min, (long long)f->max);
     }
 }
 
@@ -42,23 +42,28 @@ static void check_limits(const vl_vctx *v, const vl_rank *rk, const char *where)
     int L = cfg->model.layers, pp = rk->par.pp, sp = rk->par.sp, tp = rk->par.tp;
 
     if (tp < 1 || pp < 1 || sp < 1)
-        return;   /* reported by check_fields */
+        return; /* reported by check_fields */
     if (vl_plan_rank_size64(rk) > (uint64_t)cfg->cluster.gpus)
-        vl__violation(v->rep, 3, "%s: tp %d x sp %d x pp %d needs more than the %d GPUs of the "
-                      "cluster", where, tp, sp, pp, cfg->cluster.gpus);
+        vl__violation(v->rep, 3,
+                      "%s: tp %d x sp %d x pp %d needs more than the %d GPUs of the "
+                      "cluster",
+                      where, tp, sp, pp, cfg->cluster.gpus);
     if (pp > L)
         vl__violation(v->rep, 3, "%s: pp %d exceeds the %d model layers", where, pp, L);
     else if (rk->par.ckpt_layers > L / pp + (L % pp != 0))
-        vl__violation(v->rep, 3, "%s: ckpt_layers %d exceeds the %d layers of a pipeline "
-                      "stage", where, rk->par.ckpt_layers, L / pp + (L % pp != 0));
+        vl__violation(v->rep, 3,
+                      "%s: ckpt_layers %d exceeds the %d layers of a pipeline "
+                      "stage",
+                      where, rk->par.ckpt_layers, L / pp + (L % pp != 0));
     if (cfg->model.heads % tp != 0)
         vl__violation(v->rep, 3, "%s: tp %d does not divide the %d attention heads", where, tp,
                       cfg->model.heads);
     else if (sp > 1 && cfg->training.sp_kind == VL_SP_ULYSSES &&
              (cfg->model.heads / tp) % sp != 0)
-        vl__violation(v->rep, 3, "%s: Ulysses sp %d does not divide the %d heads per TP shard "
-                      "(%d heads, tp %d)", where, sp, cfg->model.heads / tp, cfg->model.heads,
-                      tp);
+        vl__violation(v->rep, 3,
+                      "%s: Ulysses sp %d does not divide the %d heads per TP shard "
+                      "(%d heads, tp %d)",
+                      where, sp, cfg->model.heads / tp, cfg->model.heads, tp);
     /* Ulysses scatters the KV heads over the sp group too (as training.sp requires) */
     if (sp > 1 && cfg->training.sp_kind == VL_SP_ULYSSES && cfg->model.kv_heads % sp != 0)
         vl__violation(v->rep, 3, "%s: Ulysses sp %d does not divide the %d KV heads", where,
@@ -116,11 +121,12 @@ static void check_every_gpu(const vl_vctx *v, uint64_t total)
 
     if (total >= gpus || v->rules.idles)
         return;
-    while (idle < total && v->gpus[idle] == idle)   /* the first id missing from 0.. */
+    while (idle < total && v->gpus[idle] == idle) /* the first id missing from 0.. */
         idle++;
-    vl__violation(v->rep, 5, "iteration %zu: the ranks hold %llu of the cluster's %u GPUs; "
-                  "GPU %u joins no rank, so it sits out the optimizer step", v->num,
-                  (unsigned long long)total, gpus, idle);
+    vl__violation(v->rep, 5,
+                  "iteration %zu: the ranks hold %llu of the cluster's %u GPUs; "
+                  "GPU %u joins no rank, so it sits out the optimizer step",
+                  v->num, (unsigned long long)total, gpus, idle);
 }
 
 static vl_status check_placement(vl_vctx *v, size_t it, vl_err *err)
@@ -135,9 +141,9 @@ static vl_status check_placement(vl_vctx *v, size_t it, vl_err *err)
     for (uint32_t r = 0; r < in->nranks; r++) {
         const vl_par *par = &p->ranks[in->rank0 + r].par;
         if (par->tp < 1 || par->sp < 1 || par->pp < 1)
-            return VL_OK;   /* no placement: the degree is reported by check_fields */
+            return VL_OK; /* no placement: the degree is reported by check_fields */
         uint64_t n = vl_plan_rank_size64(&p->ranks[in->rank0 + r]);
-        total = n > UINT64_MAX - total ? UINT64_MAX : total + n;   /* never wraps */
+        total = n > UINT64_MAX - total ? UINT64_MAX : total + n; /* never wraps */
     }
     /* GPUs beyond the cluster (or any count too large to list) are not placed one by one */
     if (total > (v->cost ? (uint64_t)v->cost->cfg->cluster.gpus : UINT32_MAX)) {
@@ -159,15 +165,16 @@ static vl_status check_placement(vl_vctx *v, size_t it, vl_err *err)
     if ((st = sort_ids(v, v->dps, in->nranks, err)) != VL_OK)
         return st;
     if ((dup = first_repeat(v->dps, in->nranks)) >= 0)
-        vl__violation(v->rep, 5, "iteration %zu: two ranks have dp %lld", v->num, (long long)dup);
+        vl__violation(v->rep, 5, "iteration %zu: two ranks have dp %lld", v->num,
+                      (long long)dup);
     if ((st = sort_ids(v, v->gpus, total, err)) != VL_OK)
         return st;
     if ((dup = first_repeat(v->gpus, total)) >= 0)
         vl__violation(v->rep, 5, "iteration %zu: GPU %lld belongs to two ranks", v->num,
                       (long long)dup);
     if (v->cost && total > 0 && v->gpus[total - 1] >= (uint32_t)v->cost->cfg->cluster.gpus)
-        vl__violation(v->rep, 5, "iteration %zu: GPU %u is outside the cluster's %d GPUs", v->num,
-                      v->gpus[total - 1], v->cost->cfg->cluster.gpus);
+        vl__violation(v->rep, 5, "iteration %zu: GPU %u is outside the cluster's %d GPUs",
+                      v->num, v->gpus[total - 1], v->cost->cfg->cluster.gpus);
     else if (v->cost && dup < 0)
         check_every_gpu(v, total);
     return VL_OK;
@@ -190,12 +197,14 @@ static void check_cps(vl_vctx *v, uint32_t r, const vl_rank *rk)
             v->used |= VL_CAP_SEG_CP;
             /* a coordinate names one GPU of a CP group: with sp 1 there is no group */
             if (cp < 0 || cp >= rk->par.sp || rk->par.sp == 1)
-                vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u, segment %u: CP "
-                              "coordinate %d %s the rank's sp group of %d", v->num, r,
-                              j < rk->nmb ? "micro-batch" : "backward pack",
+                vl__violation(v->rep, 5,
+                              "iteration %zu, rank %u, %s %u, segment %u: CP "
+                              "coordinate %d %s the rank's sp group of %d",
+                              v->num, r, j < rk->nmb ? "micro-batch" : "backward pack",
                               j < rk->nmb ? j : j - rk->nmb, k, cp,
                               rk->par.sp == 1 ? "on a rank without a CP group: sp is 1,"
-                                              : "outside", rk->par.sp);
+                                              : "outside",
+                              rk->par.sp);
         }
     }
 }
@@ -236,7 +245,8 @@ static bool same_pack(const vl_plan *p, const vl_mb *a, const vl_mb *b)
 static const vl_mb *copy_on(const vl_plan *p, const vl_rank *from, const vl_rank *on,
                             uint32_t j, bool bwd)
 {
-    uint64_t base_f = from->mb0 + (bwd ? from->nmb : 0), base_o = on->mb0 + (bwd ? on->nmb : 0);
+    uint64_t base_f = from->mb0 + (bwd ? from->nmb : 0),
+             base_o = on->mb0 + (bwd ? on->nmb : 0);
     const vl_mb *mb = &p->mbs[base_f + j];
     uint32_t n = bwd ? on->nbwd : on->nmb, ord = 0;
 
@@ -262,13 +272,16 @@ static void check_group(const vl_vctx *v, uint32_t r, const char *what, uint32_t
     for (uint32_t i = 1; i < n; i++)
         run = run && mem[i] == mem[0] + (int32_t)i;
     if (!run)
-        vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: shared by ranks that are not "
+        vl__violation(v->rep, 5,
+                      "iteration %zu, rank %u, %s %u: shared by ranks that are not "
                       "consecutive dp values in order (from dp %d), the only groups strategy "
-                      "%s forms", v->num, r, what, j, mem[0], v->p->strategy);
+                      "%s forms",
+                      v->num, r, what, j, mem[0], v->p->strategy);
     else if (v->rules.shares == VL_SHARES_POW2 && (n & (n - 1)) != 0)
-        vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: shared by %u ranks, but "
-                      "strategy %s forms CP groups of a power of two", v->num, r, what, j, n,
-                      v->p->strategy);
+        vl__violation(v->rep, 5,
+                      "iteration %zu, rank %u, %s %u: shared by %u ranks, but "
+                      "strategy %s forms CP groups of a power of two",
+                      v->num, r, what, j, n, v->p->strategy);
 }
 
 /* A shared pack runs with CP over its members' sp groups together (sp x members GPUs, as
@@ -287,10 +300,13 @@ static void check_group_heads(const vl_vctx *v, uint32_t r, const char *what, ui
         return;
     hq = cfg->model.heads / rk->par.tp;
     if ((uint64_t)cfg->model.kv_heads % cp != 0 || (uint64_t)hq % cp != 0)
-        vl__violation(v->rep, 3, "iteration %zu, rank %u, %s %u: shared by %u ranks of sp %d, "
-                      "a Ulysses CP group of %llu GPUs, which must divide both the %d KV heads "
-                      "and the %d heads per TP shard (training.sp_kind: ulysses)", v->num, r,
-                      what, j, n, rk->par.sp, (unsigned long long)cp, cfg->model.kv_heads, hq);
+        vl__violation(
+            v->rep, 3,
+            "iteration %zu, rank %u, %s %u: shared by %u ranks of sp %d, "
+            "a Ulysses CP group of %llu GPUs, which must divide both the %d KV heads "
+            "and the %d heads per TP shard (training.sp_kind: ulysses)",
+            v->num, r, what, j, n, rk->par.sp, (unsigned long long)cp, cfg->model.kv_heads,
+            hq);
 }
 
 static void check_share(vl_vctx *v, size_t it, uint32_t r, const vl_rank *rk, uint32_t j,
@@ -311,24 +327,33 @@ static void check_share(vl_vctx *v, size_t it, uint32_t r, const vl_rank *rk, ui
         member = member || mem[i] == rk->dp;
         for (uint32_t q = 0; q < i; q++)
             if (mem[q] == mem[i])
-                vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: dp %d listed twice "
-                              "among the sharers", v->num, r, what, j, mem[i]);
+                vl__violation(v->rep, 5,
+                              "iteration %zu, rank %u, %s %u: dp %d listed twice "
+                              "among the sharers",
+                              v->num, r, what, j, mem[i]);
         if (!o)
-            vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: shared with dp %d, which "
-                          "the iteration does not have", v->num, r, what, j, mem[i]);
-        else if (o != rk && mem[0] == rk->dp &&   /* the primary compares its copies */
+            vl__violation(v->rep, 5,
+                          "iteration %zu, rank %u, %s %u: shared with dp %d, which "
+                          "the iteration does not have",
+                          v->num, r, what, j, mem[i]);
+        else if (o != rk && mem[0] == rk->dp && /* the primary compares its copies */
                  (!(c = copy_on(p, rk, o, j, bwd)) || !same_pack(p, mb, c)))
-            vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: the copy of this shared "
-                          "pack on dp %d is %s", v->num, r, what, j, mem[i],
-                          c ? "different" : "missing");
-        else if (i == 0 && o != rk && !copy_on(p, rk, o, j, bwd)) /* a copy beyond the primary's */
-            vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: a copy of a shared pack "
-                          "whose primary copy, on dp %d, is missing", v->num, r, what, j,
-                          mem[0]);
+            vl__violation(v->rep, 5,
+                          "iteration %zu, rank %u, %s %u: the copy of this shared "
+                          "pack on dp %d is %s",
+                          v->num, r, what, j, mem[i], c ? "different" : "missing");
+        else if (i == 0 && o != rk &&
+                 !copy_on(p, rk, o, j, bwd)) /* a copy beyond the primary's */
+            vl__violation(v->rep, 5,
+                          "iteration %zu, rank %u, %s %u: a copy of a shared pack "
+                          "whose primary copy, on dp %d, is missing",
+                          v->num, r, what, j, mem[0]);
     }
     if (!member)
-        vl__violation(v->rep, 5, "iteration %zu, rank %u, %s %u: shared by dp values that do "
-                      "not include this rank's dp %d", v->num, r, what, j, rk->dp);
+        vl__violation(v->rep, 5,
+                      "iteration %zu, rank %u, %s %u: shared by dp values that do "
+                      "not include this rank's dp %d",
+                      v->num, r, what, j, rk->dp);
     if (n > 0 && mem[0] == rk->dp) {
         check_group(v, r, what, j, mem, n);
         check_group_heads(v, r, what, j, rk, mb, n);
@@ -408,7 +433,8 @@ static size_t share_edges(const vl_plan *p, const vl_iter *in, const uint64_t *o
                 const vl_rank *o = rank_of(p, in, mem[i]);
                 const vl_mb *c = o ? copy_on(p, rk, o, j, false) : NULL;
                 if (c)
-                    node[off[o - &p->ranks[in->rank0]] + (uint64_t)(c - &p->mbs[o->mb0])] = *nn;
+                    node[off[o - &p->ranks[in->rank0]] + (uint64_t)(c - &p->mbs[o->mb0])] =
+                        *nn;
             }
             (*nn)++;
         }
@@ -464,8 +490,10 @@ static vl_status check_share_order(vl_vctx *v, size_t it, vl_err *err)
     /* the run order of one rank lives after the edges (at most total - 1 of them) */
     size_t ne = share_edges(p, in, off, node, edges + 2 * total, edges, &nn);
     if (has_cycle(edges, ne, nn, scratch))
-        vl__violation(v->rep, 5, "iteration %zu: ranks run their shared packs in orders that "
-                      "contradict each other, so they wait for each other for ever", v->num);
+        vl__violation(v->rep, 5,
+                      "iteration %zu: ranks run their shared packs in orders that "
+                      "contradict each other, so they wait for each other for ever",
+                      v->num);
 done:
     free(off);
     free(node);
@@ -479,7 +507,7 @@ done:
 /* What using capability bit i looks like, NULL for one with no element of its own. */
 static const char *const CAP_USE[VL_NCAPS] = {
     "uneven micro-batch counts", "backward packs", "per-segment CP placement",
-    "an explicit schedule", "shared packs", NULL};
+    "an explicit schedule",      "shared packs",   NULL};
 
 /* What the plan uses and does not declare, once each (plans that state their
  * capabilities: built by vlplan, in memory or read back). */

@@ -18,7 +18,7 @@
 /* The rank being checked; the scratch lives in the verifier (fpos, bpos, iv). */
 typedef struct order {
     vl_vctx *v;
-    size_t it;            /* the iteration's number, for messages */
+    size_t it; /* the iteration's number, for messages */
     uint32_t r;
     const vl_rank *rk;
     int64_t *fpos, *bpos; /* schedule position of F / B per pack, -1 = none */
@@ -31,7 +31,7 @@ typedef struct order {
 static void bad_op(order *o, uint64_t i, const vl_op *op, const char *why)
 {
     vl__violation(o->v->rep, 5, "iteration %zu, rank %u: schedule step %llu (%c %u) %s", o->it,
-                  o->r, (unsigned long long)i, "FRB"[op->kind % 3], op->mb, why);
+                  o->r, (unsigned long long)i, "FRB"[op->kind % 3], op -> mb, why);
 }
 
 /* Positions of every F and B, checking each pack's F < [R <] B once. */
@@ -40,7 +40,7 @@ static void check_schedule(order *o)
     const vl_rank *rk = o->rk;
     const vl_op *ops = o->v->p->ops + rk->op0;
     uint32_t nb = vl_plan_nbpacks(rk);
-    int64_t *rpos = o->bpos + nb;   /* recompute positions follow the B positions */
+    int64_t *rpos = o->bpos + nb; /* recompute positions follow the B positions */
 
     for (uint32_t i = 0; i < rk->nmb; i++)
         o->fpos[i] = rpos[i] = -1;
@@ -73,28 +73,32 @@ static void check_schedule(order *o)
     }
     for (uint32_t m = 0; m < rk->nmb; m++)
         if (o->fpos[m] < 0)
-            vl__violation(o->v->rep, 5, "iteration %zu, rank %u: the schedule never runs "
-                          "micro-batch %u forward", o->it, o->r, m);
+            vl__violation(o->v->rep, 5,
+                          "iteration %zu, rank %u: the schedule never runs "
+                          "micro-batch %u forward",
+                          o->it, o->r, m);
     for (uint32_t m = 0; m < nb; m++)
         if (o->bpos[m] < 0)
-            vl__violation(o->v->rep, 5, "iteration %zu, rank %u: the schedule never runs %s %u "
-                          "backward", o->it, o->r, rk->nbwd ? "backward pack" : "micro-batch",
-                          m);
+            vl__violation(o->v->rep, 5,
+                          "iteration %zu, rank %u: the schedule never runs %s %u "
+                          "backward",
+                          o->it, o->r, rk->nbwd ? "backward pack" : "micro-batch", m);
 }
 
 /* ---- slices ---- */
 
 /* The backward entries b[0..nb) of one sample tile the union of its forward entries
  * f[0..nf) (both sorted by offset): end to end, nothing outside, nothing twice. */
-static void check_tiling(order *o, const vl_interval *f, size_t nf, const vl_interval *b, size_t nb)
+static void check_tiling(order *o, const vl_interval *f, size_t nf, const vl_interval *b,
+                         size_t nb)
 {
     size_t i = 0, j = 0;
-    uint64_t lo = 0, hi = 0;   /* the rest [lo, hi) of the current forward range */
+    uint64_t lo = 0, hi = 0; /* the rest [lo, hi) of the current forward range */
     bool ok = true;
     char name[160];
 
     while (ok && (i < nf || j < nb)) {
-        if (lo == hi) {        /* the next maximal forward range */
+        if (lo == hi) { /* the next maximal forward range */
             if (i == nf) {
                 ok = false;
                 break;
@@ -112,9 +116,10 @@ static void check_tiling(order *o, const vl_interval *f, size_t nf, const vl_int
     if (ok && lo == hi)
         return;
     vl__sample_name(o->v->p, nf ? f[0].sample : b[0].sample, name, sizeof name);
-    vl__violation(o->v->rep, 1, "iteration %zu, rank %u: %s: its backward packs do not hold "
-                  "exactly the tokens of its forward packs (from token %llu)", o->it, o->r,
-                  name, (unsigned long long)lo);
+    vl__violation(o->v->rep, 1,
+                  "iteration %zu, rank %u: %s: its backward packs do not hold "
+                  "exactly the tokens of its forward packs (from token %llu)",
+                  o->it, o->r, name, (unsigned long long)lo);
 }
 
 /* Forward slices in token order: F positions rise with the offset. */
@@ -127,14 +132,17 @@ static void check_forward(order *o, const vl_interval *f, size_t nf)
         if (a <= b)
             continue;
         vl__sample_name(o->v->p, f[i].sample, name, sizeof name);
-        vl__violation(o->v->rep, 5, "iteration %zu, rank %u: %s: tokens from %u go forward "
-                      "before tokens from %u", o->it, o->r, name, f[i].off, f[i - 1].off);
+        vl__violation(o->v->rep, 5,
+                      "iteration %zu, rank %u: %s: tokens from %u go forward "
+                      "before tokens from %u",
+                      o->it, o->r, name, f[i].off, f[i - 1].off);
     }
 }
 
 /* Under an explicit schedule: backward slices in reverse token order, and each backward
  * pack after the forward of every pack holding tokens it touches. */
-static void check_backward(order *o, const vl_interval *f, size_t nf, const vl_interval *b, size_t nb)
+static void check_backward(order *o, const vl_interval *f, size_t nf, const vl_interval *b,
+                           size_t nb)
 {
     char name[160];
     size_t i = 0;
@@ -143,18 +151,20 @@ static void check_backward(order *o, const vl_interval *f, size_t nf, const vl_i
         int64_t pb = o->bpos[b[j].pack];
         if (j + 1 < nb && o->bpos[b[j + 1].pack] > pb) {
             vl__sample_name(o->v->p, b[j].sample, name, sizeof name);
-            vl__violation(o->v->rep, 5, "iteration %zu, rank %u: %s: tokens from %u go backward "
-                          "before tokens from %u (backward runs last token first)", o->it,
-                          o->r, name, b[j].off, b[j + 1].off);
+            vl__violation(o->v->rep, 5,
+                          "iteration %zu, rank %u: %s: tokens from %u go backward "
+                          "before tokens from %u (backward runs last token first)",
+                          o->it, o->r, name, b[j].off, b[j + 1].off);
         }
         while (i < nf && f[i].end <= b[j].off)
             i++;
         for (size_t q = i; q < nf && f[q].off < b[j].end; q++)
             if (o->fpos[f[q].pack] > pb) {
                 vl__sample_name(o->v->p, b[j].sample, name, sizeof name);
-                vl__violation(o->v->rep, 5, "iteration %zu, rank %u: %s: tokens [%u, %u) go "
-                              "backward before their forward", o->it, o->r, name, b[j].off,
-                              b[j].end);
+                vl__violation(o->v->rep, 5,
+                              "iteration %zu, rank %u: %s: tokens [%u, %u) go "
+                              "backward before their forward",
+                              o->it, o->r, name, b[j].off, b[j].end);
                 break;
             }
     }

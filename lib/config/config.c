@@ -8,8 +8,8 @@
 
 #include "config_impl.h"
 
-const char *const vl__builtin_sections[] = {"model", "cluster", "training", "cost", "pack",
-                                            NULL};
+const char *const vl__builtin_sections[] = {"model", "cluster", "training",
+                                            "cost",  "pack",    NULL};
 
 bool vl__is_builtin_section(const char *name)
 {
@@ -23,8 +23,8 @@ bool vl__is_builtin_section(const char *name)
 typedef struct apply {
     vl_config *cfg;
     unsigned fit_mask;
-    vl_where *where;      /* NULL while applying the built-in defaults */
-    const vl_ydoc *doc;   /* NULL for the built-in defaults */
+    vl_where *where;    /* NULL while applying the built-in defaults */
+    const vl_ydoc *doc; /* NULL for the built-in defaults */
     vl_err *err;
 } apply;
 
@@ -41,8 +41,7 @@ static vl_status preset_err(const vl_vloc *loc, const vl_ynode *v, const char *c
     return vl__verr(loc, v, "expected one of %s, custom, got '%s'", list, v->text);
 }
 
-static vl_status apply_preset(apply *a, const vl_key *k, const vl_vloc *loc,
-                              const vl_ynode *v)
+static vl_status apply_preset(apply *a, const vl_key *k, const vl_vloc *loc, const vl_ynode *v)
 {
     char name[VL_NAME_MAX];
 
@@ -65,7 +64,8 @@ static vl_status apply_fit(apply *a, const vl_key *k, const vl_vloc *loc, const 
         if (v->kind == VL_YSEQ)
             return vl__verr(loc, v, "expected null or a mapping of a, b, c, got a sequence");
         if (!vl__ynode_is_null(v))
-            return vl__verr(loc, v, "expected null or a mapping of a, b, c, got '%s'", v->text);
+            return vl__verr(loc, v, "expected null or a mapping of a, b, c, got '%s'",
+                            v->text);
         a->fit_mask = 0;
         c->fit_set = false;
         c->fit_a = c->fit_b = c->fit_c = 0;
@@ -79,8 +79,7 @@ static vl_status apply_fit(apply *a, const vl_key *k, const vl_vloc *loc, const 
     return VL_OK;
 }
 
-static vl_status apply_number(const vl_key *k, const vl_vloc *loc, const vl_ynode *v,
-                              void *p)
+static vl_status apply_number(const vl_key *k, const vl_vloc *loc, const vl_ynode *v, void *p)
 {
     long long i;
     unsigned long long u;
@@ -99,8 +98,7 @@ static vl_status apply_number(const vl_key *k, const vl_vloc *loc, const vl_ynod
         if ((st = vl__val_uint(loc, v, k->min, k->max, &u)) == VL_OK)
             *(uint64_t *)p = (uint64_t)u;
         return st;
-    default:
-        return vl__val_double(loc, v, k->min, k->max, p);
+    default: return vl__val_double(loc, v, k->min, k->max, p);
     }
 }
 
@@ -121,29 +119,15 @@ static vl_status apply_leaf(apply *a, int ki, const vl_ynode *v)
     vl_status st;
 
     switch (k->type) {
-    case VL_K_BOOL:
-        st = vl__val_bool(&loc, v, p);
-        break;
-    case VL_K_ENUM:
-        st = vl__val_enum(&loc, v, k->choices, p);
-        break;
+    case VL_K_BOOL: st = vl__val_bool(&loc, v, p); break;
+    case VL_K_ENUM: st = vl__val_enum(&loc, v, k->choices, p); break;
     case VL_K_MODEL:
-    case VL_K_GPU:
-        st = apply_preset(a, k, &loc, v);
-        break;
-    case VL_K_CURVE:
-        st = vl__val_curve(&loc, v, k->role, p);
-        break;
-    case VL_K_SCHEMES:
-        st = vl__val_schemes(&loc, v, &a->cfg->cost);
-        break;
+    case VL_K_GPU: st = apply_preset(a, k, &loc, v); break;
+    case VL_K_CURVE: st = vl__val_curve(&loc, v, k->role, p); break;
+    case VL_K_SCHEMES: st = vl__val_schemes(&loc, v, &a->cfg->cost); break;
     case VL_K_FIT:
-    case VL_K_FITNULL:
-        st = apply_fit(a, k, &loc, v);
-        break;
-    default:
-        st = apply_number(k, &loc, v, p);
-        break;
+    case VL_K_FITNULL: st = apply_fit(a, k, &loc, v); break;
+    default: st = apply_number(k, &loc, v, p); break;
     }
     if (st != VL_OK)
         return st;
@@ -163,8 +147,7 @@ static vl_status unknown_key(apply *a, const char *path, const vl_ynode *key)
     return vl__verr(&loc, key, "unknown key");
 }
 
-static vl_status apply_pair(apply *a, const char *path, const vl_ynode *key,
-                            const vl_ynode *v)
+static vl_status apply_pair(apply *a, const char *path, const vl_ynode *key, const vl_ynode *v)
 {
     int ki = vl__key_find(path);
     vl_vloc loc = {a->doc, path, a->err};
@@ -216,8 +199,8 @@ static vl_status apply_map(apply *a, const vl_ynode *map, const char *prefix)
             if (w < 0 || (size_t)w >= sizeof path)
                 return unknown_key(a, prefix, k);
             ki = vl__key_find(path);
-            preset = ki >= 0 && (vl__keys[ki].type == VL_K_MODEL ||
-                                 vl__keys[ki].type == VL_K_GPU);
+            preset =
+                ki >= 0 && (vl__keys[ki].type == VL_K_MODEL || vl__keys[ki].type == VL_K_GPU);
             if (preset == (pass == 0) &&
                 (st = apply_pair(a, path, k, map->kids[i + 1])) != VL_OK)
                 return st;
@@ -327,7 +310,7 @@ static vl_status overlay(vl_config *cfg, vl_ydoc *doc, vl_err *err)
         memcpy(raw->where, a.where, vl__nkeys() * sizeof *a.where);
         raw->fit_mask = a.fit_mask;
         if (raw->where[vl__key_find("training.dp")].doc == doc)
-            raw->dp_auto = false; /* given explicitly from now on */
+            raw->dp_auto = false;      /* given explicitly from now on */
         raw->docs[raw->ndocs++] = doc; /* kept: strategy sections, names in messages */
     } else {
         vl__ydoc_free(doc);
@@ -432,8 +415,8 @@ static bool key_ok(const char *key, size_t n)
             if (!word)
                 return false;
             word = false;
-        } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
-                   || c == '_' || c == '-') {
+        } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                   (c >= '0' && c <= '9') || c == '_' || c == '-') {
             word = true;
         } else {
             return false;

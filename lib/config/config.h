@@ -13,8 +13,8 @@
 #include "err.h"
 
 #define VL_NAME_MAX 48
-#define VL_TEXT_MAX 256         /* VL_P_TEXT parameters: up to 255 characters */
-#define VL_TABLE_COLS_MAX 32    /* columns of a table-valued parameter */
+#define VL_TEXT_MAX 256      /* VL_P_TEXT parameters: up to 255 characters */
+#define VL_TABLE_COLS_MAX 32 /* columns of a table-valued parameter */
 #define VL_CURVE_MAX 12
 
 /* Efficiency as a function of a length (tokens): points sorted by x, interpolated
@@ -43,15 +43,15 @@ typedef struct vl_model_cfg {
 typedef struct vl_net_cfg {
     double intra_coll_busbw, intra_ar_busbw, intra_p2p_bw; /* GB/s */
     double intra_alpha_us, intra_p2p_alpha_us;
-    double inter_nic_bw;                                   /* GB/s per NIC */
+    double inter_nic_bw; /* GB/s per NIC */
     int inter_nics_per_node;
     double inter_alpha_us, inter_p2p_alpha_us;
 } vl_net_cfg;
 
 typedef struct vl_cluster_cfg {
     int gpus, gpus_per_node;
-    char gpu[VL_NAME_MAX];      /* GPU preset name, or "custom" */
-    double peak_tflops;         /* dense bf16 */
+    char gpu[VL_NAME_MAX]; /* GPU preset name, or "custom" */
+    double peak_tflops;    /* dense bf16 */
     double mem_gib, mem_reserve_gib;
     double hbm_gbs;
     vl_curve gemm_eff, attn_fwd_eff, attn_bwd_eff;
@@ -61,11 +61,19 @@ typedef struct vl_cluster_cfg {
 } vl_cluster_cfg;
 
 /* SPLIT: cut into independent pieces of at most the limit (strategies that can: pack). */
-typedef enum { VL_OVERSIZE_ERROR, VL_OVERSIZE_TRUNCATE, VL_OVERSIZE_DROP,
-               VL_OVERSIZE_SPLIT } vl_oversize;
+typedef enum {
+    VL_OVERSIZE_ERROR,
+    VL_OVERSIZE_TRUNCATE,
+    VL_OVERSIZE_DROP,
+    VL_OVERSIZE_SPLIT
+} vl_oversize;
 /* AUTO: the strategy checkpoints the fewest layers that fit memory (vl_cost_fewest_ckpt). */
-typedef enum { VL_RECOMPUTE_NONE, VL_RECOMPUTE_SELECTIVE, VL_RECOMPUTE_FULL,
-               VL_RECOMPUTE_AUTO } vl_recompute;
+typedef enum {
+    VL_RECOMPUTE_NONE,
+    VL_RECOMPUTE_SELECTIVE,
+    VL_RECOMPUTE_FULL,
+    VL_RECOMPUTE_AUTO
+} vl_recompute;
 typedef enum { VL_ZERO_0, VL_ZERO_1, VL_ZERO_2, VL_ZERO_3, VL_ZERO_MDO } vl_zero;
 typedef enum { VL_SP_ULYSSES, VL_SP_RING } vl_sp_kind;
 /* When data-parallel ranks synchronise gradients: once per iteration (Megatron), or
@@ -73,12 +81,12 @@ typedef enum { VL_SP_ULYSSES, VL_SP_RING } vl_sp_kind;
 typedef enum { VL_DP_SYNC_ITERATION, VL_DP_SYNC_MICRO_STEP } vl_dp_sync;
 
 typedef struct vl_training_cfg {
-    int dp, tp, pp, sp;         /* dp = 0 in YAML means gpus / (tp·pp·sp) */
+    int dp, tp, pp, sp; /* dp = 0 in YAML means gpus / (tp·pp·sp) */
     vl_sp_kind sp_kind;
-    uint32_t max_seq_len;       /* tokens per packed micro-batch (capacity) */
-    uint32_t global_batch;      /* samples per iteration (0 = use global_tokens) */
-    uint64_t global_tokens;     /* token budget per iteration (0 = use global_batch) */
-    uint32_t micro_batch;       /* samples per micro-batch for padded (unpacked) batching */
+    uint32_t max_seq_len;   /* tokens per packed micro-batch (capacity) */
+    uint32_t global_batch;  /* samples per iteration (0 = use global_tokens) */
+    uint64_t global_tokens; /* token budget per iteration (0 = use global_batch) */
+    uint32_t micro_batch;   /* samples per micro-batch for padded (unpacked) batching */
     vl_oversize oversize;
     uint64_t seed;
     int epochs;
@@ -96,8 +104,8 @@ typedef struct vl_training_cfg {
 #define VL_SCHEMES_MAX 64
 typedef struct vl_scheme {
     int tp, pp, sp;
-    double a, b, c;       /* ms per token², ms per token, ms per micro-batch */
-    bool comm_analytic;   /* comm: analytic -- a, b, c time one GPU's compute alone and the
+    double a, b, c;     /* ms per token², ms per token, ms per micro-batch */
+    bool comm_analytic; /* comm: analytic -- a, b, c time one GPU's compute alone and the
                            * cost model adds the scheme's analytic communication (a row
                            * without it is the scheme's whole time) */
 } vl_scheme;
@@ -107,22 +115,30 @@ typedef struct vl_cost_cfg {
     double fit_a, fit_b, fit_c; /* seconds per (pair, token, micro-batch) per layer */
     bool comm;                  /* model communication */
     double bwd_linear, bwd_attn;
-    double act_bytes;           /* bytes/token/layer; 0 = derived from the model shape */
-    double logits_bytes;        /* bytes/token/vocab entry held for the loss (last stage) */
-    double optimizer_fixed_ms;  /* the optimizer step's fixed cost (launches) per iteration */
-    double compute_scale;       /* factor of the analytic compute of schemes without a
+    double act_bytes;          /* bytes/token/layer; 0 = derived from the model shape */
+    double logits_bytes;       /* bytes/token/vocab entry held for the loss (last stage) */
+    double optimizer_fixed_ms; /* the optimizer step's fixed cost (launches) per iteration */
+    double compute_scale;      /* factor of the analytic compute of schemes without a
                                  * cost.schemes row (`vlplan calibrate` writes it) */
-    double head_scale;          /* factor of the analytic LM head; 0: compute_scale */
-    bool schemes_with_head;     /* cost.schemes rows time the LM head too (off: the
+    double head_scale;         /* factor of the analytic LM head; 0: compute_scale */
+    bool schemes_with_head;    /* cost.schemes rows time the LM head too (off: the
                                  * last stage adds the analytic head) */
-    int nschemes;               /* cost.schemes: fitted times per <tp, pp, sp> */
+    int nschemes;              /* cost.schemes: fitted times per <tp, pp, sp> */
     vl_scheme schemes[VL_SCHEMES_MAX];
 } vl_cost_cfg;
 
 /* SPFHP is Graphcore's algorithm as published; WFD is the worst-fit-decreasing variant
  * vlplan called spfhp before; NF is next fit in the sampler's order (no reordering). */
-typedef enum { VL_PACK_FFD, VL_PACK_BFD, VL_PACK_FFS, VL_PACK_BFS, VL_PACK_ISF,
-               VL_PACK_SPFHP, VL_PACK_WFD, VL_PACK_NF } vl_pack_algo;
+typedef enum {
+    VL_PACK_FFD,
+    VL_PACK_BFD,
+    VL_PACK_FFS,
+    VL_PACK_BFS,
+    VL_PACK_ISF,
+    VL_PACK_SPFHP,
+    VL_PACK_WFD,
+    VL_PACK_NF
+} vl_pack_algo;
 /* What `pack` packs at once: the whole epoch (or pack.window samples of it), or each
  * global batch on its own (the behaviour before epoch packing). */
 typedef enum { VL_PACK_SCOPE_EPOCH, VL_PACK_SCOPE_BATCH } vl_pack_scope;
@@ -134,16 +150,16 @@ typedef enum { VL_DEAL_PACKS, VL_DEAL_SAMPLES } vl_pack_deal;
 
 typedef struct vl_pack_cfg {
     vl_pack_algo algo;
-    int isf_iters;              /* ISF refinement passes C (default 50) */
-    uint32_t isf_slack;         /* ISF accepts a pack with ≥ cap − slack tokens (128) */
-    uint32_t max_samples;       /* samples per pack at most (0: no limit) */
-    vl_pack_scope scope;        /* epoch (default) or batch */
-    uint64_t window;            /* epoch scope: samples packed together (0: the epoch) */
-    vl_pack_balance balance;    /* dealing objective (default time) */
-    vl_pack_deal deal;          /* epoch scope: whole packs or samples to ranks */
+    int isf_iters;           /* ISF refinement passes C (default 50) */
+    uint32_t isf_slack;      /* ISF accepts a pack with ≥ cap − slack tokens (128) */
+    uint32_t max_samples;    /* samples per pack at most (0: no limit) */
+    vl_pack_scope scope;     /* epoch (default) or batch */
+    uint64_t window;         /* epoch scope: samples packed together (0: the epoch) */
+    vl_pack_balance balance; /* dealing objective (default time) */
+    vl_pack_deal deal;       /* epoch scope: whole packs or samples to ranks */
 } vl_pack_cfg;
 
-typedef struct vl_config vl_config;   /* full struct below; opaque parts in config.c */
+typedef struct vl_config vl_config; /* full struct below; opaque parts in config.c */
 
 /* Per-strategy parameters are declared by each strategy as a vl_param table; the
  * config keeps the raw YAML node of each strategy section and binds it on request. */
@@ -153,11 +169,20 @@ typedef struct vl_config vl_config;   /* full struct below; opaque parts in conf
  *              nothing is stored in opts (offset and def unused): bind checks its shape
  *              (choices = the column names) and that every cell is a number in
  *              [min, max] (both 0: any finite number); read it with vl_config_table. */
-typedef enum { VL_P_INT, VL_P_UINT, VL_P_DOUBLE, VL_P_BOOL, VL_P_ENUM, VL_P_STRING,
-               VL_P_AUTO_UINT, VL_P_TEXT, VL_P_TABLE } vl_ptype;
+typedef enum {
+    VL_P_INT,
+    VL_P_UINT,
+    VL_P_DOUBLE,
+    VL_P_BOOL,
+    VL_P_ENUM,
+    VL_P_STRING,
+    VL_P_AUTO_UINT,
+    VL_P_TEXT,
+    VL_P_TABLE
+} vl_ptype;
 
 typedef struct vl_param {
-    const char *key;            /* key inside the section; NULL ends a table */
+    const char *key; /* key inside the section; NULL ends a table */
     vl_ptype type;
     size_t offset;              /* offsetof(opts struct, field): int, uint32_t, double, bool,
                                  * int (enum index), char[VL_NAME_MAX] or char[VL_TEXT_MAX] */
@@ -174,8 +199,8 @@ struct vl_config {
     vl_training_cfg training;
     vl_cost_cfg cost;
     vl_pack_cfg pack;
-    char source[256];           /* file it came from, or "<built-in>" */
-    void *raw;                  /* parsed sections kept for strategy binding (config.c) */
+    char source[256]; /* file it came from, or "<built-in>" */
+    void *raw;        /* parsed sections kept for strategy binding (config.c) */
 };
 
 /** Fill cfg with the built-in default preset (documented in the man page):
@@ -224,8 +249,8 @@ vl_status vl_config_bind(const vl_config *cfg, const char *section, const vl_par
  *  is not a mapping, a missing or unknown column (with a suggestion) or a non-number;
  *  VL_ENOMEM; VL_EINTERNAL for a bad cols list. */
 vl_status vl_config_table(const vl_config *cfg, const char *section, const char *key,
-                          const char *const *cols, size_t ncols, double **rows,
-                          size_t *nrows, vl_err *err);
+                          const char *const *cols, size_t ncols, double **rows, size_t *nrows,
+                          vl_err *err);
 
 /** Check that every top-level section name is known: the built-in ones plus
  *  strategy_sections[0..n-1]. */

@@ -90,7 +90,7 @@ static void join_cols(const char *const *cols, size_t ncols, char *buf, size_t n
 typedef struct tspec {
     const char *const *cols;
     size_t ncols;
-    double lo, hi;        /* every cell */
+    double lo, hi; /* every cell */
 } tspec;
 
 /* Item i of a table: a mapping with exactly the columns, numbers in [lo, hi], into
@@ -218,20 +218,15 @@ static vl_status bind_value(const vl_param *p, const vl_vloc *loc, const vl_ynod
             return st;
         *(uint32_t *)f = (uint32_t)u;
         return VL_OK;
-    case VL_P_DOUBLE:
-        return vl__val_double(loc, v, lo, hi, f);
-    case VL_P_BOOL:
-        return vl__val_bool(loc, v, f);
+    case VL_P_DOUBLE: return vl__val_double(loc, v, lo, hi, f);
+    case VL_P_BOOL: return vl__val_bool(loc, v, f);
     case VL_P_ENUM:
         if (p->choices == NULL)
             break;
         return vl__val_enum(loc, v, p->choices, f);
-    case VL_P_STRING:
-        return bind_string(p, loc, v, f);
-    case VL_P_TEXT:
-        return bind_text(loc, v, f);
-    case VL_P_TABLE:
-        return bind_table(p, loc, v);
+    case VL_P_STRING: return bind_string(p, loc, v, f);
+    case VL_P_TEXT: return bind_text(loc, v, f);
+    case VL_P_TABLE: return bind_table(p, loc, v);
     }
     return vl_seterr(loc->err, VL_EINTERNAL, "%s: bad parameter table entry", loc->path);
 }
@@ -241,25 +236,14 @@ static void zero_field(const vl_param *p, void *opts)
     void *f = (char *)opts + p->offset;
 
     switch (p->type) {
-    case VL_P_TABLE:
-        break;    /* nothing in opts */
-    case VL_P_DOUBLE:
-        *(double *)f = 0;
-        break;
-    case VL_P_BOOL:
-        *(bool *)f = false;
-        break;
+    case VL_P_TABLE: break; /* nothing in opts */
+    case VL_P_DOUBLE: *(double *)f = 0; break;
+    case VL_P_BOOL: *(bool *)f = false; break;
     case VL_P_STRING:
-    case VL_P_TEXT:
-        *(char *)f = '\0';
-        break;
+    case VL_P_TEXT: *(char *)f = '\0'; break;
     case VL_P_UINT:
-    case VL_P_AUTO_UINT:
-        *(uint32_t *)f = 0;
-        break;
-    default:
-        *(int *)f = 0;
-        break;
+    case VL_P_AUTO_UINT: *(uint32_t *)f = 0; break;
+    default: *(int *)f = 0; break;
     }
 }
 
@@ -284,8 +268,7 @@ static vl_status bind_defaults(const char *section, const vl_param *params, void
     return VL_OK;
 }
 
-static vl_status unknown_param(const vl_vloc *loc, const vl_ynode *key,
-                               const vl_param *params)
+static vl_status unknown_param(const vl_vloc *loc, const vl_ynode *key, const vl_param *params)
 {
     const char *names[256], *hint;
     size_t n = 0;
@@ -367,8 +350,8 @@ static vl_status table_node(const vl_config_raw *raw, const char *section, const
 }
 
 vl_status vl_config_table(const vl_config *cfg, const char *section, const char *key,
-                          const char *const *cols, size_t ncols, double **rows,
-                          size_t *nrows, vl_err *err)
+                          const char *const *cols, size_t ncols, double **rows, size_t *nrows,
+                          vl_err *err)
 {
     char path[VL_PATH_MAX];
     tspec t = {.cols = cols, .ncols = ncols, .lo = -DBL_MAX, .hi = DBL_MAX};
@@ -396,17 +379,14 @@ static json_t *param_json(const vl_param *p, const void *opts)
     int e;
 
     switch (p->type) {
-    case VL_P_INT:
-        return json_integer(*(const int *)f);
+    case VL_P_INT: return json_integer(*(const int *)f);
     case VL_P_AUTO_UINT:
     case VL_P_UINT:
         if (p->type == VL_P_AUTO_UINT && *(const uint32_t *)f == 0)
             return json_string("auto");
         return json_integer(*(const uint32_t *)f);
-    case VL_P_DOUBLE:
-        return json_real(*(const double *)f);
-    case VL_P_BOOL:
-        return json_boolean(*(const bool *)f);
+    case VL_P_DOUBLE: return json_real(*(const double *)f);
+    case VL_P_BOOL: return json_boolean(*(const bool *)f);
     case VL_P_ENUM:
         e = *(const int *)f;
         for (int i = 0; p->choices != NULL && p->choices[i] != NULL; i++)
@@ -414,10 +394,8 @@ static json_t *param_json(const vl_param *p, const void *opts)
                 return json_string(p->choices[i]);
         return json_integer(e);
     case VL_P_STRING:
-    case VL_P_TEXT:
-        return json_string((const char *)f);
-    case VL_P_TABLE:
-        break;   /* left out of "params"; the header's "config" carries it */
+    case VL_P_TEXT: return json_string((const char *)f);
+    case VL_P_TABLE: break; /* left out of "params"; the header's "config" carries it */
     }
     return NULL;
 }

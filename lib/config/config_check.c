@@ -10,15 +10,15 @@
 #include "config_impl.h"
 
 /* "WHERE: key: msg", WHERE being the overlay that last set `key` (none: a default). */
-static vl_status fin_err(const vl_config *cfg, vl_err *err, const char *key,
-                         const char *fmt, ...)
+static vl_status fin_err(const vl_config *cfg, vl_err *err, const char *key, const char *fmt,
+                         ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
 
-static vl_status fin_err(const vl_config *cfg, vl_err *err, const char *key,
-                         const char *fmt, ...)
+static vl_status fin_err(const vl_config *cfg, vl_err *err, const char *key, const char *fmt,
+                         ...)
 {
     const vl_config_raw *raw = cfg->raw;
     int ki = vl__key_find(key);
@@ -34,8 +34,8 @@ static vl_status fin_err(const vl_config *cfg, vl_err *err, const char *key,
     if (w.doc == NULL)
         return vl_seterr(err, VL_ECONFIG, "%s: %s", key, msg);
     if (w.doc->marks && w.line > 0)
-        return vl_seterr(err, VL_ECONFIG, "%s:%d:%d: %s: %s", w.doc->name, w.line, w.col,
-                         key, msg);
+        return vl_seterr(err, VL_ECONFIG, "%s:%d:%d: %s: %s", w.doc->name, w.line, w.col, key,
+                         msg);
     return vl_seterr(err, VL_ECONFIG, "%s: %s: %s", w.doc->name, key, msg);
 }
 
@@ -45,9 +45,11 @@ static vl_status check_fit_rows(const vl_config *cfg, vl_err *err)
 {
     for (int i = 0; cfg->cost.fit_set && i < cfg->cost.nschemes; i++)
         if (cfg->cost.schemes[i].comm_analytic)
-            return fin_err(cfg, err, "cost.schemes", "row %d has comm: analytic, but with "
+            return fin_err(cfg, err, "cost.schemes",
+                           "row %d has comm: analytic, but with "
                            "cost.fit there is no analytic communication to add: give that "
-                           "row's whole time or leave cost.fit out", i);
+                           "row's whole time or leave cost.fit out",
+                           i);
     return VL_OK;
 }
 
@@ -77,23 +79,35 @@ static vl_status check_model(const vl_config *cfg, vl_err *err)
     const vl_model_cfg *m = &cfg->model;
 
     if (m->heads % m->kv_heads != 0)
-        return fin_err(cfg, err, "model.kv_heads", "expected a divisor of model.heads = %d, "
-                       "got %d", m->heads, m->kv_heads);
+        return fin_err(cfg, err, "model.kv_heads",
+                       "expected a divisor of model.heads = %d, "
+                       "got %d",
+                       m->heads, m->kv_heads);
     if (m->moe_experts > 0 && (m->moe_top_k < 1 || m->moe_top_k > m->moe_experts))
-        return fin_err(cfg, err, "model.moe.top_k", "expected 1..%d (model.moe.experts), "
-                       "got %d", m->moe_experts, m->moe_top_k);
+        return fin_err(cfg, err, "model.moe.top_k",
+                       "expected 1..%d (model.moe.experts), "
+                       "got %d",
+                       m->moe_experts, m->moe_top_k);
     if (m->moe_experts > 0 && m->moe_ffn < 1)
-        return fin_err(cfg, err, "model.moe.ffn", "expected at least 1 with "
-                       "model.moe.experts = %d, got %d", m->moe_experts, m->moe_ffn);
+        return fin_err(cfg, err, "model.moe.ffn",
+                       "expected at least 1 with "
+                       "model.moe.experts = %d, got %d",
+                       m->moe_experts, m->moe_ffn);
     if (m->moe_first_dense > m->layers)
-        return fin_err(cfg, err, "model.moe.first_dense", "expected 0..%d (model.layers), "
-                       "got %d", m->layers, m->moe_first_dense);
+        return fin_err(cfg, err, "model.moe.first_dense",
+                       "expected 0..%d (model.layers), "
+                       "got %d",
+                       m->layers, m->moe_first_dense);
     if (m->mla_kv_lora > 0 && m->mla_qk_nope + m->mla_qk_rope < 1)
-        return fin_err(cfg, err, "model.mla.qk_nope", "expected qk_nope + qk_rope >= 1 with "
-                       "model.mla.kv_lora = %d, got 0", m->mla_kv_lora);
+        return fin_err(cfg, err, "model.mla.qk_nope",
+                       "expected qk_nope + qk_rope >= 1 with "
+                       "model.mla.kv_lora = %d, got 0",
+                       m->mla_kv_lora);
     if (m->mla_kv_lora > 0 && m->mla_v_head < 1)
-        return fin_err(cfg, err, "model.mla.v_head", "expected at least 1 with "
-                       "model.mla.kv_lora = %d, got 0", m->mla_kv_lora);
+        return fin_err(cfg, err, "model.mla.v_head",
+                       "expected at least 1 with "
+                       "model.mla.kv_lora = %d, got 0",
+                       m->mla_kv_lora);
     return VL_OK;
 }
 
@@ -102,11 +116,15 @@ static vl_status check_cluster(const vl_config *cfg, vl_err *err)
     const vl_cluster_cfg *c = &cfg->cluster;
 
     if (c->mem_reserve_gib >= c->mem_gib)
-        return fin_err(cfg, err, "cluster.mem_reserve_gib", "expected less than "
-                       "cluster.mem_gib = %g, got %g", c->mem_gib, c->mem_reserve_gib);
+        return fin_err(cfg, err, "cluster.mem_reserve_gib",
+                       "expected less than "
+                       "cluster.mem_gib = %g, got %g",
+                       c->mem_gib, c->mem_reserve_gib);
     if (c->gpus > c->gpus_per_node && c->gpus % c->gpus_per_node != 0)
-        return fin_err(cfg, err, "cluster.gpus", "expected a multiple of "
-                       "cluster.gpus_per_node = %d, got %d", c->gpus_per_node, c->gpus);
+        return fin_err(cfg, err, "cluster.gpus",
+                       "expected a multiple of "
+                       "cluster.gpus_per_node = %d, got %d",
+                       c->gpus_per_node, c->gpus);
     return VL_OK;
 }
 
@@ -116,8 +134,10 @@ static vl_status check_degrees(const vl_config *cfg, vl_err *err)
     const vl_training_cfg *t = &cfg->training;
 
     if (m->heads % t->tp != 0)
-        return fin_err(cfg, err, "training.tp", "expected a divisor of model.heads = %d, "
-                       "got %d", m->heads, t->tp);
+        return fin_err(cfg, err, "training.tp",
+                       "expected a divisor of model.heads = %d, "
+                       "got %d",
+                       m->heads, t->tp);
     if (t->pp > m->layers)
         return fin_err(cfg, err, "training.pp", "expected 1..%d (model.layers), got %d",
                        m->layers, t->pp);
@@ -125,11 +145,15 @@ static vl_status check_degrees(const vl_config *cfg, vl_err *err)
         return VL_OK;
     /* Ulysses scatters heads: every SP rank needs whole KV heads */
     if (m->kv_heads % t->sp != 0)
-        return fin_err(cfg, err, "training.sp", "expected a divisor of model.kv_heads = %d "
-                       "for ulysses (or training.sp_kind: ring), got %d", m->kv_heads, t->sp);
+        return fin_err(cfg, err, "training.sp",
+                       "expected a divisor of model.kv_heads = %d "
+                       "for ulysses (or training.sp_kind: ring), got %d",
+                       m->kv_heads, t->sp);
     if (m->heads % (t->tp * t->sp) != 0)
-        return fin_err(cfg, err, "training.sp", "expected tp * sp to divide model.heads = "
-                       "%d for ulysses, got %d * %d", m->heads, t->tp, t->sp);
+        return fin_err(cfg, err, "training.sp",
+                       "expected tp * sp to divide model.heads = "
+                       "%d for ulysses, got %d * %d",
+                       m->heads, t->tp, t->sp);
     return VL_OK;
 }
 
@@ -161,16 +185,19 @@ static vl_status check_dp(vl_config *cfg, vl_err *err)
         return vl_seterr(err, VL_ENOMEM, "out of memory");
     if (t->dp == 0 || raw->dp_auto) {
         if (gpus % rest != 0)
-            return fin_err(cfg, err, blame, "expected tp * pp * sp to divide cluster.gpus = "
-                           "%lld, got %d * %d * %d = %lld", gpus, t->tp, t->pp, t->sp, rest);
+            return fin_err(cfg, err, blame,
+                           "expected tp * pp * sp to divide cluster.gpus = "
+                           "%lld, got %d * %d * %d = %lld",
+                           gpus, t->tp, t->pp, t->sp, rest);
         t->dp = (int)(gpus / rest);
         raw->dp_auto = true;
         return VL_OK;
     }
     if (rest * t->dp != gpus)
-        return fin_err(cfg, err, "training.dp", "expected dp * tp * pp * sp = cluster.gpus = "
-                       "%lld, got %d * %d * %d * %d = %lld", gpus, t->dp, t->tp, t->pp, t->sp,
-                       rest * t->dp);
+        return fin_err(cfg, err, "training.dp",
+                       "expected dp * tp * pp * sp = cluster.gpus = "
+                       "%lld, got %d * %d * %d * %d = %lld",
+                       gpus, t->dp, t->tp, t->pp, t->sp, rest * t->dp);
     return VL_OK;
 }
 
@@ -182,7 +209,8 @@ static vl_status check_training(vl_config *cfg, vl_err *err)
     if ((st = check_degrees(cfg, err)) != VL_OK || (st = check_dp(cfg, err)) != VL_OK)
         return st;
     if (t->global_batch == 0 && t->global_tokens == 0)
-        return fin_err(cfg, err, "training.global_batch", "expected global_batch or "
+        return fin_err(cfg, err, "training.global_batch",
+                       "expected global_batch or "
                        "global_tokens to be non-zero, got both 0");
     if (t->grad_bytes != 2 && t->grad_bytes != 4)
         return fin_err(cfg, err, "training.grad_bytes", "expected 2 or 4, got %d",

@@ -162,36 +162,20 @@ static vl_ynode *key_node(const vl_config *cfg, const vl_key *k)
     char buf[64];
 
     switch (k->type) {
-    case VL_K_INT:
-        snprintf(buf, sizeof buf, "%d", *(const int *)p);
-        break;
-    case VL_K_U32:
-        snprintf(buf, sizeof buf, "%" PRIu32, *(const uint32_t *)p);
-        break;
-    case VL_K_U64:
-        snprintf(buf, sizeof buf, "%" PRIu64, *(const uint64_t *)p);
-        break;
+    case VL_K_INT: snprintf(buf, sizeof buf, "%d", *(const int *)p); break;
+    case VL_K_U32: snprintf(buf, sizeof buf, "%" PRIu32, *(const uint32_t *)p); break;
+    case VL_K_U64: snprintf(buf, sizeof buf, "%" PRIu64, *(const uint64_t *)p); break;
     case VL_K_DOUBLE:
-    case VL_K_FIT:
-        vl__fmt_double(*(const double *)p, buf);
-        break;
+    case VL_K_FIT: vl__fmt_double(*(const double *)p, buf); break;
     case VL_K_BOOL:
         snprintf(buf, sizeof buf, "%s", *(const bool *)p ? "true" : "false");
         break;
-    case VL_K_ENUM:
-        snprintf(buf, sizeof buf, "%s", k->choices[*(const int *)p]);
-        break;
+    case VL_K_ENUM: snprintf(buf, sizeof buf, "%s", k->choices[*(const int *)p]); break;
     case VL_K_MODEL:
-    case VL_K_GPU:
-        snprintf(buf, sizeof buf, "%s", (const char *)p);
-        break;
-    case VL_K_CURVE:
-        return curve_node(p);
-    case VL_K_SCHEMES:
-        return schemes_node(p);
-    case VL_K_FITNULL:
-        snprintf(buf, sizeof buf, "null");
-        break;
+    case VL_K_GPU: snprintf(buf, sizeof buf, "%s", (const char *)p); break;
+    case VL_K_CURVE: return curve_node(p);
+    case VL_K_SCHEMES: return schemes_node(p);
+    case VL_K_FITNULL: snprintf(buf, sizeof buf, "null"); break;
     }
     return scalar(buf);
 }
@@ -333,28 +317,19 @@ static json_t *key_json(const vl_config *cfg, const vl_key *k)
     const void *p = (const char *)cfg + k->off;
 
     switch (k->type) {
-    case VL_K_INT:
-        return json_integer(*(const int *)p);
-    case VL_K_U32:
-        return json_integer(*(const uint32_t *)p);
+    case VL_K_INT: return json_integer(*(const int *)p);
+    case VL_K_U32: return json_integer(*(const uint32_t *)p);
     case VL_K_U64: /* keys of this type stop at 2^53 - 1 */
         return json_integer((json_int_t)(*(const uint64_t *)p));
     case VL_K_DOUBLE:
-    case VL_K_FIT:
-        return json_real(*(const double *)p);
-    case VL_K_BOOL:
-        return json_boolean(*(const bool *)p);
-    case VL_K_ENUM:
-        return json_string(k->choices[*(const int *)p]);
+    case VL_K_FIT: return json_real(*(const double *)p);
+    case VL_K_BOOL: return json_boolean(*(const bool *)p);
+    case VL_K_ENUM: return json_string(k->choices[*(const int *)p]);
     case VL_K_MODEL:
-    case VL_K_GPU:
-        return json_string((const char *)p);
-    case VL_K_CURVE:
-        return curve_json(p);
-    case VL_K_SCHEMES:
-        return schemes_json(p);
-    case VL_K_FITNULL:
-        return json_null();
+    case VL_K_GPU: return json_string((const char *)p);
+    case VL_K_CURVE: return curve_json(p);
+    case VL_K_SCHEMES: return schemes_json(p);
+    case VL_K_FITNULL: return json_null();
     }
     return NULL;
 }
@@ -445,16 +420,14 @@ static json_t *typed_param_json(const vl_param *p, const vl_ynode *n)
     if (n->kind != VL_YSCALAR || n->quoted)
         return NULL;
     switch (p->type) {
-    case VL_P_BOOL:
-        return vl__val_bool(&loc, n, &b) == VL_OK ? json_boolean(b) : NULL;
+    case VL_P_BOOL: return vl__val_bool(&loc, n, &b) == VL_OK ? json_boolean(b) : NULL;
     case VL_P_INT:
     case VL_P_UINT:
     case VL_P_AUTO_UINT:
         return vl__val_int(&loc, n, -9e18, 9e18, &i) == VL_OK ? json_integer(i) : NULL;
     case VL_P_DOUBLE:
         return vl__val_double(&loc, n, -HUGE_VAL, HUGE_VAL, &d) == VL_OK ? json_real(d) : NULL;
-    default:
-        return NULL;
+    default: return NULL;
     }
 }
 
@@ -500,8 +473,8 @@ vl_status vl_config_dump_json_params(const vl_config *cfg, const char *section,
     for (size_t i = 0; extra != NULL && i + 1 < extra->n; i += 2) {
         const vl_ynode *sec = extra->kids[i + 1];
         json_t *o = node_json(sec);
-        bool own = section && strcmp(extra->kids[i]->text, section) == 0 &&
-                   sec->kind == VL_YMAP;
+        bool own =
+            section && strcmp(extra->kids[i]->text, section) == 0 && sec->kind == VL_YMAP;
         if (own && type_section(o, sec, params) != 0) {
             json_decref(o);
             o = NULL;
@@ -519,7 +492,8 @@ vl_status vl_config_dump_json_params(const vl_config *cfg, const char *section,
 /* ---- two configs compared ---- */
 
 /* Append "path A vs B" for key k to buf (cap bytes, NUL-terminated, cut when full). */
-static void diff_note(char *buf, size_t cap, const char *path, const json_t *a, const json_t *b)
+static void diff_note(char *buf, size_t cap, const char *path, const json_t *a,
+                      const json_t *b)
 {
     char *ta = vl_json_dumps(a, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
     char *tb = vl_json_dumps(b, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
@@ -587,17 +561,14 @@ static bool same_json(const json_t *a, const json_t *b)
     if (json_is_object(a) && json_is_object(b)) {
         if (json_object_size(a) != json_object_size(b))
             return false;
-        json_object_foreach((json_t *)a, key, x)
-            if (!same_json(x, json_object_get(b, key)))
-                return false;
+        json_object_foreach((json_t *)a, key,
+                            x) if (!same_json(x, json_object_get(b, key))) return false;
         return true;
     }
     if (json_is_array(a) && json_is_array(b)) {
         if (json_array_size(a) != json_array_size(b))
             return false;
-        json_array_foreach(a, i, x)
-            if (!same_json(x, json_array_get(b, i)))
-                return false;
+        json_array_foreach(a, i, x) if (!same_json(x, json_array_get(b, i))) return false;
         return true;
     }
     return a != NULL && b != NULL && same_scalar(a, b);

@@ -24,19 +24,19 @@ typedef enum { VL_YSCALAR, VL_YSEQ, VL_YMAP } vl_ykind;
 typedef struct vl_ynode vl_ynode;
 struct vl_ynode {
     vl_ykind kind;
-    int line, col;        /* 1-based start mark; 0 when the document has no marks */
-    bool quoted;          /* scalar written quoted or as a block: always a string */
-    bool flow;            /* sequence/mapping to be emitted in flow style */
-    char *text;           /* scalar text, NUL-terminated (never NULL for a scalar) */
-    size_t n, cap;        /* kids used / allocated */
-    vl_ynode **kids;      /* sequence: items; mapping: kids[2i] key, kids[2i+1] value */
+    int line, col;   /* 1-based start mark; 0 when the document has no marks */
+    bool quoted;     /* scalar written quoted or as a block: always a string */
+    bool flow;       /* sequence/mapping to be emitted in flow style */
+    char *text;      /* scalar text, NUL-terminated (never NULL for a scalar) */
+    size_t n, cap;   /* kids used / allocated */
+    vl_ynode **kids; /* sequence: items; mapping: kids[2i] key, kids[2i+1] value */
 };
 
 /* One overlay: a parsed file, YAML string or --set assignment. */
 typedef struct vl_ydoc {
-    char *name;           /* file name, or "--set KEY=VALUE" */
-    bool marks;           /* node line:col are meaningful */
-    vl_ynode *root;       /* NULL for an empty document */
+    char *name;     /* file name, or "--set KEY=VALUE" */
+    bool marks;     /* node line:col are meaningful */
+    vl_ynode *root; /* NULL for an empty document */
 } vl_ydoc;
 
 vl_ynode *vl__ynode_new(vl_ykind kind, int line, int col);
@@ -71,27 +71,31 @@ vl_status vl__yaml_emit(const vl_ynode *root, const char *header, char **out, vl
 /* ---- key table (config_keys.c) ---- */
 
 typedef enum {
-    VL_K_INT, VL_K_U32, VL_K_U64, VL_K_DOUBLE, VL_K_BOOL,
-    VL_K_ENUM,            /* int-sized enum; choices[] in enum order */
-    VL_K_MODEL,           /* model.preset: loads a shape */
-    VL_K_GPU,             /* cluster.gpu: loads GPU and node numbers */
-    VL_K_CURVE,           /* vl_curve: [[x, y], ...] or a named curve of `role` */
-    VL_K_FIT,             /* one of cost.fit.a/b/c (role = bit) */
-    VL_K_FITNULL,         /* cost.fit itself: null clears the fit */
-    VL_K_SCHEMES          /* cost.schemes: [{tp, pp, sp, a, b, c}, ...] (vl_cost_cfg) */
+    VL_K_INT,
+    VL_K_U32,
+    VL_K_U64,
+    VL_K_DOUBLE,
+    VL_K_BOOL,
+    VL_K_ENUM,    /* int-sized enum; choices[] in enum order */
+    VL_K_MODEL,   /* model.preset: loads a shape */
+    VL_K_GPU,     /* cluster.gpu: loads GPU and node numbers */
+    VL_K_CURVE,   /* vl_curve: [[x, y], ...] or a named curve of `role` */
+    VL_K_FIT,     /* one of cost.fit.a/b/c (role = bit) */
+    VL_K_FITNULL, /* cost.fit itself: null clears the fit */
+    VL_K_SCHEMES  /* cost.schemes: [{tp, pp, sp, a, b, c}, ...] (vl_cost_cfg) */
 } vl_ktype;
 
 enum { VL_CURVE_GEMM, VL_CURVE_FWD, VL_CURVE_BWD };
 
 typedef struct vl_key {
-    const char *path;     /* "training.pp"; NULL ends the table */
+    const char *path; /* "training.pp"; NULL ends the table */
     vl_ktype type;
-    size_t off;           /* offsetof(vl_config, field) */
-    double min, max;      /* inclusive range of numbers */
+    size_t off;                 /* offsetof(vl_config, field) */
+    double min, max;            /* inclusive range of numbers */
     const char *const *choices; /* VL_K_ENUM names */
-    int role;             /* VL_K_CURVE: VL_CURVE_*; VL_K_FIT: bit */
-    const char *def;      /* default as YAML text; NULL = from model.preset/cluster.gpu */
-    const char *unit;     /* for the manual */
+    int role;                   /* VL_K_CURVE: VL_CURVE_*; VL_K_FIT: bit */
+    const char *def;  /* default as YAML text; NULL = from model.preset/cluster.gpu */
+    const char *unit; /* for the manual */
     const char *help;
 } vl_key;
 
@@ -122,7 +126,7 @@ void vl__curve_list(int role, char *buf, size_t n);
 
 /** Where a value came from, for "NAME:LINE:COL: path: ..." messages. */
 typedef struct vl_vloc {
-    const vl_ydoc *doc;   /* NULL: built-in default */
+    const vl_ydoc *doc; /* NULL: built-in default */
     const char *path;
     vl_err *err;
 } vl_vloc;
@@ -164,11 +168,11 @@ typedef struct vl_where {
 } vl_where;
 
 typedef struct vl_config_raw {
-    vl_ydoc **docs;       /* every overlay, in order (strategy sections are bound later) */
+    vl_ydoc **docs; /* every overlay, in order (strategy sections are bound later) */
     size_t ndocs, cap;
-    unsigned fit_mask;    /* bits of cost.fit.{a,b,c} given so far */
-    bool dp_auto;         /* training.dp was derived by finalize: derive it again */
-    vl_where *where;      /* [vl__nkeys()] */
+    unsigned fit_mask; /* bits of cost.fit.{a,b,c} given so far */
+    bool dp_auto;      /* training.dp was derived by finalize: derive it again */
+    vl_where *where;   /* [vl__nkeys()] */
 } vl_config_raw;
 
 /** cfg->raw, allocated on first use; NULL when out of memory. */

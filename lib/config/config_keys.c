@@ -8,10 +8,22 @@
 
 #define OFF(f) offsetof(vl_config, f)
 /* number / bool / string keys: path, type, field, min, max, default, unit, help */
-#define K(p, t, f, lo, hi, d, u, h) {p, t, OFF(f), lo, hi, NULL, 0, d, u, h}
-#define KENUM(p, f, ch, d, h) {p, VL_K_ENUM, OFF(f), 0, 0, ch, 0, d, "", h}
-#define KCURVE(p, f, role, h) {p, VL_K_CURVE, OFF(f), 0, 0, NULL, role, NULL, "", h}
-#define KFIT(p, f, bit, h) {p, VL_K_FIT, OFF(f), -1e9, 1e9, NULL, bit, NULL, "s", h}
+#define K(p, t, f, lo, hi, d, u, h)                                                           \
+    {                                                                                         \
+        p, t, OFF(f), lo, hi, NULL, 0, d, u, h                                                \
+    }
+#define KENUM(p, f, ch, d, h)                                                                 \
+    {                                                                                         \
+        p, VL_K_ENUM, OFF(f), 0, 0, ch, 0, d, "", h                                           \
+    }
+#define KCURVE(p, f, role, h)                                                                 \
+    {                                                                                         \
+        p, VL_K_CURVE, OFF(f), 0, 0, NULL, role, NULL, "", h                                  \
+    }
+#define KFIT(p, f, bit, h)                                                                    \
+    {                                                                                         \
+        p, VL_K_FIT, OFF(f), -1e9, 1e9, NULL, bit, NULL, "s", h                               \
+    }
 
 #define U32MAX 4294967295.0
 #define SAFEINT 9007199254740991.0 /* 2^53 - 1: exact in a double and in any JSON reader */
@@ -21,7 +33,7 @@ static const char *const recompute_names[] = {"none", "selective", "full", "auto
 static const char *const zero_names[] = {"0", "1", "2", "3", "mdo", NULL};
 static const char *const sp_kind_names[] = {"ulysses", "ring", NULL};
 static const char *const dp_sync_names[] = {"iteration", "micro_step", NULL};
-static const char *const pack_names[] = {"ffd", "bfd",   "ffs", "bfs", "isf",
+static const char *const pack_names[] = {"ffd",   "bfd", "ffs", "bfs", "isf",
                                          "spfhp", "wfd", "nf",  NULL};
 static const char *const scope_names[] = {"epoch", "batch", NULL};
 static const char *const balance_names[] = {"time", "tokens", "attention", NULL};
@@ -29,10 +41,11 @@ static const char *const deal_names[] = {"packs", "samples", NULL};
 
 /* The enum fields are written through an int. */
 _Static_assert(sizeof(vl_zero) == sizeof(int) && sizeof(vl_pack_algo) == sizeof(int) &&
-               sizeof(vl_oversize) == sizeof(int) && sizeof(vl_sp_kind) == sizeof(int) &&
-               sizeof(vl_recompute) == sizeof(int) && sizeof(vl_dp_sync) == sizeof(int) &&
-               sizeof(vl_pack_scope) == sizeof(int) && sizeof(vl_pack_balance) == sizeof(int) &&
-               sizeof(vl_pack_deal) == sizeof(int),
+                   sizeof(vl_oversize) == sizeof(int) && sizeof(vl_sp_kind) == sizeof(int) &&
+                   sizeof(vl_recompute) == sizeof(int) && sizeof(vl_dp_sync) == sizeof(int) &&
+                   sizeof(vl_pack_scope) == sizeof(int) &&
+                   sizeof(vl_pack_balance) == sizeof(int) &&
+                   sizeof(vl_pack_deal) == sizeof(int),
                "enums are int-sized");
 
 const vl_key vl__keys[] = {
@@ -135,8 +148,8 @@ const vl_key vl__keys[] = {
       "Capacity of one packed micro-batch."),
     K("training.global_batch", VL_K_U32, training.global_batch, 0, U32MAX, "0", "samples",
       "Samples per iteration; setting it non-zero sets global_tokens to 0."),
-    K("training.global_tokens", VL_K_U64, training.global_tokens, 0, SAFEINT, "2097152", "tokens",
-      "Token budget per iteration; setting it non-zero sets global_batch to 0."),
+    K("training.global_tokens", VL_K_U64, training.global_tokens, 0, SAFEINT, "2097152",
+      "tokens", "Token budget per iteration; setting it non-zero sets global_batch to 0."),
     K("training.micro_batch", VL_K_U32, training.micro_batch, 1, 1048576, "1", "samples",
       "Samples per micro-batch for padded (unpacked) batching."),
     KENUM("training.oversize", training.oversize, oversize_names, "error",

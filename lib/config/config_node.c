@@ -129,7 +129,7 @@ static int push_pair_copy(vl_ynode *into, const vl_ynode *k, const vl_ynode *v)
         return -1;
     }
     if (vl__ynode_push(into, vc) != 0) {
-        into->n--;        /* drop the key pushed above */
+        into->n--; /* drop the key pushed above */
         vl__ynode_free(kc);
         vl__ynode_free(vc);
         return -1;

@@ -265,12 +265,13 @@ static vl_status scheme_comm(const vl_vloc *loc, const vl_ynode *v, vl_scheme *r
 {
     if (v == NULL)
         return VL_OK;
-    if (v->kind != VL_YSCALAR || (strcmp(v->text, "included") != 0 &&
-                                  strcmp(v->text, "analytic") != 0))
+    if (v->kind != VL_YSCALAR ||
+        (strcmp(v->text, "included") != 0 && strcmp(v->text, "analytic") != 0))
         return type_err(loc, v, "included or analytic");
     r->comm_analytic = v->text[0] == 'a';
     if (r->comm_analytic && r->tp == 1 && r->sp == 1)
-        return vl__verr(loc, v, "comm: analytic on a row of tp 1, sp 1: that scheme has no "
+        return vl__verr(loc, v,
+                        "comm: analytic on a row of tp 1, sp 1: that scheme has no "
                         "communication within a stage to add (give its whole time, comm: "
                         "included)");
     return VL_OK;
@@ -290,8 +291,10 @@ static vl_status scheme_row(const vl_vloc *loc, const vl_ynode *m, vl_scheme *r)
         while (scheme_cols[k] && strcmp(scheme_cols[k], m->kids[i]->text) != 0)
             k++;
         if (!scheme_cols[k])
-            return vl__verr(loc, m->kids[i], "unknown column '%s' (expected tp, pp, sp, a, b, "
-                            "c, comm)", m->kids[i]->text);
+            return vl__verr(loc, m->kids[i],
+                            "unknown column '%s' (expected tp, pp, sp, a, b, "
+                            "c, comm)",
+                            m->kids[i]->text);
     }
     for (int k = 0; k < 7; k++) {
         v[k] = vl__ymap_get(m, scheme_cols[k]);
@@ -337,9 +340,10 @@ vl_status vl__val_schemes(const vl_vloc *loc, const vl_ynode *v, vl_cost_cfg *ou
         for (size_t j = 0; j < i; j++)
             if (rows[j].tp == rows[i].tp && rows[j].pp == rows[i].pp &&
                 rows[j].sp == rows[i].sp)
-                return vl__verr(&at, v->kids[i], "a second row for tp %d, pp %d, sp %d "
-                                "(first: %s[%zu])", rows[i].tp, rows[i].pp, rows[i].sp,
-                                loc->path, j);
+                return vl__verr(&at, v->kids[i],
+                                "a second row for tp %d, pp %d, sp %d "
+                                "(first: %s[%zu])",
+                                rows[i].tp, rows[i].pp, rows[i].sp, loc->path, j);
     }
     memcpy(out->schemes, rows, v->n * sizeof *rows);
     out->nschemes = (int)v->n;

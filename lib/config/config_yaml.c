@@ -13,7 +13,7 @@
 typedef struct anchor {
     char *name;
     const vl_ynode *node;
-    bool done;            /* the anchored collection has ended */
+    bool done; /* the anchored collection has ended */
 } anchor;
 
 typedef struct builder {
@@ -24,7 +24,7 @@ typedef struct builder {
     vl_ynode *root;
     anchor *anchors;
     size_t nanchors, capanchors;
-    size_t budget;        /* nodes still allowed in this document */
+    size_t budget; /* nodes still allowed in this document */
     int ndocs;
 } builder;
 
@@ -70,7 +70,8 @@ static vl_status check_key(builder *b, const vl_ynode *map, const vl_ynode *key)
     build_path(b, path, sizeof path);
     if (key->kind != VL_YSCALAR)
         return vl_seterr(b->err, VL_ECONFIG, "%s: %s%sexpected a scalar key, got a %s", at,
-                         path, *path ? ": " : "", key->kind == VL_YMAP ? "mapping" : "sequence");
+                         path, *path ? ": " : "",
+                         key->kind == VL_YMAP ? "mapping" : "sequence");
     for (size_t i = 0; i < map->n; i += 2)
         if (strcmp(map->kids[i]->text, key->text) == 0)
             return vl_seterr(b->err, VL_ECONFIG, "%s: %s%s%s: duplicate key (first at %d:%d)",
@@ -87,7 +88,7 @@ static vl_status attach(builder *b, vl_ynode *n)
     vl_status st;
 
     if (b->depth == 0) {
-        vl__ynode_free(b->root);   /* only one root per document */
+        vl__ynode_free(b->root); /* only one root per document */
         b->root = n;
         return VL_OK;
     }
@@ -212,15 +213,15 @@ static vl_status on_alias(builder *b, const yaml_event_t *ev)
     if (a == NULL)
         return vl_seterr(b->err, VL_ECONFIG, "%s: undefined alias '*%s'", at, name);
     if (!a->done)
-        return vl_seterr(b->err, VL_ECONFIG, "%s: alias '*%s' refers to an enclosing node",
-                         at, name);
+        return vl_seterr(b->err, VL_ECONFIG, "%s: alias '*%s' refers to an enclosing node", at,
+                         name);
     if (b->depth + vl__ynode_depth(a->node) > VL_YAML_MAX_DEPTH)
         return vl_seterr(b->err, VL_ECONFIG, "%s: nesting deeper than %d levels", at,
                          VL_YAML_MAX_DEPTH);
     copy = vl__ynode_copy(a->node, &b->budget);
     if (copy == NULL)
         return b->budget == 0 ? budget_left(b, line, col) : oom(b);
-    copy->line = line;    /* errors about the copy point at the alias */
+    copy->line = line; /* errors about the copy point at the alias */
     copy->col = col;
     return attach(b, copy);
 }
@@ -238,20 +239,13 @@ static vl_status on_event(builder *b, const yaml_event_t *ev)
                              at);
         }
         return VL_OK;
-    case YAML_SCALAR_EVENT:
-        return on_scalar(b, ev);
-    case YAML_SEQUENCE_START_EVENT:
-        return on_start(b, ev, VL_YSEQ);
-    case YAML_MAPPING_START_EVENT:
-        return on_start(b, ev, VL_YMAP);
+    case YAML_SCALAR_EVENT: return on_scalar(b, ev);
+    case YAML_SEQUENCE_START_EVENT: return on_start(b, ev, VL_YSEQ);
+    case YAML_MAPPING_START_EVENT: return on_start(b, ev, VL_YMAP);
     case YAML_SEQUENCE_END_EVENT:
-    case YAML_MAPPING_END_EVENT:
-        on_end(b);
-        return VL_OK;
-    case YAML_ALIAS_EVENT:
-        return on_alias(b, ev);
-    default:
-        return VL_OK;
+    case YAML_MAPPING_END_EVENT: on_end(b); return VL_OK;
+    case YAML_ALIAS_EVENT: return on_alias(b, ev);
+    default: return VL_OK;
     }
 }
 
@@ -264,14 +258,13 @@ static void offset_pos(const char *text, size_t len, size_t off, int *line, int 
         if (c == '\n') {
             ++*line;
             *col = 1;
-        } else if ((c & 0xC0) != 0x80) {   /* not a UTF-8 continuation byte */
+        } else if ((c & 0xC0) != 0x80) { /* not a UTF-8 continuation byte */
             ++*col;
         }
     }
 }
 
-static vl_status syntax_error(builder *b, const yaml_parser_t *p, const char *text,
-                              size_t len)
+static vl_status syntax_error(builder *b, const yaml_parser_t *p, const char *text, size_t len)
 {
     char at[300];
     int line, col;
@@ -348,8 +341,8 @@ static int emit_node(yaml_emitter_t *e, const vl_ynode *n)
         /* An empty plain scalar is a null, but libyaml emits it as '' inside a flow
          * collection, which reads back as an empty string: say null in words. */
         const char *text = !n->quoted && n->text[0] == '\0' ? "null" : n->text;
-        return yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)text, -1, 1,
-                                            1, style) &&
+        return yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)text, -1, 1, 1,
+                                            style) &&
                yaml_emitter_emit(e, &ev);
     }
     if (n->kind == VL_YSEQ) {
@@ -400,7 +393,7 @@ vl_status vl__yaml_emit(const vl_ynode *root, const char *header, char **out, vl
     }
     yaml_emitter_set_output(&e, write_cb, &o);
     yaml_emitter_set_unicode(&e, 1);
-    yaml_emitter_set_width(&e, -1);   /* never fold the curve lists */
+    yaml_emitter_set_width(&e, -1); /* never fold the curve lists */
     if (!emit_stream(&e, root))
         st = e.error == YAML_MEMORY_ERROR || e.error == YAML_WRITER_ERROR
                  ? vl_seterr(err, VL_ENOMEM, "out of memory")

@@ -35,12 +35,21 @@
  * caller clips to a length anyway. */
 static double det_exp(double x)
 {
-    static const double inv_fact[15] = {
-        1.0, 0.5, 0.16666666666666666, 0.041666666666666664, 0.008333333333333333,
-        0.001388888888888889, 0.0001984126984126984, 2.48015873015873e-05,
-        2.7557319223985893e-06, 2.755731922398589e-07, 2.505210838544172e-08,
-        2.08767569878681e-09, 1.6059043836821613e-10, 1.1470745597729725e-11,
-        7.647163731819816e-13};   /* 1/1! .. 1/15! */
+    static const double inv_fact[15] = {1.0,
+                                        0.5,
+                                        0.16666666666666666,
+                                        0.041666666666666664,
+                                        0.008333333333333333,
+                                        0.001388888888888889,
+                                        0.0001984126984126984,
+                                        2.48015873015873e-05,
+                                        2.7557319223985893e-06,
+                                        2.755731922398589e-07,
+                                        2.505210838544172e-08,
+                                        2.08767569878681e-09,
+                                        1.6059043836821613e-10,
+                                        1.1470745597729725e-11,
+                                        7.647163731819816e-13}; /* 1/1! .. 1/15! */
 
     if (x > 709.0)
         return DBL_MAX;
@@ -59,11 +68,19 @@ static double det_exp(double x)
  * s^26 (remainder < 1e-21) by Horner. */
 static double det_log(double x)
 {
-    static const double inv_odd[13] = {
-        1.0, 0.3333333333333333, 0.2, 0.14285714285714285, 0.1111111111111111,
-        0.09090909090909091, 0.07692307692307693, 0.06666666666666667,
-        0.058823529411764705, 0.05263157894736842, 0.047619047619047616,
-        0.043478260869565216, 0.04};   /* 1/1, 1/3, .., 1/25 */
+    static const double inv_odd[13] = {1.0,
+                                       0.3333333333333333,
+                                       0.2,
+                                       0.14285714285714285,
+                                       0.1111111111111111,
+                                       0.09090909090909091,
+                                       0.07692307692307693,
+                                       0.06666666666666667,
+                                       0.058823529411764705,
+                                       0.05263157894736842,
+                                       0.047619047619047616,
+                                       0.043478260869565216,
+                                       0.04}; /* 1/1, 1/3, .., 1/25 */
     int e;
     double m = frexp(x, &e);
 
@@ -89,7 +106,7 @@ static double inv_norm(double p)
                                 -1.328068155288572e+01};
     static const double c[6] = {-7.784894002430293e-03, -3.223964580411365e-01,
                                 -2.400758277161838e+00, -2.549732539343734e+00,
-                                4.374664141464968e+00, 2.938163982698783e+00};
+                                4.374664141464968e+00,  2.938163982698783e+00};
     static const double d[4] = {7.784695709041462e-03, 3.224671290700398e-01,
                                 2.445134137142996e+00, 3.754408661907416e+00};
     const double plow = 0.02425;
@@ -192,7 +209,7 @@ static uint32_t draw_histogram(const vl_gen_dist *d, vl_rng *r)
     uint64_t k = vl_rng_below(r, d->c[d->n - 1]);
     size_t lo = 0, hi = d->n - 1;
 
-    while (lo < hi) {   /* first bin whose cumulative count exceeds k */
+    while (lo < hi) { /* first bin whose cumulative count exceeds k */
         size_t mid = lo + (hi - lo) / 2;
         if (k < d->c[mid])
             hi = mid;
@@ -222,12 +239,11 @@ static uint32_t draw(const vl_gen_dist *d, vl_rng *r)
     case VL_GEN_HISTOGRAM: return draw_histogram(d, r);
     case VL_GEN_MIXTURE: return draw_mixture(d, r);
     case VL_GEN_LOGNORMAL_TRUNC: return draw_lognormal_trunc(d, r);
-    case VL_GEN_LOGNORMAL_CLIP:
-        return round_clip(lognormal(r, d->mu, d->sigma), d->lo, d->hi);
+    case VL_GEN_LOGNORMAL_CLIP: return round_clip(lognormal(r, d->mu, d->sigma), d->lo, d->hi);
     case VL_GEN_LOGUNIFORM: return draw_loguniform(r, d->lo, d->hi);
     case VL_GEN_UNIFORM: return draw_uniform(r, d->lo, d->hi);
     }
-    return d->lo;   /* unreachable: every kind is handled above */
+    return d->lo; /* unreachable: every kind is handled above */
 }
 
 /* ---- names and arguments ---- */
@@ -296,17 +312,16 @@ static int parse_lognormal(const char *s, vl_gen_dist *d)
 
 static const struct {
     const char *name, *summary;
-    const char *prefix;   /* up to and including the first ':' */
+    const char *prefix; /* up to and including the first ':' */
     int (*parse)(const char *args, vl_gen_dist *d);
-    const char *expect;   /* for the error message */
+    const char *expect; /* for the error message */
 } templates[] = {
     {"fixed:N", "every sample has N tokens", "fixed:", parse_fixed,
      "fixed:N with N in 1..2147483647"},
     {"uniform:MIN:MAX", "integers uniform on [MIN, MAX]", "uniform:", parse_uniform,
      "uniform:MIN:MAX with 1 <= MIN <= MAX <= 2147483647"},
-    {"lognormal:MU:SIGMA", "round(exp(N(MU, SIGMA))), clipped to [1, 2^31-1]",
-     "lognormal:", parse_lognormal,
-     "lognormal:MU:SIGMA with MU in [-100, 100], SIGMA in [0, 100]"},
+    {"lognormal:MU:SIGMA", "round(exp(N(MU, SIGMA))), clipped to [1, 2^31-1]", "lognormal:",
+     parse_lognormal, "lognormal:MU:SIGMA with MU in [-100, 100], SIGMA in [0, 100]"},
 };
 #define NTEMPLATES (sizeof templates / sizeof templates[0])
 
@@ -338,8 +353,7 @@ static vl_status unknown(vl_err *err, const char *dist)
 
     list[0] = '\0';
     for (size_t i = 0; i < vl_gen_count() && len < sizeof list; i++) {
-        int w = snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "",
-                         vl_gen_name(i));
+        int w = snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", vl_gen_name(i));
         if (w < 0)
             break;
         len += (size_t)w;
@@ -384,8 +398,7 @@ static uint64_t name_hash(const char *s)
     return h;
 }
 
-vl_status vl_gen_lengths(uint32_t *out, size_t n, const char *dist, uint64_t seed,
-                         vl_err *err)
+vl_status vl_gen_lengths(uint32_t *out, size_t n, const char *dist, uint64_t seed, vl_err *err)
 {
     vl_gen_dist tmp;
     const vl_gen_dist *d = NULL;

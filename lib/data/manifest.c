@@ -66,7 +66,7 @@ static vl_status line(vl__fmt *f, vl__mb *b, char *p, size_t n)
     if (n > 0 && p[n - 1] == '\r')
         n--;
     if (b->line == 1 && n >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0) {
-        p += 3;  /* UTF-8 byte order mark */
+        p += 3; /* UTF-8 byte order mark */
         n -= 3;
     }
     return vl__parse_line(f, b, p, n);
@@ -119,13 +119,13 @@ static vl_status read_stream(vl__fmt *f, vl__mb *b, lbuf *lb, vl_zreader *z)
         have += got - used;
         memmove(lb->p, lb->p + used, have);
     }
-    return have > 0 ? line(f, b, lb->p, have) : VL_OK;  /* last line without '\n' */
+    return have > 0 ? line(f, b, lb->p, have) : VL_OK; /* last line without '\n' */
 }
 
 /* One input: a path, or (vl_manifest_read_mem) bytes in memory. */
 typedef struct src {
     const char *path;
-    const void *data;     /* non-NULL: read these size bytes, named path */
+    const void *data; /* non-NULL: read these size bytes, named path */
     size_t size;
 } src;
 
@@ -153,7 +153,8 @@ static vl_status no_samples(vl_err *err, const char *const *names, size_t n)
     size_t len = 0;
 
     for (size_t i = 0; i < n && len < sizeof list; i++)
-        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", names[i]);
+        len +=
+            (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", names[i]);
     return vl_seterr(err, VL_EDATA, "%s: no samples", list);
 }
 

@@ -15,11 +15,11 @@
 #define VL_MAX_SAMPLE_LEN 2147483647u
 
 typedef struct vl_manifest_opts {
-    const char *id_col;   /* CSV/TSV/JSONL id column or key; NULL = "id" */
-    const char *len_col;  /* NULL = first of "length", "len", "num_tokens" */
-    bool allow_empty;     /* zero samples is not an error */
+    const char *id_col;      /* CSV/TSV/JSONL id column or key; NULL = "id" */
+    const char *len_col;     /* NULL = first of "length", "len", "num_tokens" */
+    bool allow_empty;        /* zero samples is not an error */
     int zstd_window_log_max; /* largest zstd window, log2; 0 = 27 (128 MiB), max 31 */
-    bool lengths_only;    /* for a command that needs no ids (stats): ids are parsed but
+    bool lengths_only;       /* for a command that needs no ids (stats): ids are parsed but
                            * not kept (they read as implicit) nor checked for duplicates,
                            * and sha256 is left zero */
 } vl_manifest_opts;

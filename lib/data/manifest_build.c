@@ -12,7 +12,7 @@
 const char *const vl__len_names[VL__NLEN_NAMES] = {"length", "len", "num_tokens"};
 
 #define MB_CAP0 (64u << 10)
-#define MB_MAX_SAMPLES ((size_t)UINT32_MAX - 1)  /* index + 1 must fit the id index */
+#define MB_MAX_SAMPLES ((size_t)UINT32_MAX - 1) /* index + 1 must fit the id index */
 #define MB_MAX_SOURCES 65535u
 
 vl_status vl__mb_err(vl__mb *b, long col, const char *fmt, ...)
@@ -61,7 +61,7 @@ static bool grow_array(void *pp, size_t n, size_t size)
     void *q;
 
     if (*p == NULL)
-        return true;  /* arrays not created yet stay absent */
+        return true; /* arrays not created yet stay absent */
     if ((q = realloc(*p, n * size)) == NULL)
         return false;
     *p = q;
@@ -77,7 +77,8 @@ static vl_status grow(vl__mb *b)
         return vl__mb_err(b, 0, "too many samples (max %zu)", MB_MAX_SAMPLES);
     if (nc > MB_MAX_SAMPLES)
         nc = MB_MAX_SAMPLES;
-    if (!grow_array(&m->len, nc, sizeof *m->len) || !grow_array(&m->loss, nc, sizeof *m->loss) ||
+    if (!grow_array(&m->len, nc, sizeof *m->len) ||
+        !grow_array(&m->loss, nc, sizeof *m->loss) ||
         !grow_array(&m->source, nc, sizeof *m->source) ||
         !grow_array(&m->id_kind, nc, sizeof *m->id_kind) ||
         !grow_array(&m->id_val, nc, sizeof *m->id_val))
@@ -110,7 +111,7 @@ static void where(const vl__mb *b, size_t i, const char **file, unsigned long lo
 {
     size_t lo = 0, hi = b->nruns;
 
-    while (hi - lo > 1) {  /* last run starting at or before i */
+    while (hi - lo > 1) { /* last run starting at or before i */
         size_t mid = lo + (hi - lo) / 2;
         if (b->runs[mid].sample <= i)
             lo = mid;
@@ -257,7 +258,7 @@ static vl_status src_new(vl__mb *b, const char *s, size_t n, uint16_t *idx)
     copy[n] = '\0';
     *idx = (uint16_t)m->nsources;
     m->sources[m->nsources++] = copy;
-    if (m->nsources * 2 > b->src_cap)  /* keep the table at most half full */
+    if (m->nsources * 2 > b->src_cap) /* keep the table at most half full */
         if ((st = src_rehash(b, b->src_cap ? b->src_cap * 2 : 64)) != VL_OK)
             return st;
     return VL_OK;
@@ -357,7 +358,7 @@ vl_status vl__mb_add(vl__mb *b, const vl__rec *rec)
         return st;
     if (r->id_kind == 0 && !r->has_loss && r->src == NULL && m->id_kind == NULL &&
         m->loss == NULL && m->source == NULL)
-        m->loss_tokens += r->len;  /* the common case: nothing but a length */
+        m->loss_tokens += r->len; /* the common case: nothing but a length */
     else if ((st = add_full(b, r)) != VL_OK)
         return st;
     m->len[m->n++] = r->len;

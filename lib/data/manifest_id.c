@@ -23,7 +23,7 @@ static void put(sink *s, const char *p, size_t n)
     if (s->sha == NULL) {
         size_t room = s->cap > s->len + 1 ? s->cap - 1 - s->len : 0;
         size_t k = n < room ? n : room;
-        if (k > 0)  /* buf may be NULL when cap is 0 */
+        if (k > 0) /* buf may be NULL when cap is 0 */
             memcpy(s->buf + s->len, p, k);
         s->len += k;
         return;
@@ -63,14 +63,14 @@ static void put_json_str(sink *s, const char *str)
         put(s, run, (size_t)(p - run));
         run = p + 1;
         switch (c) {
-        case '"': case '\\': esc[1] = (char)c; break;
+        case '"':
+        case '\\': esc[1] = (char)c; break;
         case '\b': esc[1] = 'b'; break;
         case '\f': esc[1] = 'f'; break;
         case '\n': esc[1] = 'n'; break;
         case '\r': esc[1] = 'r'; break;
         case '\t': esc[1] = 't'; break;
-        default:
-            esc[1] = 'u', esc[4] = hex[c >> 4], esc[5] = hex[c & 15], n = 6;
+        default: esc[1] = 'u', esc[4] = hex[c >> 4], esc[5] = hex[c & 15], n = 6;
         }
         put(s, esc, n);
     }
@@ -117,7 +117,7 @@ void vl__manifest_sha(vl_manifest *m)
     vl_sha256_init(&sha);
     for (size_t i = 0; i < m->n; i++) {
         char *d;
-        room(&s, 64);  /* a numeric record: 20 + 1 + 10 + 1 + 10 + 1 */
+        room(&s, 64); /* a numeric record: 20 + 1 + 10 + 1 + 10 + 1 */
         if (m->id_kind != NULL && m->id_kind[i] == VL_ID_STR) {
             put_json_str(&s, m->id_pool + m->id_val[i]);
             room(&s, 32);

@@ -13,11 +13,11 @@
 typedef struct vl__rec {
     uint32_t len, loss;
     bool has_loss;
-    uint8_t id_kind;        /* 0 = implicit (index in the dataset), VL_ID_INT, VL_ID_STR */
+    uint8_t id_kind; /* 0 = implicit (index in the dataset), VL_ID_INT, VL_ID_STR */
     int64_t id_int;
-    const char *id_str;     /* VL_ID_STR */
+    const char *id_str; /* VL_ID_STR */
     size_t id_len;
-    const char *src;        /* NULL = no source */
+    const char *src; /* NULL = no source */
     size_t src_len;
 } vl__rec;
 
@@ -32,19 +32,19 @@ typedef struct vl__mb {
     vl_manifest *m;
     const vl_manifest_opts *opts;
     vl_err *err;
-    size_t cap;             /* capacity of every per-sample array */
-    const char **names;     /* [nnames] input names for messages, borrowed */
+    size_t cap;         /* capacity of every per-sample array */
+    const char **names; /* [nnames] input names for messages, borrowed */
     size_t nnames;
-    uint32_t file;          /* current input and line, for messages */
+    uint32_t file; /* current input and line, for messages */
     uint64_t line;
     vl__run *runs;
     size_t nruns, runcap;
-    uint32_t *src_slot;     /* source name -> index + 1, open addressing */
+    uint32_t *src_slot; /* source name -> index + 1, open addressing */
     size_t src_cap, sources_cap;
-    uint16_t last_src;      /* consecutive records usually share a source */
-    bool unsorted;          /* ids are not all increasing integers: the index is in use */
+    uint16_t last_src; /* consecutive records usually share a source */
+    bool unsorted;     /* ids are not all increasing integers: the index is in use */
     int64_t last_id;
-    bool no_fast;           /* every JSONL line through jansson (tests, the fuzzer) */
+    bool no_fast; /* every JSONL line through jansson (tests, the fuzzer) */
 } vl__mb;
 
 enum { VL__FMT_NONE, VL__FMT_TEXT, VL__FMT_CSV, VL__FMT_JSONL };
@@ -57,15 +57,15 @@ typedef struct vl__field {
 /* The format of the input being read, from its first non-empty line. */
 typedef struct vl__fmt {
     int kind;
-    bool implicit;          /* TEXT with one length per line, or CSV without an id column */
-    char delim;             /* CSV: ',' or '\t' */
+    bool implicit; /* TEXT with one length per line, or CSV without an id column */
+    char delim;    /* CSV: ',' or '\t' */
     size_t ncols;
-    long id_col, len_col, loss_col, src_col;    /* -1 = absent */
-    uint64_t first_line;    /* line of the first record (TEXT) */
-    uint64_t first_blank;   /* first blank line seen before the format was known */
-    char header[96];        /* CSV header for messages */
-    char len_what[72];      /* how the length is named in messages */
-    vl__field *fields;      /* CSV scratch, [fcap] */
+    long id_col, len_col, loss_col, src_col; /* -1 = absent */
+    uint64_t first_line;                     /* line of the first record (TEXT) */
+    uint64_t first_blank; /* first blank line seen before the format was known */
+    char header[96];      /* CSV header for messages */
+    char len_what[72];    /* how the length is named in messages */
+    vl__field *fields;    /* CSV scratch, [fcap] */
     size_t fcap;
 } vl__fmt;
 

@@ -7,9 +7,9 @@
 #include "manifest_impl.h"
 
 typedef struct idindex {
-    bool sorted;        /* integer ids in increasing order: binary search, no table */
-    uint64_t *slot;     /* hash tag << 32 | (sample index + 1); 0 = empty */
-    size_t cap;         /* power of two */
+    bool sorted;    /* integer ids in increasing order: binary search, no table */
+    uint64_t *slot; /* hash tag << 32 | (sample index + 1); 0 = empty */
+    size_t cap;     /* power of two */
     size_t count;
 } idindex;
 
@@ -32,7 +32,7 @@ static uint64_t mix(uint64_t x)
 
 uint64_t vl__hash_str(const char *s, size_t n)
 {
-    uint64_t h = 0xcbf29ce484222325ull;  /* FNV-1a, then mixed for the low bits */
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a, then mixed for the low bits */
 
     for (size_t i = 0; i < n; i++)
         h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
@@ -66,7 +66,7 @@ static bool matches(const vl_manifest *m, size_t i, const key *k)
     return memcmp(s, k->s, k->n) == 0 && s[k->n] == '\0';
 }
 
-#define SLOT_SAMPLE(v) ((size_t)((v) & 0xffffffffu) - 1)
+#define SLOT_SAMPLE(v) ((size_t)((v)&0xffffffffu) - 1)
 
 /* Slot holding k, or the empty slot where it would go. */
 static size_t probe(const idindex *x, const vl_manifest *m, const key *k, uint64_t tag)
@@ -89,7 +89,7 @@ static vl_status rehash(idindex *x, size_t nc, vl_err *err)
         if (x->slot[j] == 0)
             continue;
         size_t h = (size_t)(x->slot[j] >> 32) & (nc - 1);
-        while (slot[h] != 0)  /* keys are distinct: no compare needed */
+        while (slot[h] != 0) /* keys are distinct: no compare needed */
             h = (h + 1) & (nc - 1);
         slot[h] = x->slot[j];
     }
@@ -123,7 +123,7 @@ vl_status vl__index_insert(vl_manifest *m, size_t i, size_t *dup, vl_err *err)
         return st;
     x = m->index;
     if ((x->count + 1) * 4 > x->cap * 3 && (st = rehash(x, x->cap * 2, err)) != VL_OK)
-        return st;  /* load at most 3/4: probes stay within a cache line or two */
+        return st; /* load at most 3/4: probes stay within a cache line or two */
     key k = sample_key(m, i);
     uint64_t tag = key_tag(&k);
     h = probe(x, m, &k, tag);
@@ -193,7 +193,7 @@ static long long find(vl_manifest *m, const key *k, vl_err *err)
     size_t h;
 
     if (m->index == NULL && m->n > 0 && index_build(m, err) != VL_OK) {
-        vl__index_free(m->index);  /* half built: try again next time */
+        vl__index_free(m->index); /* half built: try again next time */
         m->index = NULL;
         return -2;
     }
@@ -251,7 +251,7 @@ vl_status vl_manifest_find_strs(vl_manifest *m, const char *const *ids, const si
 
     if (m->id_kind == NULL || m->n == 0 || (m->index && ((idindex *)m->index)->sorted)) {
         for (size_t i = 0; i < n; i++)
-            out[i] = -1;   /* implicit or integer ids only: no string matches */
+            out[i] = -1; /* implicit or integer ids only: no string matches */
         return VL_OK;
     }
     if ((st = vl_manifest_index(m, err)) != VL_OK)
@@ -278,7 +278,7 @@ long long vl_manifest_find_int(vl_manifest *m, int64_t id, vl_err *err)
 {
     key k = {VL_ID_INT, (uint64_t)id, NULL, 0};
 
-    if (m->id_kind == NULL)  /* implicit ids: the id is the index */
+    if (m->id_kind == NULL) /* implicit ids: the id is the index */
         return id >= 0 && (uint64_t)id < m->n ? (long long)id : -1;
     return find(m, &k, err);
 }

@@ -15,8 +15,10 @@ static const char *show_json(char out[64], const json_t *v)
     const char *pre = json_is_string(v) ? "string " : "";
 
     if (json_is_object(v) || json_is_array(v) || d == NULL)
-        snprintf(out, 64, "%s", json_is_object(v) ? "an object" : json_is_array(v) ? "an array"
-                                                                                  : "a value");
+        snprintf(out, 64, "%s",
+                 json_is_object(v)  ? "an object"
+                 : json_is_array(v) ? "an array"
+                                    : "a value");
     else if (strlen(d) > 50)
         snprintf(out, 64, "%s%.47s...", pre, d);
     else
@@ -158,9 +160,11 @@ static vl_status json_len(vl__mb *b, vl__rec *r, const json_t *o)
 
     for (size_t k = 0; b->opts->len_col == NULL && k < VL__NLEN_NAMES; k++) {
         const json_t *w = json_object_get(o, vl__len_names[k]);
-        if (w && v)   /* which one is meant?  Not ours to guess */
-            return vl__mb_err(b, 0, "both \"%s\" and \"%s\" are given; keep one, or name "
-                              "the length key with --len-col", key, vl__len_names[k]);
+        if (w && v) /* which one is meant?  Not ours to guess */
+            return vl__mb_err(b, 0,
+                              "both \"%s\" and \"%s\" are given; keep one, or name "
+                              "the length key with --len-col",
+                              key, vl__len_names[k]);
         if (w) {
             v = w;
             key = vl__len_names[k];
@@ -212,7 +216,7 @@ vl_status vl__jsonl_line(vl__mb *b, const char *p, size_t n)
     vl_json_watch();
     failed = vl_json_failures();
     o = json_loadb(p, n, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
-    if (vl_json_failures() != failed) {   /* a syntax error to jansson, or a string cut */
+    if (vl_json_failures() != failed) { /* a syntax error to jansson, or a string cut */
         json_decref(o);
         return vl_seterr(b->err, VL_ENOMEM, "out of memory (reading a JSONL record)");
     }
@@ -222,7 +226,7 @@ vl_status vl__jsonl_line(vl__mb *b, const char *p, size_t n)
         st = vl__mb_err(b, 0, "expected a JSON object, got %s", show_json(sh, o));
     else if ((st = json_id(b, &r, o, p, n)) == VL_OK && (st = json_len(b, &r, o)) == VL_OK &&
              (st = json_extras(b, &r, o)) == VL_OK)
-        st = vl__mb_add(b, &r);  /* before decref: r points into o */
+        st = vl__mb_add(b, &r); /* before decref: r points into o */
     json_decref(o);
     return st;
 }

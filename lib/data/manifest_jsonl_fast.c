@@ -22,8 +22,8 @@ typedef struct member {
     const char *key;
     size_t klen;
     vkind kind;
-    int64_t i;            /* V_INT */
-    const char *s;        /* V_STR: the bytes between the quotes */
+    int64_t i;     /* V_INT */
+    const char *s; /* V_STR: the bytes between the quotes */
     size_t slen;
 } member;
 
@@ -68,7 +68,7 @@ static bool integer(cur *c, int64_t *out)
     while (q < c->end && *q >= '0' && *q <= '9')
         v = v * 10 + (uint64_t)(*q++ - '0');
     if (q == d || q - d > MAX_DIGITS || (*d == '0' && q - d > 1) || (neg && v == 0))
-        return false;   /* -0 too: jansson reads it as 0, whatever that should mean */
+        return false; /* -0 too: jansson reads it as 0, whatever that should mean */
     if (q < c->end && (*q == '.' || *q == 'e' || *q == 'E'))
         return false;
     *out = neg ? -(int64_t)v : (int64_t)v;
@@ -144,7 +144,8 @@ static const member *get(const member *ms, size_t nm, const char *key)
 
 static bool count(const member *v, bool zero_ok, uint32_t *out)
 {
-    if (!v || v->kind != V_INT || v->i < (zero_ok ? 0 : 1) || v->i > (int64_t)VL_MAX_SAMPLE_LEN)
+    if (!v || v->kind != V_INT || v->i < (zero_ok ? 0 : 1) ||
+        v->i > (int64_t)VL_MAX_SAMPLE_LEN)
         return false;
     *out = (uint32_t)v->i;
     return true;
@@ -160,7 +161,7 @@ static bool length(const vl__mb *b, const member *ms, size_t nm, uint32_t *len)
     for (size_t k = 0; k < VL__NLEN_NAMES; k++) {
         const member *w = get(ms, nm, vl__len_names[k]);
         if (w && v)
-            return false;   /* two length keys: jansson's path says so */
+            return false; /* two length keys: jansson's path says so */
         v = w ? w : v;
     }
     return count(v, false, len);

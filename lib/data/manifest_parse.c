@@ -25,7 +25,7 @@ static int scan_count(const char *s, size_t n, uint32_t *out)
         unsigned d = (unsigned)(unsigned char)s[i] - '0';
         if (d > 9)
             return 1;
-        if (v <= VL_MAX_SAMPLE_LEN)  /* saturate: stays above the max, never wraps */
+        if (v <= VL_MAX_SAMPLE_LEN) /* saturate: stays above the max, never wraps */
             v = v * 10 + d;
     }
     if (v > VL_MAX_SAMPLE_LEN)
@@ -112,8 +112,8 @@ static vl_status text_len(vl__mb *b, uint32_t *out, const char *s, size_t n, con
     int rc = scan_count(s, n, out);
 
     if (rc == 2)
-        return vl__mb_err(b, 0, "%s %.*s out of range (max %u)", what, (int)(n < 40 ? n : 40), s,
-                          VL_MAX_SAMPLE_LEN);
+        return vl__mb_err(b, 0, "%s %.*s out of range (max %u)", what, (int)(n < 40 ? n : 40),
+                          s, VL_MAX_SAMPLE_LEN);
     if (rc != 0 || *out == 0)
         return vl__mb_err(b, 0, "%s must be a positive integer, got %s", what, show(sh, s, n));
     return VL_OK;
@@ -125,8 +125,8 @@ static vl_status text_loss(vl__mb *b, vl__rec *r, const char *s, size_t n, const
     int rc = scan_count(s, n, &r->loss);
 
     if (rc == 2)
-        return vl__mb_err(b, 0, "%s %.*s out of range (max %u)", what, (int)(n < 40 ? n : 40), s,
-                          VL_MAX_SAMPLE_LEN);
+        return vl__mb_err(b, 0, "%s %.*s out of range (max %u)", what, (int)(n < 40 ? n : 40),
+                          s, VL_MAX_SAMPLE_LEN);
     if (rc != 0)
         return vl__mb_err(b, 0, "%s must be a non-negative integer, got %s", what,
                           show(sh, s, n));
@@ -166,7 +166,8 @@ static vl_status text_line(vl__fmt *f, vl__mb *b, char *p, size_t n)
     vl_status st;
 
     if (f->implicit && nf != 1)
-        return vl__mb_err(b, 0, "expected one length per line (as on line %llu), got %zu fields",
+        return vl__mb_err(b, 0,
+                          "expected one length per line (as on line %llu), got %zu fields",
                           (unsigned long long)f->first_line, nf);
     if (!f->implicit && nf != 2)
         return vl__mb_err(b, 0, "expected 'ID LENGTH' (as on line %llu), got %zu field%s",
@@ -203,7 +204,7 @@ static vl_status csv_split(vl__fmt *f, vl__mb *b, char *p, size_t n, size_t *nf)
                     return vl__mb_err(b, 0, "unbalanced quote in field %zu", k + 1);
                 if (p[i] == '"' && (i + 1 == n || p[i + 1] != '"'))
                     break;
-                i += p[i] == '"';  /* "" is a literal quote */
+                i += p[i] == '"'; /* "" is a literal quote */
                 p[w++] = p[i];
             }
             e = w;
@@ -302,18 +303,20 @@ static vl_status csv_header(vl__fmt *f, vl__mb *b, char *p, size_t n)
 
     memcpy(f->header, p, hn);
     f->header[hn] = '\0';
-    for (size_t i = 0; i < n; i++)  /* an upper bound on the fields */
+    for (size_t i = 0; i < n; i++) /* an upper bound on the fields */
         nf += p[i] == f->delim;
-    if ((st = csv_fields_cap(f, b, nf)) != VL_OK || (st = csv_split(f, b, p, n, &nf)) != VL_OK ||
-        (st = csv_roles(f, b, nf)) != VL_OK)
+    if ((st = csv_fields_cap(f, b, nf)) != VL_OK ||
+        (st = csv_split(f, b, p, n, &nf)) != VL_OK || (st = csv_roles(f, b, nf)) != VL_OK)
         return st;
     f->ncols = nf;
     if (f->len_col < 0 && b->opts->len_col)
         return vl__mb_err(b, 0, "bad header: no column \"%s\" (header: %s)", b->opts->len_col,
                           f->header);
     if (f->len_col < 0)
-        return vl__mb_err(b, 0, "bad header: no length column (expected \"length\", \"len\" or "
-                          "\"num_tokens\"; header: %s)", f->header);
+        return vl__mb_err(b, 0,
+                          "bad header: no length column (expected \"length\", \"len\" or "
+                          "\"num_tokens\"; header: %s)",
+                          f->header);
     if (f->id_col < 0 && b->opts->id_col)
         return vl__mb_err(b, 0, "bad header: no column \"%s\" (header: %s)", b->opts->id_col,
                           f->header);
@@ -341,7 +344,8 @@ static vl_status csv_row(vl__fmt *f, vl__mb *b, char *p, size_t n)
     if ((st = text_len(b, &r.len, fl[f->len_col].p, fl[f->len_col].n, f->len_what)) != VL_OK)
         return st;
     if (f->loss_col >= 0 && fl[f->loss_col].n > 0 &&
-        (st = text_loss(b, &r, fl[f->loss_col].p, fl[f->loss_col].n, "\"loss_tokens\"")) != VL_OK)
+        (st = text_loss(b, &r, fl[f->loss_col].p, fl[f->loss_col].n, "\"loss_tokens\"")) !=
+            VL_OK)
         return st;
     if (f->src_col >= 0 && fl[f->src_col].n > 0) {
         r.src = fl[f->src_col].p;
@@ -373,7 +377,8 @@ static bool header_like(const vl__mb *b, const char *p, size_t n, char delim)
     vl__field one = {(char *)p, n};
 
     if (delim == 0)
-        return len_rank(b, &one) >= 0 || field_is(&one, b->opts->id_col ? b->opts->id_col : "id");
+        return len_rank(b, &one) >= 0 ||
+               field_is(&one, b->opts->id_col ? b->opts->id_col : "id");
     for (;; p = e + 1) {
         e = memchr(p, delim, (size_t)(end - p));
         if (e == NULL)
@@ -393,7 +398,7 @@ static vl_status detect(vl__fmt *f, vl__mb *b, char *p, size_t n, bool *header)
     vl__field fl[2];
 
     *header = false;
-    if (p[0] == '{' || p[0] == '[') {  /* '[' is never text: say it is not an object */
+    if (p[0] == '{' || p[0] == '[') { /* '[' is never text: say it is not an object */
         f->kind = VL__FMT_JSONL;
         return VL_OK;
     }
@@ -413,7 +418,8 @@ static vl_status detect(vl__fmt *f, vl__mb *b, char *p, size_t n, bool *header)
     snprintf(f->len_what, sizeof f->len_what, "sample length");
     if (f->implicit && f->first_blank > 0) {
         b->line = f->first_blank;
-        return vl__mb_err(b, 0, "empty line (implicit ids are line numbers: remove it, or "
+        return vl__mb_err(b, 0,
+                          "empty line (implicit ids are line numbers: remove it, or "
                           "give 'ID LENGTH' on every line)");
     }
     return VL_OK;
@@ -422,7 +428,8 @@ static vl_status detect(vl__fmt *f, vl__mb *b, char *p, size_t n, bool *header)
 static vl_status blank_line(vl__fmt *f, vl__mb *b)
 {
     if (f->kind == VL__FMT_TEXT && f->implicit)
-        return vl__mb_err(b, 0, "empty line (implicit ids are line numbers: remove it, or "
+        return vl__mb_err(b, 0,
+                          "empty line (implicit ids are line numbers: remove it, or "
                           "give 'ID LENGTH' on every line)");
     if (f->kind == VL__FMT_NONE && f->first_blank == 0)
         f->first_blank = b->line;
@@ -435,7 +442,7 @@ vl_status vl__parse_line(vl__fmt *f, vl__mb *b, char *p, size_t n)
     bool header;
     vl_status st;
 
-    if (f->kind == VL__FMT_TEXT && f->implicit) {  /* the hot path: one length per line */
+    if (f->kind == VL__FMT_TEXT && f->implicit) { /* the hot path: one length per line */
         vl__rec r = {0};
         if (scan_count(p, n, &r.len) == 0 && r.len > 0)
             return vl__mb_add(b, &r);
@@ -461,7 +468,7 @@ void vl__fmt_reset(vl__fmt *f)
 
     memset(f, 0, sizeof *f);
     f->id_col = f->len_col = f->loss_col = f->src_col = -1;
-    f->fields = fields;  /* scratch survives from one input to the next */
+    f->fields = fields; /* scratch survives from one input to the next */
     f->fcap = fcap;
 }
 

@@ -10,7 +10,7 @@
 #include "rng.h"
 
 /* Epoch orders draw from their own stream family, apart from the packers' streams. */
-#define STREAM_EPOCH 0x45504F4348000000ull   /* "EPOCH" */
+#define STREAM_EPOCH 0x45504F4348000000ull /* "EPOCH" */
 
 void vl_selection_free(vl_selection *sel)
 {
@@ -47,8 +47,8 @@ static vl_status apply_oversize(vl_selection *sel, const vl_manifest *m, uint32_
             continue;
         if (policy == VL_OVERSIZE_TRUNCATE) {
             sel->own[i] = limit;
-            sel->drops[sel->ndrops++] = (vl_drop){(uint32_t)i, limit, l - limit,
-                                                  VL_DROP_TRUNCATED};
+            sel->drops[sel->ndrops++] =
+                (vl_drop){(uint32_t)i, limit, l - limit, VL_DROP_TRUNCATED};
         } else {
             sel->drops[sel->ndrops++] = (vl_drop){(uint32_t)i, 0, l, VL_DROP_OVERSIZE};
         }
@@ -93,11 +93,12 @@ vl_status vl_select_why(vl_selection *sel, const vl_manifest *m, uint32_t limit,
         }
     if (over > 0 && policy == VL_OVERSIZE_ERROR)
         return oversize_error(m, limit, why, over, first, err);
-    if (over > 0 && policy == VL_OVERSIZE_SPLIT)   /* a splitting strategy sets no limit */
+    if (over > 0 && policy == VL_OVERSIZE_SPLIT) /* a splitting strategy sets no limit */
         return vl_seterr(err, VL_ECONFIG,
                          "training.oversize=split: %zu samples exceed %u tokens (%s) and "
                          "this strategy cannot split them (only pack does); use truncate or "
-                         "drop", over, limit, why ? why : "training.max_seq_len");
+                         "drop",
+                         over, limit, why ? why : "training.max_seq_len");
 
     int truncating = over > 0 && policy == VL_OVERSIZE_TRUNCATE;
     size_t keep = policy == VL_OVERSIZE_DROP ? m->n - over : m->n;
@@ -175,8 +176,8 @@ vl_status vl_make_batches(vl_batches *out, const uint32_t *order, size_t n,
     for (size_t b = 0; b < nb; b++) {
         size_t s = out->start[b];
         out->start[b + 1] = t->global_batch > 0
-            ? (n - s < t->global_batch ? n : s + t->global_batch)
-            : token_batch_end(order, n, s, len, t->global_tokens);
+                                ? (n - s < t->global_batch ? n : s + t->global_batch)
+                                : token_batch_end(order, n, s, len, t->global_tokens);
     }
     return VL_OK;
 }
@@ -204,15 +205,16 @@ vl_status vl_batches_cover_ranks(const vl_batches *b, const uint32_t *order,
             return vl_seterr(err, VL_ECONFIG,
                              "%sglobal batch %zu has %zu samples, fewer than the %zu "
                              "data-parallel ranks: raise training.global_batch or "
-                             "training.global_tokens, or use fewer GPUs", who, i, z - a, ranks);
+                             "training.global_tokens, or use fewer GPUs",
+                             who, i, z - a, ranks);
         uint64_t k = batch_pieces(order, a, z, len, piece);
         if (k * share < ranks)
             return vl_seterr(err, VL_ECONFIG,
                              "%sglobal batch %zu has %zu samples, %llu pieces of at most %u "
                              "tokens, fewer than one for every %zu of the %zu data-parallel "
                              "ranks: raise training.global_batch or training.global_tokens, "
-                             "or use fewer GPUs", who, i, z - a, (unsigned long long)k, piece,
-                             share, ranks);
+                             "or use fewer GPUs",
+                             who, i, z - a, (unsigned long long)k, piece, share, ranks);
     }
     return VL_OK;
 }

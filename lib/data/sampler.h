@@ -13,13 +13,13 @@
 
 /* The samples left to plan after the oversize policy, with their effective lengths. */
 typedef struct vl_selection {
-    uint32_t *idx;        /* [n] manifest indices, ascending */
+    uint32_t *idx; /* [n] manifest indices, ascending */
     size_t n;
-    const uint32_t *len;  /* [manifest n] effective length per manifest index: the
+    const uint32_t *len; /* [manifest n] effective length per manifest index: the
                            * manifest's own array, or `own` when something was truncated */
     uint32_t *own;
-    uint64_t tokens;      /* Σ effective len over idx */
-    vl_drop *drops;       /* [ndrops] what the policy removed, by ascending sample: the
+    uint64_t tokens; /* Σ effective len over idx */
+    vl_drop *drops;  /* [ndrops] what the policy removed, by ascending sample: the
                            * runner records them in the plan's footer */
     size_t ndrops;
 } vl_selection;
@@ -44,7 +44,7 @@ void vl_epoch_order(const vl_selection *sel, uint64_t seed, uint32_t epoch, uint
 /* Global batches: batch b is order[start[b] .. start[b+1]). */
 typedef struct vl_batches {
     size_t n;
-    size_t *start;        /* [n + 1] */
+    size_t *start; /* [n + 1] */
 } vl_batches;
 
 /** Cut order[0..n-1] into global batches: training.global_batch samples each when set,

@@ -54,7 +54,7 @@ static uint32_t find_bin(const uint64_t *count, uint64_t rank, uint64_t *before)
 static void select_ranks(uint32_t *out, const uint64_t *rank, size_t k, radix *rx,
                          const uint32_t *len, size_t n)
 {
-    uint32_t filled = UINT32_MAX;   /* high range rx->lo currently counts; none yet */
+    uint32_t filled = UINT32_MAX; /* high range rx->lo currently counts; none yet */
 
     for (size_t j = 0; j < k; j++) {
         uint64_t before;
@@ -150,8 +150,8 @@ vl_status vl_stats_compute(vl_stats *out, const uint32_t *len, size_t n, vl_err 
     return VL_OK;
 }
 
-vl_status vl_stats_percentiles(uint32_t *out, const double *pct, size_t k,
-                               const uint32_t *len, size_t n, vl_err *err)
+vl_status vl_stats_percentiles(uint32_t *out, const double *pct, size_t k, const uint32_t *len,
+                               size_t n, vl_err *err)
 {
     radix rx;
     uint64_t *rank;
@@ -169,7 +169,7 @@ vl_status vl_stats_percentiles(uint32_t *out, const double *pct, size_t k,
         free(rank);
         return st;
     }
-    for (size_t j = 0; j < k; j++)   /* pct rounded to 1e-4 %, as nearest_rank wants */
+    for (size_t j = 0; j < k; j++) /* pct rounded to 1e-4 %, as nearest_rank wants */
         rank[j] = nearest_rank((uint64_t)(pct[j] * 10000.0 + 0.5), n);
     for (size_t i = 0; i < n; i++)
         rx.hi[len[i] >> 16]++;

@@ -22,19 +22,22 @@
 #define VL_STATS_NTHRESH 5
 
 /* The paper table's thresholds: 1K, 4K, 8K, 32K, 128K. */
-#define VL_STATS_THRESHOLDS {1024u, 4096u, 8192u, 32768u, 131072u}
+#define VL_STATS_THRESHOLDS                                                                   \
+    {                                                                                         \
+        1024u, 4096u, 8192u, 32768u, 131072u                                                  \
+    }
 
 typedef struct vl_stats {
-    size_t n;                 /* samples */
-    uint64_t tokens;          /* sum of lengths */
-    double mean;              /* tokens / n */
-    uint32_t min, max;        /* max is the table's "longest" */
-    uint32_t p50, p90, p99;   /* nearest-rank percentiles */
-    uint32_t thresh[VL_STATS_NTHRESH];   /* VL_STATS_THRESHOLDS */
+    size_t n;                          /* samples */
+    uint64_t tokens;                   /* sum of lengths */
+    double mean;                       /* tokens / n */
+    uint32_t min, max;                 /* max is the table's "longest" */
+    uint32_t p50, p90, p99;            /* nearest-rank percentiles */
+    uint32_t thresh[VL_STATS_NTHRESH]; /* VL_STATS_THRESHOLDS */
     /* Cumulative, as the papers print them: samples with len < thresh[k]. */
     uint64_t n_below[VL_STATS_NTHRESH];
-    uint64_t tokens_below[VL_STATS_NTHRESH];   /* their tokens */
-    double frac_below[VL_STATS_NTHRESH];       /* n_below / n */
+    uint64_t tokens_below[VL_STATS_NTHRESH]; /* their tokens */
+    double frac_below[VL_STATS_NTHRESH];     /* n_below / n */
     /* Share of all tokens held by those samples: on long-tail data 99% of samples
      * can hold well under half the tokens, which is what drives the cost. */
     double token_frac_below[VL_STATS_NTHRESH]; /* tokens_below / tokens */
@@ -48,7 +51,7 @@ vl_status vl_stats_compute(vl_stats *out, const uint32_t *len, size_t n, vl_err 
  *  j < k, each pct in (0, 100].  VL_EUSAGE for n = 0, NULL arrays or a pct out of
  *  range; VL_ENOMEM.  O(n) per distinct 65536-wide value range the answers fall in
  *  (usually one pass in all). */
-vl_status vl_stats_percentiles(uint32_t *out, const double *pct, size_t k,
-                               const uint32_t *len, size_t n, vl_err *err);
+vl_status vl_stats_percentiles(uint32_t *out, const double *pct, size_t k, const uint32_t *len,
+                               size_t n, vl_err *err);
 
 #endif

@@ -15,17 +15,17 @@
 
 struct vl_outfile {
     int fd;
-    bool in_place;        /* existing non-regular target (FIFO, /dev/null): no rename */
-    char *path;           /* final name, as given (for messages) */
-    char *target;         /* what the temporary is renamed to: path, or the file a
+    bool in_place; /* existing non-regular target (FIFO, /dev/null): no rename */
+    char *path;    /* final name, as given (for messages) */
+    char *target;  /* what the temporary is renamed to: path, or the file a
                            * symlink at path points to (the link itself survives) */
-    char *tmp;            /* temporary name, NULL when in place */
-    char *dir;            /* directory of target, fsync'd after the rename */
-    char *old;            /* name for a link to the file the rename replaces, made when
+    char *tmp;     /* temporary name, NULL when in place */
+    char *dir;     /* directory of target, fsync'd after the rename */
+    char *old;     /* name for a link to the file the rename replaces, made when
                            * the temporary is (no allocation is left for the commit) */
-    bool have_old;        /* the link exists: kept until every output is renamed */
-    int mode;             /* permissions of the file replaced, -1: from the umask */
-    bool replaces;        /* a regular file was at target when the renames began */
+    bool have_old; /* the link exists: kept until every output is renamed */
+    int mode;      /* permissions of the file replaced, -1: from the umask */
+    bool replaces; /* a regular file was at target when the renames began */
 };
 
 static void outfile_free(vl_outfile *o)
@@ -89,8 +89,8 @@ static vl_status open_temp(vl_outfile *o, vl_err *err)
         goto done;
     }
     if (base[0] == '\0') {
-        st = vl_seterr(err, VL_ECANTCREAT, "cannot create '%s': %s", o->path,
-                       strerror(EISDIR));
+        st =
+            vl_seterr(err, VL_ECANTCREAT, "cannot create '%s': %s", o->path, strerror(EISDIR));
         goto done;
     }
     n = strlen(o->dir) + strlen(base) + sizeof "/..tmp.XXXXXX";
@@ -105,8 +105,7 @@ static vl_status open_temp(vl_outfile *o, vl_err *err)
     }
     o->fd = mkstemp(o->tmp);
     if (o->fd < 0) {
-        st = vl_seterr(err, VL_ECANTCREAT, "cannot create '%s': %s", o->path,
-                       strerror(errno));
+        st = vl_seterr(err, VL_ECANTCREAT, "cannot create '%s': %s", o->path, strerror(errno));
         free(o->tmp);
         o->tmp = NULL;
         goto done;
@@ -145,10 +144,9 @@ static vl_status open_any(vl_outfile *o, vl_err *err)
     if (!exists || stat(o->path, &sb) != 0)
         sb.st_mode = S_IFREG; /* absent (or a dangling link): created anew */
     else if (S_ISREG(sb.st_mode) && read_only(o->path, &sb))
-        return vl_seterr(err, VL_ECANTCREAT, "cannot replace '%s': it is read-only",
-                         o->path);
+        return vl_seterr(err, VL_ECANTCREAT, "cannot replace '%s': it is read-only", o->path);
     else if (S_ISREG(sb.st_mode))
-        o->mode = (int)(sb.st_mode & 07777);   /* the replacement keeps its permissions */
+        o->mode = (int)(sb.st_mode & 07777); /* the replacement keeps its permissions */
     if (S_ISDIR(sb.st_mode))
         return vl_seterr(err, VL_ECANTCREAT, "cannot create '%s': %s", o->path,
                          strerror(EISDIR));
@@ -316,6 +314,6 @@ vl_status vl_outfile_commit_all(vl_outfile **o, size_t n, vl_err *err)
         if (!o[i]->in_place)
             put_back(o[i]);
     for (size_t i = 0; i < n; i++)
-        vl_outfile_abort(o[i]);   /* removes temporaries and old links still there */
+        vl_outfile_abort(o[i]); /* removes temporaries and old links still there */
     return st;
 }

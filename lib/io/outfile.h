@@ -10,8 +10,8 @@
 typedef struct vl_outfile vl_outfile;
 vl_status vl_outfile_open(vl_outfile **out, const char *path, vl_err *err);
 int vl_outfile_fd(const vl_outfile *o);
-vl_status vl_outfile_commit(vl_outfile *o, vl_err *err);  /* frees o */
-void vl_outfile_abort(vl_outfile *o);                     /* frees o; NULL ok */
+vl_status vl_outfile_commit(vl_outfile *o, vl_err *err); /* frees o */
+void vl_outfile_abort(vl_outfile *o);                    /* frees o; NULL ok */
 
 /** Commit o[0..n-1] together or none of them (frees them all): every temporary is
  *  synced and closed first; then each is renamed over its name, a hard link keeping

@@ -21,22 +21,22 @@
 
 struct vl_zreader {
     int fd;
-    bool own_fd;        /* false for stdin */
+    bool own_fd; /* false for stdin */
     bool is_zstd;
-    bool eof;           /* read(2) returned 0 */
+    bool eof; /* read(2) returned 0 */
     int wlog_max;
-    size_t hint;        /* last ZSTD_decompressStream result: 0 = between frames */
+    size_t hint; /* last ZSTD_decompressStream result: 0 = between frames */
     ZSTD_DCtx *dctx;
     unsigned char *in;
     size_t in_pos, in_len;
-    const unsigned char *mem;   /* vl_zreader_mem: the bytes read instead of fd */
+    const unsigned char *mem; /* vl_zreader_mem: the bytes read instead of fd */
     size_t mem_len, mem_pos;
     char name[];
 };
 
 struct vl_zwriter {
     int fd;
-    ZSTD_CCtx *cctx;    /* NULL: plain */
+    ZSTD_CCtx *cctx; /* NULL: plain */
     unsigned char *buf;
     size_t len;
     char name[];
@@ -59,7 +59,8 @@ static const char *errtext(int e, char *buf, size_t n)
 static vl_status open_err(vl_err *err, const char *path, int e)
 {
     char eb[128];
-    return vl_seterr(err, VL_ENOINPUT, "cannot open '%s': %s", path, errtext(e, eb, sizeof eb));
+    return vl_seterr(err, VL_ENOINPUT, "cannot open '%s': %s", path,
+                     errtext(e, eb, sizeof eb));
 }
 
 static vl_status read_err(vl_err *err, const char *name, int e)
@@ -119,7 +120,7 @@ static vl_status detect(vl_zreader *z, vl_err *err)
     z->is_zstd = zstd_magic(z->in, z->in_len);
     if (!z->is_zstd)
         return VL_OK;
-    z->hint = 1;  /* a frame is expected */
+    z->hint = 1; /* a frame is expected */
     z->dctx = ZSTD_createDCtx();
     if (z->dctx == NULL)
         return vl_seterr(err, VL_ENOMEM, "out of memory (zstd decoder for '%s')", z->name);
@@ -170,7 +171,7 @@ vl_status vl_zreader_mem(vl_zreader **out, const char *name, const void *data, s
 
     if (z == NULL)
         return VL_ENOMEM;
-    z->mem = size ? data : none;  /* never NULL: NULL means "read fd" */
+    z->mem = size ? data : none; /* never NULL: NULL means "read fd" */
     z->mem_len = size;
     if ((st = detect(z, err)) != VL_OK) {
         vl_zreader_close(z);
@@ -216,7 +217,7 @@ static vl_status read_plain(vl_zreader *z, void *buf, size_t cap, size_t *got, v
 {
     ssize_t r;
 
-    if (z->in_pos < z->in_len) {  /* bytes read while looking for the magic */
+    if (z->in_pos < z->in_len) { /* bytes read while looking for the magic */
         size_t n = z->in_len - z->in_pos < cap ? z->in_len - z->in_pos : cap;
         memcpy(buf, z->in + z->in_pos, n);
         z->in_pos += n;
@@ -238,7 +239,7 @@ static vl_status zstd_err(const vl_zreader *z, size_t r, vl_err *err)
     ZSTD_bounds b = ZSTD_dParam_getBounds(ZSTD_d_windowLogMax);
 
     if (ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge &&
-        z->wlog_max >= b.upperBound)   /* nothing left to raise: say what to do instead */
+        z->wlog_max >= b.upperBound) /* nothing left to raise: say what to do instead */
         return vl_seterr(err, VL_EDATA,
                          "%s: zstd frame needs a window larger than %llu MiB, the most "
                          "vlplan accepts (--zstd-window-log-max %d); recompress it with a "
@@ -264,7 +265,7 @@ static vl_status read_zstd(vl_zreader *z, void *buf, size_t cap, size_t *got, vl
                 return st;
         }
         if (z->eof && z->in_pos == z->in_len && z->hint == 0)
-            break;  /* the last frame is complete and flushed */
+            break; /* the last frame is complete and flushed */
         ZSTD_inBuffer in = {z->in, z->in_len, z->in_pos};
         size_t r = ZSTD_decompressStream(z->dctx, &out, &in);
         z->in_pos = in.pos;
@@ -305,7 +306,7 @@ void vl_zreader_close(vl_zreader *z)
     if (z == NULL)
         return;
     if (z->own_fd && z->fd >= 0)
-        close(z->fd);  /* read-only: close cannot lose data */
+        close(z->fd); /* read-only: close cannot lose data */
     ZSTD_freeDCtx(z->dctx);
     free(z->in);
     free(z);
@@ -352,8 +353,7 @@ static vl_status zstd_setup(vl_zwriter *w, vl_err *err)
     return VL_OK;
 }
 
-vl_status vl_zwriter_fd(vl_zwriter **out, int fd, bool compress, const char *name,
-                        vl_err *err)
+vl_status vl_zwriter_fd(vl_zwriter **out, int fd, bool compress, const char *name, vl_err *err)
 {
     size_t nlen = strlen(name);
     vl_zwriter *w = calloc(1, sizeof *w + nlen + 1);
@@ -377,8 +377,8 @@ vl_status vl_zwriter_fd(vl_zwriter **out, int fd, bool compress, const char *nam
 
 /* Feed in through the encoder with mode, writing out whenever the buffer fills;
  * returns once all input is consumed and (for end) the frame is complete. */
-static vl_status compress_some(vl_zwriter *w, const void *buf, size_t n, ZSTD_EndDirective mode,
-                               vl_err *err)
+static vl_status compress_some(vl_zwriter *w, const void *buf, size_t n,
+                               ZSTD_EndDirective mode, vl_err *err)
 {
     ZSTD_inBuffer in = {buf, n, 0};
     vl_status st;
@@ -392,7 +392,7 @@ static vl_status compress_some(vl_zwriter *w, const void *buf, size_t n, ZSTD_En
         bool done = mode == ZSTD_e_end ? r == 0 : in.pos == in.size;
         if (done)
             return VL_OK;
-        if ((st = flush_buf(w, err)) != VL_OK)  /* output full, or more to end the frame */
+        if ((st = flush_buf(w, err)) != VL_OK) /* output full, or more to end the frame */
             return st;
     }
 }
@@ -410,7 +410,7 @@ vl_status vl_zwriter_write(vl_zwriter *w, const void *buf, size_t n, vl_err *err
     }
     if ((st = flush_buf(w, err)) != VL_OK)
         return st;
-    if (n >= ZW_BUF)  /* big writes skip the copy */
+    if (n >= ZW_BUF) /* big writes skip the copy */
         return write_all(w, buf, n, err);
     memcpy(w->buf, buf, n);
     w->len = n;

@@ -64,7 +64,8 @@ static bool covers(const vl_calib_fit *f, const vl_calib_row *r)
 /* Least squares on the columns in mask of A (n×NCOEF, row-major, already divided by the
  * measured times) against a target of ones.  coef gets the solution (0 outside mask);
  * returns the residual sum of squares, or INFINITY when the subset is not identifiable. */
-static double solve_subset(const double *A, size_t n, unsigned mask, double *coef, double *work)
+static double solve_subset(const double *A, size_t n, unsigned mask, double *coef,
+                           double *work)
 {
     double *q[NCOEF], R[NCOEF][NCOEF] = {{0}}, scale[NCOEF], qtb[NCOEF], rss = 0;
     int cols[NCOEF], m = 0;
@@ -107,7 +108,7 @@ static double solve_subset(const double *A, size_t n, unsigned mask, double *coe
         for (size_t r = 0; r < n; r++)
             qtb[i] += q[i][r];
     }
-    for (int i = m - 1; i >= 0; i--) {   /* R z = Qᵀb, then coef = z / scale */
+    for (int i = m - 1; i >= 0; i--) { /* R z = Qᵀb, then coef = z / scale */
         double z = qtb[i];
         for (int k = i + 1; k < m; k++)
             z -= R[i][k] * coef[cols[k]] * scale[k];
@@ -165,7 +166,7 @@ typedef struct predictor {
     const vl_cost *c;
     const vl_config *cfg;
     double factor;
-    const vl_calib_fit *only;   /* score only the rows this fit covers (NULL: all) */
+    const vl_calib_fit *only; /* score only the rows this fit covers (NULL: all) */
 } predictor;
 
 static vl_calib_err score(const predictor *p, const vl_calib_rows *set)
@@ -226,9 +227,10 @@ static vl_status fit_one(const vl_calib_rows *set, const vl_config *cfg, vl_cali
         n++;
     }
     if (fit_group(A, n, coef, &f->zeroed, work) != VL_OK)
-        return vl_seterr(err, VL_EDATA, "%s: the %zu rows of tp %d, pp %d, sp %d determine "
-                         "no coefficient", set->name, n, f->scheme.tp, f->scheme.pp,
-                         f->scheme.sp);
+        return vl_seterr(err, VL_EDATA,
+                         "%s: the %zu rows of tp %d, pp %d, sp %d determine "
+                         "no coefficient",
+                         set->name, n, f->scheme.tp, f->scheme.pp, f->scheme.sp);
     f->scheme.a = coef[0];
     f->scheme.b = coef[1];
     f->scheme.c = coef[2];
@@ -278,7 +280,7 @@ vl_status vl_calib_fit_rows(const vl_calib_rows *set, const vl_config *cfg, vl_c
                        set->name, *nfits, VL_SCHEMES_MAX);
     for (size_t i = 0; st == VL_OK && i < *nfits; i++)
         st = fit_one(set, cfg, &(*fits)[i], A, work, err);
-    for (size_t i = 0; st == VL_OK && i < *nfits; i++)   /* each on its own rows */
+    for (size_t i = 0; st == VL_OK && i < *nfits; i++) /* each on its own rows */
         (*fits)[i].err = vl_calib_score(&(*fits)[i], 1, NULL, cfg, set);
     if (st != VL_OK) {
         free(*fits);
@@ -310,7 +312,7 @@ double vl_calib_predict_model(const vl_cost *c, const vl_calib_row *r)
         return predict_as_configured(c, r);
     if (!(copy = malloc(sizeof *copy)))
         return NAN;
-    *copy = *cfg;   /* shallow: read only, never freed as a config */
+    *copy = *cfg; /* shallow: read only, never freed as a config */
     copy->training.sp_kind = r->sp_kind;
     copy->cost.comm = copy->cost.comm && !r->comm_analytic;
     if (vl_cost_init(&alt, copy, &ignored) == VL_OK)
@@ -352,7 +354,7 @@ double vl_calib_compute_scale(const vl_cost *c, const vl_calib_rows *set, size_t
     for (size_t i = 0; i < set->n && !c->cfg->cost.fit_set; i++) {
         const vl_calib_row *r = &set->rows[i];
         vl_par par = {r->tp, r->pp, r->sp, r->ckpt_layers};
-        if (vl_cost_scheme(c, &par) || r->comm_analytic)   /* see calibrate.h */
+        if (vl_cost_scheme(c, &par) || r->comm_analytic) /* see calibrate.h */
             continue;
         double p = vl_calib_predict_model(c, r);
         if (!(p > 0) || !(r->seconds > 0))
@@ -361,12 +363,12 @@ double vl_calib_compute_scale(const vl_cost *c, const vl_calib_rows *set, size_t
         n++;
     }
     double s = n ? c->cfg->cost.compute_scale * exp(logsum / (double)n) : NAN;
-    *used = s >= 1e-6 && s <= 1e6 ? n : 0;   /* cost.compute_scale's range */
+    *used = s >= 1e-6 && s <= 1e6 ? n : 0; /* cost.compute_scale's range */
     return *used ? s : NAN;
 }
 
-vl_status vl_calib_rows_of(const vl_calib_rows *set, const vl_calib_fit *f,
-                           vl_calib_rows *out, vl_err *err)
+vl_status vl_calib_rows_of(const vl_calib_rows *set, const vl_calib_fit *f, vl_calib_rows *out,
+                           vl_err *err)
 {
     *out = (vl_calib_rows){.rows = malloc((set->n ? set->n : 1) * sizeof *out->rows)};
     if (!out->rows)
@@ -406,8 +408,9 @@ vl_status vl_calib_take_head(vl_calib_rows *set, vl_calib_rows *head, vl_err *er
 double vl_calib_head_scale(const vl_cost *c, const vl_calib_rows *head, size_t *used)
 {
     const vl_cost_cfg *k = &c->cfg->cost;
-    double now = k->head_scale > 0 ? k->head_scale : k->compute_scale > 0 ? k->compute_scale
-                                                                          : 1.0;
+    double now = k->head_scale > 0      ? k->head_scale
+                 : k->compute_scale > 0 ? k->compute_scale
+                                        : 1.0;
     double logsum = 0;
     size_t n = 0;
 
@@ -421,6 +424,6 @@ double vl_calib_head_scale(const vl_cost *c, const vl_calib_rows *head, size_t *
         n++;
     }
     double s = n ? now * exp(logsum / (double)n) : NAN;
-    *used = s >= 1e-6 && s <= 1e6 ? n : 0;   /* cost.head_scale's range */
+    *used = s >= 1e-6 && s <= 1e6 ? n : 0; /* cost.head_scale's range */
     return *used ? s : NAN;
 }

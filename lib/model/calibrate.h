@@ -29,26 +29,26 @@
 
 typedef struct vl_calib_row {
     int tp, pp, sp;
-    int ckpt_layers;      /* per stage, <= layers */
-    double layers;        /* layers of the measured stage; 0 = model.layers / pp */
-    double mbs;           /* micro-batches the time covers (>= 1) */
-    double tokens;        /* Σ len */
-    double sum_len2;      /* Σ len² */
-    double seconds;       /* measured forward + backward */
-    bool head;            /* the LM head and loss of `tokens` tokens alone (a last
+    int ckpt_layers;    /* per stage, <= layers */
+    double layers;      /* layers of the measured stage; 0 = model.layers / pp */
+    double mbs;         /* micro-batches the time covers (>= 1) */
+    double tokens;      /* Σ len */
+    double sum_len2;    /* Σ len² */
+    double seconds;     /* measured forward + backward */
+    bool head;          /* the LM head and loss of `tokens` tokens alone (a last
                            * stage's, under tp and sp), not decoder layers */
-    vl_sp_kind sp_kind;   /* of sp > 1 (training.sp_kind where sp is 1 or not given) */
-    bool comm_analytic;   /* seconds are one GPU's share of the compute, communication
+    vl_sp_kind sp_kind; /* of sp > 1 (training.sp_kind where sp is 1 or not given) */
+    bool comm_analytic; /* seconds are one GPU's share of the compute, communication
                            * not in them (tools/profile_step.py --sp/--cp): the cost
                            * model's figure for it is its compute alone */
-    uint32_t line;        /* line in its file, for messages */
-    const char *file;     /* that file when rows of several are pooled; NULL: the set's */
+    uint32_t line;      /* line in its file, for messages */
+    const char *file;   /* that file when rows of several are pooled; NULL: the set's */
 } vl_calib_row;
 
 typedef struct vl_calib_rows {
     vl_calib_row *rows;
     size_t n, cap;
-    char name[256];       /* the file, for messages */
+    char name[256]; /* the file, for messages */
 } vl_calib_rows;
 
 /** Read a timing file (CSV with a header line, or JSON Lines; zstd allowed; "-" = stdin)
@@ -66,20 +66,20 @@ typedef enum { VL_CALIB_SCHEMES = 0, VL_CALIB_LAYER = 1 } vl_calib_kind;
 /* How well a model predicts a set of rows. */
 typedef struct vl_calib_err {
     size_t n;
-    double mape;          /* mean |pred − seconds| / seconds */
-    double worst;         /* the largest of those */
+    double mape;  /* mean |pred − seconds| / seconds */
+    double worst; /* the largest of those */
     uint32_t worst_line;
-    const char *worst_file;   /* the worst row's file, NULL: the scored set's */
+    const char *worst_file; /* the worst row's file, NULL: the scored set's */
 } vl_calib_err;
 
 /* One fitted model: a scheme row (kind SCHEMES) or the per-layer a, b, c (kind LAYER). */
 typedef struct vl_calib_fit {
     vl_calib_kind kind;
-    vl_scheme scheme;     /* SCHEMES: tp, pp, sp and a, b, c in ms; LAYER: a, b, c in s */
-    vl_sp_kind sp_kind;   /* SCHEMES: the rows' kind and whether they leave communication */
-    bool comm_analytic;   /* out; with it the fit is of the scheme's compute alone */
-    unsigned zeroed;      /* bit 0/1/2: a/b/c held at 0 (negative, or not identifiable) */
-    vl_calib_err err;     /* on the rows it was fitted to */
+    vl_scheme scheme;   /* SCHEMES: tp, pp, sp and a, b, c in ms; LAYER: a, b, c in s */
+    vl_sp_kind sp_kind; /* SCHEMES: the rows' kind and whether they leave communication */
+    bool comm_analytic; /* out; with it the fit is of the scheme's compute alone */
+    unsigned zeroed;    /* bit 0/1/2: a/b/c held at 0 (negative, or not identifiable) */
+    vl_calib_err err;   /* on the rows it was fitted to */
 } vl_calib_fit;
 
 /** Fit rows: one vl_calib_fit per (tp, pp, sp, sp_kind, comm_analytic) in order of first
@@ -119,8 +119,8 @@ vl_calib_err vl_calib_score_corrected(const vl_cost *c, double scale, const vl_c
                                       const vl_calib_rows *set);
 
 /** The rows of set that fit f covers, into *out (malloc'd, its name set's).  VL_ENOMEM. */
-vl_status vl_calib_rows_of(const vl_calib_rows *set, const vl_calib_fit *f,
-                           vl_calib_rows *out, vl_err *err);
+vl_status vl_calib_rows_of(const vl_calib_rows *set, const vl_calib_fit *f, vl_calib_rows *out,
+                           vl_err *err);
 
 /** Move the rows that time the LM head (head = 1) from set into *head (appended), keeping
  *  the order of both; the fits take decoder-layer rows only.  VL_ENOMEM. */
@@ -135,7 +135,7 @@ double vl_calib_head_scale(const vl_cost *c, const vl_calib_rows *head, size_t *
 /* One token budget left out: fitted on every other budget, scored on its own rows
  * (err.n = 0 when the other budgets determine no fit for its schemes). */
 typedef struct vl_calib_lobo {
-    double budget;        /* the rows' tokens */
+    double budget; /* the rows' tokens */
     vl_calib_err err;
 } vl_calib_lobo;
 

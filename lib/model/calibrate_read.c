@@ -18,16 +18,29 @@
 #include "grow.h"
 #include "zio.h"
 
-enum { C_TOKENS, C_SUMSQ, C_SECONDS, C_TP, C_PP, C_SP, C_CKPT, C_LAYERS, C_MBS, C_HEAD,
-       C_SPKIND, C_COMM, NCOLS };
-static const char *const COLS[NCOLS] = {"tokens", "sum_len2", "seconds", "tp", "pp",
-                                        "sp", "ckpt_layers", "layers", "mbs", "head",
-                                        "sp_kind", "comm"};
+enum {
+    C_TOKENS,
+    C_SUMSQ,
+    C_SECONDS,
+    C_TP,
+    C_PP,
+    C_SP,
+    C_CKPT,
+    C_LAYERS,
+    C_MBS,
+    C_HEAD,
+    C_SPKIND,
+    C_COMM,
+    NCOLS
+};
+static const char *const COLS[NCOLS] = {"tokens", "sum_len2", "seconds",     "tp",
+                                        "pp",     "sp",       "ckpt_layers", "layers",
+                                        "mbs",    "head",     "sp_kind",     "comm"};
 static const bool REQUIRED[NCOLS] = {true, true, true};
 /* The columns that hold words, each word's number (its index) and what they mean. */
 static const char *const WORDS[NCOLS][4] = {
-    [C_SPKIND] = {"ulysses", "ring", "none", NULL},   /* vl_sp_kind; none: sp 1 */
-    [C_COMM] = {"included", "analytic", NULL},        /* analytic: seconds without it */
+    [C_SPKIND] = {"ulysses", "ring", "none", NULL}, /* vl_sp_kind; none: sp 1 */
+    [C_COMM] = {"included", "analytic", NULL},      /* analytic: seconds without it */
 };
 #define SPKIND_NONE 2
 #define MAX_FIELDS 64
@@ -42,7 +55,8 @@ typedef struct ctx {
 static vl_status bad(const ctx *c, const char *col, const char *val, const char *want)
 {
     return vl_seterr(c->err, VL_EDATA, "%s:%u: %s%s%s is '%.40s', expected %s", c->set->name,
-                     c->line, col ? "column '" : "", col ? col : "", col ? "'" : "", val, want);
+                     c->line, col ? "column '" : "", col ? col : "", col ? "'" : "", val,
+                     want);
 }
 
 /* values[k] is NAN where column k was not given. */
@@ -81,8 +95,8 @@ static vl_status add_row(const ctx *c, const double *v)
     if (r.sp > 1 && v[C_SPKIND] == SPKIND_NONE)
         return bad(c, "sp_kind", "none", "ulysses or ring where sp > 1");
     /* the kind only tells schemes apart where there is a sequence to shard */
-    r.sp_kind = r.sp > 1 && !isnan(v[C_SPKIND]) ? (vl_sp_kind)v[C_SPKIND]
-                                                 : c->cfg->training.sp_kind;
+    r.sp_kind =
+        r.sp > 1 && !isnan(v[C_SPKIND]) ? (vl_sp_kind)v[C_SPKIND] : c->cfg->training.sp_kind;
     r.comm_analytic = !isnan(v[C_COMM]) && v[C_COMM] == 1;
     r.ckpt_layers = isnan(v[C_CKPT]) ? 0 : (int)v[C_CKPT];
     r.mbs = isnan(v[C_MBS]) ? 1 : v[C_MBS];
@@ -106,7 +120,8 @@ static vl_status add_row(const ctx *c, const double *v)
      * columns are swapped or the sum is of something else */
     if (!(r.sum_len2 >= r.tokens) || r.sum_len2 > r.tokens * r.tokens) {
         snprintf(buf, sizeof buf, "%.17g", r.sum_len2);
-        return bad(c, "sum_len2", buf, "a sum of squared lengths, between tokens and tokens^2");
+        return bad(c, "sum_len2", buf,
+                   "a sum of squared lengths, between tokens and tokens^2");
     }
     if (!(r.seconds > 0) || !isfinite(r.seconds)) {
         snprintf(buf, sizeof buf, "%.17g", r.seconds);
@@ -169,8 +184,10 @@ static vl_status csv_header(ctx *c, char *line, int *colof, int *nf)
             }
     for (int k = 0; k < NCOLS; k++)
         if (REQUIRED[k] && colof[k] < 0)
-            return vl_seterr(c->err, VL_EDATA, "%s:%u: header has no column '%s' (needs "
-                             "tokens, sum_len2 and seconds)", c->set->name, c->line, COLS[k]);
+            return vl_seterr(c->err, VL_EDATA,
+                             "%s:%u: header has no column '%s' (needs "
+                             "tokens, sum_len2 and seconds)",
+                             c->set->name, c->line, COLS[k]);
     *nf = n;
     return VL_OK;
 }
@@ -233,8 +250,8 @@ static vl_status json_row(ctx *c, const char *line, size_t len)
 
     if (!o || !json_is_object(o)) {
         json_decref(o);
-        return vl_seterr(c->err, VL_EDATA, "%s:%u: not a JSON object%s%s", c->set->name, c->line,
-                         o ? "" : ": ", o ? "" : je.text);
+        return vl_seterr(c->err, VL_EDATA, "%s:%u: not a JSON object%s%s", c->set->name,
+                         c->line, o ? "" : ": ", o ? "" : je.text);
     }
     for (int k = 0; k < NCOLS && st == VL_OK; k++) {
         json_t *x = json_object_get(o, COLS[k]);
@@ -283,7 +300,7 @@ vl_status vl_calib_parse(vl_calib_rows *set, const char *text, size_t len, const
         *nl = '\0';
         c.line++;
         if (c.line == 1 && nl - p >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
-            p += 3;   /* a UTF-8 byte-order mark, as manifests accept it */
+            p += 3; /* a UTF-8 byte-order mark, as manifests accept it */
         if (strlen(p) != (size_t)(nl - p)) {
             st = vl_seterr(err, VL_EDATA, "%s:%u: a NUL byte (not a text file)", name, c.line);
             break;
@@ -307,7 +324,8 @@ vl_status vl_calib_parse(vl_calib_rows *set, const char *text, size_t len, const
     return st;
 }
 
-vl_status vl_calib_read(vl_calib_rows *set, const char *path, const vl_config *cfg, vl_err *err)
+vl_status vl_calib_read(vl_calib_rows *set, const char *path, const vl_config *cfg,
+                        vl_err *err)
 {
     vl_zreader *z;
     char *buf = NULL;

@@ -42,8 +42,8 @@ static void attn_shape(const vl_model_cfg *m, double *macs, double *act, double 
 
     if (m->mla_kv_lora > 0) {
         double qdim = a * (m->mla_qk_nope + m->mla_qk_rope), vdim = a * m->mla_v_head;
-        double q = m->mla_q_lora > 0 ? h * m->mla_q_lora + (double)m->mla_q_lora * qdim
-                                     : h * qdim;
+        double q =
+            m->mla_q_lora > 0 ? h * m->mla_q_lora + (double)m->mla_q_lora * qdim : h * qdim;
         *macs = q + h * (m->mla_kv_lora + m->mla_qk_rope) +
                 (double)m->mla_kv_lora * a * (m->mla_qk_nope + m->mla_v_head) + vdim * h;
         *act = 4 * qdim + 4 * vdim; /* Q, K (qk width), V, O (v width), bf16 */
@@ -84,16 +84,19 @@ vl_status vl_cost_init(vl_cost *c, const vl_config *cfg, vl_err *err)
     double amacs, aact, fmacs, fparams, fact, h = m->hidden;
 
     memset(c, 0, sizeof *c);
-    if (m->layers < 1 || m->hidden < 1 || m->heads < 1 || m->kv_heads < 1 ||
-        m->head_dim < 1 || m->vocab < 1 || m->ffn_mats < 1)
-        return vl_seterr(err, VL_ECONFIG, "model: expected layers, hidden, heads, kv_heads, "
+    if (m->layers < 1 || m->hidden < 1 || m->heads < 1 || m->kv_heads < 1 || m->head_dim < 1 ||
+        m->vocab < 1 || m->ffn_mats < 1)
+        return vl_seterr(err, VL_ECONFIG,
+                         "model: expected layers, hidden, heads, kv_heads, "
                          "head_dim, vocab and ffn_mats of at least 1");
     if (cfg->cluster.gpus_per_node < 1)
         return vl_seterr(err, VL_ECONFIG, "cluster.gpus_per_node: expected at least 1, got %d",
                          cfg->cluster.gpus_per_node);
     if (cfg->cluster.peak_tflops <= 0)
-        return vl_seterr(err, VL_ECONFIG, "cluster.peak_tflops: expected a positive number, "
-                         "got %g", cfg->cluster.peak_tflops);
+        return vl_seterr(err, VL_ECONFIG,
+                         "cluster.peak_tflops: expected a positive number, "
+                         "got %g",
+                         cfg->cluster.peak_tflops);
     attn_shape(m, &amacs, &aact, &c->acoef);
     ffn_shape(m, &fmacs, &fparams, &fact);
     c->cfg = cfg;
@@ -182,9 +185,9 @@ static double below_range(const vl_curve *cv, double x, vl_work_growth g, double
 }
 
 /* Where x lies on cv: the piece [x[i], x[i+1]) holding it (i >= 0), or one of these. */
-#define PIECE_NONE (-1)    /* an empty curve: efficiency 1 */
-#define PIECE_BELOW (-2)   /* below the first point: the launch-bound model */
-#define PIECE_ABOVE (-3)   /* at or above the last point: held there */
+#define PIECE_NONE (-1)  /* an empty curve: efficiency 1 */
+#define PIECE_BELOW (-2) /* below the first point: the launch-bound model */
+#define PIECE_ABOVE (-3) /* at or above the last point: held there */
 
 static int piece_of(const vl_curve *cv, double x)
 {
@@ -267,7 +270,8 @@ static double coll_time(const vl_cost *c, vl_comm_op op, double S, int n, int st
     k = (op == VL_COMM_AR ? 2.0 : 1.0) * (n - 1) / n;
     if (span <= gpn)
         return net->intra_alpha_us * 1e-6 +
-               k * S / ((op == VL_COMM_AR ? net->intra_ar_busbw : net->intra_coll_busbw) * 1e9);
+               k * S /
+                   ((op == VL_COMM_AR ? net->intra_ar_busbw : net->intra_coll_busbw) * 1e9);
     m = stride >= gpn ? 1 : gpn / stride; /* group members per node */
     if (m > n)
         m = n;
@@ -291,8 +295,8 @@ double vl_cost_comm_time(const vl_cost *c, vl_comm_op op, double bytes, int n)
  * inverse after receiving): two memory-bound passes that read and write the buffer,
  * 4 S bytes of device-memory traffic -- at SP 2 as long as the transfer itself, and
  * what the bare collective misses against measured Ulysses overheads (HBP Table 11). */
-static double ulysses_layer_time(const vl_cost *c, double rows, double hq, double hkv,
-                                 int sp, int tp)
+static double ulysses_layer_time(const vl_cost *c, double rows, double hq, double hkv, int sp,
+                                 int tp)
 {
     const double width[4] = {hq, hkv, hkv, hq};
     double hbm = c->cfg->cluster.hbm_gbs * 1e9, t = 0;
@@ -337,7 +341,8 @@ static layer_comm comm_per_layer(const vl_cost *c, double T, int tp, int sp, dou
     if (tp > 1) {
         /* sequence-parallel TP: 2 all-gathers + 2 reduce-scatters each way */
         double S = local * cfg->model.hidden * BF16;
-        double t = 2 * (coll_time(c, VL_COMM_AG, S, tp, 1) + coll_time(c, VL_COMM_RS, S, tp, 1));
+        double t =
+            2 * (coll_time(c, VL_COMM_AG, S, tp, 1) + coll_time(c, VL_COMM_RS, S, tp, 1));
         lc.fwd += (1 - tr->overlap_tp) * t;
         lc.bwd += (1 - tr->overlap_tp) * t;
     }
@@ -396,7 +401,9 @@ static vl_mb_time analytic_time(const vl_cost *c, const vl_seg *segs, size_t n,
 static double head_fwd(const vl_cost *c, double T, double g, double eff)
 {
     const vl_cost_cfg *k = &c->cfg->cost;
-    double s = k->head_scale > 0 ? k->head_scale : k->compute_scale > 0 ? k->compute_scale : 1.0;
+    double s = k->head_scale > 0      ? k->head_scale
+               : k->compute_scale > 0 ? k->compute_scale
+                                      : 1.0;
 
     return c->head * T / g / (c->peak * eff) * s;
 }
@@ -487,7 +494,7 @@ static vl_mb_time with_comm(const vl_cost *c, vl_mb_time t, const vl_seg *segs, 
 static vl_mb_time mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const vl_par *par,
                           int layers, int last_stage)
 {
-    const vl_scheme *measured = vl_cost_scheme(c, par);   /* cost.schemes (cost_pack.c) */
+    const vl_scheme *measured = vl_cost_scheme(c, par); /* cost.schemes (cost_pack.c) */
     if (measured) {
         vl_mb_time t = vl_cost_scheme_time(c, measured, segs, n, par, layers);
         if (!c->cfg->cost.schemes_with_head)
@@ -586,7 +593,7 @@ double vl_cost_state_store_bytes(const vl_cost *c, uint64_t tokens, const vl_par
     double tp = par->tp > 1 ? par->tp : 1, sp = par->sp > 1 ? par->sp : 1;
     double heads = m->kv_heads, dk = m->head_dim, dv = m->head_dim, kvh, per_tok;
 
-    if (m->mla_kv_lora > 0) {   /* the expanded keys and values, as attn_shape counts */
+    if (m->mla_kv_lora > 0) { /* the expanded keys and values, as attn_shape counts */
         heads = m->heads;
         dk = (double)m->mla_qk_nope + m->mla_qk_rope;
         dv = m->mla_v_head;
@@ -660,8 +667,8 @@ double vl_cost_dp_grad_time(const vl_cost *c, const vl_par *par, int dp, int lay
     if (n <= 1)
         return 0;
     /* DDP all-reduces the gradients; every sharded optimizer reduce-scatters them */
-    return coll_time(c, tr->zero == VL_ZERO_0 ? VL_COMM_AR : VL_COMM_RS,
-                     tr->grad_bytes * psi, n, tp);
+    return coll_time(c, tr->zero == VL_ZERO_0 ? VL_COMM_AR : VL_COMM_RS, tr->grad_bytes * psi,
+                     n, tp);
 }
 
 double vl_cost_dp_param_time(const vl_cost *c, const vl_par *par, int dp, int layers)
@@ -762,4 +769,3 @@ int vl_cost_fewest_ckpt(const vl_cost *c, uint64_t tokens, const vl_par *par, in
     }
     return -1;
 }
-

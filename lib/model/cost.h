@@ -14,13 +14,13 @@
 /* Derived per-model constants, computed once from the config. */
 typedef struct vl_cost {
     const vl_config *cfg;
-    double lin;           /* linear fwd FLOPs per token per layer */
-    double acoef;         /* attention fwd FLOPs per query-key pair per layer (4·h_q) */
-    double head;          /* LM-head fwd FLOPs per token (2·h·V) */
-    double act_bytes;     /* activation bytes per token per layer (bf16, FlashAttention) */
-    double params_layer;  /* parameters per transformer layer */
-    double params_embed;  /* embedding (+ untied LM head) parameters */
-    double peak;          /* FLOP/s */
+    double lin;          /* linear fwd FLOPs per token per layer */
+    double acoef;        /* attention fwd FLOPs per query-key pair per layer (4·h_q) */
+    double head;         /* LM-head fwd FLOPs per token (2·h·V) */
+    double act_bytes;    /* activation bytes per token per layer (bf16, FlashAttention) */
+    double params_layer; /* parameters per transformer layer */
+    double params_embed; /* embedding (+ untied LM head) parameters */
+    double peak;         /* FLOP/s */
     /* log2 of the x points of cluster.gemm_eff, attn_fwd_eff and attn_bwd_eff: the
      * simulator evaluates the curves for every micro-batch and segment, and with these
      * a lookup takes one log2 (of its argument) instead of three */
@@ -29,7 +29,7 @@ typedef struct vl_cost {
      * its argument, the attention curves quadratic): a property of the curve, not of
      * the lookup, which the simulator makes for most short segments */
     double below_gemm, below_attn_fwd, below_attn_bwd;
-    bool attn_same_x;     /* the attention curves share their x points: one piece lookup */
+    bool attn_same_x; /* the attention curves share their x points: one piece lookup */
 } vl_cost;
 
 /* One collective/p2p operation kind for vl_cost_comm_time. */
@@ -50,8 +50,8 @@ double vl_cost_model_flops(const vl_cost *c, const vl_seg *segs, size_t n);
 
 /* Times of one micro-batch on one pipeline stage of `layers` layers. */
 typedef struct vl_mb_time {
-    double fwd, bwd;      /* seconds, compute + exposed communication */
-    double recompute;     /* seconds of recompute forward included in bwd */
+    double fwd, bwd;           /* seconds, compute + exposed communication */
+    double recompute;          /* seconds of recompute forward included in bwd */
     double comm_fwd, comm_bwd; /* seconds of exposed communication included above */
 } vl_mb_time;
 

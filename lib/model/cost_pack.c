@@ -51,8 +51,8 @@ vl_mb_time vl_cost_scheme_time(const vl_cost *c, const vl_scheme *s, const vl_se
     double even = (double)c->cfg->model.layers / (s->pp > 0 ? s->pp : 1);
     double scale = layers / even * 1e-3, f;
     vl_mb_time t = {0, 0, 0, 0, 0};
-    int ckpt = par->ckpt_layers < layers ? (par->ckpt_layers > 0 ? par->ckpt_layers : 0)
-                                         : layers;
+    int ckpt =
+        par->ckpt_layers < layers ? (par->ckpt_layers > 0 ? par->ckpt_layers : 0) : layers;
 
     for (size_t i = 0; i < n; i++) {
         double o = segs[i].off, e = o + segs[i].len;
@@ -85,7 +85,7 @@ vl_comm_line vl_cost_scheme_comm_line(const vl_cost *c, const vl_par *par, uint3
 
     if (!s || !s->comm_analytic || layers < 1)
         return w;
-    q.ckpt_layers = 0;   /* a row's recompute is added where it is timed */
+    q.ckpt_layers = 0; /* a row's recompute is added where it is timed */
     vl_mb_time a = comm_of(c, &q, lo, layers), b = comm_of(c, &q, hi, layers);
     /* seconds of `layers` layers -> ms of model.layers/pp, the row's unit */
     double ms = (double)c->cfg->model.layers / pp / layers * 1e3;
@@ -185,8 +185,8 @@ static double fullest_tokens(const vl_pack_view *pk, int sp)
     return most + shard / sp;
 }
 
-double vl_cost_pack_act(const vl_cost *c, const vl_pack_view *pk, const vl_par *par, int layers,
-                        int last_stage)
+double vl_cost_pack_act(const vl_cost *c, const vl_pack_view *pk, const vl_par *par,
+                        int layers, int last_stage)
 {
     vl_par q = shared_par(pk, par);
     uint64_t tokens = 0;

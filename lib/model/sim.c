@@ -14,7 +14,8 @@
 
 /* Trace tasks reuse the schedule's operation codes. */
 _Static_assert(VL_TASK_F == (int)VL_OP_F && VL_TASK_R == (int)VL_OP_R &&
-               VL_TASK_B == (int)VL_OP_B, "vl_task_kind must extend vl_op_kind");
+                   VL_TASK_B == (int)VL_OP_B,
+               "vl_task_kind must extend vl_op_kind");
 
 vl_status vl_sim_scratch_new(vl_sim_scratch **out, vl_err *err)
 {
@@ -26,13 +27,14 @@ void vl_sim_scratch_free(vl_sim_scratch *s)
 {
     if (s == NULL)
         return;
-    void *bufs[] = {s->rk, s->lrank, s->lstage, s->lcls, s->llayers, s->ptr, s->avail,
-                    s->bdone, s->stack, s->inq, s->ord, s->start, s->end, s->dur, s->pos, s->tf,
-                    s->cf, s->af, s->sf, s->tb, s->rc, s->cb, s->ab, s->p2pf, s->p2pb,
-                    s->has_r, s->sharef, s->shareb, s->list, s->fp_off, s->fp, s->bf_off,
-                    s->bf, s->bb_off, s->bb, s->rbf_off, s->rbf, s->rbb_off, s->rbb, s->heap,
-                    s->pend, s->iv, s->tmp, s->inst, s->inst_off, s->bar_left, s->bar_time,
-                    s->tbusy};
+    void *bufs[] = {s->rk,    s->lrank,   s->lstage,   s->lcls,     s->llayers,  s->ptr,
+                    s->avail, s->bdone,   s->stack,    s->inq,      s->ord,      s->start,
+                    s->end,   s->dur,     s->pos,      s->tf,       s->cf,       s->af,
+                    s->sf,    s->tb,      s->rc,       s->cb,       s->ab,       s->p2pf,
+                    s->p2pb,  s->has_r,   s->sharef,   s->shareb,   s->list,     s->fp_off,
+                    s->fp,    s->bf_off,  s->bf,       s->bb_off,   s->bb,       s->rbf_off,
+                    s->rbf,   s->rbb_off, s->rbb,      s->heap,     s->pend,     s->iv,
+                    s->tmp,   s->inst,    s->inst_off, s->bar_left, s->bar_time, s->tbusy};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
     free(s);
@@ -87,17 +89,26 @@ static void lay_out(vl_sim_scratch *w, uint32_t r, totals *t)
 
 static vl_status reserve(vl_sim_scratch *w, const totals *t, vl_err *err)
 {
-    struct { void *a; size_t *cap; uint64_t n; size_t el; } g[] = {
+    struct {
+        void *a;
+        size_t *cap;
+        uint64_t n;
+        size_t el;
+    } g[] = {
         {&w->lrank, &w->lrank_cap, t->lanes, sizeof(uint32_t)},
         {&w->lstage, &w->lstage_cap, t->lanes, sizeof(uint32_t)},
         {&w->lcls, &w->lcls_cap, t->lanes, sizeof(int)},
         {&w->llayers, &w->llayers_cap, t->lanes, sizeof(int)},
         {&w->ord, &w->ord_cap, t->nodes, sizeof(vl_op)},
         {&w->pos, &w->pos_cap, t->pos, sizeof(int32_t)},
-        {&w->tf, &w->tf_cap, t->wf, sizeof(double)}, {&w->cf, &w->cf_cap, t->wf, sizeof(double)},
-        {&w->af, &w->af_cap, t->wf, sizeof(double)}, {&w->sf, &w->sf_cap, t->wf, sizeof(double)},
-        {&w->tb, &w->tb_cap, t->wb, sizeof(double)}, {&w->rc, &w->rc_cap, t->wb, sizeof(double)},
-        {&w->cb, &w->cb_cap, t->wb, sizeof(double)}, {&w->ab, &w->ab_cap, t->wb, sizeof(double)},
+        {&w->tf, &w->tf_cap, t->wf, sizeof(double)},
+        {&w->cf, &w->cf_cap, t->wf, sizeof(double)},
+        {&w->af, &w->af_cap, t->wf, sizeof(double)},
+        {&w->sf, &w->sf_cap, t->wf, sizeof(double)},
+        {&w->tb, &w->tb_cap, t->wb, sizeof(double)},
+        {&w->rc, &w->rc_cap, t->wb, sizeof(double)},
+        {&w->cb, &w->cb_cap, t->wb, sizeof(double)},
+        {&w->ab, &w->ab_cap, t->wb, sizeof(double)},
         {&w->p2pf, &w->p2pf_cap, t->pk, sizeof(double)},
         {&w->p2pb, &w->p2pb_cap, t->pk, sizeof(double)},
         {&w->has_r, &w->has_r_cap, t->pk, 1},
@@ -256,7 +267,7 @@ static vl_status prepare(vl_sim_scratch *w, vl_err *err)
 /* ---- results of one rank ----------------------------------------------------------- */
 
 typedef struct rank_out {
-    double makespan, busy, idle, flops, peak;  /* s, device-s, s, FLOP, bytes */
+    double makespan, busy, idle, flops, peak; /* s, device-s, s, FLOP, bytes */
     uint32_t peak_stage;
     uint64_t tokens;
     int gpus;
@@ -308,13 +319,18 @@ static vl_status trace_stage(const vl_sim_scratch *w, uint32_t r, uint32_t s, vl
         uint64_t node = R->node0 + (uint64_t)s * R->n + i;
         uint32_t m = o[i].mb;
         bool b = o[i].kind == VL_OP_B;
-        vl_sim_task task = {.rank = r, .stage = s, .mb = m, .kind = o[i].kind,
-                            .start = w->start[node], .end = w->end[node]};
+        vl_sim_task task = {.rank = r,
+                            .stage = s,
+                            .mb = m,
+                            .kind = o[i].kind,
+                            .start = w->start[node],
+                            .end = w->end[node]};
         double lag = b ? w->p2pb[R->pk0 + m] : w->p2pf[R->pk0 + m];
         int from = o[i].kind == VL_OP_F ? (int)s - 1 : b ? (int)s + 1 : -1;
         int32_t pk;
         task.comm = o[i].kind == VL_OP_F ? w->cf[R->wf0 + (uint64_t)k * R->nf + m]
-                    : b ? w->cb[R->wb0 + (uint64_t)k * R->nb + m] : 0.0;
+                    : b                  ? w->cb[R->wb0 + (uint64_t)k * R->nb + m]
+                                         : 0.0;
         task.recompute = b ? w->rc[R->wb0 + (uint64_t)k * R->nb + m] : 0.0;
         st = push_task(t, task, err);
         if (st != VL_OK || lag <= 0.0 || from < 0 || from >= (int)R->pp)
@@ -322,8 +338,14 @@ static vl_status trace_stage(const vl_sim_scratch *w, uint32_t r, uint32_t s, vl
         /* the transfer starts when the sender's task ends */
         pk = *vl__sim_pos(w, R, (uint32_t)from, o[i].kind, m);
         double t0 = w->end[R->node0 + (uint64_t)from * R->n + (uint64_t)pk];
-        st = push_task(t, (vl_sim_task){.rank = r, .stage = s, .mb = m, .kind = VL_TASK_P2P,
-                                        .start = t0, .end = t0 + lag}, err);
+        st = push_task(t,
+                       (vl_sim_task){.rank = r,
+                                     .stage = s,
+                                     .mb = m,
+                                     .kind = VL_TASK_P2P,
+                                     .start = t0,
+                                     .end = t0 + lag},
+                       err);
     }
     return st;
 }
@@ -352,10 +374,15 @@ static vl_status rank_results(const vl_sim_scratch *w, uint32_t r, rank_out *ro,
         if ((st = vl_grow(&t->lanes, &t->lanes_cap, t->nlanes + 1, sizeof *t->lanes, err)) ||
             (!t->lanes_only && (st = trace_stage(w, r, s, t, err)) != VL_OK))
             return st;
-        t->lanes[t->nlanes++] = (vl_sim_lane){.rank = r, .stage = s, .layers = w->llayers[l],
-            .busy = busy, .makespan = ro->makespan, .act_peak = act, .states = states};
+        t->lanes[t->nlanes++] = (vl_sim_lane){.rank = r,
+                                              .stage = s,
+                                              .layers = w->llayers[l],
+                                              .busy = busy,
+                                              .makespan = ro->makespan,
+                                              .act_peak = act,
+                                              .states = states};
     }
-    for (uint32_t m = 0; m < R->nf; m++) {   /* a shared pack counts once */
+    for (uint32_t m = 0; m < R->nf; m++) { /* a shared pack counts once */
         if (!vl_plan_mb_primary(w->p, R->rk, &mbs[m]))
             continue;
         ro->tokens += mbs[m].tokens;
@@ -369,7 +396,7 @@ static vl_status rank_results(const vl_sim_scratch *w, uint32_t r, rank_out *ro,
 
 typedef struct iter_acc {
     double makespan, fastest, idle, devtime, peak, tmax, flops;
-    double *tbusy;        /* per-rank busy per device, for TBR */
+    double *tbusy; /* per-rank busy per device, for TBR */
     uint32_t peak_rank, peak_stage;
     uint64_t tokens;
     int gpus;
@@ -434,9 +461,13 @@ static vl_status trace_sync(vl_sim_trace *t, double makespan, double sync, vl_er
 
     t->iter_time = makespan + sync;
     for (size_t l = 0; l < t->nlanes && st == VL_OK && sync > 0.0 && !t->lanes_only; l++)
-        st = push_task(t, (vl_sim_task){.rank = t->lanes[l].rank, .stage = t->lanes[l].stage,
-                                        .kind = VL_TASK_SYNC, .start = makespan,
-                                        .end = makespan + sync}, err);
+        st = push_task(t,
+                       (vl_sim_task){.rank = t->lanes[l].rank,
+                                     .stage = t->lanes[l].stage,
+                                     .kind = VL_TASK_SYNC,
+                                     .start = makespan,
+                                     .end = makespan + sync},
+                       err);
     return st;
 }
 
@@ -478,8 +509,10 @@ vl_status vl_sim_iter(const vl_plan *p, size_t it, const vl_cost *c, const vl_si
     vl_status st;
 
     if (it >= p->niters)
-        return vl_seterr(err, VL_EUSAGE, "simulate: iteration %zu out of range (plan has "
-                         "%zu)", it, p->niters);
+        return vl_seterr(err, VL_EUSAGE,
+                         "simulate: iteration %zu out of range (plan has "
+                         "%zu)",
+                         it, p->niters);
     if (s == NULL && (st = vl_sim_scratch_new(&tmp, err)) != VL_OK)
         return st;
     if (s == NULL)
@@ -506,13 +539,12 @@ struct vl_sim_acc {
     const vl_cost *c;
     const vl_sim_opts *o;
     vl_sim_scratch *w;
-    vl_series s;          /* per-iteration values, NCOL columns */
-    vl_sim_summary out;   /* the sums so far */
-    double flops, denom, tokens;   /* Σ model FLOPs, Σ time·gpus·peak, Σ tokens */
+    vl_series s;                 /* per-iteration values, NCOL columns */
+    vl_sim_summary out;          /* the sums so far */
+    double flops, denom, tokens; /* Σ model FLOPs, Σ time·gpus·peak, Σ tokens */
 };
 
-vl_status vl_sim_acc_new(vl_sim_acc **out, const vl_cost *c, const vl_sim_opts *o,
-                         vl_err *err)
+vl_status vl_sim_acc_new(vl_sim_acc **out, const vl_cost *c, const vl_sim_opts *o, vl_err *err)
 {
     vl_sim_acc *a = calloc(1, sizeof *a);
     vl_status st;
@@ -553,11 +585,11 @@ vl_status vl_sim_acc_iter(vl_sim_acc *a, const vl_plan *p, size_t it, vl_sim_ite
         return st;
     if (res)
         *res = r;
-    double row[NCOL] = {[COL_TIME] = r.iter_time_ms, [COL_BUBBLE] = r.bubble,
-                        [COL_TBR] = r.tbr, [COL_MEM] = r.peak_mem_gib, [COL_MFU] = r.mfu,
-                        [COL_GAP] = r.rank_gap};
+    double row[NCOL] = {
+        [COL_TIME] = r.iter_time_ms, [COL_BUBBLE] = r.bubble, [COL_TBR] = r.tbr,
+        [COL_MEM] = r.peak_mem_gib,  [COL_MFU] = r.mfu,       [COL_GAP] = r.rank_gap};
     out->total_time_s += t;
-    out->epoch_propagation_s += r.makespan_ms / 1e3;   /* summed; per epoch at finish */
+    out->epoch_propagation_s += r.makespan_ms / 1e3; /* summed; per epoch at finish */
     out->epoch_sync_s += r.sync_ms / 1e3;
     out->epoch_optimizer_s += r.optimizer_ms / 1e3;
     a->flops += r.flops;

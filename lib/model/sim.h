@@ -76,51 +76,59 @@
 typedef enum { VL_SCHED_1F1B = 0, VL_SCHED_GPIPE = 1 } vl_sched;
 
 typedef struct vl_sim_opts {
-    vl_sched sched;       /* order of ranks without an explicit schedule */
-    bool ignore_ops;      /* use sched even where the plan has explicit operations */
+    vl_sched sched;  /* order of ranks without an explicit schedule */
+    bool ignore_ops; /* use sched even where the plan has explicit operations */
 } vl_sim_opts;
 
 /* Defaults: 1F1B, explicit schedules honoured. */
-#define VL_SIM_OPTS_INIT {VL_SCHED_1F1B, false}
+#define VL_SIM_OPTS_INIT                                                                      \
+    {                                                                                         \
+        VL_SCHED_1F1B, false                                                                  \
+    }
 
 typedef struct vl_sim_iter_result {
-    double iter_time_ms;  /* end to end: slowest rank's makespan (propagation) + exposed
+    double iter_time_ms; /* end to end: slowest rank's makespan (propagation) + exposed
                            * synchronisation + the optimizer step */
-    double makespan_ms;   /* slowest rank's makespan: forward and backward propagation */
-    double rank_gap;      /* (slowest - fastest rank makespan) / slowest; 0 for one rank */
-    double sync_ms;       /* exposed gradient reduction and parameter gather at the end */
-    double optimizer_ms;  /* the optimizer step of the slowest device */
-    double bubble;        /* see the file comment */
+    double makespan_ms;  /* slowest rank's makespan: forward and backward propagation */
+    double rank_gap;     /* (slowest - fastest rank makespan) / slowest; 0 for one rank */
+    double sync_ms;      /* exposed gradient reduction and parameter gather at the end */
+    double optimizer_ms; /* the optimizer step of the slowest device */
+    double bubble;       /* see the file comment */
     double tbr;
     double mfu;
     double tokens_per_s;
-    double peak_mem_gib;  /* worst device: model states + live activations */
+    double peak_mem_gib;            /* worst device: model states + live activations */
     uint32_t peak_rank, peak_stage; /* where (rank index within the iteration) */
-    bool oom;             /* some device above vl_cost_mem_capacity */
+    bool oom;                       /* some device above vl_cost_mem_capacity */
     uint64_t tokens;
-    double flops;         /* model FLOPs (vl_cost_model_flops), no recompute */
+    double flops; /* model FLOPs (vl_cost_model_flops), no recompute */
     int gpus;
 } vl_sim_iter_result;
 
 typedef struct vl_sim_summary {
     size_t iterations;
-    uint32_t epochs;      /* largest iteration epoch + 1 */
+    uint32_t epochs; /* largest iteration epoch + 1 */
     vl_dist iter_time_ms, bubble, tbr, peak_mem_gib, mfu, rank_gap; /* over iterations */
-    double total_time_s;  /* sum of iteration times */
-    double epoch_time_s;  /* total_time_s / epochs: end to end */
+    double total_time_s;        /* sum of iteration times */
+    double epoch_time_s;        /* total_time_s / epochs: end to end */
     double epoch_propagation_s; /* the makespans alone, per epoch */
-    double epoch_sync_s;  /* exposed synchronisation at the iterations' ends, per epoch */
-    double epoch_optimizer_s;   /* optimizer steps, per epoch */
-    double tokens_per_s;  /* all tokens / total_time_s */
-    double mfu_overall;   /* all model FLOPs / sum of iter_time * gpus * peak */
+    double epoch_sync_s;      /* exposed synchronisation at the iterations' ends, per epoch */
+    double epoch_optimizer_s; /* optimizer steps, per epoch */
+    double tokens_per_s;      /* all tokens / total_time_s */
+    double mfu_overall;       /* all model FLOPs / sum of iter_time * gpus * peak */
     bool oom;
-    size_t oom_iters;     /* iterations with a device out of memory */
+    size_t oom_iters;      /* iterations with a device out of memory */
     size_t first_oom_iter; /* meaningful when oom */
 } vl_sim_summary;
 
 /* Optional trace of one iteration, for the Gantt chart and tests. */
-typedef enum { VL_TASK_F = 0, VL_TASK_R = 1, VL_TASK_B = 2, VL_TASK_P2P = 3,
-               VL_TASK_SYNC = 4 } vl_task_kind;
+typedef enum {
+    VL_TASK_F = 0,
+    VL_TASK_R = 1,
+    VL_TASK_B = 2,
+    VL_TASK_P2P = 3,
+    VL_TASK_SYNC = 4
+} vl_task_kind;
 
 typedef struct vl_sim_task {
     uint32_t rank, stage; /* rank index within the iteration; P2P: receiving stage */
@@ -131,21 +139,23 @@ typedef struct vl_sim_task {
     double recompute;     /* recompute forward inside a B, at its start */
 } vl_sim_task;
 
-typedef struct vl_sim_lane {   /* one device: (rank, stage) */
+typedef struct vl_sim_lane { /* one device: (rank, stage) */
     uint32_t rank, stage;
     int layers;
-    double busy;          /* seconds of F, R, B */
-    double makespan;      /* the rank's makespan, seconds */
-    double act_peak;      /* bytes: largest live activation sum */
-    double states;        /* bytes: model states */
+    double busy;     /* seconds of F, R, B */
+    double makespan; /* the rank's makespan, seconds */
+    double act_peak; /* bytes: largest live activation sum */
+    double states;   /* bytes: model states */
 } vl_sim_lane;
 
 typedef struct vl_sim_trace {
-    vl_sim_task *tasks; size_t ntasks, tasks_cap;
-    vl_sim_lane *lanes; size_t nlanes, lanes_cap;
-    double iter_time;     /* seconds */
-    double capacity;      /* bytes per device */
-    bool lanes_only;      /* set by the caller: fill lanes, leave tasks empty (a search
+    vl_sim_task *tasks;
+    size_t ntasks, tasks_cap;
+    vl_sim_lane *lanes;
+    size_t nlanes, lanes_cap;
+    double iter_time; /* seconds */
+    double capacity;  /* bytes per device */
+    bool lanes_only;  /* set by the caller: fill lanes, leave tasks empty (a search
                              that reads only the lanes saves recording every task) */
 } vl_sim_trace;
 
@@ -154,7 +164,7 @@ typedef struct vl_sim_scratch vl_sim_scratch;
 
 /** New scratch (caller frees with vl_sim_scratch_free).  VL_ENOMEM. */
 vl_status vl_sim_scratch_new(vl_sim_scratch **out, vl_err *err);
-void vl_sim_scratch_free(vl_sim_scratch *s);   /* NULL: no-op */
+void vl_sim_scratch_free(vl_sim_scratch *s); /* NULL: no-op */
 
 /** Simulate iteration it of p.  o NULL = VL_SIM_OPTS_INIT; s NULL = temporary buffers;
  *  trace NULL = none, else it is reset and filled (free with vl_sim_trace_free; a
@@ -180,9 +190,9 @@ vl_status vl_sim_acc_new(vl_sim_acc **out, const vl_cost *c, const vl_sim_opts *
 vl_status vl_sim_acc_iter(vl_sim_acc *a, const vl_plan *p, size_t it, vl_sim_iter_result *r,
                           vl_err *err);
 void vl_sim_acc_finish(vl_sim_acc *a, vl_sim_summary *out);
-void vl_sim_acc_free(vl_sim_acc *a);   /* NULL: no-op */
+void vl_sim_acc_free(vl_sim_acc *a); /* NULL: no-op */
 
-void vl_sim_trace_free(vl_sim_trace *t);   /* frees the arrays, leaves an empty trace */
+void vl_sim_trace_free(vl_sim_trace *t); /* frees the arrays, leaves an empty trace */
 
 /** SVG Gantt chart of iteration it (malloc'd NUL-terminated text, caller frees):
  *  one lane per (rank, stage), forward / backward / recompute / communication in

@@ -80,7 +80,7 @@ static vl_status instance(vl_sim_scratch *w, uint32_t r, bool bwd, uint32_t j, v
         uint32_t m = rank_index(w, mem[i]);
         int64_t c = m == UINT32_MAX ? -1 : m == r ? (int64_t)j : copy_on(w, r, bwd, j, m);
         if (c < 0 || w->rk[m].pp != w->rk[r].pp)
-            return VL_OK;   /* not simulated as shared */
+            return VL_OK; /* not simulated as shared */
         w->inst[at + i] = key(m, (int)kind, (uint32_t)c);
     }
     for (uint32_t i = 0; i < n; i++) {
@@ -144,9 +144,9 @@ void vl__sim_durations(vl_sim_scratch *w)
  * the hot loop instead of being re-derived from the rank record at every look-up. */
 typedef struct rview {
     const vl_sim_rank *R;
-    const int32_t *pos;   /* [(s·3 + kind)·npk + pack] */
-    const double *end;    /* [s·n + k] */
-    const uint32_t *ptr;  /* [s] */
+    const int32_t *pos;  /* [(s·3 + kind)·npk + pack] */
+    const double *end;   /* [s·n + k] */
+    const uint32_t *ptr; /* [s] */
     const double *p2pf, *p2pb;
     const uint8_t *has_r;
     uint32_t npk, n, pp;
@@ -158,14 +158,22 @@ typedef struct rview {
 
 static rview view(const vl_sim_scratch *w, const vl_sim_rank *R)
 {
-    return (rview){R, AT(w->pos, R->pos0), AT(w->end, R->node0), AT(w->ptr, R->lane0),
-                   AT(w->p2pf, R->pk0), AT(w->p2pb, R->pk0), AT(w->has_r, R->pk0), R->npk,
-                   R->n, R->pp};
+    return (rview){R,
+                   AT(w->pos, R->pos0),
+                   AT(w->end, R->node0),
+                   AT(w->ptr, R->lane0),
+                   AT(w->p2pf, R->pk0),
+                   AT(w->p2pb, R->pk0),
+                   AT(w->has_r, R->pk0),
+                   R->npk,
+                   R->n,
+                   R->pp};
 }
 
 /* Operation (s, kind, pack) finished?  Absent operations count as finished.  On success
  * *t is raised to its end plus lag. */
-static inline bool dep(const rview *v, uint32_t s, int kind, uint32_t pack, double lag, double *t)
+static inline bool dep(const rview *v, uint32_t s, int kind, uint32_t pack, double lag,
+                       double *t)
 {
     int32_t k = v->pos[((uint64_t)s * 3 + (uint64_t)kind) * v->npk + pack];
     double e;
@@ -180,12 +188,13 @@ static inline bool dep(const rview *v, uint32_t s, int kind, uint32_t pack, doub
     return true;
 }
 
-static inline bool deps_b(const vl_sim_scratch *w, const rview *v, uint32_t s, uint32_t b, double *t)
+static inline bool deps_b(const vl_sim_scratch *w, const rview *v, uint32_t s, uint32_t b,
+                          double *t)
 {
     const vl_sim_rank *R = v->R;
 
-    if (!R->asym && (!dep(v, s, VL_OP_F, b, 0.0, t) ||
-                     (v->has_r[b] && !dep(v, s, VL_OP_R, b, 0.0, t))))
+    if (!R->asym &&
+        (!dep(v, s, VL_OP_F, b, 0.0, t) || (v->has_r[b] && !dep(v, s, VL_OP_R, b, 0.0, t))))
         return false;
     if (s + 1 < v->pp && !dep(v, s + 1, VL_OP_B, b, v->p2pb[b], t))
         return false;
@@ -214,8 +223,8 @@ static bool barrier(const vl_sim_scratch *w, uint64_t l, uint32_t s, double *t)
 
 /* The next operation op of lane l (stage s of the rank of v) can start: *t raised to
  * when. */
-static inline bool ready(const vl_sim_scratch *w, const rview *v, uint32_t s, uint64_t l, vl_op op,
-                  double *t)
+static inline bool ready(const vl_sim_scratch *w, const rview *v, uint32_t s, uint64_t l,
+                         vl_op op, double *t)
 {
     const vl_sim_rank *R = v->R;
     uint32_t m = op.mb;
@@ -230,10 +239,8 @@ static inline bool ready(const vl_sim_scratch *w, const rview *v, uint32_t s, ui
             if (!dep(v, s, VL_OP_F, w->fp[e], 0.0, t))
                 return false;
         return true;
-    case VL_OP_R:
-        return dep(v, s, VL_OP_F, m, 0.0, t);
-    default:
-        return deps_b(w, v, s, m, t);
+    case VL_OP_R: return dep(v, s, VL_OP_F, m, 0.0, t);
+    default: return deps_b(w, v, s, m, t);
     }
 }
 
@@ -246,7 +253,8 @@ static void push(vl_sim_scratch *w, uint64_t *top, uint64_t l)
 }
 
 /* The rank's neighbouring stages of lane l, which its progress may unblock. */
-static void wake(vl_sim_scratch *w, const vl_sim_rank *R, uint32_t s, uint64_t l, uint64_t *top)
+static void wake(vl_sim_scratch *w, const vl_sim_rank *R, uint32_t s, uint64_t l,
+                 uint64_t *top)
 {
     if (s > 0)
         push(w, top, l - 1);
@@ -272,7 +280,7 @@ static void run(vl_sim_scratch *w, const vl_sim_rank *R, uint32_t s, uint64_t l,
         double done = w->end[node] + vl_cost_dp_grad_exposed(w->c, w->step_grad, w->dur[node]);
         if (done > w->bar_time[k])
             w->bar_time[k] = done;
-        if (--w->bar_left[k] == 0)   /* the barrier is set: every first stage may go on */
+        if (--w->bar_left[k] == 0) /* the barrier is set: every first stage may go on */
             for (uint32_t r = 0; r < w->nranks; r++)
                 push(w, top, w->rk[r].lane0);
     }
@@ -311,7 +319,7 @@ static bool run_shared(vl_sim_scratch *w, uint64_t *top, uint32_t inst, uint32_t
     for (uint32_t i = w->inst_off[inst]; i < w->inst_off[inst + 1]; i++) {
         const vl_sim_rank *M = &w->rk[w->inst[i] >> 34];
         run(w, M, s, M->lane0 + s, top, t);
-        push(w, top, M->lane0 + s);   /* each member lane goes on from here */
+        push(w, top, M->lane0 + s); /* each member lane goes on from here */
         wake(w, M, s, M->lane0 + s, top);
     }
     return true;
@@ -351,10 +359,12 @@ static vl_status deadlock(const vl_sim_scratch *w, vl_err *err)
         const vl_sim_rank *R = &w->rk[w->lrank[l]];
         if (w->ptr[l] < R->n) {
             vl_op op = w->ord[R->node0 + (uint64_t)w->lstage[l] * R->n + w->ptr[l]];
-            return vl_seterr(err, VL_EDATA, "iteration %zu rank %u: schedule deadlocks: stage "
-                             "%u cannot run %c%u (its order contradicts the pipeline, slice or "
-                             "shared-pack dependencies)", w->it, w->lrank[l], w->lstage[l],
-                             name[op.kind % 3], op.mb);
+            return vl_seterr(
+                err, VL_EDATA,
+                "iteration %zu rank %u: schedule deadlocks: stage "
+                "%u cannot run %c%u (its order contradicts the pipeline, slice or "
+                "shared-pack dependencies)",
+                w->it, w->lrank[l], w->lstage[l], name[op.kind % 3], op.mb);
         }
     }
     return VL_OK;

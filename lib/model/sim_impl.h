@@ -20,20 +20,20 @@
 
 typedef struct vl_sim_rank {
     const vl_rank *rk;
-    uint32_t nf, nb;      /* forward packs; packs the B operations name */
-    bool asym;            /* backward packs of its own (nb counts them) */
-    uint32_t pp, n;       /* stages; operations per stage */
-    uint32_t npk;         /* max(nf, nb): the stride of pos[] */
+    uint32_t nf, nb; /* forward packs; packs the B operations name */
+    bool asym;       /* backward packs of its own (nb counts them) */
+    uint32_t pp, n;  /* stages; operations per stage */
+    uint32_t npk;    /* max(nf, nb): the stride of pos[] */
     int ncls;
     int cls_layers[VL_SIM_MAXCLS], cls_last[VL_SIM_MAXCLS];
-    uint64_t lane0;       /* first lane in lane arrays */
-    uint64_t node0;       /* first node: lane (lane0 + s) has nodes node0 + s·n .. + n */
-    uint64_t pos0;        /* pos[pos0 + (s·3 + kind)·npk + pack] */
-    uint64_t wf0, wb0;    /* forward weights [wf0 + cls·nf + f], backward [wb0 + cls·nb + b] */
-    uint64_t pk0;         /* per-pack arrays: p2p_f[pk0 + f], p2p_b[pk0 + b], has_r[pk0 + f] */
-    uint64_t fp0, bf0, bb0; /* dependency CSR rows (fp_off / bf_off / bb_off) */
-    uint64_t list0;       /* the last stage's list [list0, + n) */
-    double cls_busy[VL_SIM_MAXCLS];  /* seconds of work on one stage of the class */
+    uint64_t lane0;    /* first lane in lane arrays */
+    uint64_t node0;    /* first node: lane (lane0 + s) has nodes node0 + s·n .. + n */
+    uint64_t pos0;     /* pos[pos0 + (s·3 + kind)·npk + pack] */
+    uint64_t wf0, wb0; /* forward weights [wf0 + cls·nf + f], backward [wb0 + cls·nb + b] */
+    uint64_t pk0;      /* per-pack arrays: p2p_f[pk0 + f], p2p_b[pk0 + b], has_r[pk0 + f] */
+    uint64_t fp0, bf0, bb0;         /* dependency CSR rows (fp_off / bf_off / bb_off) */
+    uint64_t list0;                 /* the last stage's list [list0, + n) */
+    double cls_busy[VL_SIM_MAXCLS]; /* seconds of work on one stage of the class */
     double makespan;
 } vl_sim_rank;
 
@@ -44,73 +44,126 @@ struct vl_sim_scratch {
     const vl_sim_opts *o;
     size_t it;
     uint32_t nranks;
-    vl_sim_rank *rk; size_t rk_cap;
+    vl_sim_rank *rk;
+    size_t rk_cap;
     uint64_t nlanes, nnodes;
 
     /* per lane */
-    uint32_t *lrank; size_t lrank_cap;   /* its rank */
-    uint32_t *lstage; size_t lstage_cap; /* its stage */
-    int *lcls; size_t lcls_cap;          /* its stage class */
-    int *llayers; size_t llayers_cap;
-    uint32_t *ptr; size_t ptr_cap;       /* next operation */
-    double *avail; size_t avail_cap;     /* when free */
-    uint32_t *bdone; size_t bdone_cap;   /* backwards finished (micro-step barriers) */
-    uint64_t *stack; size_t stack_cap;   /* lanes to examine */
-    uint8_t *inq; size_t inq_cap;
+    uint32_t *lrank;
+    size_t lrank_cap; /* its rank */
+    uint32_t *lstage;
+    size_t lstage_cap; /* its stage */
+    int *lcls;
+    size_t lcls_cap; /* its stage class */
+    int *llayers;
+    size_t llayers_cap;
+    uint32_t *ptr;
+    size_t ptr_cap; /* next operation */
+    double *avail;
+    size_t avail_cap; /* when free */
+    uint32_t *bdone;
+    size_t bdone_cap; /* backwards finished (micro-step barriers) */
+    uint64_t *stack;
+    size_t stack_cap; /* lanes to examine */
+    uint8_t *inq;
+    size_t inq_cap;
 
     /* per node */
-    vl_op *ord; size_t ord_cap;
-    double *start; size_t start_cap;
-    double *end; size_t end_cap;
-    double *dur; size_t dur_cap;
+    vl_op *ord;
+    size_t ord_cap;
+    double *start;
+    size_t start_cap;
+    double *end;
+    size_t end_cap;
+    double *dur;
+    size_t dur_cap;
 
     /* per rank slices */
-    int32_t *pos; size_t pos_cap;        /* node index within its lane, -1 = absent */
-    double *tf; size_t tf_cap;           /* forward (also a recompute-forward) */
-    double *cf; size_t cf_cap;           /* exposed comm inside tf */
-    double *af; size_t af_cap;           /* bytes the forward keeps until its backward */
-    double *sf; size_t sf_cap;           /* K/V state store kept when an R follows */
-    double *tb; size_t tb_cap;           /* backward */
-    double *rc; size_t rc_cap;           /* recompute inside tb */
-    double *cb; size_t cb_cap;           /* exposed comm inside tb */
-    double *ab; size_t ab_cap;           /* bytes the backward frees */
-    double *p2pf; size_t p2pf_cap;       /* send/receive between stages */
-    double *p2pb; size_t p2pb_cap;
-    uint8_t *has_r; size_t has_r_cap;
-    int32_t *sharef; size_t sharef_cap;  /* shared-pack instance of a forward pack, -1 */
-    int32_t *shareb; size_t shareb_cap;  /* ... of a B pack */
-    vl_op *list; size_t list_cap;
+    int32_t *pos;
+    size_t pos_cap; /* node index within its lane, -1 = absent */
+    double *tf;
+    size_t tf_cap; /* forward (also a recompute-forward) */
+    double *cf;
+    size_t cf_cap; /* exposed comm inside tf */
+    double *af;
+    size_t af_cap; /* bytes the forward keeps until its backward */
+    double *sf;
+    size_t sf_cap; /* K/V state store kept when an R follows */
+    double *tb;
+    size_t tb_cap; /* backward */
+    double *rc;
+    size_t rc_cap; /* recompute inside tb */
+    double *cb;
+    size_t cb_cap; /* exposed comm inside tb */
+    double *ab;
+    size_t ab_cap; /* bytes the backward frees */
+    double *p2pf;
+    size_t p2pf_cap; /* send/receive between stages */
+    double *p2pb;
+    size_t p2pb_cap;
+    uint8_t *has_r;
+    size_t has_r_cap;
+    int32_t *sharef;
+    size_t sharef_cap; /* shared-pack instance of a forward pack, -1 */
+    int32_t *shareb;
+    size_t shareb_cap; /* ... of a B pack */
+    vl_op *list;
+    size_t list_cap;
 
     /* dependencies (CSR per rank, rows at the rank's fp0 / bf0 / bb0, + 1 sentinel);
      * nfp_rows / nb_rows: rows used by the ranks prepared so far */
     size_t nfp_rows, nb_rows;
-    uint32_t *fp_off; size_t fp_off_cap; uint32_t *fp; size_t fp_cap, nfp;  /* F <- F */
-    uint32_t *bf_off; size_t bf_off_cap; uint32_t *bf; size_t bf_cap, nbf;  /* B <- F */
-    uint32_t *bb_off; size_t bb_off_cap; uint32_t *bb; size_t bb_cap, nbb;  /* B <- B */
-    uint32_t *rbf_off; size_t rbf_off_cap; uint32_t *rbf; size_t rbf_cap;  /* transposed, */
-    uint32_t *rbb_off; size_t rbb_off_cap; uint32_t *rbb; size_t rbb_cap;  /* one rank */
-    uint32_t *heap; size_t heap_cap;     /* 1F1B ready queue */
-    uint32_t *pend; size_t pend_cap;     /* per B pack: dependencies not yet met */
+    uint32_t *fp_off;
+    size_t fp_off_cap;
+    uint32_t *fp;
+    size_t fp_cap, nfp; /* F <- F */
+    uint32_t *bf_off;
+    size_t bf_off_cap;
+    uint32_t *bf;
+    size_t bf_cap, nbf; /* B <- F */
+    uint32_t *bb_off;
+    size_t bb_off_cap;
+    uint32_t *bb;
+    size_t bb_cap, nbb; /* B <- B */
+    uint32_t *rbf_off;
+    size_t rbf_off_cap;
+    uint32_t *rbf;
+    size_t rbf_cap; /* transposed, */
+    uint32_t *rbb_off;
+    size_t rbb_off_cap;
+    uint32_t *rbb;
+    size_t rbb_cap; /* one rank */
+    uint32_t *heap;
+    size_t heap_cap; /* 1F1B ready queue */
+    uint32_t *pend;
+    size_t pend_cap; /* per B pack: dependencies not yet met */
 
     /* token intervals of the rank being prepared (sim_rank.c) */
-    vl_interval *iv; size_t iv_cap, niv;
-    vl_seg *tmp; size_t tmp_cap;         /* cost model scratch */
+    vl_interval *iv;
+    size_t iv_cap, niv;
+    vl_seg *tmp;
+    size_t tmp_cap; /* cost model scratch */
 
     /* shared packs: instance i has copies inst_m[inst_off[i] .. inst_off[i+1]) as node
      * keys (rank, kind, pack) packed in 64 bits */
-    uint64_t *inst; size_t inst_cap;
-    uint32_t *inst_off; size_t inst_off_cap;
+    uint64_t *inst;
+    size_t inst_cap;
+    uint32_t *inst_off;
+    size_t inst_off_cap;
     size_t ninst;
 
     /* micro-step barriers (training.dp_sync = micro_step): per k, ranks still to finish
      * their k-th backward on stage 0, and when the last did */
-    uint32_t *bar_left; size_t bar_left_cap;
-    double *bar_time; size_t bar_time_cap;
+    uint32_t *bar_left;
+    size_t bar_left_cap;
+    double *bar_time;
+    size_t bar_time_cap;
     uint32_t nbar;
-    double step_grad;     /* gradient reduction per micro-step, unhidden */
+    double step_grad; /* gradient reduction per micro-step, unhidden */
 
     /* results per rank */
-    double *tbusy; size_t tbusy_cap;
+    double *tbusy;
+    size_t tbusy_cap;
 };
 
 /* sim_rank.c: rank r of w->it, whose record has its rank, pack counts and offsets */

@@ -27,15 +27,17 @@ vl_status vl__sim_layers(vl_sim_scratch *w, uint32_t r, vl_err *err)
     int L = w->c->cfg->model.layers, pp = (int)R->pp;
 
     if (pp > L)
-        return vl_seterr(err, VL_EDATA, "iteration %zu rank %u: pp %d exceeds the %d model "
-                         "layers", w->it, r, pp, L);
+        return vl_seterr(err, VL_EDATA,
+                         "iteration %zu rank %u: pp %d exceeds the %d model "
+                         "layers",
+                         w->it, r, pp, L);
     R->ncls = 0;
     for (int s = 0; s < pp; s++) {
         int last = s == pp - 1, layers = L / pp + (s < L % pp), k;
         for (k = 0; k < R->ncls; k++)
             if (R->cls_layers[k] == layers && R->cls_last[k] == last)
                 break;
-        if (k == R->ncls) {       /* at most: early, late, last (VL_SIM_MAXCLS) */
+        if (k == R->ncls) { /* at most: early, late, last (VL_SIM_MAXCLS) */
             R->cls_layers[k] = layers;
             R->cls_last[k] = last;
             R->ncls++;
@@ -53,7 +55,7 @@ static const vl_interval *holding(const vl_interval *v, size_t n, uint64_t t)
 {
     size_t lo = 0, hi = n;
 
-    while (lo < hi) {              /* first entry with off > t */
+    while (lo < hi) { /* first entry with off > t */
         size_t mid = (lo + hi) / 2;
         if (v[mid].off <= t)
             lo = mid + 1;
@@ -153,7 +155,7 @@ static vl_status to_csr(const pending *pe, size_t n, uint32_t rows, uint32_t *of
     off[0] = (uint32_t)base;
     for (uint32_t r = 0; r < rows; r++)
         off[r + 1] += off[r];
-    for (size_t k = 0; k < n; k++)   /* off[r] moves from row r's start to its end */
+    for (size_t k = 0; k < n; k++) /* off[r] moves from row r's start to its end */
         if (pe[k].row < rows)
             (*arr)[off[pe[k].row]++] = pe[k].from;
     for (uint32_t r = 0; r < rows; r++) {
@@ -202,7 +204,7 @@ vl_status vl__sim_deps(vl_sim_scratch *w, uint32_t r, vl_err *err)
         (st = vl_grow(&w->bf_off, &w->bf_off_cap, w->nb_rows, sizeof(uint32_t), err)) ||
         (st = vl_grow(&w->bb_off, &w->bb_off_cap, w->nb_rows, sizeof(uint32_t), err)))
         return st;
-    if (!R->asym && !vl_plan_rank_sliced(w->p, R->rk)) {   /* whole samples: no edges at all */
+    if (!R->asym && !vl_plan_rank_sliced(w->p, R->rk)) { /* whole samples: no edges at all */
         for (uint32_t i = 0; i <= R->nf; i++)
             w->fp_off[R->fp0 + i] = (uint32_t)w->nfp;
         for (uint32_t i = 0; i <= R->nb; i++) {
@@ -246,8 +248,7 @@ static double p2p_time(const vl_sim_scratch *w, const vl_sim_rank *R, uint64_t t
     if (R->pp < 2)
         return 0.0;
     bytes = (double)tokens / par->sp * w->c->cfg->model.hidden * 2.0 / par->tp;
-    return vl_cost_comm_time(w->c, VL_COMM_P2P, bytes,
-                             (int)w->nranks * par->tp * par->sp + 1);
+    return vl_cost_comm_time(w->c, VL_COMM_P2P, bytes, (int)w->nranks * par->tp * par->sp + 1);
 }
 
 static void class_weights(vl_sim_scratch *w, vl_sim_rank *R, const vl_par *par, int k)
@@ -261,7 +262,7 @@ static void class_weights(vl_sim_scratch *w, vl_sim_rank *R, const vl_par *par, 
         uint64_t i = R->wf0 + (uint64_t)k * R->nf + f;
         vl_mb_time t;
         bool r = w->has_r[R->pk0 + f];
-        if (p->cps || mbs[f].share) {   /* placed or shared: the pack-level model */
+        if (p->cps || mbs[f].share) { /* placed or shared: the pack-level model */
             vl_pack_view v = view_of(p, &mbs[f]);
             t = vl_cost_pack_time(w->c, &v, par, layers, last, w->tmp);
             w->af[i] = vl_cost_pack_act(w->c, &v, par, layers, last);
@@ -309,8 +310,10 @@ vl_status vl__sim_weights(vl_sim_scratch *w, uint32_t r, vl_err *err)
     vl_status st;
 
     if (par.tp < 1 || par.sp < 1 || par.ckpt_layers < 0)
-        return vl_seterr(err, VL_EDATA, "iteration %zu rank %u: bad degrees tp %d sp %d "
-                         "ckpt_layers %d", w->it, r, par.tp, par.sp, par.ckpt_layers);
+        return vl_seterr(err, VL_EDATA,
+                         "iteration %zu rank %u: bad degrees tp %d sp %d "
+                         "ckpt_layers %d",
+                         w->it, r, par.tp, par.sp, par.ckpt_layers);
     par.pp = (int)R->pp;
     for (uint32_t j = 0; j < R->nf + (R->asym ? R->nb : 0); j++)
         most = mbs[j].nseg > most ? mbs[j].nseg : most;

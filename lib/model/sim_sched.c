@@ -51,8 +51,8 @@ typedef struct ready_q {
     vl_sim_scratch *w;
     const vl_sim_rank *R;
     uint32_t nh;
-    bool youngest;        /* GPipe: largest pack first */
-    bool edges;           /* the rank has dependencies between its packs */
+    bool youngest; /* GPipe: largest pack first */
+    bool edges;    /* the rank has dependencies between its packs */
 } ready_q;
 
 static void make_ready(ready_q *q, uint32_t b)
@@ -133,9 +133,10 @@ static vl_status drained(const vl_sim_scratch *w, uint32_t r, uint32_t k, vl_err
         return VL_OK;
     for (uint32_t b = 0; b < R->nb; b++)
         if (w->pend[b] > 0)
-            return vl_seterr(err, VL_EDATA, "iteration %zu rank %u: the backward of pack %u "
-                             "waits on itself (its samples' slices are out of order)", w->it,
-                             r, b);
+            return vl_seterr(err, VL_EDATA,
+                             "iteration %zu rank %u: the backward of pack %u "
+                             "waits on itself (its samples' slices are out of order)",
+                             w->it, r, b);
     return vl_seterr(err, VL_EDATA, "iteration %zu rank %u: incomplete schedule", w->it, r);
 }
 
@@ -149,16 +150,14 @@ static vl_status list_ready(vl_sim_scratch *w, uint32_t r, bool gpipe, vl_err *e
 
     q.edges = w->bf_off[R->bf0 + R->nb] > w->bf_off[R->bf0] ||
               w->bb_off[R->bb0 + R->nb] > w->bb_off[R->bb0];
-    if (q.edges &&
-        ((st = transpose(w, w->bf_off + R->bf0, w->bf, R->nb, R->nf, &w->rbf_off,
-                         &w->rbf_off_cap, &w->rbf, &w->rbf_cap, err)) != VL_OK ||
-         (st = transpose(w, w->bb_off + R->bb0, w->bb, R->nb, R->nb, &w->rbb_off,
-                         &w->rbb_off_cap, &w->rbb, &w->rbb_cap, err)) != VL_OK))
+    if (q.edges && ((st = transpose(w, w->bf_off + R->bf0, w->bf, R->nb, R->nf, &w->rbf_off,
+                                    &w->rbf_off_cap, &w->rbf, &w->rbf_cap, err)) != VL_OK ||
+                    (st = transpose(w, w->bb_off + R->bb0, w->bb, R->nb, R->nb, &w->rbb_off,
+                                    &w->rbb_off_cap, &w->rbb, &w->rbb_cap, err)) != VL_OK))
         return st;
 
     for (uint32_t b = 0; b < R->nb; b++) {
-        w->pend[b] = (R->asym ? 0 : 1) +
-                     (w->bb_off[R->bb0 + b + 1] - w->bb_off[R->bb0 + b]) +
+        w->pend[b] = (R->asym ? 0 : 1) + (w->bb_off[R->bb0 + b + 1] - w->bb_off[R->bb0 + b]) +
                      (w->bf_off[R->bf0 + b + 1] - w->bf_off[R->bf0 + b]);
         if (w->pend[b] == 0)
             make_ready(&q, b);
@@ -189,7 +188,7 @@ static vl_status list_explicit(vl_sim_scratch *w, uint32_t r, vl_err *err)
     const vl_sim_rank *R = &w->rk[r];
     const vl_op *ops = w->p->ops + R->rk->op0;
     static const char name[] = "FRB";
-    uint32_t *fmark = w->pend, *bmark = w->heap;   /* 0 none, 1 F, 2 R, 3 B */
+    uint32_t *fmark = w->pend, *bmark = w->heap; /* 0 none, 1 F, 2 R, 3 B */
 
     for (uint32_t m = 0; m < R->npk; m++)
         fmark[m] = bmark[m] = 0;
@@ -204,7 +203,8 @@ static vl_status list_explicit(vl_sim_scratch *w, uint32_t r, vl_err *err)
         else if (ok)
             ok = bmark[m] == 0 && (R->asym || fmark[m] >= 1);
         if (!ok)
-            return vl_seterr(err, VL_EDATA, "iteration %zu rank %u: schedule operation %u "
+            return vl_seterr(err, VL_EDATA,
+                             "iteration %zu rank %u: schedule operation %u "
                              "(%c %u) is out of order or names no pack of the rank (each "
                              "forward pack needs F, an optional R, each B pack one B)",
                              w->it, r, i, name[kind % 3], m);
@@ -216,8 +216,10 @@ static vl_status list_explicit(vl_sim_scratch *w, uint32_t r, vl_err *err)
     }
     for (uint32_t m = 0; m < R->npk; m++)
         if ((m < R->nf && fmark[m] == 0) || (m < R->nb && bmark[m] == 0))
-            return vl_seterr(err, VL_EDATA, "iteration %zu rank %u: the schedule lacks %s of "
-                             "pack %u", w->it, r, m < R->nf && fmark[m] == 0 ? "F" : "B", m);
+            return vl_seterr(err, VL_EDATA,
+                             "iteration %zu rank %u: the schedule lacks %s of "
+                             "pack %u",
+                             w->it, r, m < R->nf && fmark[m] == 0 ? "F" : "B", m);
     return VL_OK;
 }
 
@@ -238,7 +240,7 @@ static void stage_order(const vl_op *l, uint32_t n, uint32_t W, vl_op *o)
 {
     uint32_t k = 0, fx = 0, bseen = 0, bdone = 0;
 
-    if (W == 0) {                 /* the last stage runs the list as it is */
+    if (W == 0) { /* the last stage runs the list as it is */
         for (uint32_t i = 0; i < n; i++)
             o[i] = l[i];
         return;

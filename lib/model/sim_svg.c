@@ -14,7 +14,8 @@
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-static void put(vl_svg *g, const char *fmt, ...)
+static void
+put(vl_svg *g, const char *fmt, ...)
 {
     va_list ap;
 
@@ -50,9 +51,11 @@ void vl_svg_begin(vl_svg *g, double w, double h)
     memset(g, 0, sizeof *g);
     g->w = w;
     g->h = h;
-    put(g, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-           "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-           "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\">\n", w, h, w, h);
+    put(g,
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+        "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\">\n",
+        w, h, w, h);
     put(g, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#ffffff\"/>\n", w, h);
 }
 
@@ -64,8 +67,8 @@ void vl_svg_rect(vl_svg *g, double x, double y, double w, double h, const char *
 
     if (x1 - x0 <= 0.0 || y1 - y0 <= 0.0)
         return;
-    put(g, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"",
-        x0, y0, x1 - x0, y1 - y0, fill);
+    put(g, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"", x0, y0,
+        x1 - x0, y1 - y0, fill);
     if (cls)
         put(g, " class=\"%s\"", cls);
     if (!tip) {
@@ -80,9 +83,11 @@ void vl_svg_rect(vl_svg *g, double x, double y, double w, double h, const char *
 void vl_svg_line(vl_svg *g, double x1, double y1, double x2, double y2, const char *stroke,
                  double width)
 {
-    put(g, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\" "
-           "stroke-width=\"%.2f\"/>\n", clamp(x1, 0, g->w), clamp(y1, 0, g->h),
-        clamp(x2, 0, g->w), clamp(y2, 0, g->h), stroke, width);
+    put(g,
+        "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\" "
+        "stroke-width=\"%.2f\"/>\n",
+        clamp(x1, 0, g->w), clamp(y1, 0, g->h), clamp(x2, 0, g->w), clamp(y2, 0, g->h), stroke,
+        width);
 }
 
 void vl_svg_text(vl_svg *g, double x, double y, double size, const char *anchor,
@@ -113,8 +118,8 @@ vl_status vl_svg_finish(vl_svg *g, char **out, vl_err *err)
 
 typedef struct layout {
     double w, h, left, right, top, lane_h, gap, xs; /* xs: px per second */
-    double pad;           /* space above and below a task inside its lane */
-    double unit;          /* seconds per displayed unit */
+    double pad;  /* space above and below a task inside its lane */
+    double unit; /* seconds per displayed unit */
     const char *uname;
     uint32_t nranks;
 } layout;
@@ -140,9 +145,9 @@ static void plan_layout(layout *L, const vl_sim_trace *t)
     L->top = 64.0;
     L->lane_h = clamp(floor(720.0 / (t->nlanes ? (double)t->nlanes : 1.0)), 4.0, 24.0);
     L->gap = L->lane_h >= 8.0 ? 6.0 : 2.0;
-    L->pad = L->lane_h >= 8.0 ? 1.0 : 0.0;   /* thin lanes: tasks fill them */
-    L->h = L->top + (double)t->nlanes * L->lane_h + (L->nranks ? L->nranks - 1 : 0) * L->gap
-           + 56.0;
+    L->pad = L->lane_h >= 8.0 ? 1.0 : 0.0; /* thin lanes: tasks fill them */
+    L->h = L->top + (double)t->nlanes * L->lane_h + (L->nranks ? L->nranks - 1 : 0) * L->gap +
+           56.0;
     L->xs = (L->w - L->left - L->right) / span;
     if (span >= 10.0)
         L->unit = 1.0, L->uname = "s";
@@ -154,8 +159,8 @@ static void plan_layout(layout *L, const vl_sim_trace *t)
 
 static void draw_legend(vl_svg *g, const layout *L)
 {
-    static const char *const name[] = {"forward", "backward", "recompute",
-                                       "communication", "idle"};
+    static const char *const name[] = {"forward", "backward", "recompute", "communication",
+                                       "idle"};
     static const char *const col[] = {COL_F, COL_B, COL_R, COL_COMM, COL_IDLE};
     double x = L->left;
 
@@ -175,8 +180,10 @@ static void draw_axis(vl_svg *g, const layout *L, double span, double y)
     if (!(raw > 0.0))
         raw = 1.0;
     mag = pow(10.0, floor(log10(raw)));
-    step = raw / mag < 1.5 ? mag : raw / mag < 3.5 ? 2 * mag : raw / mag < 7.5 ? 5 * mag
-                                                                                : 10 * mag;
+    step = raw / mag < 1.5   ? mag
+           : raw / mag < 3.5 ? 2 * mag
+           : raw / mag < 7.5 ? 5 * mag
+                             : 10 * mag;
     vl_svg_line(g, L->left, y, tx(L, span), y, COL_TEXT, 1);
     for (int i = 0; i * step <= range * (1 + 1e-9); i++) {
         double x = tx(L, i * step * L->unit);
@@ -194,9 +201,10 @@ static void draw_lane(vl_svg *g, const layout *L, const vl_sim_trace *t, size_t 
     double y = lane_y(L, t, l), peak = ln->act_peak + ln->states;
     char tip[256], lab[32];
 
-    snprintf(tip, sizeof tip, "rank %u stage %u: %d layers, busy %.1f %s (%.1f%% of the "
-             "iteration), peak memory %.2f GiB of %.2f GiB%s", ln->rank, ln->stage,
-             ln->layers, ln->busy / L->unit, L->uname,
+    snprintf(tip, sizeof tip,
+             "rank %u stage %u: %d layers, busy %.1f %s (%.1f%% of the "
+             "iteration), peak memory %.2f GiB of %.2f GiB%s",
+             ln->rank, ln->stage, ln->layers, ln->busy / L->unit, L->uname,
              t->iter_time > 0 ? 100.0 * ln->busy / t->iter_time : 0.0, peak / 1073741824.0,
              t->capacity / 1073741824.0, peak > t->capacity ? " (out of memory)" : "");
     vl_svg_rect(g, L->left, y, tx(L, t->iter_time) - L->left, L->lane_h - 1,
@@ -205,7 +213,7 @@ static void draw_lane(vl_svg *g, const layout *L, const vl_sim_trace *t, size_t 
         snprintf(lab, sizeof lab, "r%u s%u", ln->rank, ln->stage);
         vl_svg_text(g, L->left - 6, y + L->lane_h * 0.72, fmin(11, L->lane_h * 0.8), "end",
                     COL_TEXT, lab);
-    } else if (ln->stage == 0 && ln->rank % 2 == 0) {   /* thin lanes: every other rank */
+    } else if (ln->stage == 0 && ln->rank % 2 == 0) { /* thin lanes: every other rank */
         snprintf(lab, sizeof lab, "rank %u", ln->rank);
         vl_svg_text(g, L->left - 6, y + 8, 9, "end", COL_TEXT, lab);
     }
@@ -231,11 +239,11 @@ static void task_tip(char *tip, size_t n, const layout *L, const vl_sim_task *k)
     double a = k->start / L->unit, b = k->end / L->unit;
 
     if (k->kind == VL_TASK_SYNC)
-        snprintf(tip, n, "gradient sync, rank %u stage %u: %.4g-%.4g %s", k->rank, k->stage,
-                 a, b, L->uname);
+        snprintf(tip, n, "gradient sync, rank %u stage %u: %.4g-%.4g %s", k->rank, k->stage, a,
+                 b, L->uname);
     else
-        snprintf(tip, n, "%s of micro-batch %u, rank %u stage %u: %.4g-%.4g %s",
-                 what[k->kind], k->mb, k->rank, k->stage, a, b, L->uname);
+        snprintf(tip, n, "%s of micro-batch %u, rank %u stage %u: %.4g-%.4g %s", what[k->kind],
+                 k->mb, k->rank, k->stage, a, b, L->uname);
 }
 
 static void draw_task(vl_svg *g, const layout *L, const vl_sim_task *k, double y)
@@ -244,7 +252,7 @@ static void draw_task(vl_svg *g, const layout *L, const vl_sim_task *k, double y
     double cut = k->end - k->comm, rc = k->start + k->recompute;
 
     task_tip(tip, sizeof tip, L, k);
-    if (k->kind == VL_TASK_P2P) {   /* a thin strip: transfers occupy no compute */
+    if (k->kind == VL_TASK_P2P) { /* a thin strip: transfers occupy no compute */
         vl_svg_rect(g, tx(L, k->start), y + L->lane_h - 4, (k->end - k->start) * L->xs, 2,
                     COL_COMM, "p2p", tip);
         return;
@@ -258,8 +266,8 @@ static void draw_task(vl_svg *g, const layout *L, const vl_sim_task *k, double y
     seg(g, L, y, cut, k->end, COL_COMM, true, tip);
     if ((k->end - k->start) * L->xs >= 14 && L->lane_h >= 10) {
         snprintf(lab, sizeof lab, "%u", k->mb);
-        vl_svg_text(g, tx(L, (k->start + k->end) / 2), y + L->lane_h * 0.68,
-                    L->lane_h * 0.55, "middle", "#ffffff", lab);
+        vl_svg_text(g, tx(L, (k->start + k->end) / 2), y + L->lane_h * 0.68, L->lane_h * 0.55,
+                    "middle", "#ffffff", lab);
     }
 }
 
@@ -279,8 +287,8 @@ vl_status vl_svg_gantt(const vl_sim_trace *t, const char *title, char **out, vl_
      * look the lane up by (rank, stage) with a moving cursor */
     for (size_t i = 0; i < t->ntasks; i++) {
         const vl_sim_task *k = &t->tasks[i];
-        if (l + 1 < t->nlanes && (t->lanes[l].rank != k->rank ||
-                                  t->lanes[l].stage != k->stage))
+        if (l + 1 < t->nlanes &&
+            (t->lanes[l].rank != k->rank || t->lanes[l].stage != k->stage))
             l++;
         if (l >= t->nlanes || t->lanes[l].rank != k->rank || t->lanes[l].stage != k->stage)
             for (l = 0; l < t->nlanes; l++)
@@ -302,9 +310,10 @@ vl_status vl_sim_svg(const vl_plan *p, size_t it, const vl_cost *c, const vl_sim
     vl_status st = vl_sim_iter(p, it, c, o, &r, NULL, &t, err);
 
     if (st == VL_OK) {
-        snprintf(title, sizeof title, "%s: iteration %zu (epoch %u), %.1f ms, bubble "
-                 "%.1f%%, peak %.2f GiB%s", p->strategy[0] ? p->strategy : "plan",
-                 (size_t)p->iter_base + it,
+        snprintf(title, sizeof title,
+                 "%s: iteration %zu (epoch %u), %.1f ms, bubble "
+                 "%.1f%%, peak %.2f GiB%s",
+                 p->strategy[0] ? p->strategy : "plan", (size_t)p->iter_base + it,
                  p->iters[it].epoch, r.iter_time_ms, 100.0 * r.bubble, r.peak_mem_gib,
                  r.oom ? ", OUT OF MEMORY" : "");
         st = vl_svg_gantt(&t, title, svg, err);

@@ -12,8 +12,8 @@
 #include "strbuf.h"
 
 typedef struct vl_svg {
-    vl_strbuf text;       /* a failed append surfaces in vl_svg_finish as VL_ENOMEM */
-    double w, h;          /* canvas size in px; every shape is clipped to it */
+    vl_strbuf text; /* a failed append surfaces in vl_svg_finish as VL_ENOMEM */
+    double w, h;    /* canvas size in px; every shape is clipped to it */
 } vl_svg;
 
 /** Start a document of w × h px with a white background.  Never fails by itself;

@@ -15,7 +15,7 @@ struct vl_milp {
 };
 
 typedef struct search_ctx {
-    const double *warm1;  /* 1-based warm start, or NULL */
+    const double *warm1; /* 1-based warm start, or NULL */
     bool offered, used;
     int cap, nodes;
 } search_ctx;
@@ -169,7 +169,8 @@ vl_status vl_milp_solve(vl_milp *m, const double *warm, int node_cap, double *x,
     glp_term_out(was);
     free(w1);
     if (rc != 0 && rc != GLP_ESTOP)
-        return vl_seterr(err, VL_EINTERNAL, "milp: branch-and-bound failed (GLPK code %d)", rc);
+        return vl_seterr(err, VL_EINTERNAL, "milp: branch-and-bound failed (GLPK code %d)",
+                         rc);
     ms = glp_mip_status(m->P);
     res->nodes = ctx.nodes;
     res->warm_used = ctx.used;

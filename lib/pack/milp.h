@@ -24,14 +24,14 @@ typedef enum {
 typedef struct vl_milp_result {
     vl_milp_outcome outcome;
     double objective;
-    int nodes;            /* branch-and-bound nodes created */
-    bool warm_used;       /* the warm start was accepted as an incumbent */
+    int nodes;      /* branch-and-bound nodes created */
+    bool warm_used; /* the warm start was accepted as an incumbent */
 } vl_milp_result;
 
 /** New problem of ncols columns, every one continuous in [0, +inf) with cost 0.
  *  VL_ENOMEM, VL_EUSAGE (ncols < 1). */
 vl_status vl_milp_new(vl_milp **out, int ncols, vl_err *err);
-void vl_milp_free(vl_milp *m);   /* NULL: no-op */
+void vl_milp_free(vl_milp *m); /* NULL: no-op */
 
 /** Column j (0-based): bounds lo..hi (-INFINITY / INFINITY for none), objective cost,
  *  integrality (an integer column with bounds 0..1 is binary). */

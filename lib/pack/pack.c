@@ -30,7 +30,7 @@
 #include "rng.h"
 
 static const char *const algo_names[] = {
-    [VL_PACK_FFD] = "ffd", [VL_PACK_BFD] = "bfd",  [VL_PACK_FFS] = "ffs",
+    [VL_PACK_FFD] = "ffd", [VL_PACK_BFD] = "bfd", [VL_PACK_FFS] = "ffs",
     [VL_PACK_BFS] = "bfs", [VL_PACK_ISF] = "isf", [VL_PACK_SPFHP] = "spfhp",
     [VL_PACK_WFD] = "wfd", [VL_PACK_NF] = "nf",
 };
@@ -54,8 +54,8 @@ const char *vl_pack_algo_name(vl_pack_algo algo)
 /* ---- entry point ------------------------------------------------------------------ */
 
 /* Pairs from items, checking each against the capacity on the way. */
-static vl_status make_pairs(uint64_t *p, const uint32_t *items, size_t n,
-                            const uint32_t *len, uint32_t cap, vl_err *err)
+static vl_status make_pairs(uint64_t *p, const uint32_t *items, size_t n, const uint32_t *len,
+                            uint32_t cap, vl_err *err)
 {
     if (cap == 0)
         return vl_seterr(err, VL_EUSAGE, "pack: bin capacity must be positive");
@@ -70,8 +70,7 @@ static vl_status make_pairs(uint64_t *p, const uint32_t *items, size_t n,
     return VL_OK;
 }
 
-static vl_status shuffled(uint64_t *p, size_t n, uint64_t seed, uint64_t stream,
-                          vl_err *err)
+static vl_status shuffled(uint64_t *p, size_t n, uint64_t seed, uint64_t stream, vl_err *err)
 {
     vl_status st = vl__pk_sort_values(p, n, err);
 
@@ -90,39 +89,27 @@ static vl_status dispatch(vl_bins *out, uint64_t *p, size_t n, const vl_pack_opt
     case VL_PACK_FFD:
     case VL_PACK_BFD:
     case VL_PACK_SPFHP:
-    case VL_PACK_WFD:
-        st = vl__pk_sort_len_desc(p, n, err);
-        break;
+    case VL_PACK_WFD: st = vl__pk_sort_len_desc(p, n, err); break;
     case VL_PACK_FFS:
     case VL_PACK_BFS:
         st = shuffled(p, n, o->seed,
                       o->algo == VL_PACK_FFS ? VL_PK_STREAM_FFS : VL_PK_STREAM_BFS, err);
         break;
-    case VL_PACK_ISF:
-        st = vl__pk_sort_values(p, n, err);
-        break;
-    case VL_PACK_NF:
-        break;
-    default:
-        return vl_seterr(err, VL_EUSAGE, "pack: unknown algorithm %d", (int)o->algo);
+    case VL_PACK_ISF: st = vl__pk_sort_values(p, n, err); break;
+    case VL_PACK_NF: break;
+    default: return vl_seterr(err, VL_EUSAGE, "pack: unknown algorithm %d", (int)o->algo);
     }
     if (st != VL_OK)
         return st;
     switch (o->algo) {
     case VL_PACK_FFD:
-    case VL_PACK_FFS:
-        return vl__pk_first_fit(out, p, n, cap, k, err);
+    case VL_PACK_FFS: return vl__pk_first_fit(out, p, n, cap, k, err);
     case VL_PACK_BFD:
-    case VL_PACK_BFS:
-        return vl__pk_residual_fit(out, p, n, cap, k, false, err);
-    case VL_PACK_WFD:
-        return vl__pk_residual_fit(out, p, n, cap, k, true, err);
-    case VL_PACK_SPFHP:
-        return vl__pk_spfhp(out, p, n, cap, k, err);
-    case VL_PACK_ISF:
-        return vl__pk_isf(out, p, n, o, err);
-    case VL_PACK_NF:
-        return vl__pk_next_fit(out, p, n, cap, k, err);
+    case VL_PACK_BFS: return vl__pk_residual_fit(out, p, n, cap, k, false, err);
+    case VL_PACK_WFD: return vl__pk_residual_fit(out, p, n, cap, k, true, err);
+    case VL_PACK_SPFHP: return vl__pk_spfhp(out, p, n, cap, k, err);
+    case VL_PACK_ISF: return vl__pk_isf(out, p, n, o, err);
+    case VL_PACK_NF: return vl__pk_next_fit(out, p, n, cap, k, err);
     }
     return vl_seterr(err, VL_EUSAGE, "pack: unknown algorithm %d", (int)o->algo);
 }

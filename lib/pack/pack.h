@@ -14,18 +14,18 @@
 /* Result of packing: bin b holds items[start[b] .. start[b+1]) (sample indices). */
 typedef struct vl_bins {
     size_t n;
-    size_t *start;        /* [n + 1] */
-    uint32_t *items;      /* [number of items packed] */
-    uint64_t *load;       /* [n] Σ len of the bin */
+    size_t *start;   /* [n + 1] */
+    uint32_t *items; /* [number of items packed] */
+    uint64_t *load;  /* [n] Σ len of the bin */
 } vl_bins;
 
 typedef struct vl_pack_opts {
     vl_pack_algo algo;
-    uint32_t cap;         /* bin capacity in tokens */
-    uint64_t seed;        /* FFS, BFS, ISF shuffles */
-    int isf_iters;        /* ISF refinement passes C */
-    uint32_t isf_slack;   /* ISF accepts bins with load ≥ cap − slack */
-    uint32_t max_items;   /* items per bin at most; 0 = no limit */
+    uint32_t cap;       /* bin capacity in tokens */
+    uint64_t seed;      /* FFS, BFS, ISF shuffles */
+    int isf_iters;      /* ISF refinement passes C */
+    uint32_t isf_slack; /* ISF accepts bins with load ≥ cap − slack */
+    uint32_t max_items; /* items per bin at most; 0 = no limit */
 } vl_pack_opts;
 
 /** Pack items[0..n-1] (sample indices, lengths len[item] ≤ cap) into bins.  The result is

@@ -139,7 +139,7 @@ uint32_t vl__pk_rbuck_succ(const vl_pk_rbuck *rb, uint32_t x)
         }
         if (l + 1 == rb->levels)
             return VL_PK_NONE;
-        i = w + 1;   /* first candidate word after w, as a bit of the level above */
+        i = w + 1; /* first candidate word after w, as a bit of the level above */
         l++;
     }
     while (l-- > 0)
@@ -172,7 +172,7 @@ uint32_t vl__pk_rbuck_max(const vl_pk_rbuck *rb)
 
 typedef struct ftree {
     uint32_t *lv[MAXLV];
-    size_t n[MAXLV];      /* entries per level, a multiple of FAN */
+    size_t n[MAXLV]; /* entries per level, a multiple of FAN */
     int h;
 } ftree;
 
@@ -194,7 +194,7 @@ static vl_status ftree_init(ftree *t, size_t bins, uint32_t cap, vl_err *err)
             return vl_seterr(err, VL_ENOMEM, "out of memory for %zu bins", bins);
         }
         for (size_t i = 0; i < want; i++)
-            t->lv[t->h][i] = cap;   /* empty bins, and maxima over empty bins */
+            t->lv[t->h][i] = cap; /* empty bins, and maxima over empty bins */
         t->n[t->h++] = n;
         if (n == FAN)
             return VL_OK;

@@ -15,9 +15,9 @@
 
 /* Stream tags: each use of the pack seed draws from its own stream, so two packers
  * (or ISF passes) never replay one another's random numbers. */
-#define VL_PK_STREAM_FFS 0x4646530000000000ull   /* "FFS" */
-#define VL_PK_STREAM_BFS 0x4246530000000000ull   /* "BFS" */
-#define VL_PK_STREAM_ISF 0x4953460000000000ull   /* "ISF" + pass */
+#define VL_PK_STREAM_FFS 0x4646530000000000ull /* "FFS" */
+#define VL_PK_STREAM_BFS 0x4246530000000000ull /* "BFS" */
+#define VL_PK_STREAM_ISF 0x4953460000000000ull /* "ISF" + pass */
 
 /* Work items carry their length: pair = len << 32 | sample index.  Reading len[] once,
  * up front, matters at 10M items, where every later random lookup is a cache miss. */
@@ -50,12 +50,12 @@ vl_status vl__pk_assemble(vl_bins *out, const uint64_t *p, const uint32_t *bin, 
  * of bins linked through next[], so ties go to the bin that reached that value last. */
 #define VL_PK_LEVELS 7
 typedef struct vl_pk_rbuck {
-    uint64_t *bits;            /* all levels, level 0 first */
-    size_t off[VL_PK_LEVELS];  /* word offset of each level */
+    uint64_t *bits;           /* all levels, level 0 first */
+    size_t off[VL_PK_LEVELS]; /* word offset of each level */
     size_t words[VL_PK_LEVELS];
     int levels;
-    uint32_t *head;            /* [cap + 1] top of each stack; valid only when marked */
-    uint32_t *next;            /* [max bins] */
+    uint32_t *head; /* [cap + 1] top of each stack; valid only when marked */
+    uint32_t *next; /* [max bins] */
 } vl_pk_rbuck;
 
 vl_status vl__pk_rbuck_init(vl_pk_rbuck *rb, uint32_t cap, size_t max_bins, vl_err *err);
@@ -75,8 +75,7 @@ uint32_t vl__pk_rbuck_max(const vl_pk_rbuck *rb);
  * algorithm wants (pack.c); they may reorder p. */
 vl_status vl__pk_first_fit(vl_bins *out, const uint64_t *p, size_t n, uint32_t cap,
                            uint32_t max_items, vl_err *err);
-vl_status vl__pk_isf(vl_bins *out, uint64_t *p, size_t n, const vl_pack_opts *o,
-                     vl_err *err);
+vl_status vl__pk_isf(vl_bins *out, uint64_t *p, size_t n, const vl_pack_opts *o, vl_err *err);
 vl_status vl__pk_spfhp(vl_bins *out, const uint64_t *p, size_t n, uint32_t cap,
                        uint32_t max_items, vl_err *err);
 vl_status vl__pk_next_fit(vl_bins *out, const uint64_t *p, size_t n, uint32_t cap,

@@ -21,14 +21,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 typedef struct isf {
     uint32_t cap;
-    uint32_t max_items;   /* items per pack at most, 0: no limit */
-    uint64_t thresh;      /* a pack with at least this load is accepted */
-    vl_bins *out;         /* accepted packs so far; items filled to start[n] */
+    uint32_t max_items; /* items per pack at most, 0: no limit */
+    uint64_t thresh;    /* a pack with at least this load is accepted */
+    vl_bins *out;       /* accepted packs so far; items filled to start[n] */
     size_t bins_cap;
-    uint64_t *left;       /* dissolved (length, item) pairs of this pass */
+    uint64_t *left; /* dissolved (length, item) pairs of this pass */
     size_t nleft;
 } isf;
 
@@ -49,8 +48,8 @@ static vl_status grow_bins(isf *s, vl_err *err)
 }
 
 /* A pack closed by next fit: keep it (final pass, or full enough) or dissolve it. */
-static vl_status close_pack(isf *s, const uint64_t *pk, size_t k, uint64_t load,
-                            bool final, vl_err *err)
+static vl_status close_pack(isf *s, const uint64_t *pk, size_t k, uint64_t load, bool final,
+                            vl_err *err)
 {
     vl_bins *o = s->out;
     vl_status st;
@@ -70,8 +69,7 @@ static vl_status close_pack(isf *s, const uint64_t *pk, size_t k, uint64_t load,
     return VL_OK;
 }
 
-static vl_status next_fit_pass(isf *s, const uint64_t *cur, size_t n, bool final,
-                               vl_err *err)
+static vl_status next_fit_pass(isf *s, const uint64_t *cur, size_t n, bool final, vl_err *err)
 {
     size_t first = 0;
     uint64_t load = 0;
@@ -87,7 +85,7 @@ static vl_status next_fit_pass(isf *s, const uint64_t *cur, size_t n, bool final
         }
         load += l;
     }
-    if (n > first)   /* the tail pack, emitted unconditionally (OmniBal may lose it) */
+    if (n > first) /* the tail pack, emitted unconditionally (OmniBal may lose it) */
         return close_pack(s, cur + first, n - first, load, final, err);
     return VL_OK;
 }
@@ -113,7 +111,7 @@ vl_status vl__pk_isf(vl_bins *out, uint64_t *work, size_t n, const vl_pack_opts 
         s.nleft = 0;
         if ((st = next_fit_pass(&s, cur, n, p == passes - 1, err)) != VL_OK)
             goto done;
-        uint64_t *t = cur;   /* the leftovers become the next pass's input */
+        uint64_t *t = cur; /* the leftovers become the next pass's input */
         cur = s.left;
         s.left = t;
         n = s.nleft;

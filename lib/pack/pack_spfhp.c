@@ -26,8 +26,8 @@
 
 typedef struct spfhp {
     vl_pk_rbuck rb;
-    uint32_t *bin;        /* [n] pack of each item */
-    uint32_t *count;      /* [n] items per pack */
+    uint32_t *bin;   /* [n] pack of each item */
+    uint32_t *count; /* [n] items per pack */
     size_t nbins;
     uint32_t cap, max_items;
 } spfhp;

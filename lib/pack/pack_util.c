@@ -47,8 +47,7 @@ static void insertion_u64(uint64_t *k, size_t n)
 
 /* One stable counting pass on the `bits`-wide digit at bit `sh`, src -> dst.
  * Returns 0 (and moves nothing) when every key has the same digit. */
-static int radix_pass(const uint64_t *src, uint64_t *dst, size_t n, unsigned sh,
-                      unsigned bits)
+static int radix_pass(const uint64_t *src, uint64_t *dst, size_t n, unsigned sh, unsigned bits)
 {
     size_t cnt[1u << RADIX_MAX], size = (size_t)1 << bits, mask = size - 1;
 
@@ -175,9 +174,9 @@ size_t vl__pk_bin_bound(const uint64_t *p, size_t n, uint32_t cap, uint32_t max_
 
     for (size_t i = 0; i < n; i++)
         sum += VL_PK_LEN(p[i]);
-    uint64_t b = 2 * (sum / cap) + 2;   /* 2*sum/cap + 1, rounded up, plus one */
+    uint64_t b = 2 * (sum / cap) + 2; /* 2*sum/cap + 1, rounded up, plus one */
     if (max_items > 0)
-        b += n / max_items;             /* bins closed for their count */
+        b += n / max_items; /* bins closed for their count */
     return b < n ? (size_t)b : n;
 }
 

@@ -35,7 +35,7 @@ static uint64_t weight_key(double w)
     if (w == 0)
         w = 0.0;
     memcpy(&u, &w, sizeof u);
-    u = (u >> 63) ? ~u : u | (UINT64_C(1) << 63);   /* now ascending in w */
+    u = (u >> 63) ? ~u : u | (UINT64_C(1) << 63); /* now ascending in w */
     return ~u;
 }
 
@@ -58,7 +58,7 @@ static kitem *radix_keys(kitem *src, kitem *dst, size_t n)
     for (int b = 0; b < 8; b++) {
         size_t pos = 0;
         if (cnt[b][(src[0].key >> (8 * b)) & 0xff] == n)
-            continue;   /* one value everywhere: the pass would change nothing */
+            continue; /* one value everywhere: the pass would change nothing */
         for (int v = 0; v < 256; v++) {
             size_t c = cnt[b][v];
             cnt[b][v] = pos;
@@ -89,13 +89,13 @@ static void merge_keys(kitem *src, kitem *dst, size_t n)
     merge_keys(src, dst, h);
     merge_keys(src + h, dst, n - h);
     while (i < h && j < n) {
-        bool right = src[j].key < src[i].key ||
-                     (src[j].key == src[i].key && src[j].it.i < src[i].it.i);
+        bool right =
+            src[j].key < src[i].key || (src[j].key == src[i].key && src[j].it.i < src[i].it.i);
         dst[o++] = right ? src[j++] : src[i++];
     }
     while (i < h)
         dst[o++] = src[i++];
-    memcpy(src, dst, o * sizeof *src);   /* src[j .. n) is in place already */
+    memcpy(src, dst, o * sizeof *src); /* src[j .. n) is in place already */
 }
 
 /* Heaviest first, then lower index (a total order), the key of each computed once.
@@ -219,7 +219,7 @@ vl_status vl_partition_lpt(int *part, const double *w, size_t n, int k, vl_err *
         return vl_seterr(err, VL_ENOMEM, "out of memory partitioning into %d parts", k);
     }
     for (int p = 0; p < k; p++)
-        heap[p] = (lpart){0.0, p};   /* all loads 0: index order is already a heap */
+        heap[p] = (lpart){0.0, p}; /* all loads 0: index order is already a heap */
     for (size_t j = 0; j < n; j++) {
         part[it[j].i] = heap[0].p;
         heap[0].load += it[j].w;
@@ -234,7 +234,7 @@ vl_status vl_partition_lpt(int *part, const double *w, size_t n, int k, vl_err *
 
 typedef struct kset {
     double sum;
-    uint32_t head, tail;  /* item list through next[] */
+    uint32_t head, tail; /* item list through next[] */
 } kset;
 
 /* A state stands for k subsets in cmp_kset order, the empty ones (sum 0, no items)
@@ -243,23 +243,23 @@ typedef struct kset {
  * few items costs O(items), not O(k).  A subset's "position" is its index among all k,
  * which is the part its items end in. */
 typedef struct kstate {
-    kset *set;            /* [cap]: a slice of the seed block, or malloc'd when own */
+    kset *set; /* [cap]: a slice of the seed block, or malloc'd when own */
     uint32_t m, cap;
     bool own;
 } kstate;
 
 typedef struct kk {
     uint32_t k;
-    kstate *st;           /* [nstates] */
-    kset *seed;           /* [nstates * per] the initial states' subsets */
-    kset *add;            /* [min(n, k)] the subsets one merge brings into a state */
-    kset *tmp;            /* [min(n, k)] sort_sets' scratch */
-    double *spread;       /* [nstates] */
-    uint32_t *heap;       /* max-heap of state ids by (spread desc, id asc) */
+    kstate *st;     /* [nstates] */
+    kset *seed;     /* [nstates * per] the initial states' subsets */
+    kset *add;      /* [min(n, k)] the subsets one merge brings into a state */
+    kset *tmp;      /* [min(n, k)] sort_sets' scratch */
+    double *spread; /* [nstates] */
+    uint32_t *heap; /* max-heap of state ids by (spread desc, id asc) */
     size_t nheap;
-    uint32_t qnext, nq;   /* initial states qnext..nq-1, already in heap order */
-    bool neg;             /* some weight is negative */
-    uint32_t *next;       /* [n] item lists */
+    uint32_t qnext, nq; /* initial states qnext..nq-1, already in heap order */
+    bool neg;           /* some weight is negative */
+    uint32_t *next;     /* [n] item lists */
 } kk;
 
 /* Sum descending, then first item: a total order on non-empty subsets ("cmp_kset
@@ -351,7 +351,8 @@ static double state_spread(const kk *c, const kstate *s)
 
     if (m == 0)
         return 0.0;
-    return ((p > 0 || full) ? s->set[0].sum : 0.0) - ((p < m || full) ? s->set[m - 1].sum : 0.0);
+    return ((p > 0 || full) ? s->set[0].sum : 0.0) -
+           ((p < m || full) ? s->set[m - 1].sum : 0.0);
 }
 
 /* Room for need subsets in s, contents kept; the capacity doubles, up to k.  VL_ENOMEM. */
@@ -407,7 +408,7 @@ static void sort_sets(kset *x, kset *tmp, uint32_t n)
         tmp[o++] = kset_before(&x[j], &x[i]) ? x[j++] : x[i++];
     while (i < h)
         tmp[o++] = x[i++];
-    memcpy(x, tmp, o * sizeof *x);   /* x[j .. n) is in place already */
+    memcpy(x, tmp, o * sizeof *x); /* x[j .. n) is in place already */
 }
 
 /* Merge the sorted add[0..na) into the sorted x[0..nx), which has room for both: from
@@ -449,7 +450,7 @@ static vl_status merge(kk *c, uint32_t a, uint32_t b, vl_err *err)
             kset *s = &x->set[j < px ? j : j - gx];
             c->next[s->tail] = t.head;
             t = (kset){s->sum + t.sum, s->head, t.tail};
-            s->head = NONE;   /* now in t */
+            s->head = NONE; /* now in t */
             first = (uint32_t)(s - x->set) < first ? (uint32_t)(s - x->set) : first;
         }
         c->add[i] = t;
@@ -484,7 +485,7 @@ static void kk_seed(kk *c, const witem *it, size_t nstates, size_t per)
     }
     c->nq = (uint32_t)nstates;
     for (size_t s = 1; s < nstates; s++)
-        if (!(c->spread[s - 1] >= c->spread[s])) {   /* not in heap order: use the heap */
+        if (!(c->spread[s - 1] >= c->spread[s])) { /* not in heap order: use the heap */
             for (uint32_t q = 0; q < nstates; q++)
                 heap_push(c, q);
             c->nq = 0;
@@ -535,7 +536,7 @@ static vl_status kk_run(int *part, const double *w, const uint32_t *order, size_
         st = vl_seterr(err, VL_ENOMEM, "out of memory partitioning %zu items", n);
         goto done;
     }
-    c.neg = n > 0 && it[n - 1].w < 0;   /* the lightest comes last */
+    c.neg = n > 0 && it[n - 1].w < 0; /* the lightest comes last */
     kk_seed(&c, it, nstates, per);
     while (c.nq - c.qnext + c.nheap > 1) {
         uint32_t a = kk_pop(&c), b = kk_pop(&c);

@@ -79,8 +79,8 @@ vl_status vl_plan_iter_begin(vl_plan *p, uint32_t epoch, vl_err *err)
         p->progress(p->progress_ud, p->iter_base + p->niters);
     if (!room(&p->iters, p->niters, &p->iters_cap, sizeof *p->iters))
         return oom(err, "iterations", p->niters);
-    p->iters[p->niters++] = (vl_iter){.rank0 = p->nranks, .nranks = 0, .epoch = epoch,
-                                      .candidate = -1};
+    p->iters[p->niters++] =
+        (vl_iter){.rank0 = p->nranks, .nranks = 0, .epoch = epoch, .candidate = -1};
     return VL_OK;
 }
 
@@ -90,9 +90,16 @@ vl_status vl_plan_rank_begin(vl_plan *p, int dp, const vl_par *par, vl_err *err)
         return misuse(err, "rank_begin", "an iteration");
     if (!room(&p->ranks, p->nranks, &p->ranks_cap, sizeof *p->ranks))
         return oom(err, "ranks", p->nranks);
-    p->ranks[p->nranks++] = (vl_rank){.mb0 = p->nmbs, .nmb = 0, .nbwd = 0, .dp = dp,
-                                      .par = *par, .group = -1, .k = 0, .op0 = p->nops,
-                                      .nop = 0, .gpu0 = VL_GPUS_DEFAULT};
+    p->ranks[p->nranks++] = (vl_rank){.mb0 = p->nmbs,
+                                      .nmb = 0,
+                                      .nbwd = 0,
+                                      .dp = dp,
+                                      .par = *par,
+                                      .group = -1,
+                                      .k = 0,
+                                      .op0 = p->nops,
+                                      .nop = 0,
+                                      .gpu0 = VL_GPUS_DEFAULT};
     p->iters[p->niters - 1].nranks++;
     return VL_OK;
 }
@@ -200,8 +207,10 @@ vl_status vl_plan_rank_gpus(vl_plan *p, const uint32_t *gpus, size_t n, vl_err *
         return misuse(err, "rank_gpus", "a rank");
     rk = &p->ranks[p->nranks - 1];
     if (n != vl_plan_rank_size(rk))
-        return vl_seterr(err, VL_EINTERNAL, "plan builder: %zu GPUs for a rank of tp %d x sp "
-                         "%d x pp %d", n, rk->par.tp, rk->par.sp, rk->par.pp);
+        return vl_seterr(err, VL_EINTERNAL,
+                         "plan builder: %zu GPUs for a rank of tp %d x sp "
+                         "%d x pp %d",
+                         n, rk->par.tp, rk->par.sp, rk->par.pp);
     if (vl_grow(&p->gpus, &p->gpus_cap, p->ngpus + n, sizeof *p->gpus, NULL) != VL_OK)
         return oom(err, "GPU placements", p->ngpus + n - 1);
     memcpy(p->gpus + p->ngpus, gpus, n * sizeof *gpus);
@@ -215,8 +224,10 @@ vl_status vl_plan_mb_share(vl_plan *p, const int32_t *dp, size_t n, vl_err *err)
     if (p->nmbs == 0)
         return misuse(err, "mb_share", "a micro-batch");
     if (n < 2 || n > UINT32_MAX)
-        return vl_seterr(err, VL_EINTERNAL, "plan builder: a shared pack needs 2 or more "
-                         "members, got %zu", n);
+        return vl_seterr(err, VL_EINTERNAL,
+                         "plan builder: a shared pack needs 2 or more "
+                         "members, got %zu",
+                         n);
     if (!room(&p->shares, p->nshares, &p->shares_cap, sizeof *p->shares) ||
         vl_grow(&p->members, &p->members_cap, p->nmembers + n, sizeof *p->members, NULL))
         return oom(err, "shared packs", p->nshares);
@@ -226,7 +237,7 @@ vl_status vl_plan_mb_share(vl_plan *p, const int32_t *dp, size_t n, vl_err *err)
     p->shares[p->nshares++] = (vl_share){.m0 = p->nmembers, .n = (uint32_t)n};
     p->nmembers += n;
     mb->share = (uint32_t)p->nshares;
-    if (was && !counted(p))   /* another member's copy is the one counted */
+    if (was && !counted(p)) /* another member's copy is the one counted */
         for (uint32_t k = 0; k < mb->nseg; k++)
             add_totals(p, &p->segs[mb->seg0 + k], -1);
     return VL_OK;
@@ -248,8 +259,8 @@ vl_status vl_plan_drop(vl_plan *p, uint32_t sample, uint32_t off, uint32_t len,
 {
     if (!room(&p->drops, p->ndrops, &p->drops_cap, sizeof *p->drops))
         return oom(err, "dropped ranges", p->ndrops);
-    p->drops[p->ndrops++] = (vl_drop){.sample = sample, .off = off, .len = len,
-                                      .reason = (uint8_t)reason};
+    p->drops[p->ndrops++] =
+        (vl_drop){.sample = sample, .off = off, .len = len, .reason = (uint8_t)reason};
     return VL_OK;
 }
 
@@ -258,7 +269,8 @@ vl_status vl_plan_add_drops(vl_plan *p, const vl_drop *d, size_t n, vl_err *err)
     vl_status st = VL_OK;
 
     for (size_t i = 0; i < n && st == VL_OK; i++)
-        st = vl_plan_drop(p, d[i].sample, d[i].off, d[i].len, (vl_drop_reason)d[i].reason, err);
+        st =
+            vl_plan_drop(p, d[i].sample, d[i].off, d[i].len, (vl_drop_reason)d[i].reason, err);
     return st;
 }
 
@@ -281,7 +293,12 @@ void vl_plan_clear_iters(vl_plan *p, uint64_t iter_base)
     p->iter_base = iter_base;
 }
 
-#define SWAP(T, x, y) do { T t_ = (x); (x) = (y); (y) = t_; } while (0)
+#define SWAP(T, x, y)                                                                         \
+    do {                                                                                      \
+        T t_ = (x);                                                                           \
+        (x) = (y);                                                                            \
+        (y) = t_;                                                                             \
+    } while (0)
 void vl_plan_swap_iters(vl_plan *a, vl_plan *b)
 {
     SWAP(vl_seg *, a->segs, b->segs);
@@ -360,7 +377,7 @@ uint32_t vl_plan_seg_loss(const vl_plan *p, const vl_seg *s)
     if (!p->m)
         return s->len; /* no manifest: every token counts, the manifest default */
     if (s->sample >= p->m->n)
-        return 0;      /* a phantom sample carries no loss the trainer knows of */
+        return 0; /* a phantom sample carries no loss the trainer knows of */
     if (!p->m->loss)
         return s->len; /* every token counts; not reading the length spares a cache miss
                         * per segment (a segment past its sample is verify's to report) */

@@ -38,16 +38,16 @@ typedef struct vl_seg {
 
 /* Parallel layout one micro-batch runs under. */
 typedef struct vl_par {
-    int tp, pp, sp;       /* sp = sequence/context-parallel degree (kind from the config) */
-    int ckpt_layers;      /* layers (per pipeline stage) that recompute activations */
+    int tp, pp, sp;  /* sp = sequence/context-parallel degree (kind from the config) */
+    int ckpt_layers; /* layers (per pipeline stage) that recompute activations */
 } vl_par;
 
 /* One operation of an explicit per-rank schedule (ChunkFlow, SlimPack). */
 typedef enum { VL_OP_F = 0, VL_OP_R = 1, VL_OP_B = 2 } vl_op_kind;
 typedef struct vl_op {
-    uint32_t mb;          /* F, R: forward pack index; B: backward pack index when the rank
+    uint32_t mb;  /* F, R: forward pack index; B: backward pack index when the rank
                            * has backward packs, else forward pack index (0-based) */
-    uint8_t kind;         /* vl_op_kind: forward, recompute-forward, backward */
+    uint8_t kind; /* vl_op_kind: forward, recompute-forward, backward */
 } vl_op;
 
 /* Per-segment CP placement: sharded over the rank's sp group, or local to coordinate c. */
@@ -75,11 +75,11 @@ const char *vl_cap_name(unsigned i);
 #define VL_GPUS_DEFAULT UINT64_MAX
 
 typedef struct vl_mb {
-    uint64_t seg0;        /* first segment in plan->segs */
+    uint64_t seg0; /* first segment in plan->segs */
     uint32_t nseg;
-    uint32_t cap;         /* token slots: packing capacity, or B·t_max for a padded batch */
-    uint64_t tokens;      /* Σ seg.len (kept by the builder) */
-    uint32_t share;       /* 0: own pack; else 1 + index of its member list in plan->shares */
+    uint32_t cap;    /* token slots: packing capacity, or B·t_max for a padded batch */
+    uint64_t tokens; /* Σ seg.len (kept by the builder) */
+    uint32_t share;  /* 0: own pack; else 1 + index of its member list in plan->shares */
 } vl_mb;
 
 /* The members (dp values, in CP order) of a shared pack: plan->members[m0, m0 + n). */
@@ -89,24 +89,24 @@ typedef struct vl_share {
 } vl_share;
 
 typedef struct vl_rank {
-    uint64_t mb0;         /* forward packs plan->mbs[mb0, mb0 + nmb), then its backward
+    uint64_t mb0; /* forward packs plan->mbs[mb0, mb0 + nmb), then its backward
                            * packs [mb0 + nmb, mb0 + nmb + nbwd) */
     uint32_t nmb, nbwd;
-    int32_t dp;           /* data-parallel index within the iteration */
-    vl_par par;           /* tp, pp, sp, ckpt_layers */
-    int32_t group;        /* strategy group (HBP), -1 = none (not written) */
-    uint32_t k;           /* ChunkFlow's K (chunks keeping activations), 0 = not written */
-    uint64_t op0;         /* explicit schedule in plan->ops, nop = 0: default order */
+    int32_t dp;    /* data-parallel index within the iteration */
+    vl_par par;    /* tp, pp, sp, ckpt_layers */
+    int32_t group; /* strategy group (HBP), -1 = none (not written) */
+    uint32_t k;    /* ChunkFlow's K (chunks keeping activations), 0 = not written */
+    uint64_t op0;  /* explicit schedule in plan->ops, nop = 0: default order */
     uint32_t nop;
-    uint64_t gpu0;        /* explicit placement plan->gpus[gpu0, + tp·sp·pp), or
+    uint64_t gpu0; /* explicit placement plan->gpus[gpu0, + tp·sp·pp), or
                            * VL_GPUS_DEFAULT */
 } vl_rank;
 
 typedef struct vl_iter {
-    uint64_t rank0;       /* first rank in plan->ranks */
+    uint64_t rank0; /* first rank in plan->ranks */
     uint32_t nranks;
     uint32_t epoch;
-    int32_t candidate;    /* the layout candidate it runs (Hydraulis), -1 = none */
+    int32_t candidate; /* the layout candidate it runs (Hydraulis), -1 = none */
     /* kept by the builder as segments arrive (vl_plan_iter_totals): tokens, loss tokens
      * and samples started of its forward packs, a shared pack once */
     uint64_t tokens, loss, samples;
@@ -119,32 +119,42 @@ typedef struct vl_plan vl_plan;
 typedef vl_status (*vl_plan_flush_fn)(void *ud, vl_plan *p, vl_err *err);
 
 struct vl_plan {
-    vl_manifest *m;       /* borrowed: ids, lengths, loss tokens; NULL for a plan read
+    vl_manifest *m; /* borrowed: ids, lengths, loss tokens; NULL for a plan read
                            * without one (sample = the id's order of first appearance in
                            * its iteration) */
     /* header */
     char strategy[VL_STRATEGY_NAME_MAX];
     uint64_t seed;
     uint32_t epochs;
-    uint32_t caps;        /* VL_CAP_* */
-    char *params_json;    /* owned; strategy knobs actually used ("{}" if none) */
-    char *config_json;    /* owned; effective config, NULL when the plan has none */
+    uint32_t caps;     /* VL_CAP_* */
+    char *params_json; /* owned; strategy knobs actually used ("{}" if none) */
+    char *config_json; /* owned; effective config, NULL when the plan has none */
     /* body, flat arrays with capacities */
-    vl_seg *segs;   size_t nsegs, segs_cap;
-    int16_t *cps;   size_t cps_cap;     /* [nsegs] CP placement, NULL: all sharded */
-    vl_mb *mbs;     size_t nmbs, mbs_cap;
-    vl_rank *ranks; size_t nranks, ranks_cap;
-    vl_iter *iters; size_t niters, iters_cap;
-    vl_op *ops;     size_t nops, ops_cap;
-    uint32_t *gpus; size_t ngpus, gpus_cap;
-    vl_share *shares; size_t nshares, shares_cap;
-    int32_t *members; size_t nmembers, members_cap;
-    vl_drop *drops; size_t ndrops, drops_cap;
+    vl_seg *segs;
+    size_t nsegs, segs_cap;
+    int16_t *cps;
+    size_t cps_cap; /* [nsegs] CP placement, NULL: all sharded */
+    vl_mb *mbs;
+    size_t nmbs, mbs_cap;
+    vl_rank *ranks;
+    size_t nranks, ranks_cap;
+    vl_iter *iters;
+    size_t niters, iters_cap;
+    vl_op *ops;
+    size_t nops, ops_cap;
+    uint32_t *gpus;
+    size_t ngpus, gpus_cap;
+    vl_share *shares;
+    size_t nshares, shares_cap;
+    int32_t *members;
+    size_t nmembers, members_cap;
+    vl_drop *drops;
+    size_t ndrops, drops_cap;
     /* iters[0] is iteration number iter_base of the plan: 0 for a plan held whole, the
      * running number for one read an iteration at a time (vl_plan_read_each); messages
      * name iteration iter_base + it */
     uint64_t iter_base;
-    vl_plan_flush_fn flush;   /* NULL: the plan is held whole */
+    vl_plan_flush_fn flush; /* NULL: the plan is held whole */
     void *flush_ud;
     /* told the iterations begun so far, at every new one (vl_plan_set_progress) */
     void (*progress)(void *ud, uint64_t begun);
@@ -210,12 +220,12 @@ void vl_plan_set_meta(vl_plan *p, uint32_t epochs, char *params_json, char *conf
 
 static inline const vl_seg *vl_plan_mb_segs(const vl_plan *p, const vl_mb *mb)
 {
-    return p->segs ? p->segs + mb->seg0 : NULL;  /* no arithmetic on a NULL array */
+    return p->segs ? p->segs + mb->seg0 : NULL; /* no arithmetic on a NULL array */
 }
 /** The packs of rank rk, forward then backward (NULL when the plan has none). */
 static inline const vl_mb *vl_plan_rank_mbs(const vl_plan *p, const vl_rank *rk)
 {
-    return p->mbs ? p->mbs + rk->mb0 : NULL;  /* no arithmetic on a NULL array */
+    return p->mbs ? p->mbs + rk->mb0 : NULL; /* no arithmetic on a NULL array */
 }
 /** CP placement of segment i of plan->segs (VL_CP_SHARDED unless local). */
 static inline int vl_plan_seg_cpi(const vl_plan *p, uint64_t i)
@@ -251,7 +261,8 @@ static inline uint32_t vl_plan_rank_size(const vl_rank *rk)
 static inline uint64_t vl_plan_rank_size64(const vl_rank *rk)
 {
     uint64_t d[3] = {(uint64_t)(uint32_t)rk->par.tp, (uint64_t)(uint32_t)rk->par.sp,
-                     (uint64_t)(uint32_t)rk->par.pp}, n = 1;
+                     (uint64_t)(uint32_t)rk->par.pp},
+             n = 1;
 
     for (int i = 0; i < 3; i++) {
         if (d[i] != 0 && n > UINT64_MAX / d[i])
@@ -272,9 +283,9 @@ uint32_t vl_plan_rank_gpu(const vl_plan *p, size_t it, uint32_t r, uint32_t k);
 typedef struct vl_gpu_walk {
     const vl_plan *p;
     const vl_iter *in;
-    uint32_t r;           /* current rank of the iteration */
-    bool uniform;         /* every rank has the first one's (tp, sp, pp) */
-    uint64_t base;        /* blocks: first GPU of the current rank */
+    uint32_t r;    /* current rank of the iteration */
+    bool uniform;  /* every rank has the first one's (tp, sp, pp) */
+    uint64_t base; /* blocks: first GPU of the current rank */
 } vl_gpu_walk;
 void vl_gpu_walk_begin(vl_gpu_walk *w, const vl_plan *p, size_t it);
 uint32_t vl_gpu_walk_at(const vl_gpu_walk *w, uint32_t k);

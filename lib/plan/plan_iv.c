@@ -132,8 +132,8 @@ static vl_status add_packs(const vl_plan *p, uint64_t first, uint32_t n, uint8_t
             return st;
         for (uint32_t k = 0; k < mb->nseg; k++)
             if (s[k].sample != VL_SAMPLE_UNKNOWN && s[k].len > 0)
-                (*iv)[(*len)++] = (vl_interval){s[k].sample, s[k].off, s[k].off + s[k].len,
-                                                j, bwd};
+                (*iv)[(*len)++] =
+                    (vl_interval){s[k].sample, s[k].off, s[k].off + s[k].len, j, bwd};
     }
     return VL_OK;
 }

@@ -36,8 +36,8 @@ typedef struct vl_plan_writer vl_plan_writer;
 /** Write p's header (params, config, epochs, caps must be final) to fd.  iterations: the
  *  count the header announces (checked at close), or -1 to leave it out (the footer's
  *  count is authoritative).  Statuses as vl_plan_write_fd. */
-vl_status vl_plan_writer_open(vl_plan_writer **w, const vl_plan *p, int64_t iterations,
-                              int fd, bool zstd, const char *name, vl_err *err);
+vl_status vl_plan_writer_open(vl_plan_writer **w, const vl_plan *p, int64_t iterations, int fd,
+                              bool zstd, const char *name, vl_err *err);
 /** Write the iterations p holds, numbered from p->iter_base. */
 vl_status vl_plan_writer_iters(vl_plan_writer *w, const vl_plan *p, vl_err *err);
 /** The footer (p's dropped ranges, counts, checksum); frees w whatever happens. */
@@ -83,16 +83,25 @@ vl_status vl_plan_read_each(vl_plan *p, vl_plan_file *file, const char *path, vl
 typedef enum { VL_PF_ITER, VL_PF_RANK, VL_PF_MB } vl_pf_level;
 
 typedef enum {
-    VL_PF_I32,            /* an int32_t field of the element at `off` */
-    VL_PF_U32,            /* a uint32_t field at `off` */
+    VL_PF_I32, /* an int32_t field of the element at `off` */
+    VL_PF_U32, /* a uint32_t field at `off` */
     /* composite keys, each handled by its own code in the writer and the reader */
-    VL_PF_IT, VL_PF_TOKENS, VL_PF_LOSS, VL_PF_SAMPLES, VL_PF_RANKS,      /* iteration */
-    VL_PF_GPUS, VL_PF_MBS, VL_PF_BWD, VL_PF_SCHEDULE,                    /* rank */
-    VL_PF_SEG, VL_PF_CU, VL_PF_SHARED                                    /* pack */
+    VL_PF_IT,
+    VL_PF_TOKENS,
+    VL_PF_LOSS,
+    VL_PF_SAMPLES,
+    VL_PF_RANKS, /* iteration */
+    VL_PF_GPUS,
+    VL_PF_MBS,
+    VL_PF_BWD,
+    VL_PF_SCHEDULE, /* rank */
+    VL_PF_SEG,
+    VL_PF_CU,
+    VL_PF_SHARED /* pack */
 } vl_pf_kind;
 
 /* Defaults that depend on the element. */
-#define VL_PF_DEF_INDEX INT64_MIN      /* its position in its list (dp) */
+#define VL_PF_DEF_INDEX INT64_MIN        /* its position in its list (dp) */
 #define VL_PF_DEF_TOKENS (INT64_MIN + 1) /* the pack's tokens (cap: no padding) */
 
 /* The largest count a record may claim ("it", "tokens", "loss_tokens", "samples" and the
@@ -102,56 +111,56 @@ typedef enum {
 /* ---- arrays: what a list holds (the schema's "items") ---- */
 
 typedef enum {
-    VL_PT_INT,            /* an integer min..max */
-    VL_PT_ID,             /* a sample id: an integer, or a string without NUL */
-    VL_PT_OP,             /* a schedule operation's kind: one letter of vl_pf_op_names */
-    VL_PT_NAME            /* a string, one of values */
+    VL_PT_INT, /* an integer min..max */
+    VL_PT_ID,  /* a sample id: an integer, or a string without NUL */
+    VL_PT_OP,  /* a schedule operation's kind: one letter of vl_pf_op_names */
+    VL_PT_NAME /* a string, one of values */
 } vl_pt;
 
 /** One element of a list of integers, or one position of a tuple. */
 typedef struct vl_pitem {
     const char *name;
     vl_pt type;
-    int64_t min, max;     /* VL_PT_INT */
-    const char *const *values;   /* VL_PT_NAME: NULL-terminated */
+    int64_t min, max;          /* VL_PT_INT */
+    const char *const *values; /* VL_PT_NAME: NULL-terminated */
 } vl_pitem;
 
 typedef enum {
-    VL_PA_INTS,           /* integers, each as items[0] */
-    VL_PA_TUPLES,         /* lists of arity_min..arity_max, position i as items[i] */
-    VL_PA_RECORDS         /* objects of level `record` */
+    VL_PA_INTS,   /* integers, each as items[0] */
+    VL_PA_TUPLES, /* lists of arity_min..arity_max, position i as items[i] */
+    VL_PA_RECORDS /* objects of level `record` */
 } vl_pa;
 
 /* The rules the readers check on a list beyond its elements' types, named as the
  * exported schema names them (vlplan schema; the Python reader implements each). */
 typedef enum {
     VL_PR_NONE,
-    VL_PR_RANK_SIZE,      /* gpus: exactly tp*sp*pp entries */
-    VL_PR_PREFIX_SUMS,    /* cu_seqlens: 0 and the running sums of the segment lengths */
-    VL_PR_DISTINCT_SELF,  /* shared: distinct dp values, the pack's own rank among them */
-    VL_PR_NAMES_PACK,     /* schedule: F and R name a forward pack, B a backward one */
-    VL_PR_BWD_TOKENS,     /* bwd: the backward packs hold the forward packs' tokens */
-    VL_PR_CP_BELOW_SP     /* seg: a cp coordinate below the rank's sp */
+    VL_PR_RANK_SIZE,     /* gpus: exactly tp*sp*pp entries */
+    VL_PR_PREFIX_SUMS,   /* cu_seqlens: 0 and the running sums of the segment lengths */
+    VL_PR_DISTINCT_SELF, /* shared: distinct dp values, the pack's own rank among them */
+    VL_PR_NAMES_PACK,    /* schedule: F and R name a forward pack, B a backward one */
+    VL_PR_BWD_TOKENS,    /* bwd: the backward packs hold the forward packs' tokens */
+    VL_PR_CP_BELOW_SP    /* seg: a cp coordinate below the rank's sp */
 } vl_prule;
 
 typedef struct vl_parray {
     vl_pa elems;
     const vl_pitem *items;
-    size_t arity_min, arity_max;   /* VL_PA_TUPLES */
-    size_t min_len;                /* fewest elements */
-    vl_pf_level record;            /* VL_PA_RECORDS */
+    size_t arity_min, arity_max; /* VL_PA_TUPLES */
+    size_t min_len;              /* fewest elements */
+    vl_pf_level record;          /* VL_PA_RECORDS */
     vl_prule rule;
 } vl_parray;
 
 /* Rules on a scalar claim, named in the exported schema as vl_prule's are. */
 typedef enum {
     VL_PC_NONE,
-    VL_PC_POSITION,       /* it: the record's position in the file, from 0 */
-    VL_PC_SUM_TOKENS,     /* tokens: what the segments hold (an iteration: each shared
+    VL_PC_POSITION,   /* it: the record's position in the file, from 0 */
+    VL_PC_SUM_TOKENS, /* tokens: what the segments hold (an iteration: each shared
                            * pack counted once) */
-    VL_PC_LOSS,           /* loss_tokens: at most the tokens */
-    VL_PC_EPOCH,          /* epoch: below the header's epochs */
-    VL_PC_CAP             /* cap: at least the pack's tokens */
+    VL_PC_LOSS,       /* loss_tokens: at most the tokens */
+    VL_PC_EPOCH,      /* epoch: below the header's epochs */
+    VL_PC_CAP         /* cap: at least the pack's tokens */
 } vl_pclaim;
 
 typedef struct vl_pfield {
@@ -181,21 +190,21 @@ extern const char vl_pf_op_names[];
 /* ---- header and footer: their typed members, for the exported schema ---- */
 
 typedef enum {
-    VL_PM_COUNT,          /* an integer min..max */
-    VL_PM_STRING,         /* a string of at most max bytes (0: any), one of values if given */
-    VL_PM_OBJECT,         /* an object */
-    VL_PM_CAPS,           /* a list of capability names (vl_cap_name, less world_optimizer,
+    VL_PM_COUNT,  /* an integer min..max */
+    VL_PM_STRING, /* a string of at most max bytes (0: any), one of values if given */
+    VL_PM_OBJECT, /* an object */
+    VL_PM_CAPS,   /* a list of capability names (vl_cap_name, less world_optimizer,
                            * which "optimizer_shard":"world" declares) */
-    VL_PM_LIST            /* a list, as arr says */
+    VL_PM_LIST    /* a list, as arr says */
 } vl_pm_type;
 
 typedef struct vl_pmeta {
-    const char *record;   /* "header", "footer", or "header.manifest" */
+    const char *record; /* "header", "footer", or "header.manifest" */
     const char *key;
     vl_pm_type type;
-    int64_t min, max;     /* VL_PM_COUNT; VL_PM_STRING: max bytes (0: any) */
-    const char *const *values;  /* NULL-terminated names allowed, or NULL: any */
-    const vl_parray *arr; /* VL_PM_LIST */
+    int64_t min, max;          /* VL_PM_COUNT; VL_PM_STRING: max bytes (0: any) */
+    const char *const *values; /* NULL-terminated names allowed, or NULL: any */
+    const vl_parray *arr;      /* VL_PM_LIST */
 } vl_pmeta;
 
 /** The header's and footer's optional members, typed as the reader checks them

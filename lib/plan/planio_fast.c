@@ -45,8 +45,8 @@ static bool num(cur *c, int64_t lo, int64_t hi, int64_t *out)
         neg = true;
         q++;
     }
-    if (q == c->end || *q < '0' || *q > '9' || (*q == '0' && q + 1 < c->end && q[1] >= '0' &&
-                                                 q[1] <= '9'))
+    if (q == c->end || *q < '0' || *q > '9' ||
+        (*q == '0' && q + 1 < c->end && q[1] >= '0' && q[1] <= '9'))
         return false;
     for (; q < c->end && *q >= '0' && *q <= '9'; q++) {
         if (v > (UINT64_MAX - 9) / 10)
@@ -175,7 +175,7 @@ static bool id(vl_reader *r, cur *c, uint32_t *sample, vl_err *err, vl_status *s
             return (*st = vl__ids_intern(r->ids, true, 0, s, (size_t)(q - s), sample, err)) ==
                    VL_OK;
         k = batched(r, s - 1);
-        if (k == -3) {   /* not looked up in advance */
+        if (k == -3) { /* not looked up in advance */
             char buf[256];
             if ((size_t)(q - s) >= sizeof buf)
                 return false;
@@ -195,7 +195,7 @@ static bool id(vl_reader *r, cur *c, uint32_t *sample, vl_err *err, vl_status *s
         return false;
     }
     if (k < 0 || (unsigned long long)k >= VL_SAMPLE_UNKNOWN)
-        return false;   /* the jansson path records it */
+        return false; /* the jansson path records it */
     *sample = (uint32_t)k;
     return true;
 }
@@ -204,7 +204,7 @@ static bool id(vl_reader *r, cur *c, uint32_t *sample, vl_err *err, vl_status *s
 
 static bool segs(vl_reader *r, cur *c, vl_err *err, vl_status *st)
 {
-    const vl_pitem *it = vl_pf_seg.items;   /* id, offset, length, cp */
+    const vl_pitem *it = vl_pf_seg.items; /* id, offset, length, cp */
 
     if (!LIT(c, "{\"seg\":["))
         return false;
@@ -254,7 +254,7 @@ static bool shared(vl_reader *r, cur *c, vl_err *err, vl_status *st)
     if (!LIT(c, ",\"shared\":["))
         return false;
     for (; ok && !peek(c, ']'); n++) {
-        if (n == cap) {   /* double the room; a failed allocation leaves the slow reader */
+        if (n == cap) { /* double the room; a failed allocation leaves the slow reader */
             int32_t *more = malloc(2 * cap * sizeof *more);
             if ((ok = more != NULL)) {
                 memcpy(more, dp, n * sizeof *dp);
@@ -269,7 +269,8 @@ static bool shared(vl_reader *r, cur *c, vl_err *err, vl_status *st)
         if (ok)
             dp[n] = (int32_t)v;
     }
-    ok = ok && n >= vl_pf_shared.min_len && LIT(c, "]") && (*st = vl_plan_mb_share(r->p, dp, n, err)) == VL_OK;
+    ok = ok && n >= vl_pf_shared.min_len && LIT(c, "]") &&
+         (*st = vl_plan_mb_share(r->p, dp, n, err)) == VL_OK;
     if (dp != small)
         free(dp);
     return ok;
@@ -309,9 +310,10 @@ static bool gpus(vl_reader *r, cur *c, const vl_rank *rk, vl_err *err, vl_status
     int64_t v;
 
     if (!LIT(c, ",\"gpus\":[") || n == 0 || n > 64 || vl_plan_rank_size64(rk) != n)
-        return false;   /* larger (or wrapping) ranks: the jansson path */
+        return false; /* larger (or wrapping) ranks: the jansson path */
     for (uint32_t k = 0; k < n; k++) {
-        if ((k > 0 && !LIT(c, ",")) || !num(c, vl_pf_gpus.items->min, vl_pf_gpus.items->max, &v))
+        if ((k > 0 && !LIT(c, ",")) ||
+            !num(c, vl_pf_gpus.items->min, vl_pf_gpus.items->max, &v))
             return false;
         buf[k] = (uint32_t)v;
     }
@@ -357,9 +359,9 @@ static bool rank(vl_reader *r, cur *c, vl_err *err, vl_status *st)
     rk = &r->p->ranks[r->p->nranks - 1];
     if (tp < 1 || pp < 1 || sp < 1 || !gpus(r, c, rk, err, st))
         return false;
-    if (next_key(c, "group") && (!kv(c, "group", false, INT32_MIN, INT32_MAX, &group) ||
-                                 group == -1))
-        return false;   /* the writer omits -1 */
+    if (next_key(c, "group") &&
+        (!kv(c, "group", false, INT32_MIN, INT32_MAX, &group) || group == -1))
+        return false; /* the writer omits -1 */
     if (next_key(c, "k") && (!kv(c, "k", false, 0, UINT32_MAX, &k) || k == 0))
         return false;
     rk->group = (int32_t)group;
@@ -380,8 +382,9 @@ typedef struct marks {
 static marks mark(const vl_reader *r)
 {
     const vl_plan *p = r->p;
-    return (marks){p->niters, p->nranks, p->nmbs, p->nsegs, p->nops, p->ngpus, p->nshares,
-                   p->nmembers, r->ids ? vl__ids_count(r->ids) : 0};
+    return (marks){p->niters,  p->nranks,   p->nmbs,
+                   p->nsegs,   p->nops,     p->ngpus,
+                   p->nshares, p->nmembers, r->ids ? vl__ids_count(r->ids) : 0};
 }
 
 static void roll_back(vl_reader *r, const marks *m)
@@ -412,8 +415,8 @@ static bool record(vl_reader *r, cur *c, vl_err *err, vl_status *st)
         !kv(c, "loss_tokens", false, 0, INT64_MAX, &loss) ||
         !kv(c, "samples", false, 0, INT64_MAX, &samples))
         return false;
-    if (next_key(c, "candidate") && (!kv(c, "candidate", false, INT32_MIN, INT32_MAX, &cand) ||
-                                     cand == -1))
+    if (next_key(c, "candidate") &&
+        (!kv(c, "candidate", false, INT32_MIN, INT32_MAX, &cand) || cand == -1))
         return false;
     if ((*st = vl_plan_iter_begin(r->p, (uint32_t)epoch, err)) != VL_OK)
         return false;
@@ -430,7 +433,8 @@ static bool record(vl_reader *r, cur *c, vl_err *err, vl_status *st)
     return (uint64_t)tokens == t && (uint64_t)samples == s && (!r->m || (uint64_t)loss == l);
 }
 
-vl_status vl__rd_fast_iter(vl_reader *r, const char *line, size_t len, bool *taken, vl_err *err)
+vl_status vl__rd_fast_iter(vl_reader *r, const char *line, size_t len, bool *taken,
+                           vl_err *err)
 {
     cur c = {line, line + len};
     marks m = mark(r);

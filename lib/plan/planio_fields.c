@@ -9,14 +9,25 @@
 
 #include "planio.h"
 
-#define I32(key, lvl, type, field, lo, hi, def, omit, inv, claim)                           \
-    {key, lvl, VL_PF_I32, offsetof(type, field), lo, hi, def, omit, inv, false, NULL, claim}
-#define U32(key, lvl, type, field, lo, hi, def, omit, inv, claim)                           \
-    {key, lvl, VL_PF_U32, offsetof(type, field), lo, hi, def, omit, inv, false, NULL, claim}
+#define I32(key, lvl, type, field, lo, hi, def, omit, inv, claim)                             \
+    {                                                                                         \
+        key, lvl, VL_PF_I32, offsetof(type, field), lo, hi, def, omit, inv, false, NULL,      \
+            claim                                                                             \
+    }
+#define U32(key, lvl, type, field, lo, hi, def, omit, inv, claim)                             \
+    {                                                                                         \
+        key, lvl, VL_PF_U32, offsetof(type, field), lo, hi, def, omit, inv, false, NULL,      \
+            claim                                                                             \
+    }
 /* a count the record claims (checked against what its segments show) */
-#define COUNT(key, lvl, kind, claim)                                                        \
-    {key, lvl, kind, 0, 0, VL_PF_COUNT_MAX, 0, false, 0, false, NULL, claim}
-#define LIST(key, lvl, kind, req, arr) {key, lvl, kind, 0, 0, 0, 0, false, 0, req, &arr, VL_PC_NONE}
+#define COUNT(key, lvl, kind, claim)                                                          \
+    {                                                                                         \
+        key, lvl, kind, 0, 0, VL_PF_COUNT_MAX, 0, false, 0, false, NULL, claim                \
+    }
+#define LIST(key, lvl, kind, req, arr)                                                        \
+    {                                                                                         \
+        key, lvl, kind, 0, 0, 0, 0, false, 0, req, &arr, VL_PC_NONE                           \
+    }
 
 /* ---- the lists: their elements, for the table below and the hand parsers ---- */
 
@@ -40,7 +51,7 @@ static const vl_pitem drop_items[] = {
     {"id", VL_PT_ID, 0, 0, NULL},
     {"offset", VL_PT_INT, 0, UINT32_MAX, NULL},
     {"length", VL_PT_INT, 0, UINT32_MAX, NULL},
-    {"reason", VL_PT_NAME, 0, 0, drop_reasons},   /* in vl_drop_reason order */
+    {"reason", VL_PT_NAME, 0, 0, drop_reasons}, /* in vl_drop_reason order */
 };
 
 const vl_parray vl_pf_seg = {VL_PA_TUPLES, seg_items, 3, 4, 0, 0, VL_PR_CP_BELOW_SP};
@@ -89,7 +100,10 @@ const vl_pfield vl_plan_fields[] = {
 static const char *const schemas[] = {VL_PLAN_SCHEMA, NULL};
 static const char *const shards[] = {"replicas", "world", NULL};
 
-#define META(rec, key, type, lo, hi, values) {rec, key, type, lo, hi, values, NULL}
+#define META(rec, key, type, lo, hi, values)                                                  \
+    {                                                                                         \
+        rec, key, type, lo, hi, values, NULL                                                  \
+    }
 const vl_pmeta vl_plan_meta[] = {
     META("header", "schema", VL_PM_STRING, 0, 0, schemas),
     META("header", "vlplan", VL_PM_STRING, 0, 0, NULL),

@@ -13,14 +13,18 @@
 #include "grow.h"
 
 struct vl_idtab {
-    uint64_t *hash;       /* [cap] hash | 1 (0 = empty slot) */
-    uint32_t *idx;        /* [cap] interned index */
+    uint64_t *hash; /* [cap] hash | 1 (0 = empty slot) */
+    uint32_t *idx;  /* [cap] interned index */
     size_t cap, n;
     /* per interned index: integer value, or offset of the string in pool + its length */
-    int64_t *ival; size_t ival_cap;
-    uint64_t *soff; size_t soff_cap;   /* UINT64_MAX: an integer id */
-    uint32_t *slen; size_t slen_cap;
-    char *pool; size_t npool, pool_cap;
+    int64_t *ival;
+    size_t ival_cap;
+    uint64_t *soff;
+    size_t soff_cap; /* UINT64_MAX: an integer id */
+    uint32_t *slen;
+    size_t slen_cap;
+    char *pool;
+    size_t npool, pool_cap;
 };
 
 vl_status vl__ids_new(vl_idtab **out, vl_err *err)
@@ -53,7 +57,7 @@ static uint64_t mix(uint64_t h)
 
 static uint64_t hash_of(bool str, int64_t v, const char *s, size_t len)
 {
-    uint64_t h = 1469598103934665603ull;   /* FNV-1a, then mixed */
+    uint64_t h = 1469598103934665603ull; /* FNV-1a, then mixed */
 
     if (!str)
         return mix((uint64_t)v * 2 + 1) | 1;
@@ -98,7 +102,8 @@ static vl_status rehash(vl_idtab *t, vl_err *err)
 }
 
 /* Record id number t->n. */
-static vl_status store(vl_idtab *t, bool str, int64_t v, const char *s, size_t len, vl_err *err)
+static vl_status store(vl_idtab *t, bool str, int64_t v, const char *s, size_t len,
+                       vl_err *err)
 {
     size_t n = t->n;
     vl_status st;

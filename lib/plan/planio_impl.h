@@ -36,8 +36,8 @@ void vl__ids_reset(vl_idtab *t);
 /* ---- string ids of one record, looked up together (planio_fast.c) ---- */
 typedef struct vl_idbatch {
     const char **ids;
-    size_t *lens, *off;   /* off: where the id's opening quote is in the line */
-    long long *res;       /* vl_manifest_find_strs' answers */
+    size_t *lens, *off; /* off: where the id's opening quote is in the line */
+    long long *res;     /* vl_manifest_find_strs' answers */
     size_t n, cap, next;
     const char *line;
 } vl_idbatch;
@@ -48,20 +48,20 @@ typedef struct vl_reader {
     vl_plan *p;
     vl_plan_file *file;
     vl_manifest *m;
-    vl_idtab *ids;        /* without m */
+    vl_idtab *ids; /* without m */
     vl_zreader *z;
     const char *name;
-    char *buf;            /* unconsumed input is buf[start, end); no '\n' in [start, scan) */
+    char *buf; /* unconsumed input is buf[start, end); no '\n' in [start, scan) */
     size_t cap, start, end, scan;
     bool eof;
     size_t lineno;
     /* where in the current record, for messages; -1 = not inside */
     long it, rank, mb, seg;
-    bool bwd;             /* mb counts backward packs */
-    vl_sha256 sha;        /* of every line before the footer */
+    bool bwd;      /* mb counts backward packs */
+    vl_sha256 sha; /* of every line before the footer */
     bool have_header, have_footer;
-    bool no_fast;         /* every line through jansson (tests, the differential fuzzer) */
-    vl_plan_visit visit;  /* vl_plan_read_each: after every iteration, then cleared */
+    bool no_fast;        /* every line through jansson (tests, the differential fuzzer) */
+    vl_plan_visit visit; /* vl_plan_read_each: after every iteration, then cleared */
     void *ud;
     uint32_t epochs_seen; /* the largest iteration epoch + 1 */
     vl_idbatch *batch;    /* with m: the record's string ids, resolved before parsing */

@@ -25,19 +25,19 @@ typedef struct slot {
     char *line;
     size_t len, cap;
     size_t lineno;
-    uint64_t number;      /* predicted iteration number */
-    vl_plan plan;         /* the parsed iteration (iters[0]) */
-    vl_plan_file *msgs;   /* its errors and findings */
+    uint64_t number;    /* predicted iteration number */
+    vl_plan plan;       /* the parsed iteration (iters[0]) */
+    vl_plan_file *msgs; /* its errors and findings */
     vl_status st;
     vl_err err;
     slot_state state;
 } slot;
 
 typedef struct pool {
-    vl_reader *r;         /* the reading thread's reader */
+    vl_reader *r; /* the reading thread's reader */
     slot *ring;
-    size_t nslots, head, tail, next;   /* take back head, fill tail, parse next */
-    uint64_t predicted;   /* iteration number of the next line handed out */
+    size_t nslots, head, tail, next; /* take back head, fill tail, parse next */
+    uint64_t predicted;              /* iteration number of the next line handed out */
     pthread_t *tid;
     int nthreads, started;
     pthread_mutex_t mu;
@@ -50,11 +50,20 @@ typedef struct pool {
 static void parse_slot(pool *pl, vl_reader *w, vl_idtab *ids, vl_idbatch *batch, slot *s)
 {
     memset(s->msgs, 0, sizeof *s->msgs);
-    s->msgs->by_vlplan = pl->r->file->by_vlplan;   /* what an iteration must hold */
+    s->msgs->by_vlplan = pl->r->file->by_vlplan; /* what an iteration must hold */
     vl_plan_clear_iters(&s->plan, s->number);
-    *w = (vl_reader){.p = &s->plan, .file = s->msgs, .m = pl->r->m, .ids = ids,
-                     .name = pl->r->name, .lineno = s->lineno, .it = -1, .rank = -1,
-                     .mb = -1, .seg = -1, .have_header = true, .no_fast = pl->r->no_fast,
+    *w = (vl_reader){.p = &s->plan,
+                     .file = s->msgs,
+                     .m = pl->r->m,
+                     .ids = ids,
+                     .name = pl->r->name,
+                     .lineno = s->lineno,
+                     .it = -1,
+                     .rank = -1,
+                     .mb = -1,
+                     .seg = -1,
+                     .have_header = true,
+                     .no_fast = pl->r->no_fast,
                      .batch = batch};
     memset(&s->err, 0, sizeof s->err);
     s->st = vl__rd_iter_line(w, s->line, s->len, &s->err);
@@ -119,7 +128,7 @@ static vl_status take_back(pool *pl, slot *s, vl_err *err)
         *err = s->err;
         return s->st;
     }
-    if (s->number != p->iter_base + p->niters) {   /* mispredicted: serially, again */
+    if (s->number != p->iter_base + p->niters) { /* mispredicted: serially, again */
         size_t lineno = r->lineno;
         vl_status st;
         r->lineno = s->lineno;
@@ -265,7 +274,7 @@ vl_status vl__rd_lines_par(vl_reader *r, int threads, vl_err *err)
     pool pl;
     vl_status st;
 
-    if (r->m && (st = vl_manifest_index(r->m, err)) != VL_OK)   /* finds only read now */
+    if (r->m && (st = vl_manifest_index(r->m, err)) != VL_OK) /* finds only read now */
         return st;
     st = pool_init(&pl, r, threads, err);
     if (st == VL_OK)

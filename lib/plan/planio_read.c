@@ -30,11 +30,11 @@ static void where(const vl_reader *r, char *buf, size_t cap)
     size_t n = 0;
 
     buf[0] = '\0';
-#define ADD(...)                                                                           \
-    do {                                                                                   \
-        int k = snprintf(buf + n, cap - n, __VA_ARGS__);                                   \
-        if (k > 0)                                                                         \
-            n = (size_t)k < cap - n ? n + (size_t)k : cap - 1;                             \
+#define ADD(...)                                                                              \
+    do {                                                                                      \
+        int k = snprintf(buf + n, cap - n, __VA_ARGS__);                                      \
+        if (k > 0)                                                                            \
+            n = (size_t)k < cap - n ? n + (size_t)k : cap - 1;                                \
     } while (0)
     if (r->it >= 0)
         ADD("iteration %ld, ", r->it);
@@ -137,7 +137,9 @@ static json_t *opt_typed(vl_reader *r, json_t *o, const char *key, json_type typ
     if (!v || json_typeof(v) == type)
         return v;
     vl__rd_error(r, "\"%s\": expected %s", key,
-                 names[type == JSON_OBJECT ? 0 : type == JSON_ARRAY ? 1 : 2]);
+                 names[type == JSON_OBJECT  ? 0
+                       : type == JSON_ARRAY ? 1
+                                            : 2]);
     return NULL;
 }
 
@@ -152,13 +154,14 @@ static void unknown_id(vl_reader *r, const json_t *id)
     free(txt);
 }
 
-vl_status vl__rd_sample(vl_reader *r, const json_t *id, uint32_t *sample, bool *ok, vl_err *err)
+vl_status vl__rd_sample(vl_reader *r, const json_t *id, uint32_t *sample, bool *ok,
+                        vl_err *err)
 {
     bool str = json_is_string(id);
     long long k;
 
-    *ok = json_is_integer(id) || (str && strlen(json_string_value(id)) ==
-                                             json_string_length(id));
+    *ok = json_is_integer(id) ||
+          (str && strlen(json_string_value(id)) == json_string_length(id));
     *sample = VL_SAMPLE_UNKNOWN;
     if (!*ok) {
         vl__rd_error(r, "sample id: expected an integer or a string without NUL");
@@ -267,9 +270,11 @@ static void check_manifest(vl_reader *r, json_t *o)
     vl_sha256_hex(r->m->sha256, hex);
     if ((has_n && n != r->m->n) || (has_t && tokens != r->m->tokens) ||
         (sha && strcmp(json_string_value(sha), hex) != 0))
-        vl__rd_problem(r, 5, "the plan was made for another manifest (%llu samples, %llu "
+        vl__rd_problem(r, 5,
+                       "the plan was made for another manifest (%llu samples, %llu "
                        "tokens, sha256 %.12s...), not this one (%zu samples, %llu tokens, "
-                       "sha256 %.12s...)", (unsigned long long)n, (unsigned long long)tokens,
+                       "sha256 %.12s...)",
+                       (unsigned long long)n, (unsigned long long)tokens,
                        sha ? json_string_value(sha) : "?", r->m->n,
                        (unsigned long long)r->m->tokens, hex);
 }
@@ -285,9 +290,10 @@ static void read_caps(vl_reader *r, json_t *o)
         while (c && vl_cap_name(k) && strcmp(vl_cap_name(k), c) != 0)
             k++;
         if (!c || !vl_cap_name(k) || (1u << k) == VL_CAP_WORLD_OPTIM)
-            vl__rd_error(r, "\"caps\": unknown capability %s%s%s (expected uneven_mbs, "
-                         "bwd_packs, seg_cp, schedule or shared_packs)", c ? "\"" : "",
-                         c ? c : "(not a string)", c ? "\"" : "");
+            vl__rd_error(r,
+                         "\"caps\": unknown capability %s%s%s (expected uneven_mbs, "
+                         "bwd_packs, seg_cp, schedule or shared_packs)",
+                         c ? "\"" : "", c ? c : "(not a string)", c ? "\"" : "");
         else
             r->p->caps |= 1u << k;
     }
@@ -307,12 +313,15 @@ static vl_status read_header(vl_reader *r, json_t *o, vl_err *err)
     vl_status st;
 
     if (!schema)
-        return vl_seterr(err, VL_EDATA, "%s:%zu: the header has no \"schema\" (expected "
-                         "\"%s\")", r->name, r->lineno, VL_PLAN_SCHEMA);
+        return vl_seterr(err, VL_EDATA,
+                         "%s:%zu: the header has no \"schema\" (expected "
+                         "\"%s\")",
+                         r->name, r->lineno, VL_PLAN_SCHEMA);
     if (strcmp(json_string_value(schema), VL_PLAN_SCHEMA) != 0)
-        return vl_seterr(err, VL_EDATA, "%s:%zu: unsupported plan schema \"%s\" (expected "
-                         "\"%s\")", r->name, r->lineno, json_string_value(schema),
-                         VL_PLAN_SCHEMA);
+        return vl_seterr(err, VL_EDATA,
+                         "%s:%zu: unsupported plan schema \"%s\" (expected "
+                         "\"%s\")",
+                         r->name, r->lineno, json_string_value(schema), VL_PLAN_SCHEMA);
     r->file->by_vlplan = opt_typed(r, o, "vlplan", JSON_STRING) != NULL;
     if ((strategy = opt_typed(r, o, "strategy", JSON_STRING))) {
         if (json_string_length(strategy) >= sizeof r->p->strategy)
@@ -424,22 +433,23 @@ static void hash_line(vl_reader *r, const char *line, size_t len, bool nl)
         vl_sha256_update(&r->sha, "\n", 1);
 }
 
-
 static vl_status read_record(vl_reader *r, json_t *rec, const char *line, size_t len, bool nl,
                              vl_err *err)
 {
     const char *type = json_string_value(json_object_get(rec, "type"));
 
     if (!json_is_object(rec) || !type) {
-        if (!r->have_header)   /* not a plan at all */
-            return vl_seterr(err, VL_EDATA, "%s:%zu: not a plan record (no \"type\")",
-                             r->name, r->lineno);
+        if (!r->have_header) /* not a plan at all */
+            return vl_seterr(err, VL_EDATA, "%s:%zu: not a plan record (no \"type\")", r->name,
+                             r->lineno);
         vl__rd_error(r, "not a plan record (no \"type\")");
         return VL_OK;
     }
     if (!r->have_header && strcmp(type, "header") != 0)
-        return vl_seterr(err, VL_EDATA, "%s:%zu: expected the plan header first, got a \"%s\" "
-                         "record", r->name, r->lineno, type);
+        return vl_seterr(err, VL_EDATA,
+                         "%s:%zu: expected the plan header first, got a \"%s\" "
+                         "record",
+                         r->name, r->lineno, type);
     if (strcmp(type, "footer") == 0)
         return read_footer(r, rec, err);
     hash_line(r, line, len, nl);
@@ -508,7 +518,7 @@ vl_status vl__rd_iter_line(vl_reader *r, const char *line, size_t len, vl_err *e
     vl_status st;
     bool taken = false, is_iter, oom;
 
-    if (r->ids)   /* ids are numbered within each record (planio_ids.c) */
+    if (r->ids) /* ids are numbered within each record (planio_ids.c) */
         vl__ids_reset(r->ids);
     if (!r->no_fast && (st = vl__rd_fast_iter(r, line, len, &taken, err)) != VL_OK)
         return st;
@@ -521,7 +531,7 @@ vl_status vl__rd_iter_line(vl_reader *r, const char *line, size_t len, vl_err *e
         return VL_OK;
     }
     type = json_string_value(json_object_get(rec, "type"));
-    is_iter = type && strcmp(type, "iter") == 0;   /* type dies with rec */
+    is_iter = type && strcmp(type, "iter") == 0; /* type dies with rec */
     if (is_iter)
         st = vl__rd_iter(r, rec, err);
     else
@@ -546,7 +556,7 @@ vl_status vl__rd_line(vl_reader *r, const char *line, size_t len, bool nl, bool 
         *stop = true;
         return VL_OK;
     }
-    if (r->ids)   /* ids are numbered within each record (planio_ids.c) */
+    if (r->ids) /* ids are numbered within each record (planio_ids.c) */
         vl__ids_reset(r->ids);
     if (vl__rd_is_iter(r, line, len) && !r->no_fast) {
         bool taken;
@@ -566,8 +576,8 @@ vl_status vl__rd_line(vl_reader *r, const char *line, size_t len, bool nl, bool 
             return VL_OK;
         }
         if (!r->have_header)
-            return vl_seterr(err, VL_EDATA, "%s:%zu: invalid JSON at column %d: %s",
-                             r->name, r->lineno, je.column, je.text);
+            return vl_seterr(err, VL_EDATA, "%s:%zu: invalid JSON at column %d: %s", r->name,
+                             r->lineno, je.column, je.text);
         vl__rd_error(r, "invalid JSON at column %d: %s", je.column, je.text);
         return VL_OK;
     }
@@ -660,14 +670,16 @@ vl_status vl__plan_read_with(vl_plan *p, vl_plan_file *file, const char *path, v
     if ((st = vl_zreader_open(&r.z, path, err)) == VL_OK) {
         r.name = vl_zreader_name(r.z);
         /* threads only with a visitor: they hand over one iteration at a time */
-        st = finish(&r, visit && threads > 1 ? vl__rd_lines_par(&r, threads, err)
-                                             : read_lines(&r, err), err);
+        st = finish(&r,
+                    visit && threads > 1 ? vl__rd_lines_par(&r, threads, err)
+                                         : read_lines(&r, err),
+                    err);
         vl_zreader_close(r.z);
     }
     vl__ids_free(r.ids);
     vl__idbatch_free(r.batch);
     free(r.buf);
     if (st != VL_OK)
-        vl_plan_free(p);   /* the messages stay in *file */
+        vl_plan_free(p); /* the messages stay in *file */
     return st;
 }

@@ -18,8 +18,9 @@ static void read_scalar(vl_reader *r, const vl_pfield *f, json_t *o, void *elem,
 {
     const json_t *v = json_object_get(o, f->key);
     char *at = (char *)elem + f->off;
-    int64_t x = f->def == VL_PF_DEF_INDEX ? index : f->def == VL_PF_DEF_TOKENS
-                                                         ? (int64_t)tokens : f->def;
+    int64_t x = f->def == VL_PF_DEF_INDEX    ? index
+                : f->def == VL_PF_DEF_TOKENS ? (int64_t)tokens
+                                             : f->def;
     int64_t lo = f->kind == VL_PF_I32 ? INT32_MIN : 0;
     int64_t hi = f->kind == VL_PF_I32 ? INT32_MAX : UINT32_MAX;
 
@@ -27,13 +28,12 @@ static void read_scalar(vl_reader *r, const vl_pfield *f, json_t *o, void *elem,
      * out, it would read as absent and pass verify, which cannot tell the two apart */
     bool sentinel = f->def < f->min || f->def > f->max;
 
-    if (v && (!json_is_integer(v) || json_integer_value(v) < lo ||
-              json_integer_value(v) > hi))
+    if (v && (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi))
         vl__rd_error(r, "\"%s\": expected an integer %lld..%lld", f->key, (long long)lo,
                      (long long)hi);
     else if (v && sentinel && json_integer_value(v) == f->def)
-        vl__rd_error(r, "\"%s\": %lld means absent; expected %lld..%lld or no \"%s\"",
-                     f->key, (long long)f->def, (long long)f->min, (long long)f->max, f->key);
+        vl__rd_error(r, "\"%s\": %lld means absent; expected %lld..%lld or no \"%s\"", f->key,
+                     (long long)f->def, (long long)f->min, (long long)f->max, f->key);
     else if (v)
         x = json_integer_value(v);
     if (f->kind == VL_PF_I32)
@@ -95,7 +95,7 @@ static bool elem_int(const json_t *a, size_t i, int64_t lo, int64_t hi, int64_t 
 
 static vl_status read_seg(vl_reader *r, const json_t *e, vl_err *err)
 {
-    const vl_pitem *it = vl_pf_seg.items;   /* id, offset, length, cp */
+    const vl_pitem *it = vl_pf_seg.items; /* id, offset, length, cp */
     int64_t off, len, cp = VL_CP_SHARDED;
     uint32_t sample;
     bool ok;
@@ -106,8 +106,10 @@ static vl_status read_seg(vl_reader *r, const json_t *e, vl_err *err)
         !elem_int(e, 1, it[1].min, it[1].max, &off) ||
         !elem_int(e, 2, it[2].min, it[2].max, &len) ||
         (json_array_size(e) == 4 && !elem_int(e, 3, it[3].min, it[3].max, &cp))) {
-        vl__rd_error(r, "\"seg\": expected [ID, OFFSET, LENGTH] or [ID, OFFSET, LENGTH, CP] "
-                     "(integers, CP %lld..%lld)", (long long)it[3].min, (long long)it[3].max);
+        vl__rd_error(r,
+                     "\"seg\": expected [ID, OFFSET, LENGTH] or [ID, OFFSET, LENGTH, CP] "
+                     "(integers, CP %lld..%lld)",
+                     (long long)it[3].min, (long long)it[3].max);
         return VL_OK;
     }
     if ((st = vl__rd_sample(r, json_array_get(e, 0), &sample, &ok, err)) != VL_OK || !ok)
@@ -129,7 +131,8 @@ static void check_cu(vl_reader *r, const json_t *cu, const vl_mb *mb)
             sum += s[k].len;
     }
     if (!ok)
-        vl__rd_problem(r, 2, "\"cu_seqlens\" is not 0 followed by the running sums of the "
+        vl__rd_problem(r, 2,
+                       "\"cu_seqlens\" is not 0 followed by the running sums of the "
                        "segment lengths");
 }
 
@@ -222,8 +225,7 @@ static vl_status read_op(vl_reader *r, const json_t *e, vl_err *err)
     int64_t mb;
 
     if (!json_is_array(e) || json_array_size(e) != vl_pf_schedule.arity_max || !k ||
-        strlen(k) != 1 || !strchr(names, k[0]) ||
-        !elem_int(e, 1, pack->min, pack->max, &mb)) {
+        strlen(k) != 1 || !strchr(names, k[0]) || !elem_int(e, 1, pack->min, pack->max, &mb)) {
         vl__rd_error(r, "\"schedule\": expected [\"F\"|\"R\"|\"B\", MICRO_BATCH]");
         return VL_OK;
     }
@@ -314,9 +316,12 @@ static void check_claims(vl_reader *r, json_t *o, size_t unknown_before)
                            (unsigned long long)v, (unsigned long long)l);
     } else if (!bad && ((r->m && r->m->loss) || r->file->by_vlplan)) {
         /* a trainer reading the plan would normalise the loss by "tokens" instead */
-        vl__rd_problem(r, 2, "\"loss_tokens\" is missing, and %s (its segments carry "
-                       "%llu)", r->file->by_vlplan ? "vlplan writes it in every iteration"
-                       : "the manifest gives loss tokens", (unsigned long long)l);
+        vl__rd_problem(r, 2,
+                       "\"loss_tokens\" is missing, and %s (its segments carry "
+                       "%llu)",
+                       r->file->by_vlplan ? "vlplan writes it in every iteration"
+                                          : "the manifest gives loss tokens",
+                       (unsigned long long)l);
     }
     if (vl__rd_uint(r, o, "samples", VL_PF_COUNT_MAX, &v, &bad) && v != s)
         vl__rd_problem(r, 2, "\"samples\" is %llu, it starts %llu", (unsigned long long)v,

@@ -11,7 +11,7 @@
 #include "planio.h"
 
 static const char *const LEVELS[] = {"iter", "rank", "pack"};
-static const char *const RULES[] = {NULL, "rank_size", "prefix_sums", "distinct_self",
+static const char *const RULES[] = {NULL,         "rank_size",  "prefix_sums", "distinct_self",
                                     "names_pack", "bwd_tokens", "cp_below_sp"};
 static const char *const CLAIMS[] = {NULL, "position", "sum_tokens", "loss", "epoch", "cap"};
 
@@ -72,13 +72,11 @@ static json_t *items_json(const vl_parray *a)
     bool ok = true;
 
     switch (a->elems) {
-    case VL_PA_INTS:
-        json_decref(o);
-        return item_json(&a->items[0]);
+    case VL_PA_INTS: json_decref(o); return item_json(&a->items[0]);
     case VL_PA_TUPLES:
         put(o, "type", json_string("tuple"), &ok);
-        put(o, "arity", json_pack("[I, I]", (json_int_t)a->arity_min,
-                                  (json_int_t)a->arity_max), &ok);
+        put(o, "arity",
+            json_pack("[I, I]", (json_int_t)a->arity_min, (json_int_t)a->arity_max), &ok);
         pos = json_array();
         for (size_t i = 0; pos && i < a->arity_max; i++)
             if (json_array_append_new(pos, item_json(&a->items[i])) != 0)
@@ -122,9 +120,11 @@ static json_t *field_json(const vl_pfield *f)
     if (f->arr) {
         list_json(o, f->arr, &ok);
     } else {
-        put(o, "type", json_string(f->kind == VL_PF_I32   ? "int32"
-                                   : f->kind == VL_PF_U32 ? "uint32"
-                                                          : "count"), &ok);
+        put(o, "type",
+            json_string(f->kind == VL_PF_I32   ? "int32"
+                        : f->kind == VL_PF_U32 ? "uint32"
+                                               : "count"),
+            &ok);
         put(o, "min", json_integer(f->min), &ok);
         put(o, "max", json_integer(f->max), &ok);
         if (scalar)

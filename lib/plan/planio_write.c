@@ -49,8 +49,9 @@ static vl_status finish(writer *w, bool ok, bool hash, vl_err *err)
     if (ok)
         ok = PUT_LIT(b, "\n");
     if (!ok && !b->oom)
-        return vl_seterr(err, VL_EDATA, "cannot write the plan: a sample id is not valid "
-                                        "UTF-8");
+        return vl_seterr(err, VL_EDATA,
+                         "cannot write the plan: a sample id is not valid "
+                         "UTF-8");
     if (!ok)
         return vl_seterr(err, VL_ENOMEM, "out of memory formatting the plan");
     if (hash)
@@ -77,8 +78,10 @@ static vl_status check_segs(const vl_plan *p, vl_err *err)
         return vl_seterr(err, VL_EUSAGE, "cannot write a plan without its manifest");
     for (size_t i = 0; i < p->nsegs; i++)
         if (p->segs[i].sample >= p->m->n)
-            return vl_seterr(err, VL_EDATA, "cannot write the plan: segment %zu refers to "
-                             "sample %u, the manifest has %zu", i, p->segs[i].sample, p->m->n);
+            return vl_seterr(err, VL_EDATA,
+                             "cannot write the plan: segment %zu refers to "
+                             "sample %u, the manifest has %zu",
+                             i, p->segs[i].sample, p->m->n);
     return VL_OK;
 }
 
@@ -86,9 +89,10 @@ static vl_status check_drops(const vl_plan *p, vl_err *err)
 {
     for (size_t i = 0; i < p->ndrops; i++)
         if (p->drops[i].sample >= p->m->n)
-            return vl_seterr(err, VL_EDATA, "cannot write the plan: dropped range %zu refers "
-                             "to sample %u, the manifest has %zu", i, p->drops[i].sample,
-                             p->m->n);
+            return vl_seterr(err, VL_EDATA,
+                             "cannot write the plan: dropped range %zu refers "
+                             "to sample %u, the manifest has %zu",
+                             i, p->drops[i].sample, p->m->n);
     return VL_OK;
 }
 
@@ -156,9 +160,10 @@ vl_status vl_plan_writer_close(vl_plan_writer *pw, const vl_plan *p, vl_err *err
 
     w->p = p;
     if (w->header_iters >= 0 && (uint64_t)w->header_iters != w->iterations)
-        st = vl_seterr(err, VL_EINTERNAL, "the plan header announced %lld iterations, %llu "
-                       "were written", (long long)w->header_iters,
-                       (unsigned long long)w->iterations);
+        st = vl_seterr(err, VL_EINTERNAL,
+                       "the plan header announced %lld iterations, %llu "
+                       "were written",
+                       (long long)w->header_iters, (unsigned long long)w->iterations);
     else if ((st = check_drops(p, err)) == VL_OK)
         st = finish(w, vl__put_footer(w), false, err);
     if (st != VL_OK) {
@@ -178,8 +183,7 @@ void vl_plan_writer_abort(vl_plan_writer *pw)
     writer_free(pw);
 }
 
-static vl_status write_plan(const vl_plan *p, int fd, bool zstd, const char *name,
-                            vl_err *err)
+static vl_status write_plan(const vl_plan *p, int fd, bool zstd, const char *name, vl_err *err)
 {
     vl_plan_writer *w = NULL;
     vl_status st;
@@ -207,8 +211,9 @@ vl_status vl_plan_write_file(const vl_plan *p, const char *path, vl_err *err)
     vl_status st;
 
     if (strcmp(path, "-") == 0)
-        return vl_seterr(err, VL_EUSAGE, "vl_plan_write_file: \"-\" is standard output, "
-                                         "use vl_plan_write_fd");
+        return vl_seterr(err, VL_EUSAGE,
+                         "vl_plan_write_file: \"-\" is standard output, "
+                         "use vl_plan_write_fd");
     if ((st = vl_outfile_open(&o, path, err)) != VL_OK)
         return st;
     st = vl_plan_write_to(p, o, path, err);

@@ -36,7 +36,7 @@ static vl_status meta_json(const char *text, const char *what, json_t **out, vl_
     vl_json_watch();
     failed = vl_json_failures();
     *out = json_loads(text ? text : "{}", JSON_REJECT_DUPLICATES, &je);
-    if (vl_json_failures() != failed) {   /* a syntax error to jansson, or a string cut */
+    if (vl_json_failures() != failed) { /* a syntax error to jansson, or a string cut */
         json_decref(*out);
         *out = NULL;
         return vl_seterr(err, VL_ENOMEM, "out of memory formatting the plan header");
@@ -137,4 +137,3 @@ vl_status vl__put_header(line_buf *b, const vl_plan *p, int64_t iters, bool *for
     *formatted = rc == 0;
     return VL_OK;
 }
-

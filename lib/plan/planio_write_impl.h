@@ -21,9 +21,9 @@
 /* ---- the line buffer ---- */
 
 typedef struct line_buf {
-    char *data;           /* allocated before the first record, so never NULL */
+    char *data; /* allocated before the first record, so never NULL */
     size_t len, cap;
-    bool oom;             /* ran out of memory (vs. an id that is not valid UTF-8) */
+    bool oom; /* ran out of memory (vs. an id that is not valid UTF-8) */
 } line_buf;
 
 /** Grow b until n more bytes fit; false (and b->oom) when memory runs out. */
@@ -82,10 +82,10 @@ typedef struct writer {
     const vl_plan *p;
     vl_zwriter *zw;
     vl_sha256 sha;
-    line_buf line;        /* reused for every record: the largest line is allocated once */
+    line_buf line;            /* reused for every record: the largest line is allocated once */
     uint64_t samples, tokens; /* footer totals */
-    uint64_t iterations;  /* records written */
-    int64_t header_iters; /* the header's "iterations", -1: left out (streamed plan
+    uint64_t iterations;      /* records written */
+    int64_t header_iters;     /* the header's "iterations", -1: left out (streamed plan
                            * whose strategy did not announce a count) */
     keyset keys;
 } writer;

@@ -13,7 +13,6 @@
  * commas, and the longest closing (",\"truncated\"]"). */
 #define RANGE_MAX (2 + 3 * (VL_JSONNUM_MAX + 1) + sizeof ",\"truncated\"]")
 
-
 /* ---- ids ---- */
 
 /* A string id as the manifest renders it, which escapes exactly as jansson does
@@ -25,9 +24,9 @@ static bool put_str_id(line_buf *b, const vl_manifest *m, uint32_t i)
 
     /* The manifest reader refuses such ids; a hand-built manifest may not. */
     if (!vl_utf8_valid(id, strlen(id)))
-        return false;  /* oom stays false: reported as a bad id */
+        return false; /* oom stays false: reported as a bad id */
     need = vl_manifest_id_json(m, i, b->data + b->len, b->cap - b->len);
-    if (need >= b->cap - b->len) {  /* did not fit with its NUL: grow and render again */
+    if (need >= b->cap - b->len) { /* did not fit with its NUL: grow and render again */
         if (!room(b, need + 1))
             return false;
         vl_manifest_id_json(m, i, b->data + b->len, b->cap - b->len);
@@ -118,7 +117,7 @@ static bool put_segs(writer *w, const vl_mb *mb)
         int cp = vl_plan_seg_cpi(p, mb->seg0 + k);
         if (!put_range(b, p->m, s[k].sample, s[k].off, s[k].len, k == 0))
             return false;
-        if (cp != VL_CP_SHARDED) {   /* a local segment: its CP coordinate */
+        if (cp != VL_CP_SHARDED) { /* a local segment: its CP coordinate */
             b->data[b->len++] = ',';
             b->len += vl_jsonnum_i64(b->data + b->len, cp);
         }
@@ -171,23 +170,19 @@ static bool put_mb(writer *w, const vl_mb *mb, bool first)
         if (f->level != VL_PF_MB)
             continue;
         switch (f->kind) {
-        case VL_PF_SEG:
-            ok = put_key(w, i, true) && put_segs(w, mb);
-            break;
-        case VL_PF_CU:
-            ok = put_key(w, i, false) && put_cu(w, mb);
-            break;
+        case VL_PF_SEG: ok = put_key(w, i, true) && put_segs(w, mb); break;
+        case VL_PF_CU: ok = put_key(w, i, false) && put_cu(w, mb); break;
         case VL_PF_TOKENS:
             ok = put_key(w, i, false) && room(&w->line, VL_JSONNUM_MAX) &&
-                 (w->line.len += vl_jsonnum_i64(w->line.data + w->line.len,
-                                                (int64_t)mb->tokens), true);
+                 (w->line.len +=
+                  vl_jsonnum_i64(w->line.data + w->line.len, (int64_t)mb->tokens),
+                  true);
             break;
         case VL_PF_SHARED:
             mem = vl_plan_mb_members(w->p, mb, &n);
             ok = n == 0 || (put_key(w, i, false) && put_int_list(&w->line, mem, n));
             break;
-        default:
-            ok = put_scalar(w, i, mb, &open);
+        default: ok = put_scalar(w, i, mb, &open);
         }
     }
     return ok && PUT_LIT(&w->line, "}");
@@ -235,7 +230,8 @@ static bool put_gpus(writer *w, size_t i, const vl_rank *rk, const vl_gpu_walk *
     line_buf *b = &w->line;
     uint32_t n = vl_plan_rank_size(rk);
 
-    if (!put_key(w, i, false) || !PUT_LIT(b, "[") || !room(b, (size_t)n * (VL_JSONNUM_MAX + 1) + 1))
+    if (!put_key(w, i, false) || !PUT_LIT(b, "[") ||
+        !room(b, (size_t)n * (VL_JSONNUM_MAX + 1) + 1))
         return false;
     for (uint32_t k = 0; k < n; k++) {
         if (k > 0)
@@ -255,20 +251,13 @@ static bool put_rank(writer *w, const vl_rank *rk, const vl_gpu_walk *gw, bool f
         if (f->level != VL_PF_RANK)
             continue;
         switch (f->kind) {
-        case VL_PF_GPUS:
-            ok = put_gpus(w, i, rk, gw);
-            break;
-        case VL_PF_MBS:
-            ok = put_packs(w, i, rk->mb0, rk->nmb);
-            break;
+        case VL_PF_GPUS: ok = put_gpus(w, i, rk, gw); break;
+        case VL_PF_MBS: ok = put_packs(w, i, rk->mb0, rk->nmb); break;
         case VL_PF_BWD:
             ok = rk->nbwd == 0 || put_packs(w, i, rk->mb0 + rk->nmb, rk->nbwd);
             break;
-        case VL_PF_SCHEDULE:
-            ok = rk->nop == 0 || put_schedule(w, i, rk);
-            break;
-        default:
-            ok = put_scalar(w, i, rk, &open);
+        case VL_PF_SCHEDULE: ok = rk->nop == 0 || put_schedule(w, i, rk); break;
+        default: ok = put_scalar(w, i, rk, &open);
         }
     }
     return ok && PUT_LIT(&w->line, "}");
@@ -306,23 +295,12 @@ bool vl__put_iter(writer *w, size_t it)
         if (f->level != VL_PF_ITER)
             continue;
         switch (f->kind) {
-        case VL_PF_IT:
-            ok = put_total(w, i, w->p->iter_base + it);
-            break;
-        case VL_PF_TOKENS:
-            ok = put_total(w, i, tokens);
-            break;
-        case VL_PF_LOSS:
-            ok = put_total(w, i, loss);
-            break;
-        case VL_PF_SAMPLES:
-            ok = put_total(w, i, samples);
-            break;
-        case VL_PF_RANKS:
-            ok = put_ranks(w, i, it);
-            break;
-        default:
-            ok = put_scalar(w, i, in, &(bool){false});
+        case VL_PF_IT: ok = put_total(w, i, w->p->iter_base + it); break;
+        case VL_PF_TOKENS: ok = put_total(w, i, tokens); break;
+        case VL_PF_LOSS: ok = put_total(w, i, loss); break;
+        case VL_PF_SAMPLES: ok = put_total(w, i, samples); break;
+        case VL_PF_RANKS: ok = put_ranks(w, i, it); break;
+        default: ok = put_scalar(w, i, in, &(bool){false});
         }
     }
     return ok && PUT_LIT(&w->line, "}");
@@ -346,7 +324,7 @@ bool vl__put_footer(writer *w)
         const char *why = vl_pf_dropped.items[3].values[dr->reason == VL_DROP_TRUNCATED];
         if (!put_range(b, p->m, dr->sample, dr->off, dr->len, i == 0))
             return false;
-        b->data[b->len++] = ',';  /* put_range left RANGE_MAX bytes for this closing */
+        b->data[b->len++] = ','; /* put_range left RANGE_MAX bytes for this closing */
         b->data[b->len++] = '"';
         memcpy(b->data + b->len, why, strlen(why));
         b->len += strlen(why);

@@ -13,10 +13,10 @@
 
 /* What strategies report besides the plan (vlplan_strategy.h). */
 struct vl_report {
-    vl_strbuf log;        /* the -v text */
-    vl_strbuf warnings;   /* what the user should hear without -v */
-    char *params_json;    /* the knobs actually used, NULL: the bound opts */
-    int64_t iterations;   /* announced by a streaming strategy, -1: not */
+    vl_strbuf log;      /* the -v text */
+    vl_strbuf warnings; /* what the user should hear without -v */
+    char *params_json;  /* the knobs actually used, NULL: the bound opts */
+    int64_t iterations; /* announced by a streaming strategy, -1: not */
 };
 
 void vl_job_vlog(const vl_job *job, const char *fmt, va_list ap)
@@ -117,10 +117,10 @@ typedef struct run_ctx {
     const vl_run_opts *o;
     vl_report rep;
     vl_verifier *v;
-    vl_rules_source rules;  /* the strategy's own (own_rules), for v */
+    vl_rules_source rules; /* the strategy's own (own_rules), for v */
     vl_verify_report vrep;
     vl_run_result *res;
-    bool begun;           /* the header went to the sink */
+    bool begun; /* the header went to the sink */
 } run_ctx;
 
 /* The header: the strategy's own record of its knobs (taken over), else the bound
@@ -166,8 +166,10 @@ static vl_status internal(const vl_verify_report *r, vl_err *err)
             first = r->msgs[i];
             break;
         }
-    return vl_seterr(err, VL_EINTERNAL, "plan self-check failed with %zu violation(s), "
-                     "first: %s; no output written", r->violations - r->oom_iters, first);
+    return vl_seterr(err, VL_EINTERNAL,
+                     "plan self-check failed with %zu violation(s), "
+                     "first: %s; no output written",
+                     r->violations - r->oom_iters, first);
 }
 
 static vl_status refuse_oom(run_ctx *c, const vl_plan *p, size_t it, vl_err *err)
@@ -176,10 +178,12 @@ static vl_status refuse_oom(run_ctx *c, const vl_plan *p, size_t it, vl_err *err
     char hint[192];
 
     vl_run_fit_hint(p, it, o, c->cost, c->cfg->cluster.gpus, hint, sizeof hint);
-    return vl_seterr(err, VL_EDATA, "the plan does not fit device memory: iteration %zu, "
+    return vl_seterr(err, VL_EDATA,
+                     "the plan does not fit device memory: iteration %zu, "
                      "rank %u, stage %u needs %.2f GiB, %.2f GiB usable%s%s; --allow-oom "
-                     "writes it anyway", o->iter, o->rank, o->stage, o->gib, o->usable_gib,
-                     hint[0] ? "; " : "", hint);
+                     "writes it anyway",
+                     o->iter, o->rank, o->stage, o->gib, o->usable_gib, hint[0] ? "; " : "",
+                     hint);
 }
 
 /* Check the iterations p holds, as verify would. */
@@ -238,18 +242,20 @@ static vl_status finish(run_ctx *c, vl_plan *p, bool streamed, vl_err *err)
         if ((st = vl_plan_flush(p, err)) != VL_OK)
             return st;
         vl_plan_set_flush(p, NULL, NULL);
-        if (c->begun && c->rep.params_json)   /* none written: the header takes them */
-            return vl_seterr(err, VL_EINTERNAL, "strategy %s recorded its parameters after "
-                             "its first iteration was written", c->s->name);
+        if (c->begun && c->rep.params_json) /* none written: the header takes them */
+            return vl_seterr(err, VL_EINTERNAL,
+                             "strategy %s recorded its parameters after "
+                             "its first iteration was written",
+                             c->s->name);
     }
-    if (!c->begun && (st = begin(c, p, streamed ? c->rep.iterations
-                                                : (int64_t)p->niters, err)) != VL_OK)
+    if (!c->begun &&
+        (st = begin(c, p, streamed ? c->rep.iterations : (int64_t)p->niters, err)) != VL_OK)
         return st;
     if (!streamed && (st = hand_over(c, p, err)) != VL_OK)
         return st;
     st = vl_verifier_finish(c->v, p, NULL, err);
     if (st == VL_EVERIFY && c->vrep.violations == c->vrep.oom_iters)
-        st = VL_OK;   /* only memory, allowed (check_iters refused it otherwise) */
+        st = VL_OK; /* only memory, allowed (check_iters refused it otherwise) */
     else if (st == VL_EVERIFY)
         st = internal(&c->vrep, err);
     return st;
@@ -267,12 +273,16 @@ static vl_status own_rules(void *ctx, const char *strategy, const vl_config *cfg
     return VL_OK;
 }
 
-static vl_status plan_checked(run_ctx *c, vl_plan *out, const vl_selection *sel,
-                              vl_err *err)
+static vl_status plan_checked(run_ctx *c, vl_plan *out, const vl_selection *sel, vl_err *err)
 {
     bool streamed = c->o->sink && c->s->streams;
-    vl_job job = {.m = out->m, .cfg = c->cfg, .cost = c->cost, .sel = sel,
-                  .seed = c->o->seed, .verbose = c->o->verbose, .report = &c->rep};
+    vl_job job = {.m = out->m,
+                  .cfg = c->cfg,
+                  .cost = c->cost,
+                  .sel = sel,
+                  .seed = c->o->seed,
+                  .verbose = c->o->verbose,
+                  .report = &c->rep};
     vl_status st;
 
     c->rules = (vl_rules_source){own_rules, c};
@@ -316,9 +326,8 @@ static void describe_limit(const vl_strategy *s, const void *opts, const vl_conf
         snprintf(buf, n, "training.max_seq_len");
 }
 
-vl_status vl_run_plan(vl_plan *out, const vl_strategy *s, vl_manifest *m,
-                      const vl_config *cfg, const vl_run_opts *o, vl_run_result *res,
-                      vl_err *err)
+vl_status vl_run_plan(vl_plan *out, const vl_strategy *s, vl_manifest *m, const vl_config *cfg,
+                      const vl_run_opts *o, vl_run_result *res, vl_err *err)
 {
     run_ctx c = {.s = s, .cfg = cfg, .o = o, .res = res, .rep = {.iterations = -1}};
     void *opts = NULL;
@@ -332,7 +341,8 @@ vl_status vl_run_plan(vl_plan *out, const vl_strategy *s, vl_manifest *m,
     if ((st = vl_plan_init(out, m, s->name, o->seed, err)) != VL_OK)
         return st;
     out->caps = s->caps;
-    if ((st = vl_run_bind(&opts, s, cfg, err)) != VL_OK || (st = vl_cost_init(&cost, cfg, err)))
+    if ((st = vl_run_bind(&opts, s, cfg, err)) != VL_OK ||
+        (st = vl_cost_init(&cost, cfg, err)))
         goto done;
     c.opts = opts;
     c.cost = &cost;

@@ -29,9 +29,9 @@ typedef struct vl_run_sink {
 typedef struct vl_run_opts {
     uint64_t seed;
     int verbose;
-    bool allow_oom;       /* keep a plan over device memory (counted in the result)
+    bool allow_oom;          /* keep a plan over device memory (counted in the result)
                            * instead of refusing it */
-    const vl_run_sink *sink;  /* NULL: the plan is kept whole in *out */
+    const vl_run_sink *sink; /* NULL: the plan is kept whole in *out */
     /* optional: told the iterations begun so far and the count the strategy announced
      * (-1 when it announced none), at every new iteration */
     void (*progress)(void *ud, uint64_t begun, int64_t announced);
@@ -39,16 +39,16 @@ typedef struct vl_run_opts {
 } vl_run_opts;
 
 typedef struct vl_run_result {
-    char *log;            /* the strategy's -v text (malloc'd, may be NULL) */
-    char warnings[1024];  /* the strategy's warnings, one per line ("" none; cut at the
+    char *log;           /* the strategy's -v text (malloc'd, may be NULL) */
+    char warnings[1024]; /* the strategy's warnings, one per line ("" none; cut at the
                            * size: a warning, not a log) */
     size_t iterations;
-    size_t oom_iters;     /* iterations over device memory (only with allow_oom) */
+    size_t oom_iters; /* iterations over device memory (only with allow_oom) */
     vl_verify_oom first_oom;
-    char fit_hint[192];   /* with oom_iters: what would fit, "" when nothing simple */
-    uint32_t max_len;     /* the longest sample the strategy places (training.oversize
+    char fit_hint[192];    /* with oom_iters: what would fit, "" when nothing simple */
+    uint32_t max_len;      /* the longest sample the strategy places (training.oversize
                            * applies beyond it) */
-    char max_len_why[160];/* where that limit comes from, with its numbers */
+    char max_len_why[160]; /* where that limit comes from, with its numbers */
 } vl_run_result;
 
 /** Plan manifest m with strategy s under cfg into *out (initialised here; free with
@@ -57,9 +57,8 @@ typedef struct vl_run_result {
  *  strategy broke an invariant, VL_EDATA when an iteration exceeds device memory in the
  *  cost model (unless allow_oom), naming it and what would fit.  *res (may be NULL) gets
  *  the log and the memory findings, also on failure; free res->log. */
-vl_status vl_run_plan(vl_plan *out, const vl_strategy *s, vl_manifest *m,
-                      const vl_config *cfg, const vl_run_opts *o, vl_run_result *res,
-                      vl_err *err);
+vl_status vl_run_plan(vl_plan *out, const vl_strategy *s, vl_manifest *m, const vl_config *cfg,
+                      const vl_run_opts *o, vl_run_result *res, vl_err *err);
 
 /** s's parameters bound from cfg and validated, as a run binds them, into *opts (its
  *  options struct; free it whatever this returns).  The statuses of binding. */

@@ -18,9 +18,9 @@ typedef struct epoch_run {
     void *state;
     const vl_job *job;
     uint32_t nepochs;
-    bool ahead;           /* every epoch cut before the first is planned */
-    uint32_t **order;     /* [nepochs] each epoch's order while it is held */
-    vl_batches *cut;      /* [nepochs] its global batches */
+    bool ahead;       /* every epoch cut before the first is planned */
+    uint32_t **order; /* [nepochs] each epoch's order while it is held */
+    vl_batches *cut;  /* [nepochs] its global batches */
 } epoch_run;
 
 /* Epoch e's order (in the buffer the last epoch handed on, or a new one) and its cut. */
@@ -31,8 +31,8 @@ static vl_status cut_epoch(epoch_run *r, uint32_t e, vl_err *err)
     if (!r->order[e] && !(r->order[e] = malloc((sel->n ? sel->n : 1) * sizeof **r->order)))
         return vl_seterr(err, VL_ENOMEM, "out of memory ordering %zu samples", sel->n);
     vl_epoch_order(sel, r->job->seed, e, r->order[e]);
-    return vl_make_batches(&r->cut[e], r->order[e], sel->n, sel->len,
-                           &r->job->cfg->training, err);
+    return vl_make_batches(&r->cut[e], r->order[e], sel->n, sel->len, &r->job->cfg->training,
+                           err);
 }
 
 /* The iterations of every epoch, one a global batch; by token budget, every epoch cut. */
@@ -62,8 +62,8 @@ static vl_status check_cover(const epoch_run *r, uint32_t e, vl_err *err)
     c = r->s->cover(r->state);
     if (c.ranks == 0)
         return VL_OK;
-    return vl_batches_cover_ranks(&r->cut[e], r->order[e], r->job->sel->len, c.piece,
-                                  c.share, c.ranks, c.who ? c.who : "", err);
+    return vl_batches_cover_ranks(&r->cut[e], r->order[e], r->job->sel->len, c.piece, c.share,
+                                  c.ranks, c.who ? c.who : "", err);
 }
 
 /* Epoch e: cut (unless ahead), checked, resolved when first, planned batch by batch;
@@ -117,7 +117,9 @@ static vl_status plan_by_batch(const vl_strategy *s, const void *opts, const vl_
                                vl_plan *out, vl_err *err)
 {
     const vl_training_cfg *t = &job->cfg->training;
-    epoch_run r = {.s = s, .job = job, .nepochs = t->epochs > 0 ? (uint32_t)t->epochs : 0,
+    epoch_run r = {.s = s,
+                   .job = job,
+                   .nepochs = t->epochs > 0 ? (uint32_t)t->epochs : 0,
                    .ahead = t->global_batch == 0};
     size_t k = r.nepochs ? r.nepochs : 1;
     vl_status st = VL_OK;

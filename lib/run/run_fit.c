@@ -24,7 +24,7 @@ static uint64_t largest_fitting(const vl_cost *c, uint64_t hi, const vl_par *par
 {
     uint64_t lo = 0;
 
-    while (lo < hi) {   /* invariant: lo fits (0 trivially), hi + 1 does not */
+    while (lo < hi) { /* invariant: lo fits (0 trivially), hi + 1 does not */
         uint64_t mid = lo + (hi - lo + 1) / 2;
         if (vl_cost_fewest_ckpt(c, mid, par, ranks, mbs) >= 0)
             lo = mid;
@@ -52,8 +52,10 @@ void vl_run_fit_hint(const vl_plan *p, size_t it, const vl_verify_oom *o, const 
     ranks = (int)in->nranks;
     ck = vl_cost_fewest_ckpt(c, tokens, &par, ranks, rk->nmb);
     if (ck > par.ckpt_layers) {
-        snprintf(hint, n, "checkpointing %d layers per stage would fit "
-                          "(training.recompute=auto)", ck);
+        snprintf(hint, n,
+                 "checkpointing %d layers per stage would fit "
+                 "(training.recompute=auto)",
+                 ck);
         return;
     }
     for (int sp = par.sp * 2; par.tp * par.pp * sp <= gpus; sp *= 2) {
@@ -66,7 +68,8 @@ void vl_run_fit_hint(const vl_plan *p, size_t it, const vl_verify_oom *o, const 
     }
     fits = largest_fitting(c, tokens, &par, ranks, rk->nmb);
     if (fits > 0 && fits < tokens)
-        snprintf(hint, n, "micro-batches of at most %llu tokens would fit (this rank's "
-                          "largest has %llu: lower the chunk size or training.max_seq_len)",
+        snprintf(hint, n,
+                 "micro-batches of at most %llu tokens would fit (this rank's "
+                 "largest has %llu: lower the chunk size or training.max_seq_len)",
                  (unsigned long long)fits, (unsigned long long)tokens);
 }

@@ -54,13 +54,12 @@ vl_status vl_strategy_rules(const vl_strategy *s, const vl_config *cfg, vl_verif
 }
 
 vl_status vl_strategy_rules_strictest(const vl_strategy *const *all, size_t n,
-                                      const vl_config *cfg, vl_verify_rules *out,
-                                      vl_err *err)
+                                      const vl_config *cfg, vl_verify_rules *out, vl_err *err)
 {
-    bool capped = true;   /* every strategy that takes the config states a capacity */
+    bool capped = true; /* every strategy that takes the config states a capacity */
 
     memset(out, 0, sizeof *out);
-    out->caps = ~0u;      /* only what the header declares (verify_layout.c) */
+    out->caps = ~0u; /* only what the header declares (verify_layout.c) */
     out->slices = cfg ? VL_SLICES_NONE : VL_SLICES_ITERS;
     for (size_t i = 0; cfg && i < n; i++) {
         vl_verify_rules r;
@@ -68,7 +67,7 @@ vl_status vl_strategy_rules_strictest(const vl_strategy *const *all, size_t n,
         if (st != VL_OK)
             return st;
         if (r.refused[0])
-            continue;   /* a strategy that refuses the config sets no limit */
+            continue; /* a strategy that refuses the config sets no limit */
         if (r.len_limit > out->len_limit)
             out->len_limit = r.len_limit;
         capped = capped && r.cap_limit > 0;

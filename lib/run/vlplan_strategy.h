@@ -35,8 +35,8 @@ typedef struct vl_job {
     const vl_cost *cost;
     const vl_selection *sel;
     uint64_t seed;
-    int verbose;          /* -v count: vl_job_log writes nothing when 0 */
-    vl_report *report;    /* the runner's; NULL: logs and params are discarded */
+    int verbose;       /* -v count: vl_job_log writes nothing when 0 */
+    vl_report *report; /* the runner's; NULL: logs and params are discarded */
 } vl_job;
 
 /** Append printf-formatted text to the -v log the CLI prints on stderr; nothing when
@@ -74,10 +74,10 @@ void vl_job_iterations(const vl_job *job, uint64_t n);
 
 /* One global batch as the runner hands it to plan_batch. */
 typedef struct vl_batch {
-    const uint32_t *samples;  /* [n] manifest indices, in the epoch's order */
+    const uint32_t *samples; /* [n] manifest indices, in the epoch's order */
     size_t n;
     uint32_t epoch;
-    size_t index;         /* its number within the epoch: what the (seed, tag ^ epoch<<32
+    size_t index; /* its number within the epoch: what the (seed, tag ^ epoch<<32
                            * ^ batch) streams take */
 } vl_batch;
 
@@ -85,7 +85,7 @@ typedef struct vl_batch {
  * what resolve sees of the first epoch. */
 typedef struct vl_epoch_cut {
     uint32_t epoch;
-    const uint32_t *order;    /* [job->sel->n] */
+    const uint32_t *order; /* [job->sel->n] */
     const vl_batches *batches;
 } vl_epoch_cut;
 
@@ -99,22 +99,22 @@ typedef struct vl_cover {
 } vl_cover;
 
 typedef struct vl_strategy {
-    const char *name;     /* CLI name and config section */
-    const char *summary;  /* one line for `vlplan strategies` */
-    const char *section;  /* config section holding its params (NULL = none) */
-    const char *builtin;  /* a built-in config section it reads instead (pack: "pack"), or
+    const char *name;       /* CLI name and config section */
+    const char *summary;    /* one line for `vlplan strategies` */
+    const char *section;    /* config section holding its params (NULL = none) */
+    const char *builtin;    /* a built-in config section it reads instead (pack: "pack"), or
                            * NULL: listed with its parameters by `vlplan strategies -v` */
     const vl_param *params; /* {NULL}-terminated, or NULL */
-    size_t opts_size;     /* size of its options struct (bound by vl_config_bind) */
-    uint32_t caps;        /* VL_CAP_* it may use (plan.h); the runner records them in the
+    size_t opts_size;       /* size of its options struct (bound by vl_config_bind) */
+    uint32_t caps;          /* VL_CAP_* it may use (plan.h); the runner records them in the
                            * plan header, verify holds the plan to them */
-    vl_slices slices;     /* where it may slice a sample (default: never) */
-    vl_shares shares;     /* which ranks may share a pack */
-    bool idles;           /* may leave a pipeline with no work out of an iteration, its
+    vl_slices slices;       /* where it may slice a sample (default: never) */
+    vl_shares shares;       /* which ranks may share a pack */
+    bool idles;             /* may leave a pipeline with no work out of an iteration, its
                            * GPUs out of that optimizer step (Hydraulis, when an
                            * iteration has fewer sequences than pipelines); false:
                            * verify holds every iteration to every GPU of the cluster */
-    bool streams;         /* true: plan() appends iterations in order and never reads or
+    bool streams;           /* true: plan() appends iterations in order and never reads or
                            * changes an iteration once the next vl_plan_iter_begin has
                            * been called, so the runner may write and free each finished
                            * iteration as it goes (memory flat in the epoch length) */
@@ -147,7 +147,7 @@ typedef struct vl_strategy {
      * epoch it shuffles (vl_epoch_order) and cuts (vl_make_batches) once, checks `cover`,
      * calls resolve once with the first epoch, then plan_batch on every global batch in
      * order; the iteration count the header announces comes from the same cuts. */
-    size_t state_size;    /* the per-run state the runner zeroes and hands every hook */
+    size_t state_size; /* the per-run state the runner zeroes and hands every hook */
     /** Optional: set the state up (opts bound, job and out as the run has them). */
     vl_status (*open)(void *state, const void *opts, const vl_job *job, vl_plan *out,
                       vl_err *err);
@@ -185,8 +185,7 @@ void vl_strategy_rules_bound(const vl_strategy *s, const void *opts, const vl_co
  *  when one states none); without a config the format's own rules.  VL_OK or
  *  VL_ENOMEM. */
 vl_status vl_strategy_rules_strictest(const vl_strategy *const *all, size_t n,
-                                      const vl_config *cfg, vl_verify_rules *out,
-                                      vl_err *err);
+                                      const vl_config *cfg, vl_verify_rules *out, vl_err *err);
 
 /* plans/registry.c */
 size_t vl_strategy_count(void);

@@ -10,16 +10,16 @@
 
 typedef enum vl_status {
     VL_OK = 0,
-    VL_ENOMEM,     /* allocation failed                          -> 71 */
-    VL_EIO,        /* read/write/fsync failed                    -> 74 */
-    VL_EDATA,      /* bad manifest or plan data                  -> 65 */
-    VL_ENOINPUT,   /* input missing or unreadable                -> 66 */
-    VL_ECONFIG,    /* bad config: syntax, key, type, range       -> 78 */
-    VL_ECANTCREAT, /* cannot create output                       -> 73 */
-    VL_EUSAGE,     /* bad argument passed through the API        -> 64 */
-    VL_EVERIFY,    /* a plan violates an invariant (verify)      -> 1 / 70 */
-    VL_EINFEASIBLE,/* no plan satisfies the constraints          -> 65 */
-    VL_EINTERNAL   /* a bug: self-check failed                   -> 70 */
+    VL_ENOMEM,      /* allocation failed                          -> 71 */
+    VL_EIO,         /* read/write/fsync failed                    -> 74 */
+    VL_EDATA,       /* bad manifest or plan data                  -> 65 */
+    VL_ENOINPUT,    /* input missing or unreadable                -> 66 */
+    VL_ECONFIG,     /* bad config: syntax, key, type, range       -> 78 */
+    VL_ECANTCREAT,  /* cannot create output                       -> 73 */
+    VL_EUSAGE,      /* bad argument passed through the API        -> 64 */
+    VL_EVERIFY,     /* a plan violates an invariant (verify)      -> 1 / 70 */
+    VL_EINFEASIBLE, /* no plan satisfies the constraints          -> 65 */
+    VL_EINTERNAL    /* a bug: self-check failed                   -> 70 */
 } vl_status;
 
 #define VL_ERRMSG_MAX 512

@@ -6,8 +6,8 @@
 vl_status vl_iheap_init(vl_iheap *q, size_t cap, vl_iheap_before before, const void *ctx,
                         vl_err *err)
 {
-    *q = (vl_iheap){.h = malloc((cap ? cap : 1) * sizeof *q->h), .cap = cap,
-                    .before = before, .ctx = ctx};
+    *q = (vl_iheap){
+        .h = malloc((cap ? cap : 1) * sizeof *q->h), .cap = cap, .before = before, .ctx = ctx};
     if (q->h == NULL)
         return vl_seterr(err, VL_ENOMEM, "out of memory for a heap of %zu", cap);
     return VL_OK;

@@ -37,7 +37,7 @@ void vl_rng_seed(vl_rng *r, uint64_t seed, uint64_t stream)
     for (int i = 0; i < 4; i++)
         r->s[i] = splitmix64(&x);
     if ((r->s[0] | r->s[1] | r->s[2] | r->s[3]) == 0)
-        r->s[0] = 1;   /* the all-zero state is a fixed point of xoshiro */
+        r->s[0] = 1; /* the all-zero state is a fixed point of xoshiro */
 }
 
 uint64_t vl_rng_next(vl_rng *r)
@@ -100,8 +100,8 @@ double vl_rng_unit(vl_rng *r)
 #define SHUFFLE_AHEAD 16
 
 typedef struct ahead {
-    size_t ring[SHUFFLE_AHEAD];   /* the draw of step i sits at i % SHUFFLE_AHEAD */
-    size_t next;                  /* the next step to draw for; <= 1: all drawn */
+    size_t ring[SHUFFLE_AHEAD]; /* the draw of step i sits at i % SHUFFLE_AHEAD */
+    size_t next;                /* the next step to draw for; <= 1: all drawn */
 } ahead;
 
 /* Draws the next step's partner, returns it (the caller prefetches it), or n when
@@ -120,11 +120,11 @@ void vl_rng_shuffle_u32(vl_rng *r, uint32_t *a, size_t n)
     ahead q = {.next = n};
 
     if (n < 2)
-        return;   /* nothing to do, and a may be NULL */
+        return; /* nothing to do, and a may be NULL */
     for (size_t k = 0; k < SHUFFLE_AHEAD; k++)
         VL_PREFETCH_RW(a + ahead_draw(r, &q, n));
     for (size_t i = n; i > 1; i--) {
-        size_t j = q.ring[i % SHUFFLE_AHEAD];   /* read before step i - AHEAD reuses it */
+        size_t j = q.ring[i % SHUFFLE_AHEAD]; /* read before step i - AHEAD reuses it */
         VL_PREFETCH_RW(a + ahead_draw(r, &q, n));
         uint32_t t = a[i - 1];
         a[i - 1] = a[j];
@@ -137,7 +137,7 @@ void vl_rng_shuffle_u64(vl_rng *r, uint64_t *a, size_t n)
     ahead q = {.next = n};
 
     if (n < 2)
-        return;   /* nothing to do, and a may be NULL */
+        return; /* nothing to do, and a may be NULL */
     for (size_t k = 0; k < SHUFFLE_AHEAD; k++)
         VL_PREFETCH_RW(a + ahead_draw(r, &q, n));
     for (size_t i = n; i > 1; i--) {

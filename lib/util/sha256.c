@@ -43,23 +43,23 @@ static const uint32_t K[64] = {
 /* One round with the working variables renamed instead of moved: eight calls with the
  * names rotated make a full cycle, so the eight values stay in registers and nothing is
  * shuffled between rounds. */
-#define ROUND(a, b, c, d, e, f, g, h, i)                                   \
-    do {                                                                   \
-        uint32_t t1_ = (h) + BSIG1(e) + CH(e, f, g) + K[i] + w[i];         \
-        (d) += t1_;                                                        \
-        (h) = t1_ + BSIG0(a) + MAJ(a, b, c);                               \
+#define ROUND(a, b, c, d, e, f, g, h, i)                                                      \
+    do {                                                                                      \
+        uint32_t t1_ = (h) + BSIG1(e) + CH(e, f, g) + K[i] + w[i];                            \
+        (d) += t1_;                                                                           \
+        (h) = t1_ + BSIG0(a) + MAJ(a, b, c);                                                  \
     } while (0)
 
-#define ROUND8(i)                                                          \
-    do {                                                                   \
-        ROUND(a, b, c, d, e, f, g, h, (i) + 0);                            \
-        ROUND(h, a, b, c, d, e, f, g, (i) + 1);                            \
-        ROUND(g, h, a, b, c, d, e, f, (i) + 2);                            \
-        ROUND(f, g, h, a, b, c, d, e, (i) + 3);                            \
-        ROUND(e, f, g, h, a, b, c, d, (i) + 4);                            \
-        ROUND(d, e, f, g, h, a, b, c, (i) + 5);                            \
-        ROUND(c, d, e, f, g, h, a, b, (i) + 6);                            \
-        ROUND(b, c, d, e, f, g, h, a, (i) + 7);                            \
+#define ROUND8(i)                                                                             \
+    do {                                                                                      \
+        ROUND(a, b, c, d, e, f, g, h, (i) + 0);                                               \
+        ROUND(h, a, b, c, d, e, f, g, (i) + 1);                                               \
+        ROUND(g, h, a, b, c, d, e, f, (i) + 2);                                               \
+        ROUND(f, g, h, a, b, c, d, e, (i) + 3);                                               \
+        ROUND(e, f, g, h, a, b, c, d, (i) + 4);                                               \
+        ROUND(d, e, f, g, h, a, b, c, (i) + 5);                                               \
+        ROUND(c, d, e, f, g, h, a, b, (i) + 6);                                               \
+        ROUND(b, c, d, e, f, g, h, a, (i) + 7);                                               \
     } while (0)
 
 static void compress_c(uint32_t st[8], const unsigned char *p, size_t nblk)
@@ -111,21 +111,22 @@ static bool cpu_has_sha(void)
 
 /* Four rounds: message words x (plus their constants) through two sha256rnds2, which
  * take and give the state as the register pair ABEF/CDGH. */
-#define QROUND(k, x)                                                        \
-    do {                                                                    \
-        __m128i m_ = _mm_add_epi32(x, _mm_loadu_si128((const __m128i *)&K[4 * (k)])); \
-        cdgh = _mm_sha256rnds2_epu32(cdgh, abef, m_);                       \
-        abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(m_, 0x0E)); \
+#define QROUND(k, x)                                                                          \
+    do {                                                                                      \
+        __m128i m_ = _mm_add_epi32(x, _mm_loadu_si128((const __m128i *)&K[4 * (k)]));         \
+        cdgh = _mm_sha256rnds2_epu32(cdgh, abef, m_);                                         \
+        abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(m_, 0x0E));                \
     } while (0)
 
 /* The next four schedule words into x0, from the last sixteen x0..x3 (oldest first):
  * W[t] = σ1(W[t-2]) + W[t-7] + σ0(W[t-15]) + W[t-16]. */
-#define SCHED(x0, x1, x2, x3)                                               \
-    ((x0) = _mm_sha256msg2_epu32(                                           \
+#define SCHED(x0, x1, x2, x3)                                                                 \
+    ((x0) = _mm_sha256msg2_epu32(                                                             \
          _mm_add_epi32(_mm_sha256msg1_epu32(x0, x1), _mm_alignr_epi8(x3, x2, 4)), x3))
 
-__attribute__((target("sha,ssse3,sse4.1")))
-static void compress_ni(uint32_t st[8], const unsigned char *p, size_t nblk)
+__attribute__((target("sha,ssse3,sse4.1"))) static void compress_ni(uint32_t st[8],
+                                                                    const unsigned char *p,
+                                                                    size_t nblk)
 {
     const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
     __m128i t, abef, cdgh;
@@ -146,7 +147,7 @@ static void compress_ni(uint32_t st[8], const unsigned char *p, size_t nblk)
         QROUND(1, x1);
         QROUND(2, x2);
         QROUND(3, x3);
-        for (int k = 4; k < 16; k += 4) {  /* x0..x3 roll: each SCHED replaces the oldest */
+        for (int k = 4; k < 16; k += 4) { /* x0..x3 roll: each SCHED replaces the oldest */
             SCHED(x0, x1, x2, x3);
             QROUND(k, x0);
             SCHED(x1, x2, x3, x0);
@@ -220,12 +221,12 @@ void vl_sha256_update(vl_sha256 *s, const void *data, size_t n)
         compress(s, s->buf, 1);
         s->nbuf = 0;
     }
-    if (n >= 64) {  /* all whole blocks in one call: the state stays in registers */
+    if (n >= 64) { /* all whole blocks in one call: the state stays in registers */
         compress(s, p, n / 64);
         p += n / 64 * 64;
         n %= 64;
     }
-    if (n > 0)  /* p may be NULL when n is 0 */
+    if (n > 0) /* p may be NULL when n is 0 */
         memcpy(s->buf, p, n);
     s->nbuf = n;
 }

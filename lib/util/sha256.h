@@ -11,7 +11,7 @@ typedef struct vl_sha256 {
     uint64_t nbytes;
     unsigned char buf[64];
     size_t nbuf;
-    bool accel;           /* compress with the x86 SHA extensions (set by init) */
+    bool accel; /* compress with the x86 SHA extensions (set by init) */
 } vl_sha256;
 
 /** Start a hash.  Uses the x86 SHA extensions when this build and CPU have them (asked

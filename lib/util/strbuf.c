@@ -51,7 +51,7 @@ void vl_strbuf_vprintf(vl_strbuf *b, const char *fmt, va_list ap)
     if (!b->failed)
         b->len += (size_t)n;
     else if (b->buf != NULL)
-        b->buf[b->len] = '\0';   /* drop a truncated tail */
+        b->buf[b->len] = '\0'; /* drop a truncated tail */
 }
 
 void vl_strbuf_printf(vl_strbuf *b, const char *fmt, ...)

@@ -10,7 +10,7 @@
 /* Zero-initialise ({0}) before use.  A failed allocation is sticky: later appends do
  * nothing, so a builder of many pieces checks `failed` once, at the end. */
 typedef struct vl_strbuf {
-    char *buf;            /* NULL until the first append; NUL-terminated after it */
+    char *buf; /* NULL until the first append; NUL-terminated after it */
     size_t len, cap;
     bool failed;
 } vl_strbuf;

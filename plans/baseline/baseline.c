@@ -34,7 +34,7 @@
 
 #include "baseline_impl.h"
 
-#define STREAM_SORTED 0x534F525400000000ull   /* "SORT" */
+#define STREAM_SORTED 0x534F525400000000ull /* "SORT" */
 
 uint32_t vl__bl_max_len(const void *opts, const vl_config *cfg)
 {
@@ -144,12 +144,13 @@ static void write_log(bl *c, const char *name)
 {
     double fill = c->slots ? 100.0 * (double)c->tokens / (double)c->slots : 0.0;
 
-    vl_job_log(c->job, "%s: %llu iterations, %llu micro-batches (%llu split packs, %llu "
-                       "empty), fill %.2f%% of %llu slots\n",
+    vl_job_log(c->job,
+               "%s: %llu iterations, %llu micro-batches (%llu split packs, %llu "
+               "empty), fill %.2f%% of %llu slots\n",
                name, (unsigned long long)c->iters, (unsigned long long)c->mbs,
                (unsigned long long)c->splits, (unsigned long long)c->empty, fill,
                (unsigned long long)c->slots);
-    if (c->dealt_samples > 0)   /* pack.deal=samples (baseline_pack_samples.c) */
+    if (c->dealt_samples > 0) /* pack.deal=samples (baseline_pack_samples.c) */
         vl_job_log(c->job, "%s: %llu iterations dealt by sample, %llu of them as veRL deals\n",
                    name, (unsigned long long)c->dealt_samples,
                    (unsigned long long)c->dealt_verl);
@@ -160,14 +161,14 @@ static int ckpt_layers(const vl_job *job, const vl_par *par, uint64_t mb_tokens)
 {
     const vl_config *cfg = job->cfg;
     int L = cfg->model.layers, pp = par->pp < 1 ? 1 : par->pp;
-    int all = L / pp + (L % pp != 0);   /* the first stage's layers */
+    int all = L / pp + (L % pp != 0); /* the first stage's layers */
 
     if (cfg->training.recompute == VL_RECOMPUTE_FULL)
         return all;
     if (cfg->training.recompute != VL_RECOMPUTE_AUTO || !job->cost)
         return 0;
-    int k = vl_cost_fewest_ckpt(job->cost, mb_tokens, par, cfg->training.dp,
-                                (uint32_t)par->pp);
+    int k =
+        vl_cost_fewest_ckpt(job->cost, mb_tokens, par, cfg->training.dp, (uint32_t)par->pp);
     return k < 0 ? all : k;
 }
 
@@ -175,11 +176,16 @@ void vl__bl_open(bl *c, const vl_job *job, vl_plan *out, const void *opts, const
                  bool padded, vl__bl_batch_fn fn)
 {
     const vl_config *cfg = job->cfg;
-    uint64_t mb_tokens = (uint64_t)cfg->training.max_seq_len *
-                         (padded ? cfg->training.micro_batch : 1);
+    uint64_t mb_tokens =
+        (uint64_t)cfg->training.max_seq_len * (padded ? cfg->training.micro_batch : 1);
 
-    *c = (bl){.job = job, .name = name, .fn = fn, .opts = opts, .t = &cfg->training,
-              .out = out, .dp = (size_t)cfg->training.dp};
+    *c = (bl){.job = job,
+              .name = name,
+              .fn = fn,
+              .opts = opts,
+              .t = &cfg->training,
+              .out = out,
+              .dp = (size_t)cfg->training.dp};
     c->par = (vl_par){.tp = cfg->training.tp, .pp = cfg->training.pp, .sp = cfg->training.sp};
     c->par.ckpt_layers = ckpt_layers(job, &c->par, mb_tokens);
 }

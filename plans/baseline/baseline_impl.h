@@ -17,9 +17,9 @@ typedef vl_status (*vl__bl_epochs_fn)(bl *c, vl_err *err);
  * batch it is the runner's state for the strategy (vl_strategy.state_size). */
 struct bl {
     const vl_job *job;
-    const char *name;     /* the strategy's, for the -v log */
-    vl__bl_batch_fn fn;   /* plans one global batch (batch by batch) */
-    const void *opts;     /* the strategy's bound params (NULL: none) */
+    const char *name;   /* the strategy's, for the -v log */
+    vl__bl_batch_fn fn; /* plans one global batch (batch by batch) */
+    const void *opts;   /* the strategy's bound params (NULL: none) */
     const vl_training_cfg *t;
     vl_plan *out;
     vl_par par;
@@ -27,8 +27,8 @@ struct bl {
     uint32_t epoch;
     size_t batch;
     uint64_t iters, mbs, splits, empty, slots, tokens;
-    uint64_t dealt_samples;   /* iterations whose samples were dealt, not whole packs */
-    uint64_t dealt_verl;      /* of those, dealt as veRL deals (more slots, balanced) */
+    uint64_t dealt_samples; /* iterations whose samples were dealt, not whole packs */
+    uint64_t dealt_verl;    /* of those, dealt as veRL deals (more slots, balanced) */
 };
 
 uint32_t vl__bl_max_len(const void *opts, const vl_config *cfg);
@@ -49,8 +49,8 @@ vl_status vl__bl_plan_batch(void *state, const vl_batch *b, vl_plan *out, vl_err
 void vl__bl_close(void *state, bool planned);
 /** The entry fields of a baseline planned batch by batch, set up by `open` (a state
  *  starting with bl). */
-#define VL__BL_BY_BATCH(state_type, open_fn)                                             \
-    .state_size = sizeof(state_type), .open = (open_fn), .cover = vl__bl_cover,           \
+#define VL__BL_BY_BATCH(state_type, open_fn)                                                  \
+    .state_size = sizeof(state_type), .open = (open_fn), .cover = vl__bl_cover,               \
     .plan_batch = vl__bl_plan_batch
 /** A whole run planned by epochs (pack.scope=epoch): vl__bl_open, epochs, the -v log. */
 vl_status vl__bl_run(const vl_job *job, vl_plan *out, vl__bl_epochs_fn epochs,

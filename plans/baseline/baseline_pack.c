@@ -87,7 +87,7 @@ static vl_status ctx_init(pack_ctx *x, const vl_job *job, vl_err *err)
 {
     *x = (pack_ctx){.len = job->sel->len};
     if (!splits(job->cfg)) {
-        x->pieces.base = UINT32_MAX;   /* every item a whole sample */
+        x->pieces.base = UINT32_MAX; /* every item a whole sample */
         return VL_OK;
     }
     vl_status st = vl__bl_pieces_build(&x->pieces, job->sel, (uint32_t)job->m->n,
@@ -112,7 +112,7 @@ static vl_status pack_plan(const void *opts, const vl_job *job, vl_plan *out, vl
 
 /* pack.scope=batch: the runner's state, batch by batch (baseline_pack_batch.c). */
 typedef struct pack_run {
-    bl c;                 /* first: the baseline hooks take the state as a bl */
+    bl c; /* first: the baseline hooks take the state as a bl */
     pack_ctx x;
 } pack_run;
 

@@ -8,8 +8,8 @@
 #include "baseline_impl.h"
 #include "baseline_pieces.h"
 
-#define STREAM_PACK 0x5041434B00000000ull     /* "PACK": the packer's seed */
-#define STREAM_ORDER 0x504B4F5200000000ull    /* "PKOR": the packs' order in a window */
+#define STREAM_PACK 0x5041434B00000000ull  /* "PACK": the packer's seed */
+#define STREAM_ORDER 0x504B4F5200000000ull /* "PKOR": the packs' order in a window */
 
 /* What every pack function reads besides bl: item lengths and, under
  * training.oversize=split, the pieces (items >= pieces.base).  Passed as bl.opts. */
@@ -18,7 +18,6 @@ typedef struct pack_ctx {
     vl__bl_pieces pieces;
 } pack_ctx;
 
-
 static inline const pack_ctx *pk_ctx(const bl *c)
 {
     return c->opts;
@@ -26,21 +25,21 @@ static inline const pack_ctx *pk_ctx(const bl *c)
 
 /* Packs as ranges of one item array, so a split only reorders inside a range. */
 typedef struct packs {
-    uint32_t *items;      /* the packer's output, reordered by splits */
+    uint32_t *items; /* the packer's output, reordered by splits */
     size_t *off, *cnt;
-    double *load;         /* tokens */
+    double *load; /* tokens */
     size_t n;
 } packs;
 
 /* Dealing scratch: what one iteration's packs cost, and who runs them. */
 typedef struct dealer {
-    size_t *ids;          /* the packs of the iteration, in order */
+    size_t *ids; /* the packs of the iteration, in order */
     double *w;
     int *part;
     size_t *by, *cur;
     vl_seg *segs;
     size_t nsegs_cap;
-    size_t cap;           /* packs ids, w, part and by have room for */
+    size_t cap; /* packs ids, w, part and by have room for */
 } dealer;
 
 vl_status vl__pk_dealer_init(dealer *d, size_t packs_max, size_t dp, vl_err *err);
@@ -88,8 +87,8 @@ vl_status vl__pk_refine(const vl__pk_weights *w, int *part, size_t dp, int prima
                         vl_err *err);
 /** Build pk[ids[0 .. np)]'s weights (modelled time, tokens, attention) and refine the
  *  dealing d->part by vl__pk_refine under pack.balance's measure. */
-vl_status vl__pk_refine_dealt(bl *c, dealer *d, const packs *pk, const size_t *ids,
-                              size_t np, vl_err *err);
+vl_status vl__pk_refine_dealt(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
+                              vl_err *err);
 /** A pack's modelled time (forward + backward on the first stage; tokens without a
  *  cost model); an empty pack: 0. */
 vl_status vl__pk_time(bl *c, dealer *d, const uint32_t *it, size_t k, double *out,
@@ -99,11 +98,11 @@ vl_status vl__pk_time(bl *c, dealer *d, const uint32_t *it, size_t k, double *ou
 void vl__pk_linear_time(const bl *c, double *a, double *b);
 /* What the sample-level refinement needs besides the packs. */
 typedef struct vl__pk_shift_in {
-    const uint32_t *len;   /* item lengths */
-    uint32_t cap, max_items;   /* per pack: tokens, samples (0: no limit) */
+    const uint32_t *len;     /* item lengths */
+    uint32_t cap, max_items; /* per pack: tokens, samples (0: no limit) */
     size_t dp;
-    double a, b;           /* the modelled time linearised per sample: a*len + b*pairs */
-    int primary;           /* vl__pk_primary */
+    double a, b; /* the modelled time linearised per sample: a*len + b*pairs */
+    int primary; /* vl__pk_primary */
     /* a pack's exact modelled time */
     vl_status (*time)(void *ctx, const uint32_t *items, size_t k, double *out, vl_err *err);
     void *ctx;
@@ -120,12 +119,12 @@ vl_status vl__pk_shift_emit(bl *c, dealer *d, const packs *pk, const size_t *ids
                             vl_err *err);
 /* One dealing of an iteration's samples: each rank's packs, the busiest rank's load. */
 typedef struct share {
-    vl_bins *bins;        /* [dp] */
-    size_t m;             /* slots per rank: its packs, then empty ones */
-    bool verl;            /* veRL's dealing (baseline_verl.c), not packed shares */
-    double worst;         /* the busiest rank's pack.balance weight */
-    double time;          /* the largest modelled time of any rank (= worst under time) */
-    bool fits;            /* every rank's packs within its m slots */
+    vl_bins *bins; /* [dp] */
+    size_t m;      /* slots per rank: its packs, then empty ones */
+    bool verl;     /* veRL's dealing (baseline_verl.c), not packed shares */
+    double worst;  /* the busiest rank's pack.balance weight */
+    double time;   /* the largest modelled time of any rank (= worst under time) */
+    bool fits;     /* every rank's packs within its m slots */
 } share;
 
 void vl__pk_share_free(share *sh, size_t dp);

@@ -26,7 +26,7 @@ static vl_status split_pack(packs *pk, size_t p, size_t q, const uint32_t *len, 
     vl_sort_u64(key, k);
     for (size_t i = 0; i < k; i++) {
         uint32_t s = (uint32_t)key[i];
-        if (la <= lb && !(i == k - 1 && nb == 0)) {   /* keep both halves non-empty */
+        if (la <= lb && !(i == k - 1 && nb == 0)) { /* keep both halves non-empty */
             it[na++] = s;
             la += len[s];
         } else {

@@ -64,7 +64,7 @@ static vl_status pack_time(bl *c, dealer *d, const uint32_t *it, size_t k, doubl
         d->segs = s;
         d->nsegs_cap = k;
     }
-    for (size_t i = 0; i < k; i++) {   /* a piece is independent: priced without prefix */
+    for (size_t i = 0; i < k; i++) { /* a piece is independent: priced without prefix */
         vl_seg g = vl__bl_item_seg(&pk_ctx(c)->pieces, pk_ctx(c)->len, it[i]);
         d->segs[i] = (vl_seg){g.sample, 0, g.len};
     }
@@ -74,8 +74,7 @@ static vl_status pack_time(bl *c, dealer *d, const uint32_t *it, size_t k, doubl
     return VL_OK;
 }
 
-vl_status vl__pk_time(bl *c, dealer *d, const uint32_t *it, size_t k, double *out,
-                      vl_err *err)
+vl_status vl__pk_time(bl *c, dealer *d, const uint32_t *it, size_t k, double *out, vl_err *err)
 {
     const uint32_t *len = pk_ctx(c)->len;
 
@@ -91,13 +90,14 @@ int vl__pk_primary(const bl *c)
 {
     vl_pack_balance b = c->job->cfg->pack.balance;
 
-    return b == VL_BALANCE_TOKENS ? VL__PK_TOK : b == VL_BALANCE_ATTENTION ? VL__PK_ATT
-                                                                           : VL__PK_TIME;
+    return b == VL_BALANCE_TOKENS      ? VL__PK_TOK
+           : b == VL_BALANCE_ATTENTION ? VL__PK_ATT
+                                       : VL__PK_TIME;
 }
 
 /* The weight pack.balance deals by; an empty pack weighs nothing. */
 vl_status vl__pk_weight(bl *c, dealer *d, const uint32_t *it, size_t k, double *out,
-                             vl_err *err)
+                        vl_err *err)
 {
     const uint32_t *len = pk_ctx(c)->len;
     double sum = 0;
@@ -108,7 +108,7 @@ vl_status vl__pk_weight(bl *c, dealer *d, const uint32_t *it, size_t k, double *
     }
     if (c->job->cfg->pack.balance == VL_BALANCE_TIME && c->job->cost != NULL)
         return pack_time(c, d, it, k, out, err);
-    for (size_t i = 0; i < k; i++)   /* tokens, also time without a cost model */
+    for (size_t i = 0; i < k; i++) /* tokens, also time without a cost model */
         sum += c->job->cfg->pack.balance == VL_BALANCE_ATTENTION ? vl_cost_pairs(0, len[it[i]])
                                                                  : (double)len[it[i]];
     *out = sum;
@@ -168,8 +168,8 @@ static bool share_sample(const bl *c, const packs *pk, size_t a, size_t b)
 }
 
 /* Would pack ids[x] clash with a pack of rank r other than ids[skip]? */
-static bool clashes(const bl *c, const dealer *d, const packs *pk, const size_t *ids, size_t np,
-                    size_t x, int r, size_t skip)
+static bool clashes(const bl *c, const dealer *d, const packs *pk, const size_t *ids,
+                    size_t np, size_t x, int r, size_t skip)
 {
     for (size_t y = 0; y < np; y++)
         if (y != x && y != skip && d->part[y] == r && share_sample(c, pk, ids[x], ids[y]))
@@ -221,7 +221,8 @@ vl_status vl__pk_partition(bl *c, dealer *d, const packs *pk, const size_t *ids,
 
     for (size_t p = 0; p < np && st == VL_OK; p++)
         st = vl__pk_weight(c, d, pk->items + pk->off[ids[p]], pk->cnt[ids[p]], &d->w[p], err);
-    if (st != VL_OK || (st = vl_partition_kk_equal(d->part, d->w, np, (int)c->dp, err)) != VL_OK)
+    if (st != VL_OK ||
+        (st = vl_partition_kk_equal(d->part, d->w, np, (int)c->dp, err)) != VL_OK)
         return st;
     if (pk_ctx(c)->pieces.n > 0)
         spread_pieces(c, d, pk, ids, np);
@@ -262,8 +263,11 @@ vl_status vl__pk_deal(bl *c, dealer *d, const packs *pk, const size_t *ids, size
 vl_pack_opts vl__pk_opts(const bl *c, uint64_t stream)
 {
     const vl_pack_cfg *pc = &c->job->cfg->pack;
-    vl_pack_opts po = {.algo = pc->algo, .cap = c->t->max_seq_len, .isf_iters = pc->isf_iters,
-                       .isf_slack = pc->isf_slack, .max_items = pc->max_samples};
+    vl_pack_opts po = {.algo = pc->algo,
+                       .cap = c->t->max_seq_len,
+                       .isf_iters = pc->isf_iters,
+                       .isf_slack = pc->isf_slack,
+                       .max_items = pc->max_samples};
     vl_rng r;
 
     vl_rng_seed(&r, c->job->seed, stream);

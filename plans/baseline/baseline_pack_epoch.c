@@ -93,7 +93,7 @@ static int cmp_slot(const void *a, const void *b)
  * sequence's slices -- then by pack. */
 typedef struct wpack {
     double w;
-    uint64_t piece;       /* sample << 32 | offset of its first piece; UINT64_MAX: none */
+    uint64_t piece; /* sample << 32 | offset of its first piece; UINT64_MAX: none */
     size_t p;
 } wpack;
 
@@ -174,12 +174,12 @@ static vl_status epoch_iterations(bl *c, packs *pk, size_t iters, size_t nitems,
     vl_status st;
 
     if (t == 0)
-        return VL_OK;   /* no samples: no iterations, as in batch scope */
+        return VL_OK; /* no samples: no iterations, as in batch scope */
     iters = iters < 1 ? 1 : iters > rounds ? rounds : iters;
     base = rounds / iters;
     extra = rounds % iters;
     empties = rounds * c->dp - t;
-    for (; pk->n < rounds * c->dp; pk->n++) {   /* pack_windows left room for these */
+    for (; pk->n < rounds * c->dp; pk->n++) { /* pack_windows left room for these */
         pk->off[pk->n] = nitems;
         pk->cnt[pk->n] = 0;
     }
@@ -193,12 +193,12 @@ static vl_status epoch_iterations(bl *c, packs *pk, size_t iters, size_t nitems,
     start[0] = 0;
     for (size_t i = 0; i < iters; i++) {
         size_t slots = (base + (i < extra)) * c->dp;
-        size_t e = empties / iters + (i < empties % iters);   /* < dp <= slots */
+        size_t e = empties / iters + (i < empties % iters); /* < dp <= slots */
         real[i] = slots - e;
         start[i + 1] = start[i] + slots;
         for (size_t k = 0; k < e; k++)
-            ids[start[i] + real[i] + k] = t + empties / iters * i +
-                                          (i < empties % iters ? i : empties % iters) + k;
+            ids[start[i] + real[i] + k] =
+                t + empties / iters * i + (i < empties % iters ? i : empties % iters) + k;
     }
     if ((st = vl__pk_dealer_init(&d, (base + 1) * c->dp, c->dp, err)) != VL_OK ||
         (st = layout(c, &d, pk, t, iters, real, start, ids, err)) != VL_OK)

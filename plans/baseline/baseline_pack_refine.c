@@ -23,22 +23,22 @@
 #include "baseline_pack.h"
 
 #define REFINE_WORK (1ull << 24)
-#define NMEAS 3                  /* time, tokens, attention */
+#define NMEAS 3 /* time, tokens, attention */
 
 typedef struct refine {
-    const double *w[NMEAS];      /* [n] per pack */
-    double *load[NMEAS];         /* [dp] per rank */
-    double max[NMEAS];           /* the busiest rank's, before the swaps */
+    const double *w[NMEAS]; /* [n] per pack */
+    double *load[NMEAS];    /* [dp] per rank */
+    double max[NMEAS];      /* the busiest rank's, before the swaps */
     int *part;
-    size_t *other;               /* [n] this step's packs of ranks other than h */
+    size_t *other; /* [n] this step's packs of ranks other than h */
     size_t n, dp;
-    unsigned hold;               /* measures a swap may not raise above max (bit k) */
+    unsigned hold; /* measures a swap may not raise above max (bit k) */
     uint64_t work;
 } refine;
 
 typedef struct swap {
     size_t p, q;
-    double after;         /* the larger of the two ranks' target after it */
+    double after; /* the larger of the two ranks' target after it */
 } swap;
 
 static size_t argmax(const double *x, size_t n)
@@ -147,7 +147,7 @@ vl_status vl__pk_refine(const vl__pk_weights *w, int *part, size_t dp, int prima
     if (primary == VL__PK_TIME) {
         lower(&f, VL__PK_TOK, VL__PK_ALL);
         lower(&f, VL__PK_ATT, VL__PK_ALL);
-    } else {   /* the measure asked for, then the other held to it and to time */
+    } else { /* the measure asked for, then the other held to it and to time */
         lower(&f, primary, 0);
         lower(&f, VL__PK_TOK + VL__PK_ATT - primary, VL__PK_ALL);
     }
@@ -158,8 +158,8 @@ done:
     return st;
 }
 
-vl_status vl__pk_refine_dealt(bl *c, dealer *d, const packs *pk, const size_t *ids,
-                              size_t np, vl_err *err)
+vl_status vl__pk_refine_dealt(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
+                              vl_err *err)
 {
     const uint32_t *len = pk_ctx(c)->len;
     double *t = malloc(np * sizeof(double));

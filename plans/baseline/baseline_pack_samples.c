@@ -38,7 +38,7 @@
 #include "rng.h"
 #include "sort.h"
 
-#define STREAM_RANK 0x504B524B00000000ull    /* "PKRK": a rank's packer in samples dealing */
+#define STREAM_RANK 0x504B524B00000000ull /* "PKRK": a rank's packer in samples dealing */
 #define SAMPLES_WORK (1ull << 26)
 /* veRL's dealing splits each rank's share by KK into its micro-batch count: work of the
  * order samples x micro-batches per rank, tried only up to this (a count, never a clock;
@@ -49,10 +49,10 @@
 /* Scratch of one iteration: its samples, their weights and ranks, grouped by rank. */
 typedef struct samples {
     uint32_t *items, *grouped;
-    uint32_t *order;      /* [n + dp] by length descending, then index; then placeholders */
+    uint32_t *order; /* [n + dp] by length descending, then index; then placeholders */
     double *w;
     int *part;
-    size_t *off;          /* [dp + 1] */
+    size_t *off; /* [dp + 1] */
     size_t n;
 } samples;
 
@@ -136,8 +136,9 @@ static vl_status try_share(bl *c, dealer *d, samples *s, size_t m, bool equal, s
 {
     /* batch << 32 | rank is injective for both below 2^32, and adding the mixed tag is a
      * bijection: within an epoch every (batch, rank) gets its own stream. */
-    uint64_t stream = vl_rng_mix(STREAM_RANK ^ (uint64_t)c->epoch) + ((uint64_t)c->batch << 32);
-    size_t np = (s->n + c->dp - 1) / c->dp * c->dp;   /* zero-weight placeholders */
+    uint64_t stream =
+        vl_rng_mix(STREAM_RANK ^ (uint64_t)c->epoch) + ((uint64_t)c->batch << 32);
+    size_t np = (s->n + c->dp - 1) / c->dp * c->dp; /* zero-weight placeholders */
     vl_status st;
 
     for (size_t i = s->n; i < np; i++)
@@ -159,8 +160,8 @@ static vl_status try_share(bl *c, dealer *d, samples *s, size_t m, bool equal, s
     for (size_t r = 0; r < c->dp && st == VL_OK && sh->fits; r++) {
         vl_pack_opts po = vl__pk_opts(c, stream + (uint64_t)r);
         vl_bins *b = &sh->bins[r];
-        st = vl_pack(b, s->grouped + s->off[r], s->off[r + 1] - s->off[r], pk_ctx(c)->len,
-                     &po, err);
+        st = vl_pack(b, s->grouped + s->off[r], s->off[r + 1] - s->off[r], pk_ctx(c)->len, &po,
+                     err);
         sh->fits = st == VL_OK && b->n <= m;
     }
     return st == VL_OK && sh->fits ? vl__pk_share_weigh(c, d, sh, err) : st;

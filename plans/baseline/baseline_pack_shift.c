@@ -49,36 +49,42 @@
 #define SHIFT_WORK (1ull << 21)
 #define SHIFT_PEERS 8
 #define NMEAS 3
-#define JOINT 3     /* a target: the larger of a rank's tokens and attention over their means */
-#define WIDEN 1e-9  /* a swap's window of keys, widened by this of its magnitudes (rounding) */
+#define JOINT 3    /* a target: the larger of a rank's tokens and attention over their means */
+#define WIDEN 1e-9 /* a swap's window of keys, widened by this of its magnitudes (rounding) */
 
 typedef struct shift {
     const vl__pk_shift_in *in;
     size_t n, np, dp;
-    uint32_t *item;         /* [n] */
-    size_t *at;             /* [n] the pack of sample i */
-    double *w[NMEAS];       /* [n] linearised time, tokens, attention of sample i */
-    double *tok, *time;     /* [np] a pack's tokens and exact modelled time */
-    size_t *cnt;            /* [np] */
-    int *rank;              /* [np] */
-    double *load[NMEAS];    /* [dp] exact time, tokens, attention */
+    uint32_t *item;      /* [n] */
+    size_t *at;          /* [n] the pack of sample i */
+    double *w[NMEAS];    /* [n] linearised time, tokens, attention of sample i */
+    double *tok, *time;  /* [np] a pack's tokens and exact modelled time */
+    size_t *cnt;         /* [np] */
+    int *rank;           /* [np] */
+    double *load[NMEAS]; /* [dp] exact time, tokens, attention */
     double max[NMEAS];
-    double mean[NMEAS];     /* the ranks' mean load (steps move load, never change it) */
-    size_t *mine, *theirs;  /* [n] this step's samples of the busiest rank, of peers */
-    size_t *ord;            /* [n] the samples by this pass's key, then index */
-    size_t *off;            /* [dp + 1] theirs grouped by peer, each group by key */
-    size_t *slot_of;        /* [dp] a rank's place among the peers, SIZE_MAX if none */
-    struct keyed { double k; size_t i; } *keyed;   /* [n] sorting ord by a key */
-    uint64_t *packed;       /* [n] sorting ord by tokens: len << 32 | index */
-    bool by_len;            /* ord is by tokens */
-    bool nonneg;            /* every weight >= 0: a sample's own weight bounds a step */
-    size_t *slots;          /* [np] this step's packs of peers, grouped by peer (qoff) */
-    size_t *qoff;           /* [dp + 1] */
-    double *room;           /* [dp] the most room in a pack of the g-th peer (tokens) */
-    uint32_t *tmp;          /* [n] a pack's items */
-    size_t *peer;           /* [dp] this step's receiving ranks */
-    double *full;           /* [dp] their fullness */
-    struct roomy { double f; size_t r; } *all;   /* [dp] every rank by fullness */
+    double mean[NMEAS];    /* the ranks' mean load (steps move load, never change it) */
+    size_t *mine, *theirs; /* [n] this step's samples of the busiest rank, of peers */
+    size_t *ord;           /* [n] the samples by this pass's key, then index */
+    size_t *off;           /* [dp + 1] theirs grouped by peer, each group by key */
+    size_t *slot_of;       /* [dp] a rank's place among the peers, SIZE_MAX if none */
+    struct keyed {
+        double k;
+        size_t i;
+    } * keyed;        /* [n] sorting ord by a key */
+    uint64_t *packed; /* [n] sorting ord by tokens: len << 32 | index */
+    bool by_len;      /* ord is by tokens */
+    bool nonneg;      /* every weight >= 0: a sample's own weight bounds a step */
+    size_t *slots;    /* [np] this step's packs of peers, grouped by peer (qoff) */
+    size_t *qoff;     /* [dp + 1] */
+    double *room;     /* [dp] the most room in a pack of the g-th peer (tokens) */
+    uint32_t *tmp;    /* [n] a pack's items */
+    size_t *peer;     /* [dp] this step's receiving ranks */
+    double *full;     /* [dp] their fullness */
+    struct roomy {
+        double f;
+        size_t r;
+    } * all; /* [dp] every rank by fullness */
     unsigned hold;
     uint32_t cap, max_items;
     uint64_t work;
@@ -149,8 +155,8 @@ static vl_status shift_alloc(shift *s, vl_err *err)
     s->full = malloc(s->dp * sizeof *s->full);
     s->all = malloc(s->dp * sizeof *s->all);
     ok = ok && s->item && s->at && s->tok && s->time && s->cnt && s->rank && s->mine &&
-         s->theirs && s->ord && s->off && s->slot_of && s->keyed && s->packed && s->slots && s->qoff && s->room && s->tmp &&
-         s->peer && s->full && s->all;
+         s->theirs && s->ord && s->off && s->slot_of && s->keyed && s->packed && s->slots &&
+         s->qoff && s->room && s->tmp && s->peer && s->full && s->all;
     for (size_t r = 0; ok && r < s->dp; r++)
         s->slot_of[r] = SIZE_MAX;
     return ok ? VL_OK : vl_seterr(err, VL_ENOMEM, "out of memory for %zu samples", s->n);
@@ -251,7 +257,7 @@ static size_t all_peers(shift *s, int t, size_t h, size_t *peer)
         peer[j] = s->all[j].r;
         s->full[j] = s->all[j].f;
     }
-    s->work += (uint64_t)s->dp * k;   /* counted as the insertion was: same stopping point */
+    s->work += (uint64_t)s->dp * k; /* counted as the insertion was: same stopping point */
     return k;
 }
 
@@ -411,10 +417,10 @@ static void window(const shift *s, int t, size_t i, size_t h, size_t r, double b
     double lh = s->load[k][h], lr = s->load[k][r];
     double m = WIDEN * (fabs(lh) + fabs(lr) + fabs(wi) + fabs(b));
 
-    *lo = wi + lr - b - m;      /* (lr + wi - wj) / sc < bound */
-    *hi = wi - lh + b + m;      /* (lh - wi + wj) / sc < bound */
+    *lo = wi + lr - b - m; /* (lr + wi - wj) / sc < bound */
+    *hi = wi - lh + b + m; /* (lh - wi + wj) / sc < bound */
     if (t != JOINT && *hi > wi + m)
-        *hi = wi + m;           /* a step must lower t: wj < wi */
+        *hi = wi + m; /* a step must lower t: wj < wi */
 }
 
 /* The first of theirs[from .. to) whose key is not below lo. */
@@ -458,7 +464,8 @@ static step best_swap(const shift *s, int t, size_t i, size_t h, size_t k, doubl
             if (key[j] > hi || (s->by_len && tok[j] > top))
                 break;
             if ((t != JOINT && delta(s, t, i, j) <= 0) ||
-                !fits(s, q, s->w[1][i], s->w[1][j], 1) || !fits(s, p, s->w[1][j], s->w[1][i], 1))
+                !fits(s, q, s->w[1][i], s->w[1][j], 1) ||
+                !fits(s, p, s->w[1][j], s->w[1][i], 1))
                 continue;
             double after = after_step(s, t, i, j, h, r);
             bool better = after < best.after ||
@@ -662,8 +669,8 @@ static void regroup(const shift *s, packs *pk)
 
 vl_status vl__pk_shift(const vl__pk_shift_in *in, packs *pk, const int *part, vl_err *err)
 {
-    shift s = {.in = in, .np = pk->n, .dp = in->dp, .cap = in->cap,
-               .max_items = in->max_items};
+    shift s = {
+        .in = in, .np = pk->n, .dp = in->dp, .cap = in->cap, .max_items = in->max_items};
     vl_status st = shift_init(&s, pk, part, err);
 
     if (st == VL_OK && in->primary == VL__PK_TIME) {
@@ -708,7 +715,8 @@ static vl_status copy_packs(const packs *pk, const size_t *ids, size_t np, packs
     if (out->items == NULL || out->off == NULL || out->cnt == NULL)
         return vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", np);
     for (size_t p = 0, pos = 0; p < np; p++) {
-        memcpy(out->items + pos, pk->items + pk->off[ids[p]], pk->cnt[ids[p]] * sizeof(uint32_t));
+        memcpy(out->items + pos, pk->items + pk->off[ids[p]],
+               pk->cnt[ids[p]] * sizeof(uint32_t));
         out->off[p] = pos;
         out->cnt[p] = pk->cnt[ids[p]];
         pos += out->cnt[p];
@@ -720,9 +728,13 @@ vl_status vl__pk_shift_emit(bl *c, dealer *d, const packs *pk, const size_t *ids
                             vl_err *err)
 {
     timer_ctx tc = {c, d};
-    vl__pk_shift_in in = {.len = pk_ctx(c)->len, .cap = c->t->max_seq_len,
-                          .max_items = c->job->cfg->pack.max_samples, .dp = c->dp,
-                          .primary = vl__pk_primary(c), .time = time_of, .ctx = &tc};
+    vl__pk_shift_in in = {.len = pk_ctx(c)->len,
+                          .cap = c->t->max_seq_len,
+                          .max_items = c->job->cfg->pack.max_samples,
+                          .dp = c->dp,
+                          .primary = vl__pk_primary(c),
+                          .time = time_of,
+                          .ctx = &tc};
     packs local = {0};
     vl_status st = copy_packs(pk, ids, np, &local, err);
 

@@ -62,7 +62,7 @@ void vl__bl_pieces_expand(const vl__bl_pieces *pc, const uint32_t *items, size_t
 {
     size_t k = 0;
 
-    if (pc->n == 0) {   /* nothing split (pc->first may not exist) */
+    if (pc->n == 0) { /* nothing split (pc->first may not exist) */
         memcpy(out, items, n * sizeof *out);
         *nout = n;
         return;

@@ -8,11 +8,11 @@
 #include "vlplan_strategy.h"
 
 typedef struct vl__bl_pieces {
-    uint32_t base;        /* first piece id: the manifest's sample count */
-    uint32_t *len;        /* [base + n] item lengths: the samples', then the pieces' */
-    uint32_t *sample;     /* [n] the sample piece j comes from */
-    uint32_t *off;        /* [n] its first token in that sample */
-    uint32_t *first;      /* [base] first piece of a split sample, UINT32_MAX if whole */
+    uint32_t base;    /* first piece id: the manifest's sample count */
+    uint32_t *len;    /* [base + n] item lengths: the samples', then the pieces' */
+    uint32_t *sample; /* [n] the sample piece j comes from */
+    uint32_t *off;    /* [n] its first token in that sample */
+    uint32_t *first;  /* [base] first piece of a split sample, UINT32_MAX if whole */
     size_t n;
 } vl__bl_pieces;
 

@@ -39,7 +39,7 @@ static const vl_param verl_params[] = {
 };
 
 typedef struct verl_batch {
-    double *w;            /* [dp-padded G] workload; placeholders 0 */
+    double *w; /* [dp-padded G] workload; placeholders 0 */
     int *part;
     uint32_t *rank_items; /* samples grouped by rank */
     size_t *rank_off;     /* [dp + 1] */
@@ -71,7 +71,7 @@ static vl_status deal_ranks(bl *c, verl_batch *v, const uint32_t *items, size_t 
         v->rank_off[v->part[i] + 1]++;
     for (size_t r = 0; r < c->dp; r++)
         v->rank_off[r + 1] += v->rank_off[r];
-    for (size_t i = 0; i < n; i++)   /* placeholders (i >= n) are dropped here */
+    for (size_t i = 0; i < n; i++) /* placeholders (i >= n) are dropped here */
         v->rank_items[v->rank_off[v->part[i]]++] = items[i];
     memmove(v->rank_off + 1, v->rank_off, c->dp * sizeof *v->rank_off);
     v->rank_off[0] = 0;
@@ -110,8 +110,8 @@ static vl_status split_rank(bl *c, verl_batch *v, const uint32_t *it, size_t k, 
 
 /* The split of rank r's samples into m micro-batches as bins[r], empty ones included;
  * *fits false (nothing kept) when one is over capacity. */
-static vl_status rank_bins(bl *c, verl_batch *v, size_t r, size_t m, double linear,
-                           vl_bins *b, bool *fits, vl_err *err)
+static vl_status rank_bins(bl *c, verl_batch *v, size_t r, size_t m, double linear, vl_bins *b,
+                           bool *fits, vl_err *err)
 {
     size_t k = v->rank_off[r + 1] - v->rank_off[r];
     vl_status st = split_rank(c, v, v->rank_items + v->rank_off[r], k, m, linear, fits, err);
@@ -152,8 +152,8 @@ static vl_status mb_split(bl *c, verl_batch *v, double linear, vl_bins *bins, si
             r++;
             continue;
         }
-        m++;     /* one sample per micro-batch always fits, so this ends */
-        while (r > 0)   /* a larger count: every rank again */
+        m++;          /* one sample per micro-batch always fits, so this ends */
+        while (r > 0) /* a larger count: every rank again */
             vl_bins_free(&bins[--r]);
     }
     *out = m;
@@ -178,17 +178,20 @@ vl_status vl__verl_deal(bl *c, const uint32_t *items, size_t n, double linear, v
 {
     size_t a = (n + c->dp - 1) / c->dp * c->dp;
     a = a ? a : 1;
-    verl_batch v = {
-        .w = malloc(a * sizeof *v.w), .part = malloc(a * sizeof *v.part),
-        .rank_items = malloc(a * sizeof *v.rank_items),
-        .rank_off = malloc((c->dp + 1) * sizeof *v.rank_off), .rw = malloc(a * sizeof *v.rw),
-        .mpart = malloc(a * sizeof *v.mpart), .mb_items = malloc(a * sizeof *v.mb_items),
-        .mb_off = malloc((a + 1) * sizeof *v.mb_off), .mb_tok = malloc(a * sizeof *v.mb_tok)};
+    verl_batch v = {.w = malloc(a * sizeof *v.w),
+                    .part = malloc(a * sizeof *v.part),
+                    .rank_items = malloc(a * sizeof *v.rank_items),
+                    .rank_off = malloc((c->dp + 1) * sizeof *v.rank_off),
+                    .rw = malloc(a * sizeof *v.rw),
+                    .mpart = malloc(a * sizeof *v.mpart),
+                    .mb_items = malloc(a * sizeof *v.mb_items),
+                    .mb_off = malloc((a + 1) * sizeof *v.mb_off),
+                    .mb_tok = malloc(a * sizeof *v.mb_tok)};
     vl_status st;
 
     *m = 0;
-    if (!v.w || !v.part || !v.rank_items || !v.rank_off || !v.rw || !v.mpart ||
-        !v.mb_items || !v.mb_off || !v.mb_tok)
+    if (!v.w || !v.part || !v.rank_items || !v.rank_off || !v.rw || !v.mpart || !v.mb_items ||
+        !v.mb_off || !v.mb_tok)
         st = vl_seterr(err, VL_ENOMEM, "out of memory for a batch of %zu", n);
     else if ((st = deal_ranks(c, &v, items, n, linear, err)) == VL_OK)
         st = mb_split(c, &v, linear, bins, m, err);
@@ -201,9 +204,9 @@ static vl_status verl_batch_fn(bl *c, const uint32_t *items, size_t n, vl_err *e
     const verl_opts *o = c->opts;
     vl_bins *bins = calloc(c->dp, sizeof *bins);
     size_t m = 0;
-    vl_status st = bins == NULL ? vl_seterr(err, VL_ENOMEM, "out of memory for %zu ranks",
-                                            c->dp)
-                                : vl__verl_deal(c, items, n, o->linear, bins, &m, err);
+    vl_status st = bins == NULL
+                       ? vl_seterr(err, VL_ENOMEM, "out of memory for %zu ranks", c->dp)
+                       : vl__verl_deal(c, items, n, o->linear, bins, &m, err);
 
     for (size_t r = 0; r < c->dp && st == VL_OK; r++) {
         const vl_bins *b = &bins[r];

@@ -41,22 +41,34 @@
 #include "chunkflow_impl.h"
 
 static const vl_param chunkflow_params[] = {
-    {.key = "chunk_size", .type = VL_P_AUTO_UINT,
-     .offset = offsetof(vl_cf_opts, chunk_size), .min = 1, .max = 2147483647.0,
+    {.key = "chunk_size",
+     .type = VL_P_AUTO_UINT,
+     .offset = offsetof(vl_cf_opts, chunk_size),
+     .min = 1,
+     .max = 2147483647.0,
      .def = "auto",
-     .help = "tokens per chunk (micro-batch capacity); auto: grid search 2K..32K, as the paper"},
-    {.key = "k", .type = VL_P_AUTO_UINT, .offset = offsetof(vl_cf_opts, k),
-     .min = 1, .max = 65536, .def = "auto",
+     .help =
+         "tokens per chunk (micro-batch capacity); auto: grid search 2K..32K, as the paper"},
+    {.key = "k",
+     .type = VL_P_AUTO_UINT,
+     .offset = offsetof(vl_cf_opts, k),
+     .min = 1,
+     .max = 65536,
+     .def = "auto",
      .help = "chunks of a long sample keeping activations; auto: grid 1,2,3,4,6,8,12,16"},
-    {.key = "search_iters", .type = VL_P_UINT, .offset = offsetof(vl_cf_opts, search_iters),
-     .min = 1, .max = 100000, .def = "8",
+    {.key = "search_iters",
+     .type = VL_P_UINT,
+     .offset = offsetof(vl_cf_opts, search_iters),
+     .min = 1,
+     .max = 100000,
+     .def = "8",
      .help = "batches the grid search simulates per candidate (the worst two always)"},
     {.key = NULL},
 };
 
 static uint32_t chunkflow_max_len(const void *opts, const vl_config *cfg)
 {
-    (void)opts;   /* chunks split any sample: the context length is the only limit */
+    (void)opts; /* chunks split any sample: the context length is the only limit */
     return cfg->training.max_seq_len;
 }
 
@@ -73,8 +85,7 @@ static vl_status chunkflow_validate(const void *opts, const vl_config *cfg, vl_e
 {
     (void)opts;
     if (cfg->training.dp < 1)
-        return vl_seterr(err, VL_ECONFIG,
-                         "chunkflow: training.dp must be at least 1, got %d",
+        return vl_seterr(err, VL_ECONFIG, "chunkflow: training.dp must be at least 1, got %d",
                          cfg->training.dp);
     if (cfg->training.max_seq_len < 1)
         return vl_seterr(err, VL_ECONFIG,
@@ -89,10 +100,11 @@ static vl_cf_setting base_setting(const vl_cf_opts *o, const vl_config *cfg)
     const vl_training_cfg *t = &cfg->training;
     int pp = t->pp > 1 ? t->pp : 1, layers = cfg->model.layers;
     int stage = (layers + pp - 1) / pp;
-    vl_cf_setting s = {.chunk = o->chunk_size, .k = o->k, .dp = t->dp,
-                       .stage_layers = stage};
+    vl_cf_setting s = {.chunk = o->chunk_size, .k = o->k, .dp = t->dp, .stage_layers = stage};
 
-    s.par = (vl_par){.tp = t->tp, .pp = pp, .sp = t->sp,
+    s.par = (vl_par){.tp = t->tp,
+                     .pp = pp,
+                     .sp = t->sp,
                      .ckpt_layers = t->recompute == VL_RECOMPUTE_FULL ? stage : 0};
     return s;
 }
@@ -106,7 +118,8 @@ static void log_summary(const vl_job *job, const vl_cf_setting *s, const vl_cf_w
                "took %llu extra cuts and %llu empty micro-batches; %llu batches needed a "
                "smaller setting to fit memory\n",
                s->chunk, s->k, iters, (unsigned long long)w->stat_chunks,
-               (unsigned long long)w->stat_dependent, (unsigned long long)w->stat_samples_split,
+               (unsigned long long)w->stat_dependent,
+               (unsigned long long)w->stat_samples_split,
                (unsigned long long)w->stat_recompute, (unsigned long long)w->stat_cuts,
                (unsigned long long)w->stat_empty, (unsigned long long)fit->fallbacks);
 }
@@ -152,7 +165,8 @@ static vl_cover chunkflow_cover(const void *state)
 
     return (vl_cover){.ranks = (size_t)r->s.dp,
                       .piece = r->s.chunk ? r->s.chunk : VL_CF_GRID_CHUNK_MIN,
-                      .share = VL_CF_RANKS_PER_PIECE, .who = "chunkflow: "};
+                      .share = VL_CF_RANKS_PER_PIECE,
+                      .who = "chunkflow: "};
 }
 
 /* "auto" settles on the first epoch's batches, recorded before its first iteration (the

@@ -55,8 +55,8 @@ static vl_status reserve_batch(vl_cf_work *w, const uint32_t *samples, size_t n,
 
 static void add_chunk(vl_cf_work *w, uint64_t tokens)
 {
-    w->chunks[w->nchunks++] = (vl_cf_chunk){.seg0 = (uint32_t)w->nsegs, .nseg = 0,
-                                            .tokens = tokens};
+    w->chunks[w->nchunks++] =
+        (vl_cf_chunk){.seg0 = (uint32_t)w->nsegs, .nseg = 0, .tokens = tokens};
 }
 
 static void add_seg(vl_cf_work *w, uint32_t sample, uint32_t off, uint32_t len)
@@ -72,8 +72,12 @@ static void split_long(vl_cf_work *w, uint32_t sample, uint32_t len, uint32_t ch
 {
     vl_cf_group *g = &w->groups[w->ngroups++];
 
-    *g = (vl_cf_group){.chunk0 = (uint32_t)w->nchunks, .nchunk = 0, .key = sample,
-                       .dependent = true, .rank = 0, .cost = 0.0};
+    *g = (vl_cf_group){.chunk0 = (uint32_t)w->nchunks,
+                       .nchunk = 0,
+                       .key = sample,
+                       .dependent = true,
+                       .rank = 0,
+                       .cost = 0.0};
     for (uint32_t off = 0; off < len; off += chunk) {
         uint32_t l = len - off < chunk ? len - off : chunk;
         add_chunk(w, l);
@@ -165,9 +169,8 @@ static vl_status ffd(vl_cf_work *w, size_t n, uint32_t chunk, size_t *nffd, vl_e
  * counts (LPT fits more easily with more bins), and FFD's own bins are taken when LPT
  * needs more.  *nb receives the count, part[] the bins.  O(n log n) for the sort and
  * FFD, plus O(n log b) per trial, O(log n) trials. */
-static vl_status partition_shorts(vl_cf_work *w, size_t n, const uint32_t *len,
-                                  uint32_t chunk, size_t least, size_t step, size_t *nb,
-                                  vl_err *err)
+static vl_status partition_shorts(vl_cf_work *w, size_t n, const uint32_t *len, uint32_t chunk,
+                                  size_t least, size_t step, size_t *nb, vl_err *err)
 {
     uint64_t sum = 0;
     size_t nffd = 0, lo, hi, found = 0;
@@ -181,7 +184,7 @@ static vl_status partition_shorts(vl_cf_work *w, size_t n, const uint32_t *len,
     lo = (size_t)((sum + chunk - 1) / chunk);
     lo = lo > least ? lo : least;
     lo = (lo + step - 1) / step * step;
-    lo = lo < n ? lo : n;        /* never more bins than samples */
+    lo = lo < n ? lo : n; /* never more bins than samples */
     lo = lo > 0 ? lo : 1;
     sort_desc(w, n);
     if (lpt_fits(w, n, lo, chunk)) {
@@ -204,20 +207,20 @@ static vl_status partition_shorts(vl_cf_work *w, size_t n, const uint32_t *len,
     }
     if (found == 0 && nffd < lo)
         found = n;
-    if (found == 0 || (nffd >= lo && found >= nffd))   /* FFD's bins are no more */
+    if (found == 0 || (nffd >= lo && found >= nffd)) /* FFD's bins are no more */
         return ffd(w, n, chunk, nb, err);
     hi = found;
     *nb = hi;
-    return lpt_fits(w, n, hi, chunk) ? VL_OK
-                                     : vl_seterr(err, VL_EINTERNAL,
-                                                 "chunkflow: LPT into %zu bins changed", hi);
+    return lpt_fits(w, n, hi, chunk)
+               ? VL_OK
+               : vl_seterr(err, VL_EINTERNAL, "chunkflow: LPT into %zu bins changed", hi);
 }
 
 /* One standalone chunk per non-empty bin, its samples in index order (shorts[] is
  * sorted, and a counting pass keeps that order within each bin). */
 static void emit_bins(vl_cf_work *w, size_t n, const uint32_t *len, size_t nb)
 {
-    uint32_t *pos = w->order;   /* free until vl__cf_assign */
+    uint32_t *pos = w->order; /* free until vl__cf_assign */
 
     memset(w->load, 0, (nb + 1) * sizeof *w->load);
     for (size_t i = 0; i < n; i++)
@@ -228,23 +231,25 @@ static void emit_bins(vl_cf_work *w, size_t n, const uint32_t *len, size_t nb)
         pos[w->load[w->part[i]]++] = (uint32_t)i;
     for (size_t i = 0, b = 0; i < n; b++) {
         vl_cf_group *g = &w->groups[w->ngroups++];
-        *g = (vl_cf_group){.chunk0 = (uint32_t)w->nchunks, .nchunk = 1,
-                           .key = w->shorts[pos[i]], .dependent = false};
+        *g = (vl_cf_group){.chunk0 = (uint32_t)w->nchunks,
+                           .nchunk = 1,
+                           .key = w->shorts[pos[i]],
+                           .dependent = false};
         add_chunk(w, 0);
         for (; i < n && (size_t)w->part[pos[i]] == b; i++) {
             uint32_t s = w->shorts[pos[i]];
             add_seg(w, s, 0, len[s]);
             w->chunks[w->nchunks - 1].tokens += len[s];
         }
-        if (w->chunks[w->nchunks - 1].nseg == 0) {   /* an empty bin: drop it */
+        if (w->chunks[w->nchunks - 1].nseg == 0) { /* an empty bin: drop it */
             w->nchunks--;
             w->ngroups--;
         }
     }
 }
 
-vl_status vl__cf_build(vl_cf_work *w, const uint32_t *samples, size_t n,
-                       const uint32_t *len, uint32_t chunk, int ranks, vl_err *err)
+vl_status vl__cf_build(vl_cf_work *w, const uint32_t *samples, size_t n, const uint32_t *len,
+                       uint32_t chunk, int ranks, vl_err *err)
 {
     size_t nshort = 0, nb = 0;
     vl_status st;
@@ -264,7 +269,7 @@ vl_status vl__cf_build(vl_cf_work *w, const uint32_t *samples, size_t n,
     }
     if (nshort == 0)
         return VL_OK;
-    vl_sort_u32_radix(w->shorts, w->slen, nshort);   /* slen is free until partition_shorts */
+    vl_sort_u32_radix(w->shorts, w->slen, nshort); /* slen is free until partition_shorts */
     /* Keep every rank busy: at least one group per rank, and with no split sample as
      * many standalone chunks on every rank (a multiple of the ranks). */
     size_t ndep = w->ngroups, step = ndep == 0 && ranks > 1 ? (size_t)ranks : 1;
@@ -287,8 +292,8 @@ static double group_cost(const vl_cf_work *w, const vl_cf_group *g, const vl_cf_
 
     for (uint32_t j = 0; j < g->nchunk; j++) {
         const vl_cf_chunk *ch = &w->chunks[g->chunk0 + j];
-        vl_mb_time mt = vl_cost_mb_time(c, w->segs + ch->seg0, ch->nseg, &s->par,
-                                        s->stage_layers, 0);
+        vl_mb_time mt =
+            vl_cost_mb_time(c, w->segs + ch->seg0, ch->nseg, &s->par, s->stage_layers, 0);
         t += mt.fwd + mt.bwd;
         if (g->dependent && j + s->k < g->nchunk)
             t += mt.fwd;
@@ -333,8 +338,7 @@ static vl_status order_groups(vl_cf_work *w, vl_err *err)
     return VL_OK;
 }
 
-vl_status vl__cf_assign(vl_cf_work *w, const vl_cf_setting *s, const vl_cost *c,
-                        vl_err *err)
+vl_status vl__cf_assign(vl_cf_work *w, const vl_cf_setting *s, const vl_cost *c, vl_err *err)
 {
     vl_status st;
 

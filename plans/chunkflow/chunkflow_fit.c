@@ -12,7 +12,7 @@
 #include "chunkflow_impl.h"
 
 #define GIB 1073741824.0
-#define MIN_CHUNK 1024u       /* the smallest chunk a fallback tries, tokens */
+#define MIN_CHUNK 1024u /* the smallest chunk a fallback tries, tokens */
 
 /* The K grid (paper §5 and Table 4: 1..16, with the paper's 6). */
 const uint32_t vl__cf_grid_k[] = {1, 2, 3, 4, 6, 8, 12, 16};
@@ -45,8 +45,8 @@ vl_status vl__cf_try(vl_cf_fit *f, vl_cf_work *w, const vl_cf_setting *s,
     vl_status st;
 
     vl_plan_clear_iters(&f->scratch, 0);
-    st = vl__cf_plan_batch(w, s, f->job->cost, samples, n, f->job->sel->len, 0,
-                           &f->scratch, err);
+    st = vl__cf_plan_batch(w, s, f->job->cost, samples, n, f->job->sel->len, 0, &f->scratch,
+                           err);
     /* only the counters: the buffers may have grown */
     w->stat_chunks = saved.stat_chunks;
     w->stat_dependent = saved.stat_dependent;
@@ -67,8 +67,8 @@ static size_t ladder(const vl_cf_setting *s, const vl_config *cfg, vl_cf_setting
                      size_t cap)
 {
     size_t n = 0;
-    bool ck = cfg->training.recompute == VL_RECOMPUTE_AUTO &&
-              s->par.ckpt_layers < s->stage_layers;
+    bool ck =
+        cfg->training.recompute == VL_RECOMPUTE_AUTO && s->par.ckpt_layers < s->stage_layers;
 
     for (int pass = 0; pass < (ck ? 2 : 1); pass++) {
         vl_cf_setting t = *s;
@@ -127,8 +127,10 @@ static vl_status none_fits(vl_cf_fit *f, vl_cf_work *w, const vl_cf_setting *s,
     char hint[160] = "";
 
     if (sp > 0)
-        snprintf(hint, sizeof hint, "; training.sp=%d would fit (chunk_size=%u k=%u, %d "
-                 "checkpointed layers)", sp, low->chunk, low->k, low->par.ckpt_layers);
+        snprintf(hint, sizeof hint,
+                 "; training.sp=%d would fit (chunk_size=%u k=%u, %d "
+                 "checkpointed layers)",
+                 sp, low->chunk, low->k, low->par.ckpt_layers);
     else if (cfg->training.recompute != VL_RECOMPUTE_AUTO &&
              cfg->training.recompute != VL_RECOMPUTE_FULL)
         snprintf(hint, sizeof hint, "; training.recompute=auto may fit (checkpointing)");
@@ -141,10 +143,10 @@ static vl_status none_fits(vl_cf_fit *f, vl_cf_work *w, const vl_cf_setting *s,
                      batch, n, longest(samples, n, f->job->sel->len), s->chunk, s->k,
                      MIN_CHUNK,
                      cfg->training.recompute == VL_RECOMPUTE_AUTO ? " or every layer "
-                                                                    "checkpointed" : "",
-                     low->chunk, low->k, low->par.ckpt_layers, lr->peak_mem_gib,
-                     lr->peak_rank, lr->peak_stage, vl_cost_mem_capacity(f->job->cost) / GIB,
-                     hint);
+                                                                    "checkpointed"
+                                                                  : "",
+                     low->chunk, low->k, low->par.ckpt_layers, lr->peak_mem_gib, lr->peak_rank,
+                     lr->peak_stage, vl_cost_mem_capacity(f->job->cost) / GIB, hint);
 }
 
 vl_status vl__cf_plan_fit(vl_cf_fit *f, vl_cf_work *w, const vl_cf_setting *s,
@@ -171,9 +173,10 @@ vl_status vl__cf_plan_fit(vl_cf_fit *f, vl_cf_work *w, const vl_cf_setting *s,
         }
         if (!r.oom) {
             f->fallbacks++;
-            vl_job_log(f->job, "chunkflow: batch %zu of epoch %u peaks at %.2f GiB with "
-                               "chunk_size=%u k=%u, over %.2f GiB usable: planned with "
-                               "chunk_size=%u k=%u, %d checkpointed layers (%.2f GiB)\n",
+            vl_job_log(f->job,
+                       "chunkflow: batch %zu of epoch %u peaks at %.2f GiB with "
+                       "chunk_size=%u k=%u, over %.2f GiB usable: planned with "
+                       "chunk_size=%u k=%u, %d checkpointed layers (%.2f GiB)\n",
                        batch, epoch, first, s->chunk, s->k,
                        vl_cost_mem_capacity(f->job->cost) / GIB, lad[i].chunk, lad[i].k,
                        lad[i].par.ckpt_layers, r.peak_mem_gib);

@@ -40,43 +40,55 @@ typedef struct vl_cf_chunk {
  * nchunk dependent chunks of one long sample, consecutive in the chunk array. */
 typedef struct vl_cf_group {
     uint32_t chunk0, nchunk;
-    uint32_t key;          /* smallest sample index in it: the final tie-break */
+    uint32_t key; /* smallest sample index in it: the final tie-break */
     bool dependent;
-    int rank;              /* data-parallel rank it was assigned to */
-    double cost;           /* seconds on one pipeline stage, F + R + B */
+    int rank;    /* data-parallel rank it was assigned to */
+    double cost; /* seconds on one pipeline stage, F + R + B */
 } vl_cf_group;
 
 /* Reusable buffers for one global batch at a time (grown, never shrunk). */
 typedef struct vl_cf_work {
-    vl_seg *segs; size_t nsegs, segs_cap;
-    vl_cf_chunk *chunks; size_t nchunks, chunks_cap;
-    vl_cf_group *groups; size_t ngroups, groups_cap;
-    uint32_t *shorts; size_t shorts_cap;   /* samples packed into standalone chunks */
-    uint32_t *slen; size_t slen_cap;       /* their lengths, then 0..n-1 (FFD's items) */
-    double *w; size_t w_cap;               /* partition weights */
-    int *part; size_t part_cap;            /* partition result */
-    uint32_t *order; size_t order_cap;     /* group indices in emission order */
-    uint64_t *load; size_t load_cap;       /* per-bin tokens */
-    vl_op *ops; size_t ops_cap;            /* one group's schedule */
-    uint32_t *pieces; size_t pieces_cap;   /* per chunk: micro-batches it is cut into */
-    uint64_t *keys; size_t keys_cap;       /* short samples by length, descending */
-    uint32_t *heap; size_t heap_cap;       /* LPT's bins, lightest on top */
+    vl_seg *segs;
+    size_t nsegs, segs_cap;
+    vl_cf_chunk *chunks;
+    size_t nchunks, chunks_cap;
+    vl_cf_group *groups;
+    size_t ngroups, groups_cap;
+    uint32_t *shorts;
+    size_t shorts_cap; /* samples packed into standalone chunks */
+    uint32_t *slen;
+    size_t slen_cap; /* their lengths, then 0..n-1 (FFD's items) */
+    double *w;
+    size_t w_cap; /* partition weights */
+    int *part;
+    size_t part_cap; /* partition result */
+    uint32_t *order;
+    size_t order_cap; /* group indices in emission order */
+    uint64_t *load;
+    size_t load_cap; /* per-bin tokens */
+    vl_op *ops;
+    size_t ops_cap; /* one group's schedule */
+    uint32_t *pieces;
+    size_t pieces_cap; /* per chunk: micro-batches it is cut into */
+    uint64_t *keys;
+    size_t keys_cap; /* short samples by length, descending */
+    uint32_t *heap;
+    size_t heap_cap; /* LPT's bins, lightest on top */
     /* statistics over everything planned with this work */
     uint64_t stat_chunks, stat_dependent, stat_samples_split, stat_recompute;
-    uint64_t stat_cuts, stat_empty;        /* equal counts: extra cuts, empty fillers */
+    uint64_t stat_cuts, stat_empty; /* equal counts: extra cuts, empty fillers */
 } vl_cf_work;
 
 /* One resolved setting: what a global batch is planned with. */
 typedef struct vl_cf_setting {
-    uint32_t chunk;        /* ChunkSize, tokens */
-    uint32_t k;            /* K */
-    int dp;                /* data-parallel ranks */
-    vl_par par;            /* every rank's parallel layout */
-    int stage_layers;      /* layers of the stage the DP balance is costed on */
+    uint32_t chunk;   /* ChunkSize, tokens */
+    uint32_t k;       /* K */
+    int dp;           /* data-parallel ranks */
+    vl_par par;       /* every rank's parallel layout */
+    int stage_layers; /* layers of the stage the DP balance is costed on */
 } vl_cf_setting;
 
 void vl__cf_work_free(vl_cf_work *w);
-
 
 /* chunkflow_chunks.c */
 /** Algorithm 1 on samples[0..n-1] (manifest indices, effective lengths len[]): samples
@@ -87,15 +99,14 @@ void vl__cf_work_free(vl_cf_work *w);
  *  data-parallel rank goes without work while there are samples to give it.  Fills
  *  w->segs, chunks and groups (dependent groups first, in sample order, then standalone
  *  chunks).  VL_ENOMEM. */
-vl_status vl__cf_build(vl_cf_work *w, const uint32_t *samples, size_t n,
-                       const uint32_t *len, uint32_t chunk, int ranks, vl_err *err);
+vl_status vl__cf_build(vl_cf_work *w, const uint32_t *samples, size_t n, const uint32_t *len,
+                       uint32_t chunk, int ranks, vl_err *err);
 
 /** Cost every group with the cost model and assign groups to ranks (Karmarkar-Karp on
  *  cost; a sample's chunks never leave their rank).  Fills group cost and rank and
  *  w->order (groups by rank; within a rank standalone chunks, then dependent groups,
  *  each by smallest sample index).  VL_ENOMEM. */
-vl_status vl__cf_assign(vl_cf_work *w, const vl_cf_setting *s, const vl_cost *c,
-                        vl_err *err);
+vl_status vl__cf_assign(vl_cf_work *w, const vl_cf_setting *s, const vl_cost *c, vl_err *err);
 
 /* chunkflow_sched.c */
 /** Algorithm 2 for one group of n chunks at micro-batch indices m0 .. m0+n-1 whose last
@@ -127,7 +138,7 @@ typedef struct vl_cf_fit {
     uint64_t fallbacks;
 } vl_cf_fit;
 
-extern const uint32_t vl__cf_grid_k[];   /* 1, 2, 3, 4, 6, 8, 12, 16 */
+extern const uint32_t vl__cf_grid_k[]; /* 1, 2, 3, 4, 6, 8, 12, 16 */
 extern const size_t vl__cf_ngrid_k;
 
 /** A scratch plan over m and simulator buffers.  VL_ENOMEM. */
@@ -138,8 +149,7 @@ void vl__cf_fit_free(vl_cf_fit *f);
  *  work's counters are left as they were).  Statuses of vl__cf_plan_batch and
  *  vl_sim_iter. */
 vl_status vl__cf_try(vl_cf_fit *f, vl_cf_work *w, const vl_cf_setting *s,
-                     const uint32_t *samples, size_t n, vl_sim_iter_result *r,
-                     vl_err *err);
+                     const uint32_t *samples, size_t n, vl_sim_iter_result *r, vl_err *err);
 
 /** Plan global batch `batch` of epoch `epoch` into out with s when its simulated peak
  *  memory fits the device, else with the first setting of the fallback ladder that
@@ -170,6 +180,5 @@ int vl__cf_wider_sp(vl_cf_fit *f, vl_cf_work *w, const vl_cf_setting *t,
 vl_status vl__cf_search(const vl_cf_opts *o, const vl_job *job, const vl_cf_setting *base,
                         const uint32_t *order, const vl_batches *b, vl_cf_fit *fit,
                         vl_cf_setting *best, vl_err *err);
-
 
 #endif

@@ -58,8 +58,8 @@ static uint32_t largest_piece(const vl_cf_work *w, size_t a, size_t b)
         const vl_cf_group *g = &w->groups[w->order[i]];
         for (uint32_t c = g->chunk0; c < g->chunk0 + g->nchunk; c++) {
             uint64_t t = w->chunks[c].tokens, p = w->pieces[c];
-            if (t > p && (best == UINT32_MAX ||
-                          t * w->pieces[best] > w->chunks[best].tokens * p))
+            if (t > p &&
+                (best == UINT32_MAX || t * w->pieces[best] > w->chunks[best].tokens * p))
                 best = c;
         }
     }
@@ -88,8 +88,8 @@ static uint32_t cut_rank(vl_cf_work *w, size_t a, size_t b, uint32_t deficit)
 /* ---- emission ------------------------------------------------------------------- */
 
 /* Piece q of p of chunk c: tokens [q·T/p, (q+1)·T/p) of its concatenated segments. */
-static vl_status emit_piece(vl_cf_work *w, uint32_t c, uint32_t q, uint32_t cap,
-                            vl_plan *out, vl_err *err)
+static vl_status emit_piece(vl_cf_work *w, uint32_t c, uint32_t q, uint32_t cap, vl_plan *out,
+                            vl_err *err)
 {
     const vl_cf_chunk *ch = &w->chunks[c];
     uint64_t p = w->pieces[c], lo = q * ch->tokens / p, hi = (q + 1) * ch->tokens / p;
@@ -100,15 +100,15 @@ static vl_status emit_piece(vl_cf_work *w, uint32_t c, uint32_t q, uint32_t cap,
         const vl_seg *sg = &w->segs[e];
         uint64_t a = pos > lo ? pos : lo, b = pos + sg->len < hi ? pos + sg->len : hi;
         if (a < b)
-            st = vl_plan_seg(out, sg->sample, sg->off + (uint32_t)(a - pos),
-                             (uint32_t)(b - a), err);
+            st = vl_plan_seg(out, sg->sample, sg->off + (uint32_t)(a - pos), (uint32_t)(b - a),
+                             err);
         pos += sg->len;
     }
     return st;
 }
 
-static vl_status emit_group(vl_cf_work *w, const vl_cf_group *g, uint32_t cap,
-                            vl_plan *out, vl_err *err)
+static vl_status emit_group(vl_cf_work *w, const vl_cf_group *g, uint32_t cap, vl_plan *out,
+                            vl_err *err)
 {
     vl_status st;
 
@@ -154,8 +154,7 @@ static vl_status emit_ops(vl_cf_work *w, size_t a, size_t b, uint32_t k, uint32_
 
     for (size_t i = a; i < b; i++, m0 += n) {
         n = group_pieces(w, &w->groups[w->order[i]], k, &keep);
-        if ((st = vl_grow(&w->ops, &w->ops_cap, 3 * (size_t)n, sizeof *w->ops,
-                                 err)) != VL_OK)
+        if ((st = vl_grow(&w->ops, &w->ops_cap, 3 * (size_t)n, sizeof *w->ops, err)) != VL_OK)
             return st;
         size_t nop = vl__cf_group_ops(w->ops, m0, n, keep);
         for (size_t j = 0; j < nop; j++)
@@ -169,8 +168,8 @@ static vl_status emit_ops(vl_cf_work *w, size_t a, size_t b, uint32_t k, uint32_
     return VL_OK;
 }
 
-static vl_status emit_rank(vl_cf_work *w, const vl_cf_setting *s, int r, size_t a,
-                           size_t b, uint32_t target, vl_plan *out, vl_err *err)
+static vl_status emit_rank(vl_cf_work *w, const vl_cf_setting *s, int r, size_t a, size_t b,
+                           uint32_t target, vl_plan *out, vl_err *err)
 {
     uint32_t empty = cut_rank(w, a, b, target - rank_chunks(w, a, b));
     vl_status st = vl_plan_rank_begin(out, r, &s->par, err);
@@ -205,8 +204,8 @@ vl_status vl__cf_emit(vl_cf_work *w, const vl_cf_setting *s, uint32_t epoch, vl_
     size_t a = 0;
     vl_status st;
 
-    if ((st = vl_grow(&w->pieces, &w->pieces_cap, w->nchunks, sizeof *w->pieces,
-                             err)) != VL_OK ||
+    if ((st = vl_grow(&w->pieces, &w->pieces_cap, w->nchunks, sizeof *w->pieces, err)) !=
+            VL_OK ||
         (st = vl_plan_iter_begin(out, epoch, err)) != VL_OK)
         return st;
     for (int r = 0; r < s->dp; r++) {

@@ -11,20 +11,21 @@
 #define GIB 1073741824.0
 
 /* The paper's chunk sizes (§5, Tables 4 and 6): 2K..32K tokens. */
-static const uint32_t grid_chunk[] = {VL_CF_GRID_CHUNK_MIN, 4096, 8192, 16384, VL_CF_GRID_CHUNK_MAX};
+static const uint32_t grid_chunk[] = {VL_CF_GRID_CHUNK_MIN, 4096, 8192, 16384,
+                                      VL_CF_GRID_CHUNK_MAX};
 #define NCHUNK (sizeof grid_chunk / sizeof grid_chunk[0])
 
 typedef struct cand_result {
-    double iter_ms;       /* mean simulated iteration time over the judged batches */
-    double peak_gib;      /* worst peak memory over them */
+    double iter_ms;  /* mean simulated iteration time over the judged batches */
+    double peak_gib; /* worst peak memory over them */
     bool oom;
 } cand_result;
 
 /* The batches a candidate is judged on, ascending, without repeats. */
 typedef struct judged {
     size_t *idx, n;
-    size_t worst_len;     /* the batch holding the longest sample */
-    uint32_t longest;     /* its length */
+    size_t worst_len; /* the batch holding the longest sample */
+    uint32_t longest; /* its length */
 } judged;
 
 static int cmp_size(const void *a, const void *b)
@@ -98,8 +99,7 @@ static vl_status evaluate(const vl_cf_setting *s, const uint32_t *order, const v
 static void log_row(const vl_job *job, const vl_cf_setting *s, const cand_result *r)
 {
     vl_job_log(job, "chunkflow:   %10u %4u %4d %12.1f %9.2f  %s\n", s->chunk, s->k,
-               s->par.ckpt_layers, r->iter_ms, r->peak_gib,
-               r->oom ? "out of memory" : "ok");
+               s->par.ckpt_layers, r->iter_ms, r->peak_gib, r->oom ? "out of memory" : "ok");
 }
 
 /* The grid's state: the best candidate that fits and the least demanding one. */
@@ -112,8 +112,8 @@ typedef struct grid {
 /* One candidate: evaluated, logged, kept when it is the fastest that fits (strict
  * improvement: ties go to the earlier, i.e. smaller chunk, then smaller K). */
 static vl_status candidate(const vl_cf_setting *s, const vl_job *job, const uint32_t *order,
-                           const vl_batches *b, const judged *j, vl_cf_fit *fit,
-                           vl_cf_work *w, grid *g, vl_err *err)
+                           const vl_batches *b, const judged *j, vl_cf_fit *fit, vl_cf_work *w,
+                           grid *g, vl_err *err)
 {
     cand_result r;
     vl_status st = evaluate(s, order, b, j, fit, w, &r, err);
@@ -139,12 +139,11 @@ static vl_status candidate(const vl_cf_setting *s, const vl_job *job, const uint
  * n_max's first grid value at or above it: the larger ones are skipped. */
 static vl_status run_grid(const vl_cf_opts *o, const vl_job *job, const vl_cf_setting *base,
                           int ckpt, const uint32_t *order, const vl_batches *b,
-                          const judged *j, vl_cf_fit *fit, vl_cf_work *w, grid *g,
-                          vl_err *err)
+                          const judged *j, vl_cf_fit *fit, vl_cf_work *w, grid *g, vl_err *err)
 {
     for (size_t i = 0; i < NCHUNK; i++) {
         if (o->chunk_size && i > 0)
-            break;   /* a fixed parameter is a grid of one */
+            break; /* a fixed parameter is a grid of one */
         vl_cf_setting s = *base;
         s.chunk = o->chunk_size ? o->chunk_size : grid_chunk[i];
         s.par.ckpt_layers = ckpt;
@@ -154,7 +153,7 @@ static vl_status run_grid(const vl_cf_opts *o, const vl_job *job, const vl_cf_se
                 break;
             s.k = o->k ? o->k : vl__cf_grid_k[k];
             if (!o->k && k > 0 && vl__cf_grid_k[k - 1] >= nmax)
-                break;   /* same plans as the previous K */
+                break; /* same plans as the previous K */
             vl_status st = candidate(&s, job, order, b, j, fit, w, g, err);
             if (st != VL_OK)
                 return st;
@@ -164,8 +163,8 @@ static vl_status run_grid(const vl_cf_opts *o, const vl_job *job, const vl_cf_se
 }
 
 static vl_status none_fits(const grid *g, const vl_job *job, const uint32_t *order,
-                           const vl_batches *b, const judged *j, vl_cf_fit *fit,
-                           vl_cf_work *w, vl_err *err)
+                           const vl_batches *b, const judged *j, vl_cf_fit *fit, vl_cf_work *w,
+                           vl_err *err)
 {
     size_t bi = j->worst_len;
     int sp = vl__cf_wider_sp(fit, w, &g->low, order + b->start[bi],
@@ -187,7 +186,7 @@ vl_status vl__cf_search(const vl_cf_opts *o, const vl_job *job, const vl_cf_sett
                         const uint32_t *order, const vl_batches *b, vl_cf_fit *fit,
                         vl_cf_setting *best, vl_err *err)
 {
-    vl_cf_setting b0 = *base;   /* best may alias base */
+    vl_cf_setting b0 = *base; /* best may alias base */
     vl_cf_work w = {0};
     grid g = {.found = false};
     judged j;
@@ -198,15 +197,17 @@ vl_status vl__cf_search(const vl_cf_opts *o, const vl_job *job, const vl_cf_sett
         return VL_OK;
     if ((st = pick_batches(&j, b, order, job->sel->len, o->search_iters, err)) != VL_OK)
         return st;
-    vl_job_log(job, "chunkflow: grid search over %zu of %zu batches (batch %zu holds the "
-                    "longest sample, %u tokens)\n"
-                    "chunkflow:   chunk_size    k ckpt      iter_ms  peak_gib  status\n",
+    vl_job_log(job,
+               "chunkflow: grid search over %zu of %zu batches (batch %zu holds the "
+               "longest sample, %u tokens)\n"
+               "chunkflow:   chunk_size    k ckpt      iter_ms  peak_gib  status\n",
                j.n, b->n, j.worst_len, j.longest);
     st = run_grid(o, job, &b0, b0.par.ckpt_layers, order, b, &j, fit, &w, &g, err);
     if (st == VL_OK && !g.found && job->cfg->training.recompute == VL_RECOMPUTE_AUTO &&
         b0.par.ckpt_layers < b0.stage_layers) {
-        vl_job_log(job, "chunkflow: nothing fits with %d checkpointed layers; "
-                        "training.recompute=auto: every layer checkpointed\n",
+        vl_job_log(job,
+                   "chunkflow: nothing fits with %d checkpointed layers; "
+                   "training.recompute=auto: every layer checkpointed\n",
                    b0.par.ckpt_layers);
         st = run_grid(o, job, &b0, b0.stage_layers, order, b, &j, fit, &w, &g, err);
     }

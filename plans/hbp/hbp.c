@@ -54,8 +54,8 @@ static const vl_param hbp_params[] = {
      "SP degrees to try; those not dividing the GPUs or the KV heads are skipped"},
     {"packer", VL_P_ENUM, offsetof(hbp_opts, packer), 0, 0, vl__hbp_packers, "isf",
      "packer of each group (ISF iterations and slack from pack.*)"},
-    {"curriculum_iters", VL_P_UINT, offsetof(hbp_opts, curriculum_iters), 0, 100000000,
-     NULL, "500", "first iterations from the shorter groups only; 0 = off"},
+    {"curriculum_iters", VL_P_UINT, offsetof(hbp_opts, curriculum_iters), 0, 100000000, NULL,
+     "500", "first iterations from the shorter groups only; 0 = off"},
     {"balance", VL_P_BOOL, offsetof(hbp_opts, balance), 0, 0, NULL, "true",
      "Attention Balance Sort of the packs (off: packer order)"},
     {"greedy_fill", VL_P_BOOL, offsetof(hbp_opts, greedy_fill), 0, 0, NULL, "true",
@@ -76,22 +76,22 @@ static vl_status check_group(const hbp_spec *g, const hbp_spec *prev, const vl_c
     int pp = cfg->training.pp, layers0 = (cfg->model.layers + pp - 1) / pp;
 
     if (prev != NULL && g->len <= prev->len)
-        return vl_seterr(err, VL_ECONFIG,
-                         "hbp.groups: lengths must ascend, got %u after %u", g->len,
-                         prev->len);
+        return vl_seterr(err, VL_ECONFIG, "hbp.groups: lengths must ascend, got %u after %u",
+                         g->len, prev->len);
     if (g->len > cfg->training.max_seq_len)
-        return vl_seterr(err, VL_ECONFIG,
-                         "hbp.groups: %u exceeds training.max_seq_len %u", g->len,
-                         cfg->training.max_seq_len);
+        return vl_seterr(err, VL_ECONFIG, "hbp.groups: %u exceeds training.max_seq_len %u",
+                         g->len, cfg->training.max_seq_len);
     if (g->sp != HBP_AUTO && !vl__hbp_sp_ok(cfg, g->sp))
         return vl_seterr(err, VL_ECONFIG,
                          "hbp.groups: sp %d of group %u is not usable with %d GPUs, tp %d, "
-                         "pp %d and %d KV heads", g->sp, g->len, cfg->cluster.gpus,
-                         cfg->training.tp, pp, cfg->model.kv_heads);
+                         "pp %d and %d KV heads",
+                         g->sp, g->len, cfg->cluster.gpus, cfg->training.tp, pp,
+                         cfg->model.kv_heads);
     if (g->ckpt != HBP_AUTO && g->ckpt > layers0)
         return vl_seterr(err, VL_ECONFIG,
                          "hbp.groups: ckpt_layers %d of group %u exceeds the %d layers of "
-                         "a pipeline stage", g->ckpt, g->len, layers0);
+                         "a pipeline stage",
+                         g->ckpt, g->len, layers0);
     return VL_OK;
 }
 
@@ -111,8 +111,7 @@ static vl_status check_lists(const hbp_opts *o, const vl_config *cfg, vl_err *er
     if (!usable)
         return vl_seterr(err, VL_ECONFIG,
                          "hbp.sp_degrees: none of '%s' divides %d GPUs / (tp %d x pp %d)%s",
-                         o->sp_degrees, cfg->cluster.gpus, cfg->training.tp,
-                         cfg->training.pp,
+                         o->sp_degrees, cfg->cluster.gpus, cfg->training.tp, cfg->training.pp,
                          cfg->training.sp_kind == VL_SP_ULYSSES ? " and the KV heads" : "");
     return VL_OK;
 }
@@ -145,7 +144,7 @@ static uint32_t hbp_max_len(const void *opts, const vl_config *cfg)
     if (strcmp(o->groups, "auto") == 0 ||
         vl__hbp_parse_list(o->groups, true, g, HBP_MAX_GROUPS, &n, why, sizeof why) != 0)
         return cfg->training.max_seq_len;
-    return g[n - 1].len;   /* validated: ascending */
+    return g[n - 1].len; /* validated: ascending */
 }
 
 static void hbp_describe_max_len(const void *opts, const vl_config *cfg, char *buf, size_t n)
@@ -215,7 +214,7 @@ static vl_status emit_iter(vl_plan *out, const hbp_groups *gs, const hbp_epoch *
         const uint32_t *slot = ep->slots + it->s0 + (size_t)r * it->mbs;
         for (uint32_t m = 0; m < it->mbs && st == VL_OK; m++) {
             if ((st = vl_plan_mb_begin(out, g->len, err)) != VL_OK || slot[m] == HBP_EMPTY)
-                continue;   /* empty: a short group whose packs could not be split */
+                continue; /* empty: a short group whose packs could not be split */
             const hbp_pack *pk = &ep->packs[slot[m]];
             for (uint32_t i = 0; i < pk->count && st == VL_OK; i++) {
                 uint32_t s = ep->items[pk->start + i];
@@ -231,7 +230,7 @@ static vl_status emit_iter(vl_plan *out, const hbp_groups *gs, const hbp_epoch *
 typedef struct over_budget {
     uint64_t budget;
     size_t n, total, group;
-    double worst;         /* the largest tokens / budget */
+    double worst; /* the largest tokens / budget */
 } over_budget;
 
 static void count_over(over_budget *ob, const hbp_epoch *ep, const hbp_iter *it,
@@ -258,11 +257,12 @@ static void warn_over(const vl_job *job, const over_budget *ob, const hbp_groups
     if (ob->n == 0)
         return;
     const hbp_group *g = &gs->g[ob->group];
-    vl_job_warn(job, "hbp: %zu of %zu iterations exceed the global token budget of %llu "
-                     "tokens, by up to %.2fx (group %zu: %d ranks x packs of up to %u "
-                     "tokens = %llu, and one pack per rank is the least an iteration "
-                     "holds); raise training.global_tokens (or global_batch) or give the "
-                     "long groups more sequence parallelism (hbp.groups, hbp.sp_degrees)",
+    vl_job_warn(job,
+                "hbp: %zu of %zu iterations exceed the global token budget of %llu "
+                "tokens, by up to %.2fx (group %zu: %d ranks x packs of up to %u "
+                "tokens = %llu, and one pack per rank is the least an iteration "
+                "holds); raise training.global_tokens (or global_batch) or give the "
+                "long groups more sequence parallelism (hbp.groups, hbp.sp_degrees)",
                 ob->n, ob->total, (unsigned long long)ob->budget, ob->worst, ob->group,
                 g->ranks, g->len, (unsigned long long)g->ranks * g->len);
 }
@@ -271,19 +271,22 @@ static void log_epoch(hbp_log *lg, const hbp_groups *gs, const hbp_epoch *ep, ui
                       uint32_t asked)
 {
     if (asked > 0 && ep->busy_groups < 2)
-        vl__hbp_logf(lg, "hbp: epoch %u curriculum: none (%zu of %zu groups have "
-                         "iterations, nothing shorter to lead with)\n", e, ep->busy_groups,
-                     gs->n);
+        vl__hbp_logf(lg,
+                     "hbp: epoch %u curriculum: none (%zu of %zu groups have "
+                     "iterations, nothing shorter to lead with)\n",
+                     e, ep->busy_groups, gs->n);
     else if (asked > 0)
-        vl__hbp_logf(lg, "hbp: epoch %u curriculum: %zu short-only iterations first (%u "
-                         "asked, at most half of the shorter groups' %zu), then the %zu "
-                         "groups with iterations (of %zu) interleave over the remaining "
-                         "%zu iterations\n",
+        vl__hbp_logf(lg,
+                     "hbp: epoch %u curriculum: %zu short-only iterations first (%u "
+                     "asked, at most half of the shorter groups' %zu), then the %zu "
+                     "groups with iterations (of %zu) interleave over the remaining "
+                     "%zu iterations\n",
                      e, ep->curriculum, asked, ep->short_iters, ep->busy_groups, gs->n,
                      ep->niters - ep->curriculum);
     for (size_t g = 0; g < gs->n; g++)
-        vl__hbp_logf(lg, "hbp: epoch %u group %zu (%u): %zu samples + %zu filled in, "
-                         "%zu iterations, %zu pack splits, %zu empty micro-batches\n",
+        vl__hbp_logf(lg,
+                     "hbp: epoch %u group %zu (%u): %zu samples + %zu filled in, "
+                     "%zu iterations, %zu pack splits, %zu empty micro-batches\n",
                      e, g, gs->g[g].len, ep->samples[g], ep->fillers[g], ep->giters[g],
                      ep->splits[g], ep->empty[g]);
 }
@@ -301,24 +304,30 @@ static vl_status run_epochs(const hbp_opts *o, const vl_job *job, const hbp_grou
     const vl_selection *sel = job->sel;
     const vl_config *cfg = job->cfg;
     uint32_t *order = malloc((sel->n ? sel->n : 1) * sizeof *order);
-    hbp_pack_in pin = {.gs = gs, .len = sel->len, .order = order, .n = sel->n,
-                       .isf_iters = cfg->pack.isf_iters, .isf_slack = cfg->pack.isf_slack,
-                       .balance = o->balance, .greedy_fill = o->greedy_fill,
-                       .attn_weight = attn_weight(job->cost), .seed = job->seed};
+    hbp_pack_in pin = {.gs = gs,
+                       .len = sel->len,
+                       .order = order,
+                       .n = sel->n,
+                       .isf_iters = cfg->pack.isf_iters,
+                       .isf_slack = cfg->pack.isf_slack,
+                       .balance = o->balance,
+                       .greedy_fill = o->greedy_fill,
+                       .attn_weight = attn_weight(job->cost),
+                       .seed = job->seed};
     over_budget ob = {.budget = budget_of(&cfg->training, sel)};
     vl_status st = VL_OK;
 
     if (order == NULL)
         return vl_seterr(err, VL_ENOMEM, "out of memory ordering %zu samples", sel->n);
     if (vl_pack_algo_parse(vl__hbp_packers[o->packer], &pin.algo) != 0) {
-        free(order);   /* the enum table and lib/pack/pack.c disagree: a bug */
+        free(order); /* the enum table and lib/pack/pack.c disagree: a bug */
         return vl_seterr(err, VL_EINTERNAL, "hbp: unknown packer %d", o->packer);
     }
     for (uint32_t e = 0; e < (uint32_t)cfg->training.epochs && st == VL_OK; e++) {
         hbp_epoch ep;
         vl_epoch_order(sel, job->seed, e, order);
         pin.epoch = e;
-        pin.curriculum = e == 0 ? o->curriculum_iters : 0;   /* training starts once */
+        pin.curriculum = e == 0 ? o->curriculum_iters : 0; /* training starts once */
         if ((st = vl__hbp_pack_epoch(&ep, &pin, err)) != VL_OK)
             break;
         for (size_t i = 0; i < ep.niters && st == VL_OK; i++) {
@@ -368,8 +377,7 @@ static vl_status resolved_params(const hbp_opts *o, const hbp_groups *gs, const 
 static vl_status read_profile(const vl_config *cfg, hbp_prof **out, size_t *n, vl_err *err)
 {
     double *v = NULL;
-    vl_status st = vl_config_table(cfg, "hbp", "profile", vl__hbp_profile_cols, 4, &v, n,
-                                   err);
+    vl_status st = vl_config_table(cfg, "hbp", "profile", vl__hbp_profile_cols, 4, &v, n, err);
 
     *out = NULL;
     if (st == VL_OK && *n > 0)
@@ -384,8 +392,11 @@ static vl_status hbp_plan(const void *opts, const vl_job *job, vl_plan *out, vl_
     hbp_log lg = {.job = job};
     hbp_groups gs;
     hbp_prof *prof = NULL;
-    hbp_sel_in in = {.cfg = job->cfg, .cost = job->cost, .len = job->sel->len,
-                     .idx = job->sel->idx, .n = job->sel->n,
+    hbp_sel_in in = {.cfg = job->cfg,
+                     .cost = job->cost,
+                     .len = job->sel->len,
+                     .idx = job->sel->idx,
+                     .n = job->sel->n,
                      .budget = budget_of(&job->cfg->training, job->sel)};
     vl_status st;
 

@@ -10,7 +10,7 @@
 
 #define FAN_BITS 6
 #define FAN (1u << FAN_BITS)
-#define POOL_LEVELS 8         /* 64^8 > 2^32 items */
+#define POOL_LEVELS 8 /* 64^8 > 2^32 items */
 #define NONE SIZE_MAX
 #define TAKEN UINT32_MAX
 
@@ -18,7 +18,7 @@
  * length (TAKEN once GreedyFill moved it), level k+1 the minimum of 64 entries of level
  * k.  A plain binary segment tree would need 8 bytes per item; this needs ~4. */
 struct hbp_pool {
-    uint32_t *item;                 /* [n] sample indices, stored order */
+    uint32_t *item; /* [n] sample indices, stored order */
     const uint32_t *len;
     size_t n;
     int levels;
@@ -121,7 +121,7 @@ static void pool_take(hbp_pool *p, size_t pos)
             to = p->nl[k - 1];
         m = block_min(p->lv[k - 1], from, to);
         if (p->lv[k][b] == m)
-            break;          /* nothing above changes either */
+            break; /* nothing above changes either */
         p->lv[k][b] = m;
     }
 }

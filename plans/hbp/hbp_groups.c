@@ -8,7 +8,7 @@
 
 #include "hbp_impl.h"
 
-#define MAX_SEGS 4096         /* representative pack: at most this many segments */
+#define MAX_SEGS 4096 /* representative pack: at most this many segments */
 #define GIB 1073741824.0
 
 /* ---- the -v log ---------------------------------------------------------------------- */
@@ -33,12 +33,12 @@ typedef struct eval {
 
 typedef struct row {
     uint32_t len;
-    int sp, ckpt;            /* ckpt < 0: does not fit even with every layer recomputed */
-    int mem_ckpt;            /* checkpointed layers `mem` was modelled with */
+    int sp, ckpt; /* ckpt < 0: does not fit even with every layer recomputed */
+    int mem_ckpt; /* checkpointed layers `mem` was modelled with */
     int ranks;
     uint32_t mbs;
-    double mem;              /* bytes on the fullest device at that ckpt */
-    double spm;              /* cluster seconds per million tokens */
+    double mem; /* bytes on the fullest device at that ckpt */
+    double spm; /* cluster seconds per million tokens */
 } row;
 
 bool vl__hbp_sp_ok(const vl_config *cfg, int sp)
@@ -155,7 +155,7 @@ static double content_len(const hbp_sel_in *in, uint32_t lo, uint32_t hi)
 /* ---- FindBestSpCkpt (Alg. 3) ------------------------------------------------------- */
 
 typedef struct table {
-    row r[(HBP_MAX_GROUPS + 1) * HBP_MAX_GROUPS];   /* lengths (+ max_seq_len) x degrees */
+    row r[(HBP_MAX_GROUPS + 1) * HBP_MAX_GROUPS]; /* lengths (+ max_seq_len) x degrees */
     size_t n;
 } table;
 
@@ -189,20 +189,20 @@ static bool best_row(const eval *e, const hbp_spec *sps, size_t nsp, uint32_t l,
 
 /* Why length l fits with none of the degrees: the figures of the least demanding one
  * tried (r from best_row), as `what` names the set of degrees. */
-static vl_status no_fit(const eval *e, uint32_t l, const row *r, const char *what,
-                        vl_err *err)
+static vl_status no_fit(const eval *e, uint32_t l, const row *r, const char *what, vl_err *err)
 {
     if (r->len == 0)
         return vl_seterr(err, VL_EINFEASIBLE,
                          "hbp: %s has no degree usable for a %u-token pack with %d GPUs, tp "
-                         "%d, pp %d", what, l, e->in->cfg->cluster.gpus,
-                         e->in->cfg->training.tp, e->in->cfg->training.pp);
+                         "%d, pp %d",
+                         what, l, e->in->cfg->cluster.gpus, e->in->cfg->training.tp,
+                         e->in->cfg->training.pp);
     return vl_seterr(err, VL_EINFEASIBLE,
                      "hbp: no SP degree of %s fits a %u-token pack in memory: the least "
                      "demanding, sp %d with %d of %d layers checkpointed (%d ranks x %u "
                      "micro-batches), needs %.1f GiB per GPU, %.1f GiB usable",
-                     what, l, r->sp, r->mem_ckpt, e->layers0, r->ranks, r->mbs,
-                     r->mem / GIB, vl_cost_mem_capacity(e->in->cost) / GIB);
+                     what, l, r->sp, r->mem_ckpt, e->layers0, r->ranks, r->mbs, r->mem / GIB,
+                     vl_cost_mem_capacity(e->in->cost) / GIB);
 }
 
 static void set_group(hbp_group *g, const eval *e, const row *r)
@@ -222,8 +222,8 @@ static void log_table(hbp_log *lg, const table *tb, uint32_t best_len, int best_
     for (size_t i = 0; i < tb->n; i++) {
         const row *r = &tb->r[i];
         if (r->ckpt < 0) {
-            vl__hbp_logf(lg, "hbp: %8u %4d     -  %5d %4u  %8.2f   (does not fit)\n",
-                         r->len, r->sp, r->ranks, r->mbs, r->mem / GIB);
+            vl__hbp_logf(lg, "hbp: %8u %4d     -  %5d %4u  %8.2f   (does not fit)\n", r->len,
+                         r->sp, r->ranks, r->mbs, r->mem / GIB);
             continue;
         }
         vl__hbp_logf(lg, "hbp: %8u %4d  %4d  %5d %4u  %8.2f  %8.4f%s\n", r->len, r->sp,
@@ -288,7 +288,7 @@ static vl_status parse_lists(lists *ls, const hbp_opts *o, vl_err *err)
     if (vl__hbp_parse_list(o->sp_degrees, false, ls->sps, HBP_MAX_GROUPS, &ls->nsp, why,
                            sizeof why) != 0)
         return vl_seterr(err, VL_ECONFIG, "hbp.sp_degrees: %s", why);
-    for (size_t i = 0; i < ls->nsp; i++)   /* the list holds degrees, not lengths */
+    for (size_t i = 0; i < ls->nsp; i++) /* the list holds degrees, not lengths */
         ls->sps[i].sp = (int)ls->sps[i].len;
     return VL_OK;
 }
@@ -312,8 +312,10 @@ static vl_status stage1(const eval *e, const lists *ls, row *best, row *max, hbp
         s = content_len(e->in, 0, (lo_len = lens[i]));
     if (s == 0)
         s = lens[0];
-    vl__hbp_logf(lg, "hbp: stage 1: content = samples of at most %u tokens, "
-                     "attention-weighted length %.0f\n", lo_len, s);
+    vl__hbp_logf(lg,
+                 "hbp: stage 1: content = samples of at most %u tokens, "
+                 "attention-weighted length %.0f\n",
+                 lo_len, s);
     bool fits_max = false;
     row r;
     for (size_t i = 0; i < nl; i++) {
@@ -327,7 +329,7 @@ static vl_status stage1(const eval *e, const lists *ls, row *best, row *max, hbp
             *max = r;
     }
     log_table(lg, &tb, any ? best->len : 0, any ? best->sp : 0);
-    if (!fits_max)   /* r: the least demanding degree tried for l_max */
+    if (!fits_max) /* r: the least demanding degree tried for l_max */
         return no_fit(e, lens[nl - 1], &r, "hbp.sp_degrees", err);
     return VL_OK;
 }
@@ -349,8 +351,8 @@ static int paper_sp(uint32_t l, const row *best, const row *max)
  * checkpointed layers that fit either way.  A paper degree that does not fit (model
  * states shard over fewer ranks at SP 1) falls back to the fastest that does, logged. */
 static vl_status finish(hbp_groups *out, const eval *e, const lists *ls, const uint32_t *lp,
-                        size_t n, const row *best, const row *max, bool free_sp,
-                        hbp_log *lg, vl_err *err)
+                        size_t n, const row *best, const row *max, bool free_sp, hbp_log *lg,
+                        vl_err *err)
 {
     out->n = 0;
     for (size_t i = 0; i < n; i++) {
@@ -361,8 +363,10 @@ static vl_status finish(hbp_groups *out, const eval *e, const lists *ls, const u
             s = lp[i];
         bool ok = !free_sp && best_row(e, &one, 1, lp[i], HBP_AUTO, s, &r, NULL);
         if (!ok && !free_sp)
-            vl__hbp_logf(lg, "hbp: group %u: sp %d does not fit, taking the fastest degree "
-                             "that does\n", lp[i], one.sp);
+            vl__hbp_logf(lg,
+                         "hbp: group %u: sp %d does not fit, taking the fastest degree "
+                         "that does\n",
+                         lp[i], one.sp);
         if (!ok && !best_row(e, ls->sps, ls->nsp, lp[i], HBP_AUTO, s, &r, NULL))
             return no_fit(e, lp[i], &r, "hbp.sp_degrees", err);
         set_group(&out->g[out->n++], e, &r);
@@ -390,8 +394,7 @@ static vl_status select_analytic(hbp_groups *out, const eval *e, const hbp_opts 
                  o->stage2_sp == HBP_STAGE2_FREE
                      ? "every group at its fastest degree (hbp.stage2_sp=free)"
                      : "l1 and l2 at sp 1, l_best and l_max at their stage-1 degrees");
-    return finish(out, e, &ls, lp, n, &best, &max, o->stage2_sp == HBP_STAGE2_FREE, lg,
-                  err);
+    return finish(out, e, &ls, lp, n, &best, &max, o->stage2_sp == HBP_STAGE2_FREE, lg, err);
 }
 
 /* ---- measured profile ------------------------------------------------------------- */
@@ -427,7 +430,7 @@ static void prof_row(const eval *e, row *r, const hbp_prof *p, uint32_t l, int s
     r->ckpt = p ? p->ckpt : ckpt;
     par.ckpt_layers = r->ckpt;
     r->mem = vl_cost_rank_peak_bytes(e->in->cost, l, &par, r->ranks, r->mbs);
-    r->spm = p ? p->time_s : 0;    /* seconds per iteration, comparable across rows */
+    r->spm = p ? p->time_s : 0; /* seconds per iteration, comparable across rows */
 }
 
 static vl_status select_profile(hbp_groups *out, const eval *e, bool free_sp, hbp_log *lg,
@@ -442,8 +445,8 @@ static vl_status select_profile(hbp_groups *out, const eval *e, bool free_sp, hb
         const hbp_prof *p = &in->prof[i];
         if (p->len > maxlen || prof_best(in, p->len) != p)
             continue;
-        vl__hbp_logf(lg, "hbp: profile best for %u: sp %d, ckpt %d, %.4g s\n", p->len,
-                     p->sp, p->ckpt, p->time_s);
+        vl__hbp_logf(lg, "hbp: profile best for %u: sp %d, ckpt %d, %.4g s\n", p->len, p->sp,
+                     p->ckpt, p->time_s);
         if (!any || p->time_s < best.spm || (p->time_s == best.spm && p->len < best.len))
             prof_row(e, &best, p, p->len, 0, 0);
         any = true;
@@ -451,8 +454,7 @@ static vl_status select_profile(hbp_groups *out, const eval *e, bool free_sp, hb
     const hbp_prof *pm = prof_best(in, maxlen);
     if (!any || pm == NULL)
         return vl_seterr(err, VL_ECONFIG,
-                         "hbp.profile: no row with len = training.max_seq_len (%u)",
-                         maxlen);
+                         "hbp.profile: no row with len = training.max_seq_len (%u)", maxlen);
     prof_row(e, &max, pm, maxlen, 0, 0);
     size_t n = stage2(lp, &best, &max);
     out->n = 0;
@@ -463,13 +465,12 @@ static vl_status select_profile(hbp_groups *out, const eval *e, bool free_sp, hb
         int ckpt = (uint64_t)lp[i] * (uint64_t)best.sp == best.len ? best.ckpt : max.ckpt;
         bool derived = lp[i] != best.len && lp[i] != max.len;
         row r;
-        prof_row(e, &r, prof_best_sp(in, lp[i], derived && !free_sp ? 1 : 0), lp[i], 1,
-                 ckpt);
-        r.spm = 0;   /* measured seconds per iteration, not the model's s/Mtok */
+        prof_row(e, &r, prof_best_sp(in, lp[i], derived && !free_sp ? 1 : 0), lp[i], 1, ckpt);
+        r.spm = 0; /* measured seconds per iteration, not the model's s/Mtok */
         set_group(&out->g[out->n++], e, &r);
     }
-    vl__hbp_logf(lg, "hbp: stage 2: l_best %u (sp %d), l_max %u (sp %d)\n", best.len,
-                 best.sp, max.len, max.sp);
+    vl__hbp_logf(lg, "hbp: stage 2: l_best %u (sp %d), l_max %u (sp %d)\n", best.len, best.sp,
+                 max.len, max.sp);
     return VL_OK;
 }
 
@@ -486,8 +487,9 @@ vl_status vl__hbp_profile_check(const hbp_prof *rows, size_t n, const vl_config 
         if (!vl__hbp_sp_ok(cfg, p->sp))
             return vl_seterr(err, VL_ECONFIG,
                              "hbp.profile[%zu].sp: %d is not usable with %d GPUs, tp %d, "
-                             "pp %d and %d KV heads", i, p->sp, cfg->cluster.gpus,
-                             cfg->training.tp, pp, cfg->model.kv_heads);
+                             "pp %d and %d KV heads",
+                             i, p->sp, cfg->cluster.gpus, cfg->training.tp, pp,
+                             cfg->model.kv_heads);
         if (p->ckpt < 0 || p->ckpt > layers0)
             return vl_seterr(err, VL_ECONFIG,
                              "hbp.profile[%zu].ckpt_layers: expected 0..%d, got %d", i,
@@ -516,13 +518,12 @@ vl_status vl__hbp_profile_rows(hbp_prof **out, const double *v, size_t nrows,
             if (!is_int_in(v[4 * i + c], c == 2 ? 0 : 1, c == 0 ? VL_MAX_SAMPLE_LEN : 1e6))
                 return vl_seterr(err, VL_ECONFIG,
                                  "hbp.profile[%zu].%s: expected a %s integer, got %g", i,
-                                 col[c], c == 2 ? "non-negative" : "positive",
-                                 v[4 * i + c]);
+                                 col[c], c == 2 ? "non-negative" : "positive", v[4 * i + c]);
     if ((p = malloc((nrows ? nrows : 1) * sizeof *p)) == NULL)
         return vl_seterr(err, VL_ENOMEM, "out of memory for %zu profile rows", nrows);
     for (size_t i = 0; i < nrows; i++)
-        p[i] = (hbp_prof){(uint32_t)v[4 * i], (int)v[4 * i + 1], (int)v[4 * i + 2],
-                          v[4 * i + 3]};
+        p[i] =
+            (hbp_prof){(uint32_t)v[4 * i], (int)v[4 * i + 1], (int)v[4 * i + 2], v[4 * i + 3]};
     if ((st = vl__hbp_profile_check(p, nrows, cfg, err)) != VL_OK) {
         free(p);
         return st;
@@ -533,8 +534,7 @@ vl_status vl__hbp_profile_rows(hbp_prof **out, const double *v, size_t nrows,
 
 /* ---- manual groups ---------------------------------------------------------------- */
 
-static vl_status select_manual(hbp_groups *out, const eval *e, const hbp_opts *o,
-                               vl_err *err)
+static vl_status select_manual(hbp_groups *out, const eval *e, const hbp_opts *o, vl_err *err)
 {
     hbp_spec gs[HBP_MAX_GROUPS];
     lists ls;
@@ -557,8 +557,9 @@ static vl_status select_manual(hbp_groups *out, const eval *e, const hbp_opts *o
                       ? best_row(e, ls.sps, ls.nsp, gs[i].len, gs[i].ckpt, s, &r, NULL)
                       : best_row(e, &one, 1, gs[i].len, gs[i].ckpt, s, &r, NULL);
         if (!ok && r.len == 0)
-            return no_fit(e, gs[i].len, &r, gs[i].sp == HBP_AUTO ? "hbp.sp_degrees"
-                                                               : "the hbp.groups entry", err);
+            return no_fit(e, gs[i].len, &r,
+                          gs[i].sp == HBP_AUTO ? "hbp.sp_degrees" : "the hbp.groups entry",
+                          err);
         if (!ok)
             return vl_seterr(err, VL_EINFEASIBLE,
                              "hbp.groups: %u tokens do not fit in memory with %s: sp %d "
@@ -575,15 +576,15 @@ static vl_status select_manual(hbp_groups *out, const eval *e, const hbp_opts *o
     return VL_OK;
 }
 
-vl_status vl__hbp_select(hbp_groups *out, const hbp_opts *o, const hbp_sel_in *in,
-                         hbp_log *lg, vl_err *err)
+vl_status vl__hbp_select(hbp_groups *out, const hbp_opts *o, const hbp_sel_in *in, hbp_log *lg,
+                         vl_err *err)
 {
     const vl_config *cfg = in->cfg;
     int pp = cfg->training.pp;
     eval e = {.in = in, .L = cfg->model.layers};
     vl_status st;
 
-    e.layers0 = (e.L + pp - 1) / pp;   /* the first stages take the extra layers */
+    e.layers0 = (e.L + pp - 1) / pp; /* the first stages take the extra layers */
     e.layersl = e.L / pp;
     if (strcmp(o->groups, "auto") != 0)
         st = select_manual(out, &e, o, err);
@@ -593,8 +594,8 @@ vl_status vl__hbp_select(hbp_groups *out, const hbp_opts *o, const hbp_sel_in *i
         st = select_analytic(out, &e, o, lg, err);
     for (size_t i = 0; st == VL_OK && i < out->n; i++) {
         const hbp_group *g = &out->g[i];
-        vl__hbp_logf(lg, "hbp: group %zu: len %u, sp %d, ckpt_layers %d, %d ranks x %u mbs",
-                     i, g->len, g->par.sp, g->par.ckpt_layers, g->ranks, g->mbs);
+        vl__hbp_logf(lg, "hbp: group %zu: len %u, sp %d, ckpt_layers %d, %d ranks x %u mbs", i,
+                     g->len, g->par.sp, g->par.ckpt_layers, g->ranks, g->mbs);
         if (g->s_per_mtok > 0)
             vl__hbp_logf(lg, ", %.4f s/Mtok", g->s_per_mtok);
         vl__hbp_logf(lg, "\n");

@@ -10,8 +10,8 @@
 
 #include "vlplan_strategy.h"
 
-#define HBP_MAX_GROUPS 16     /* entries of hbp.groups / hbp.candidates / hbp.sp_degrees */
-#define HBP_AUTO (-1)         /* sp or ckpt_layers left to the cost model */
+#define HBP_MAX_GROUPS 16 /* entries of hbp.groups / hbp.candidates / hbp.sp_degrees */
+#define HBP_AUTO (-1)     /* sp or ckpt_layers left to the cost model */
 
 /* The bound `hbp:` section (vl_param table in hbp.c). */
 typedef struct hbp_opts {
@@ -34,7 +34,7 @@ extern const char *const vl__hbp_stage2_sp[];
 /* One entry of hbp.groups, or a length to configure. */
 typedef struct hbp_spec {
     uint32_t len;
-    int sp, ckpt;                 /* HBP_AUTO = choose */
+    int sp, ckpt; /* HBP_AUTO = choose */
 } hbp_spec;
 
 /** Parse a comma-separated list "8K,16K,131072" (K = 1024, M = 1048576) into
@@ -52,7 +52,7 @@ typedef struct hbp_prof {
     double time_s;
 } hbp_prof;
 
-extern const char *const vl__hbp_profile_cols[];   /* len, sp, ckpt_layers, time_s */
+extern const char *const vl__hbp_profile_cols[]; /* len, sp, ckpt_layers, time_s */
 
 /** Check measured rows against cfg: len ≥ 1, sp usable (vl__hbp_sp_ok), 0 ≤ ckpt ≤ the
  *  first stage's layers, time_s > 0.  VL_ECONFIG naming "hbp.profile[i]". */
@@ -67,11 +67,11 @@ vl_status vl__hbp_profile_rows(hbp_prof **out, const double *v, size_t nrows,
 
 /* One packing group of the final set, lengths strictly ascending. */
 typedef struct hbp_group {
-    uint32_t len;         /* l_i: packing length = micro-batch capacity, tokens */
-    vl_par par;           /* tp, pp from training; sp and ckpt_layers of the group */
-    int ranks;            /* data-parallel replicas per iteration: gpus / (sp·tp·pp) */
-    uint32_t mbs;         /* micro-batches per rank in a full iteration */
-    double s_per_mtok;    /* estimated cluster seconds per million tokens (0: profile) */
+    uint32_t len;      /* l_i: packing length = micro-batch capacity, tokens */
+    vl_par par;        /* tp, pp from training; sp and ckpt_layers of the group */
+    int ranks;         /* data-parallel replicas per iteration: gpus / (sp·tp·pp) */
+    uint32_t mbs;      /* micro-batches per rank in a full iteration */
+    double s_per_mtok; /* estimated cluster seconds per million tokens (0: profile) */
 } hbp_group;
 
 typedef struct hbp_groups {
@@ -82,7 +82,7 @@ typedef struct hbp_groups {
 /* The -v log; on allocation failure it is dropped silently, since the log is optional
  * and the plan does not depend on it. */
 typedef struct hbp_log {
-    const vl_job *job;    /* the -v text goes through vl_job_log */
+    const vl_job *job; /* the -v text goes through vl_job_log */
 } hbp_log;
 
 void vl__hbp_logf(hbp_log *lg, const char *fmt, ...)
@@ -95,11 +95,11 @@ void vl__hbp_logf(hbp_log *lg, const char *fmt, ...)
 typedef struct hbp_sel_in {
     const vl_config *cfg;
     const vl_cost *cost;
-    const uint32_t *len;          /* effective length per manifest index */
-    const uint32_t *idx;          /* the samples to plan */
+    const uint32_t *len; /* effective length per manifest index */
+    const uint32_t *idx; /* the samples to plan */
     size_t n;
-    uint64_t budget;              /* global tokens per iteration */
-    const hbp_prof *prof;         /* measured rows, or NULL: analytic cost model */
+    uint64_t budget;      /* global tokens per iteration */
+    const hbp_prof *prof; /* measured rows, or NULL: analytic cost model */
     size_t nprof;
 } hbp_sel_in;
 
@@ -107,8 +107,8 @@ typedef struct hbp_sel_in {
  *  candidates x sp_degrees, stage 2 l1 = l_best/sp_best, l2 = l_max/sp_max).  The
  *  candidate table goes to lg.  VL_EINFEASIBLE when some group has no sp/ckpt_layers that
  *  fits memory; VL_ECONFIG for a profile that misses training.max_seq_len; VL_ENOMEM. */
-vl_status vl__hbp_select(hbp_groups *out, const hbp_opts *o, const hbp_sel_in *in,
-                         hbp_log *lg, vl_err *err);
+vl_status vl__hbp_select(hbp_groups *out, const hbp_opts *o, const hbp_sel_in *in, hbp_log *lg,
+                         vl_err *err);
 
 /** SP degrees usable under cfg: divide gpus/(tp·pp) and, for Ulysses, the KV heads. */
 bool vl__hbp_sp_ok(const vl_config *cfg, int sp);
@@ -117,52 +117,52 @@ bool vl__hbp_sp_ok(const vl_config *cfg, int sp);
 
 /* A pack: items[start .. start+count) of the epoch's item array. */
 typedef struct hbp_pack {
-    uint64_t attn;        /* Σ len² (HBP's attention complexity) */
-    uint64_t load;        /* Σ len */
-    uint32_t first;       /* smallest sample index in the pack: the tie-break */
+    uint64_t attn;  /* Σ len² (HBP's attention complexity) */
+    uint64_t load;  /* Σ len */
+    uint32_t first; /* smallest sample index in the pack: the tie-break */
     uint32_t group;
     size_t start;
     uint32_t count;
 } hbp_pack;
 
-#define HBP_EMPTY UINT32_MAX   /* a slot without a pack: an empty micro-batch */
+#define HBP_EMPTY UINT32_MAX /* a slot without a pack: an empty micro-batch */
 
 /* An iteration of one group: rank r runs packs slots[s0 + r·mbs + j], j < mbs. */
 typedef struct hbp_iter {
     uint32_t group;
-    uint32_t mbs;         /* micro-batches per rank */
+    uint32_t mbs; /* micro-batches per rank */
     size_t s0;
 } hbp_iter;
 
 /* One epoch of balance packing. */
 typedef struct hbp_epoch {
-    uint32_t *items;      /* [n] every sample once, pack by pack */
+    uint32_t *items; /* [n] every sample once, pack by pack */
     hbp_pack *packs;
     size_t npacks, packs_cap;
-    uint32_t *slots;      /* pack index per (iteration, rank, micro-batch), or HBP_EMPTY */
+    uint32_t *slots; /* pack index per (iteration, rank, micro-batch), or HBP_EMPTY */
     size_t nslots;
-    hbp_iter *iters;      /* in training order */
+    hbp_iter *iters; /* in training order */
     size_t niters;
     /* counters for the log, per group */
     size_t samples[HBP_MAX_GROUPS], fillers[HBP_MAX_GROUPS], splits[HBP_MAX_GROUPS];
     size_t giters[HBP_MAX_GROUPS], empty[HBP_MAX_GROUPS];
-    size_t short_iters;   /* iterations of the groups shorter than the longest one that
+    size_t short_iters; /* iterations of the groups shorter than the longest one that
                            * has iterations this epoch */
-    size_t busy_groups;   /* groups with iterations this epoch */
-    size_t curriculum;    /* short-only iterations at the start: min(asked, short/2) */
+    size_t busy_groups; /* groups with iterations this epoch */
+    size_t curriculum;  /* short-only iterations at the start: min(asked, short/2) */
 } hbp_epoch;
 
 typedef struct hbp_pack_in {
     const hbp_groups *gs;
     const uint32_t *len;
-    const uint32_t *order;        /* the epoch's sample order (GroupData keeps it) */
+    const uint32_t *order; /* the epoch's sample order (GroupData keeps it) */
     size_t n;
     vl_pack_algo algo;
     int isf_iters;
     uint32_t isf_slack;
     bool balance, greedy_fill;
-    double attn_weight;           /* token-equivalents per unit of Σ len² (cost model) */
-    uint32_t curriculum;          /* short-only iterations asked for at the start of this
+    double attn_weight;  /* token-equivalents per unit of Σ len² (cost model) */
+    uint32_t curriculum; /* short-only iterations asked for at the start of this
                                    * epoch; at most half the shorter groups' are used */
     uint64_t seed, epoch;
 } hbp_pack_in;

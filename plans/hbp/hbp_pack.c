@@ -9,9 +9,9 @@
 #include "hbp_impl.h"
 #include "iheap.h"
 
-#define STREAM_PACK 0x4842505041434Bull    /* "HBPPACK" */
-#define STREAM_ORDER 0x4842504F524400ull   /* "HBPORD" */
-#define STREAM_MIX 0x4842504D495800ull     /* "HBPMIX" */
+#define STREAM_PACK 0x4842505041434Bull  /* "HBPPACK" */
+#define STREAM_ORDER 0x4842504F524400ull /* "HBPORD" */
+#define STREAM_MIX 0x4842504D495800ull   /* "HBPMIX" */
 
 /* ---- GroupData ----------------------------------------------------------------------- */
 
@@ -19,7 +19,7 @@ uint32_t vl__hbp_group_of(const hbp_groups *gs, uint32_t l)
 {
     uint32_t lo = 0, hi = (uint32_t)gs->n;
 
-    while (lo < hi) {   /* first group whose length is ≥ l */
+    while (lo < hi) { /* first group whose length is ≥ l */
         uint32_t mid = lo + (hi - lo) / 2;
         if (gs->g[mid].len < l)
             lo = mid + 1;
@@ -33,12 +33,12 @@ uint32_t vl__hbp_group_of(const hbp_groups *gs, uint32_t l)
 typedef struct work {
     const hbp_pack_in *in;
     hbp_epoch *ep;
-    uint32_t *dbuf;               /* [n] samples by group, epoch order kept */
+    uint32_t *dbuf; /* [n] samples by group, epoch order kept */
     size_t doff[HBP_MAX_GROUPS + 1];
     hbp_pool *pool[HBP_MAX_GROUPS];
-    uint32_t *tmp;                /* [n] a group's samples left after GreedyFill */
-    size_t gp0[HBP_MAX_GROUPS], gp1[HBP_MAX_GROUPS];  /* each group's packs */
-    size_t nitems;                /* ep->items used */
+    uint32_t *tmp; /* [n] a group's samples left after GreedyFill */
+    size_t gp0[HBP_MAX_GROUPS], gp1[HBP_MAX_GROUPS]; /* each group's packs */
+    size_t nitems;                                   /* ep->items used */
 } work;
 
 static vl_status group_data(work *w, vl_err *err)
@@ -47,7 +47,7 @@ static vl_status group_data(work *w, vl_err *err)
     size_t cur[HBP_MAX_GROUPS] = {0};
 
     memset(w->doff, 0, sizeof w->doff);
-    for (size_t i = 0; i < in->n; i++) {   /* w->tmp caches each position's group */
+    for (size_t i = 0; i < in->n; i++) { /* w->tmp caches each position's group */
         uint32_t g = w->tmp[i] = vl__hbp_group_of(in->gs, in->len[in->order[i]]);
         if (g >= in->gs->n)
             return vl_seterr(err, VL_EINTERNAL,
@@ -108,14 +108,16 @@ static vl_status emit_bin(work *w, const vl_bins *bins, size_t b, uint32_t g, vl
 static vl_status pack_group(work *w, uint32_t g, vl_err *err)
 {
     const hbp_pack_in *in = w->in;
-    vl_pack_opts po = {.algo = in->algo, .cap = in->gs->g[g].len,
-                       .isf_iters = in->isf_iters, .isf_slack = in->isf_slack};
+    vl_pack_opts po = {.algo = in->algo,
+                       .cap = in->gs->g[g].len,
+                       .isf_iters = in->isf_iters,
+                       .isf_slack = in->isf_slack};
     vl_bins bins;
     vl_rng r;
     size_t n;
     vl_status st = VL_OK;
 
-    if (w->pool[g] != NULL)   /* what longer groups' fills left of D_g */
+    if (w->pool[g] != NULL) /* what longer groups' fills left of D_g */
         n = vl__hbp_pool_left(w->pool[g], w->tmp);
     else
         memcpy(w->tmp, w->dbuf + w->doff[g],
@@ -149,7 +151,7 @@ static int cmp_pack(const void *a, const void *b)
 
 void vl__hbp_sort_packs(hbp_pack *packs, size_t n)
 {
-    if (n > 1)   /* packs may be NULL when there are none: qsort's base must not be */
+    if (n > 1) /* packs may be NULL when there are none: qsort's base must not be */
         qsort(packs, n, sizeof *packs, cmp_pack);
 }
 
@@ -161,7 +163,7 @@ vl_status vl__hbp_deal(uint32_t *slot, const hbp_pack *packs, size_t np, uint32_
     int *part;
     size_t *fill;
 
-    if (mbs == 1) {   /* neighbours in the sorted order already match */
+    if (mbs == 1) { /* neighbours in the sorted order already match */
         for (size_t r = 0; r < total; r++)
             slot[r] = r < np ? base + (uint32_t)r : HBP_EMPTY;
         return VL_OK;
@@ -175,7 +177,7 @@ vl_status vl__hbp_deal(uint32_t *slot, const hbp_pack *packs, size_t np, uint32_
         free(fill);
         return vl_seterr(err, VL_ENOMEM, "out of memory dealing %zu packs", total);
     }
-    for (size_t k = 0; k < total; k++)   /* empty slots weigh nothing */
+    for (size_t k = 0; k < total; k++) /* empty slots weigh nothing */
         w[k] = k < np ? (double)packs[k].load + attn_weight * (double)packs[k].attn : 0.0;
     vl_status st = vl_partition_kk_equal(part, w, total, ranks, err);
     for (size_t k = 0; st == VL_OK && k < total; k++) {
@@ -220,7 +222,7 @@ static vl_status split_pack(work *w, hbp_pack *pk, hbp_pack *q, vl_err *err)
     for (uint32_t i = 0; i < k; i++) {
         uint32_t s = (uint32_t)key[i];
         uint64_t a = (uint64_t)len[s] * len[s];
-        if (aa <= ab && !(i == k - 1 && nb == 0)) {   /* both halves non-empty */
+        if (aa <= ab && !(i == k - 1 && nb == 0)) { /* both halves non-empty */
             it[na++] = s;
             aa += a;
         } else {
@@ -289,8 +291,8 @@ static vl_status add_iter(work *w, uint32_t g, const hbp_pack *fin, size_t p0, s
 {
     const hbp_group *gr = &w->in->gs->g[g];
     hbp_epoch *ep = w->ep;
-    vl_status st = vl__hbp_deal(ep->slots + ep->nslots, fin + p0, np, (uint32_t)p0,
-                                gr->ranks, mbs, w->in->attn_weight, err);
+    vl_status st = vl__hbp_deal(ep->slots + ep->nslots, fin + p0, np, (uint32_t)p0, gr->ranks,
+                                mbs, w->in->attn_weight, err);
 
     if (st != VL_OK)
         return st;
@@ -318,7 +320,7 @@ static vl_status cut_group(work *w, uint32_t g, hbp_pack *fin, size_t *nf, hbp_i
     hbp_pack *src;
     vl_status st = VL_OK;
 
-    if (cnt == 0)   /* a group left empty (every sample dropped) has no pack array */
+    if (cnt == 0) /* a group left empty (every sample dropped) has no pack array */
         return VL_OK;
     src = w->ep->packs + w->gp0[g];
     if (w->in->balance)
@@ -346,7 +348,7 @@ static vl_status cut_group(work *w, uint32_t g, hbp_pack *fin, size_t *nf, hbp_i
 /* ---- training order ------------------------------------------------------------------ */
 
 typedef struct mix {
-    double key;           /* (j + u) / n_g: stratified position of the group's j-th */
+    double key; /* (j + u) / n_g: stratified position of the group's j-th */
     uint32_t group, j;
     size_t it;
 } mix;
@@ -384,7 +386,7 @@ static vl_status order_iters(work *w, hbp_iter *its, size_t nit, vl_err *err)
         free(mx);
         return vl_seterr(err, VL_ENOMEM, "out of memory ordering %zu iterations", nit);
     }
-    for (size_t i = 0; i < nit; i++)   /* its[] is grouped, groups ascending */
+    for (size_t i = 0; i < nit; i++) /* its[] is grouped, groups ascending */
         off[its[i].group + 1]++;
     for (size_t g = 0; g < ng; g++) {
         off[g + 1] += off[g];
@@ -399,7 +401,7 @@ static vl_status order_iters(work *w, hbp_iter *its, size_t nit, vl_err *err)
     while (last > 0 && off[last] == off[last - 1])
         last--;
     last = last > 0 ? last - 1 : 0;
-    size_t first = off[last] / 2;   /* half the shorter groups' iterations */
+    size_t first = off[last] / 2; /* half the shorter groups' iterations */
     first = in->curriculum < first ? in->curriculum : first;
     w->ep->short_iters = off[last];
     w->ep->curriculum = first;
@@ -472,8 +474,7 @@ static vl_status cut_all(work *w, vl_err *err)
     fin = malloc((w->ep->npacks + extra + 1) * sizeof *fin);
     its = malloc((maxit + 1) * sizeof *its);
     if (fin == NULL || its == NULL || w->ep->slots == NULL) {
-        st = vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs",
-                       w->ep->npacks + extra);
+        st = vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", w->ep->npacks + extra);
         goto done;
     }
     for (uint32_t g = 0; g < gs->n && st == VL_OK; g++)
@@ -507,11 +508,10 @@ vl_status vl__hbp_pack_epoch(hbp_epoch *ep, const hbp_pack_in *in, vl_err *err)
     }
     if ((st = group_data(&w, err)) != VL_OK || (st = make_pools(&w, err)) != VL_OK)
         goto done;
-    for (uint32_t g = (uint32_t)in->gs->n; g-- > 0 && st == VL_OK;)  /* longest first */
+    for (uint32_t g = (uint32_t)in->gs->n; g-- > 0 && st == VL_OK;) /* longest first */
         st = pack_group(&w, g, err);
     if (st == VL_OK && w.nitems != in->n)
-        st = vl_seterr(err, VL_EINTERNAL, "hbp: packed %zu of %zu samples", w.nitems,
-                       in->n);
+        st = vl_seterr(err, VL_EINTERNAL, "hbp: packed %zu of %zu samples", w.nitems, in->n);
     if (st == VL_OK)
         st = cut_all(&w, err);
 done:

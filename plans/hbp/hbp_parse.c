@@ -61,8 +61,7 @@ int vl__hbp_parse_list(const char *s, bool specs, hbp_spec *out, size_t max, siz
         if (*n == max)
             return why_fail(why, cap, "more than 16 entries", at);
         if (parse_num(&p, true, &v) != 0 || v < 1)
-            return why_fail(why, cap, "expected a positive length such as 16384 or 16K",
-                            at);
+            return why_fail(why, cap, "expected a positive length such as 16384 or 16K", at);
         out[*n] = (hbp_spec){.len = (uint32_t)v, .sp = HBP_AUTO, .ckpt = HBP_AUTO};
         for (int part = 0; specs && part < 2 && *p == ':'; part++) {
             p++;

@@ -84,13 +84,13 @@ typedef struct hy_run {
     hy_schemes sch;
     hy_cands cands;
     hy_iter it;
-    int fixed;                    /* the candidate of every iteration, -1 = per iteration */
-    uint64_t *chosen;             /* iterations per candidate */
-    uint64_t iters, relaxed;      /* iterations, those run with an idle pipeline */
+    int fixed;               /* the candidate of every iteration, -1 = per iteration */
+    uint64_t *chosen;        /* iterations per candidate */
+    uint64_t iters, relaxed; /* iterations, those run with an idle pipeline */
     double est_sum;
-    double *est_of;               /* this batch's estimate per candidate, -1: cannot run */
-    vl_manifest *man;             /* the output plan's */
-    vl_plan scratch;              /* one iteration, to simulate a choice */
+    double *est_of;   /* this batch's estimate per candidate, -1: cannot run */
+    vl_manifest *man; /* the output plan's */
+    vl_plan scratch;  /* one iteration, to simulate a choice */
     bool scratch_ready;
     vl_sim_scratch *sim;
     uint64_t verified, overturned; /* iterations simulated to choose, estimate overturned */
@@ -155,20 +155,23 @@ static vl_status homogeneous(hy_run *r, vl_err *err)
 
     if (k != vl__hy_scheme_find(&r->sch, cfg->training.tp,
                                 cfg->training.pp > 1 ? cfg->training.pp : 1))
-        vl_job_log(r->job, "hydraulis: training.tp %d x training.pp %d is not a usable scheme "
+        vl_job_log(r->job,
+                   "hydraulis: training.tp %d x training.pp %d is not a usable scheme "
                    "(tp a power of two <= 16 dividing the heads, pp dividing the layers, a "
                    "cost.schemes row when rows are given, 128 tokens fitting memory); the "
-                   "homogeneous candidate uses %d/%d\n", cfg->training.tp, cfg->training.pp,
-                   r->sch.s[k].tp, r->sch.s[k].pp);
+                   "homogeneous candidate uses %d/%d\n",
+                   cfg->training.tp, cfg->training.pp, r->sch.s[k].tp, r->sch.s[k].pp);
     if (r->sch.s[k].maxlen < cfg->training.max_seq_len)
         /* inherent, not a defect: the paper's pipelines never checkpoint, so a sample
          * the homogeneous layout cannot hold needs a deeper, slower pipeline, where
          * `pack` would recompute instead (man page, HYDRAULIS) */
-        vl_job_warn(r->job, "hydraulis: the homogeneous layout tp %d x pp %d holds at most "
+        vl_job_warn(r->job,
+                    "hydraulis: the homogeneous layout tp %d x pp %d holds at most "
                     "%u tokens without activation checkpointing (Hydraulis pipelines never "
                     "checkpoint), below training.max_seq_len %u: batches with longer "
                     "samples run on deeper pipelines, and `pack`, which recomputes, may be "
-                    "faster here", r->sch.s[k].tp, r->sch.s[k].pp, r->sch.s[k].maxlen,
+                    "faster here",
+                    r->sch.s[k].tp, r->sch.s[k].pp, r->sch.s[k].maxlen,
                     cfg->training.max_seq_len);
     return add_homogeneous(r, k, err);
 }
@@ -187,8 +190,9 @@ static vl_status propose(hy_run *r, vl_err *err)
     const vl_config *cfg = job->cfg;
     int gpus = cfg->cluster.gpus;
     uint32_t step = auto_step(r->o->s_step, gpus, 128, 1024);
-    double w = job->sel->tokens ? (double)budget_of(&cfg->training, job->sel) /
-                                      (double)job->sel->tokens : 1.0;
+    double w = job->sel->tokens
+                   ? (double)budget_of(&cfg->training, job->sel) / (double)job->sel->tokens
+                   : 1.0;
     hy_hist h;
     vl_status st;
 
@@ -196,8 +200,8 @@ static vl_status propose(hy_run *r, vl_err *err)
      * weight against Σ T, as in a batch */
     if ((st = vl__hy_hist(&h, job->sel->idx, job->sel->n, job->sel->len, step, w, err)))
         return st;
-    st = vl__hy_propose(&r->cands, &h, &r->sch, gpus,
-                        (int)auto_step(r->o->n_step, gpus, 1, 4), err);
+    st = vl__hy_propose(&r->cands, &h, &r->sch, gpus, (int)auto_step(r->o->n_step, gpus, 1, 4),
+                        err);
     vl__hy_hist_free(&h);
     if (st == VL_OK)
         vl__hy_cands_trim(&r->cands, r->o->max_candidates);
@@ -224,10 +228,12 @@ static vl_status homogeneous_fallback(hy_run *r, vl_err *err)
     }
     for (size_t i = 0; g && i < r->sch.n && st == VL_OK; i++)
         if (r->sch.s[i].maxlen >= need && r->sch.s[i].tp * r->sch.s[i].pp == g) {
-            vl_job_log(r->job, "hydraulis: candidate 0 holds %u tokens, below training."
+            vl_job_log(r->job,
+                       "hydraulis: candidate 0 holds %u tokens, below training."
                        "max_seq_len %u: the homogeneous layout tp %d x pp %d (MaxLen %u) is a "
-                       "candidate too\n", r->sch.s[k0].maxlen, need, r->sch.s[i].tp,
-                       r->sch.s[i].pp, r->sch.s[i].maxlen);
+                       "candidate too\n",
+                       r->sch.s[k0].maxlen, need, r->sch.s[i].tp, r->sch.s[i].pp,
+                       r->sch.s[i].maxlen);
             st = add_homogeneous(r, (int)i, err);
         }
     return st;
@@ -252,8 +258,10 @@ static void log_setup(const hy_run *r)
     const vl_job *job = r->job;
     char buf[512];
 
-    vl_job_log(job, "hydraulis: %zu schemes (%s), MaxLen from the memory model with the "
-               "optimizer over %d GPUs\n", r->sch.n,
+    vl_job_log(job,
+               "hydraulis: %zu schemes (%s), MaxLen from the memory model with the "
+               "optimizer over %d GPUs\n",
+               r->sch.n,
                r->sch.n && r->sch.s[0].measured ? "cost.schemes" : "fitted to the cost model",
                job->cfg->cluster.gpus);
     vl_job_log(job, "  %4s %4s %14s %12s %9s %8s %8s\n", "tp", "pp", "a ms/tok^2", "b ms/tok",
@@ -269,8 +277,10 @@ static void log_setup(const hy_run *r)
         const hy_cand *k = &r->cands.c[c];
         vl__hy_cand_text(&r->cands, &r->sch, c, buf, sizeof buf);
         if (k->s)
-            vl_job_log(job, "  [%zu] %s: MaxLen %u, %u GPUs, DP estimate %.1f ms at %u "
-                       "tokens\n", c, buf, k->maxlen, k->gpus, k->est, k->s);
+            vl_job_log(job,
+                       "  [%zu] %s: MaxLen %u, %u GPUs, DP estimate %.1f ms at %u "
+                       "tokens\n",
+                       c, buf, k->maxlen, k->gpus, k->est, k->s);
         else
             vl_job_log(job, "  [%zu] %s: MaxLen %u, %u GPUs%s\n", c, buf, k->maxlen, k->gpus,
                        c == 0 ? " (homogeneous)" : "");
@@ -281,7 +291,7 @@ static void log_setup(const hy_run *r)
 
 static uint64_t stream_of(uint64_t iter)
 {
-    return UINT64_C(0x68796400000000) ^ (iter << 16);   /* "hyd", trials below */
+    return UINT64_C(0x68796400000000) ^ (iter << 16); /* "hyd", trials below */
 }
 
 /* The candidate for batch seq[0..n): the smallest estimate among those able to run it
@@ -312,13 +322,15 @@ static vl_status choose(hy_run *r, const uint32_t *seq, size_t n, uint64_t iter,
             if (e >= 0 && (*cand < 0 || e < *est)) {
                 *cand = (int)c;
                 *est = e;
-                vl__hy_keep(&r->it, c);   /* written as evaluated, not evaluated again */
+                vl__hy_keep(&r->it, c); /* written as evaluated, not evaluated again */
             }
         }
     }
     if (st == VL_OK && *cand < 0)
-        st = vl_seterr(err, VL_EINFEASIBLE, "hydraulis: iteration %llu: no candidate holds "
-                       "its longest sequence", (unsigned long long)iter);
+        st = vl_seterr(err, VL_EINFEASIBLE,
+                       "hydraulis: iteration %llu: no candidate holds "
+                       "its longest sequence",
+                       (unsigned long long)iter);
     return st;
 }
 
@@ -450,8 +462,9 @@ static vl_status pick_static(hy_run *r, const uint32_t *order, const vl_batches 
         if (r->cands.c[c].maxlen < longest)
             continue;
         for (size_t k = 0; k < b->n && st == VL_OK && sum >= 0; k++) {
-            double e = vl__hy_eval(&r->it, c, order + b->start[k], b->start[k + 1] - b->start[k],
-                                   sel->len, stream_of(k), true, INFINITY, &st, err);
+            double e =
+                vl__hy_eval(&r->it, c, order + b->start[k], b->start[k + 1] - b->start[k],
+                            sel->len, stream_of(k), true, INFINITY, &st, err);
             sum = e < 0 ? -1 : sum + e;
         }
         if (sum >= 0 && (best < 0 || sum < best)) {
@@ -464,15 +477,18 @@ static vl_status pick_static(hy_run *r, const uint32_t *order, const vl_batches 
 
 static void log_summary(const hy_run *r)
 {
-    vl_job_log(r->job, "hydraulis: %llu iterations, mean estimate %.1f ms; %llu with an idle "
-               "pipeline; chosen:", (unsigned long long)r->iters,
-               r->iters ? r->est_sum / (double)r->iters : 0.0,
+    vl_job_log(r->job,
+               "hydraulis: %llu iterations, mean estimate %.1f ms; %llu with an idle "
+               "pipeline; chosen:",
+               (unsigned long long)r->iters, r->iters ? r->est_sum / (double)r->iters : 0.0,
                (unsigned long long)r->relaxed);
     for (size_t c = 0; c < r->cands.n; c++)
         vl_job_log(r->job, " [%zu] %llu", c, (unsigned long long)r->chosen[c]);
-    vl_job_log(r->job, "; %llu chosen by simulation among estimates within %.0f%%, %llu of "
-               "them against the best estimate\n", (unsigned long long)r->verified,
-               100 * HY_VERIFY_MARGIN, (unsigned long long)r->overturned);
+    vl_job_log(r->job,
+               "; %llu chosen by simulation among estimates within %.0f%%, %llu of "
+               "them against the best estimate\n",
+               (unsigned long long)r->verified, 100 * HY_VERIFY_MARGIN,
+               (unsigned long long)r->overturned);
 }
 
 static vl_status record_params(const hy_run *r, vl_err *err)
@@ -504,7 +520,9 @@ static vl_cover hydraulis_cover(const void *state)
     const vl_training_cfg *t = &cfg->training;
 
     return (vl_cover){.ranks = (size_t)cfg->cluster.gpus / ((size_t)t->tp * (size_t)t->pp),
-                      .piece = 0, .share = 1, .who = "hydraulis: "};
+                      .piece = 0,
+                      .share = 1,
+                      .who = "hydraulis: "};
 }
 
 /* The per-run choices: the schemes, the candidates (proposed by the DP or given), the
@@ -516,7 +534,8 @@ static vl_status hydraulis_resolve(void *state, const vl_epoch_cut *first, vl_er
     vl_status st = vl__hy_schemes(&r->sch, job->cost, err);
 
     if (st == VL_OK && r->sch.n == 0)
-        st = vl_seterr(err, VL_EINFEASIBLE, "hydraulis: no <tp, pp> scheme fits 128 tokens "
+        st = vl_seterr(err, VL_EINFEASIBLE,
+                       "hydraulis: no <tp, pp> scheme fits 128 tokens "
                        "in device memory");
     if (st == VL_OK)
         st = build_candidates(r, err);
@@ -524,9 +543,12 @@ static vl_status hydraulis_resolve(void *state, const vl_epoch_cut *first, vl_er
                         (r->est_of = calloc(r->cands.n, sizeof *r->est_of)) == NULL))
         st = vl_seterr(err, VL_ENOMEM, "hydraulis: out of memory");
     r->fixed = r->o->mode == HY_HOMO ? 0 : -1;
-    r->it = (hy_iter){.sch = &r->sch, .cands = &r->cands, .trials = r->o->trials,
+    r->it = (hy_iter){.sch = &r->sch,
+                      .cands = &r->cands,
+                      .trials = r->o->trials,
                       .packing = (hy_packing)r->o->packing,
-                      .context = job->cfg->training.max_seq_len, .seed = job->seed};
+                      .context = job->cfg->training.max_seq_len,
+                      .seed = job->seed};
     if (st == VL_OK) {
         log_setup(r);
         st = record_params(r, err);
@@ -570,9 +592,8 @@ static uint32_t largest_maxlen(const hy_opts *o, const vl_config *cfg)
     if (o->mode != HY_HOMO && strcmp(o->candidates, "auto") == 0) {
         for (size_t i = 0; i < sch.n; i++)
             best = sch.s[i].maxlen > best ? sch.s[i].maxlen : best;
-    } else if (o->mode != HY_HOMO &&
-               vl__hy_parse_cands(&given, o->candidates, &sch, cfg->cluster.gpus, &err) ==
-                   VL_OK) {
+    } else if (o->mode != HY_HOMO && vl__hy_parse_cands(&given, o->candidates, &sch,
+                                                        cfg->cluster.gpus, &err) == VL_OK) {
         for (size_t i = 0; i < given.n; i++)
             best = given.c[i].maxlen > best ? given.c[i].maxlen : best;
     }
@@ -587,7 +608,7 @@ static uint32_t hydraulis_max_len(const void *opts, const vl_config *cfg)
 {
     uint32_t best = largest_maxlen(opts, cfg);
 
-    if (best == 0)   /* nothing usable: plan() says why */
+    if (best == 0) /* nothing usable: plan() says why */
         return cfg->training.max_seq_len;
     return best < cfg->training.max_seq_len ? best : cfg->training.max_seq_len;
 }
@@ -595,8 +616,10 @@ static uint32_t hydraulis_max_len(const void *opts, const vl_config *cfg)
 static void hydraulis_describe_max_len(const void *opts, const vl_config *cfg, char *buf,
                                        size_t n)
 {
-    snprintf(buf, n, "hydraulis's MaxLen of its largest pipeline scheme, %u; set by "
-                     "hydraulis.candidates and hydraulis.mode", largest_maxlen(opts, cfg));
+    snprintf(buf, n,
+             "hydraulis's MaxLen of its largest pipeline scheme, %u; set by "
+             "hydraulis.candidates and hydraulis.mode",
+             largest_maxlen(opts, cfg));
 }
 
 /* A micro-batch holds at most its pipeline's MaxLen tokens (a multiple of HY_ALIGN), or
@@ -610,22 +633,25 @@ static uint64_t hydraulis_max_cap(const void *opts, const vl_config *cfg)
 
     if (o->packing == HY_MAXPACK && ctx < best)
         return ctx;
-    return best;   /* 0, nothing usable: plan() refuses, and verify holds to no bound */
+    return best; /* 0, nothing usable: plan() refuses, and verify holds to no bound */
 }
 
 static vl_status hydraulis_validate(const void *opts, const vl_config *cfg, vl_err *err)
 {
-    (void)opts;   /* training.sp is not used: pipelines are <tp, pp> with sp = 1 */
+    (void)opts; /* training.sp is not used: pipelines are <tp, pp> with sp = 1 */
     if (cfg->cluster.gpus > HY_MAX_GPUS)
-        return vl_seterr(err, VL_ECONFIG, "hydraulis: cluster.gpus = %d is past the %d it "
+        return vl_seterr(err, VL_ECONFIG,
+                         "hydraulis: cluster.gpus = %d is past the %d it "
                          "plans: each iteration dispatches every sample over every pipeline "
                          "`trials` times per candidate (Alg. 1) and the proposal DP grows "
                          "with the GPUs squared (the paper plans up to 1024 GPUs); split the "
-                         "cluster, or use pack, hbp or chunkflow", cfg->cluster.gpus,
-                         HY_MAX_GPUS);
+                         "cluster, or use pack, hbp or chunkflow",
+                         cfg->cluster.gpus, HY_MAX_GPUS);
     if (cfg->training.max_seq_len < HY_ALIGN)
-        return vl_seterr(err, VL_ECONFIG, "hydraulis: training.max_seq_len must be at least "
-                         "%d, got %u", HY_ALIGN, cfg->training.max_seq_len);
+        return vl_seterr(err, VL_ECONFIG,
+                         "hydraulis: training.max_seq_len must be at least "
+                         "%d, got %u",
+                         HY_ALIGN, cfg->training.max_seq_len);
     return VL_OK;
 }
 

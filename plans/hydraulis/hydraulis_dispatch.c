@@ -234,8 +234,7 @@ static size_t pick_open(const hy_work *w, const double *row, uint32_t fit, doubl
  * beat the best one).  A pipeline's estimate never falls below the running maximum mx,
  * so once no pipeline is empty (an empty one would win a tie) the first to stay at mx
  * is the answer (pick_full). */
-static double trial(hy_work *w, size_t np, size_t nk, size_t n, double bound,
-                    uint32_t *owner)
+static double trial(hy_work *w, size_t np, size_t nk, size_t n, double bound, uint32_t *owner)
 {
     size_t empty;
     double mx = trial_start(w, np, nk, n, owner, &empty);
@@ -246,8 +245,8 @@ static double trial(hy_work *w, size_t np, size_t nk, size_t n, double bound,
         size_t at;
         if (owner[i] != UINT32_MAX)
             continue;
-        at = empty == 0 ? pick_full(w, row, w->fits[i], mx)
-                        : pick_open(w, row, w->fits[i], mx);
+        at =
+            empty == 0 ? pick_full(w, row, w->fits[i], mx) : pick_open(w, row, w->fits[i], mx);
         owner[i] = (uint32_t)at;
         add(w, row, at, &empty);
         mx = hy_max(mx, w->C[at] + w->E[at]);
@@ -256,8 +255,8 @@ static double trial(hy_work *w, size_t np, size_t nk, size_t n, double bound,
 }
 
 /* trial() with the pipeline of each sequence from the kinds' trees (many pipelines). */
-static double trial_tree(hy_work *w, hy_dtree *d, size_t np, size_t nk, size_t n,
-                         double bound, uint32_t *owner)
+static double trial_tree(hy_work *w, hy_dtree *d, size_t np, size_t nk, size_t n, double bound,
+                         uint32_t *owner)
 {
     size_t empty;
     double mx = trial_start(w, np, nk, n, owner, &empty);
@@ -283,14 +282,14 @@ static double trial_tree(hy_work *w, hy_dtree *d, size_t np, size_t nk, size_t n
 /* The shuffles of trials 0 .. trials-1 (rng seeded (seed, stream + trial)) kept in
  * w->perms, drawn again only when the key changed. */
 static vl_status keep_perms(hy_work *w, size_t n, uint32_t trials, uint64_t seed,
-                           uint64_t stream, vl_err *err)
+                            uint64_t stream, vl_err *err)
 {
     vl_status st;
 
     if (w->perms && w->perms_n == n && w->perms_trials == trials && w->perms_seed == seed &&
         w->perms_stream == stream)
         return VL_OK;
-    w->perms_n = 0;   /* invalid until drawn */
+    w->perms_n = 0; /* invalid until drawn */
     if ((st = vl_grow(&w->perms, &w->perms_cap, (size_t)trials * n + 1, sizeof *w->perms,
                       err)) != VL_OK)
         return st;
@@ -322,7 +321,7 @@ double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
         return -1;
     for (size_t i = 0; i < n; i++)
         if (len[seq[i]] > pipes[0].s->maxlen)
-            return -1;   /* no pipeline holds it */
+            return -1; /* no pipeline holds it */
     if ((nk = tabulate(w, pipes, np, seq, n, len, st, err)) == 0 ||
         (np >= from && (*st = vl__hy_dtree_init(&d, w->kind, np, nk, err)) != VL_OK))
         return -1;

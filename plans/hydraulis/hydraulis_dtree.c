@@ -60,7 +60,7 @@ vl_status vl__hy_dtree_init(hy_dtree *d, const uint32_t *kind, size_t np, size_t
         nodes += 2 * sz;
     }
     for (size_t k = 0; k < nk; k++)
-        d->last[k] = 0;   /* for now: pipelines listed so far */
+        d->last[k] = 0; /* for now: pipelines listed so far */
     for (size_t j = 0; j < np; j++) {
         size_t k = kind[j], p = d->last[k]++;
         d->list[d->kstart[k] + p] = j;
@@ -81,7 +81,7 @@ void vl__hy_dtree_reset(hy_dtree *d)
     for (size_t k = 0; k < d->nk; k++) {
         size_t cnt = d->kstart[k + 1] - d->kstart[k], sz = d->tsz[k];
         double *c = d->c + d->toff[k], *e = d->e + d->toff[k], *s = d->s + d->toff[k];
-        for (size_t p = 0; p < sz; p++) {   /* pads never win: +inf */
+        for (size_t p = 0; p < sz; p++) { /* pads never win: +inf */
             c[sz + p] = p < cnt ? 0 : INFINITY;
             e[sz + p] = p < cnt ? 0 : INFINITY;
             s[sz + p] = p < cnt ? 0 : INFINITY;
@@ -95,8 +95,7 @@ void vl__hy_dtree_reset(hy_dtree *d)
     }
 }
 
-void vl__hy_dtree_set(hy_dtree *d, size_t j, size_t k, double C, double E,
-                      const uint32_t *cnt)
+void vl__hy_dtree_set(hy_dtree *d, size_t j, size_t k, double C, double E, const uint32_t *cnt)
 {
     size_t sz = d->tsz[k], v = sz + d->leaf[j];
     double *c = d->c + d->toff[k], *e = d->e + d->toff[k], *s = d->s + d->toff[k];
@@ -104,7 +103,7 @@ void vl__hy_dtree_set(hy_dtree *d, size_t j, size_t k, double C, double E,
     c[v] = C;
     e[v] = E;
     s[v] = C + E;
-    for (v /= 2; v >= 1; v /= 2) {   /* up to the first node whose minima stay */
+    for (v /= 2; v >= 1; v /= 2) { /* up to the first node whose minima stay */
         double mc = hy_min(c[2 * v], c[2 * v + 1]), me = hy_min(e[2 * v], e[2 * v + 1]);
         double ms = hy_min(s[2 * v], s[2 * v + 1]);
         if (mc == c[v] && me == e[v] && ms == s[v])
@@ -131,7 +130,7 @@ static double bound(const ksearch *s, size_t v)
     double b = s->c[v] + s->t + hy_max(s->e[v], s->te);
 
     if (v >= s->sz || !s->d->nonneg)
-        return b;   /* a leaf: inner itself */
+        return b; /* a leaf: inner itself */
     /* (C + t) + max(E, e) >= C + E + t for every pipeline below; with everything >= 0
      * the rounding of either side is far below the margin */
     return hy_max(b, (s->s[v] + s->t) * (1 - 1e-12));
@@ -168,16 +167,20 @@ static void first_min(const ksearch *s, size_t v, double *best, size_t *at)
 
 static ksearch kind_search(const hy_dtree *d, size_t k, const double *row)
 {
-    return (ksearch){.d = d, .c = d->c + d->toff[k], .e = d->e + d->toff[k],
+    return (ksearch){.d = d,
+                     .c = d->c + d->toff[k],
+                     .e = d->e + d->toff[k],
                      .s = d->s + d->toff[k],
-                     .list = d->list + d->kstart[k], .sz = d->tsz[k], .t = row[2 * k],
+                     .list = d->list + d->kstart[k],
+                     .sz = d->tsz[k],
+                     .t = row[2 * k],
                      .te = row[2 * k + 1]};
 }
 
 /* The last empty pipeline among kinds whose empty inner is at most (le) or exactly
  * (!le) m, of the kinds holding l; NONE when none. */
-static size_t last_empty(const hy_dtree *d, const double *row,
-                         const hy_scheme *const *kinds, uint32_t l, double m, bool le)
+static size_t last_empty(const hy_dtree *d, const double *row, const hy_scheme *const *kinds,
+                         uint32_t l, double m, bool le)
 {
     size_t at = NONE;
 
@@ -199,7 +202,7 @@ size_t vl__hy_dtree_pick(const hy_dtree *d, const double *row, const hy_scheme *
     double best = INFINITY;
 
     if (at != NONE)
-        return at;   /* m* = mx, reached by an empty pipeline */
+        return at; /* m* = mx, reached by an empty pipeline */
     for (size_t k = 0; k < d->nk; k++) {
         ksearch s = kind_search(d, k, row);
         size_t j;
@@ -207,8 +210,8 @@ size_t vl__hy_dtree_pick(const hy_dtree *d, const double *row, const hy_scheme *
             first = first == NONE || j < first ? j : first;
     }
     if (first != NONE)
-        return first;   /* m* = mx, no empty pipeline there */
-    for (size_t k = 0; k < d->nk; k++) {   /* every inner above mx: m* = their minimum */
+        return first;                    /* m* = mx, no empty pipeline there */
+    for (size_t k = 0; k < d->nk; k++) { /* every inner above mx: m* = their minimum */
         ksearch s = kind_search(d, k, row);
         double b = INFINITY;
         size_t j = NONE;

@@ -12,10 +12,10 @@
 
 #include "vlplan_strategy.h"
 
-#define HY_ALIGN 128          /* MaxLen and micro-batches are multiples of this */
+#define HY_ALIGN 128 /* MaxLen and micro-batches are multiples of this */
 /* The most GPUs planned: dispatch costs trials x samples x pipelines an iteration. */
 #define HY_MAX_GPUS 4096
-#define HY_MAX_V 20           /* micro-batch counts tried per pipeline */
+#define HY_MAX_V 20 /* micro-batch counts tried per pipeline */
 /* Dispatch keeps the trials' shuffles of an iteration up to this many entries (16 MiB). */
 #define HY_PERMS_KEPT (UINT64_C(4) << 20)
 
@@ -37,10 +37,10 @@ typedef struct hy_opts {
 /* One parallel scheme <tp, pp> of a pipeline (sp = 1). */
 typedef struct hy_scheme {
     int tp, pp;
-    double a, b, c;               /* T(l) = a·l² + b·l + c, ms per stage, fwd + bwd */
-    uint32_t maxlen;              /* longest micro-batch that fits, multiple of 128 */
-    uint32_t utillen;             /* tokens per micro-batch where efficiency saturates */
-    bool measured;                /* a, b, c from cost.schemes (else fitted) */
+    double a, b, c;   /* T(l) = a·l² + b·l + c, ms per stage, fwd + bwd */
+    uint32_t maxlen;  /* longest micro-batch that fits, multiple of 128 */
+    uint32_t utillen; /* tokens per micro-batch where efficiency saturates */
+    bool measured;    /* a, b, c from cost.schemes (else fitted) */
 } hy_scheme;
 
 /* The scheme space. */
@@ -53,10 +53,10 @@ typedef struct hy_schemes {
  * indices, by tp then pp descending (the order the plan lists its ranks). */
 typedef struct hy_cand {
     uint32_t p0, np;
-    uint32_t maxlen;              /* the largest pipeline MaxLen */
-    uint32_t gpus;                /* GPUs used (the rest idle) */
-    double est;                   /* the DP's value for it, < 0 when not proposed */
-    uint32_t s;                   /* the DP length it was proposed for (0: none) */
+    uint32_t maxlen; /* the largest pipeline MaxLen */
+    uint32_t gpus;   /* GPUs used (the rest idle) */
+    double est;      /* the DP's value for it, < 0 when not proposed */
+    uint32_t s;      /* the DP length it was proposed for (0: none) */
 } hy_cand;
 
 typedef struct hy_cands {
@@ -112,8 +112,8 @@ int vl__hy_scheme_find(const hy_schemes *s, int tp, int pp);
  * ((b-1)·step, b·step]: a (weighted) count, Σ l, Σ l², and the longest length. */
 typedef struct hy_hist {
     uint32_t step, nb;
-    double *cnt, *s1, *s2;        /* [nb + 1], bin 0 unused */
-    uint32_t *longest;            /* [nb + 1] */
+    double *cnt, *s1, *s2; /* [nb + 1], bin 0 unused */
+    uint32_t *longest;     /* [nb + 1] */
 } hy_hist;
 
 /** The histogram of lengths len[idx[i]] (i < n) in bins of step, each weighted w. */
@@ -141,8 +141,8 @@ void vl__hy_cands_free(hy_cands *c);
 
 /** Parse "4x16/1; 16/1+6x8/1" (';' between candidates, '+' between terms, "DxTP/PP" or
  *  "TP/PP") into out, each scheme looked up in sch.  VL_ECONFIG naming the term. */
-vl_status vl__hy_parse_cands(hy_cands *out, const char *text, const hy_schemes *sch,
-                             int gpus, vl_err *err);
+vl_status vl__hy_parse_cands(hy_cands *out, const char *text, const hy_schemes *sch, int gpus,
+                             vl_err *err);
 
 /** Keep the first candidate and max - 1 of the others spread evenly over the list (the
  *  last always kept), in their order. */
@@ -153,34 +153,50 @@ void vl__hy_cands_trim(hy_cands *c, size_t max);
 /* One pipeline as dispatch and packing see it. */
 typedef struct hy_pipe {
     const hy_scheme *s;
-    uint32_t slot;                /* position in the candidate (rank order) */
+    uint32_t slot; /* position in the candidate (rank order) */
 } hy_pipe;
 
 /* Scratch for dispatching one batch (grown, never shrunk). */
 typedef struct hy_work {
-    uint32_t *perm, *owner, *best_owner; size_t seq_cap;
-    double *C, *E; uint32_t *cnt; size_t pipe_cap;
-    hy_pipe *pipes; size_t pipes_cap;
+    uint32_t *perm, *owner, *best_owner;
+    size_t seq_cap;
+    double *C, *E;
+    uint32_t *cnt;
+    size_t pipe_cap;
+    hy_pipe *pipes;
+    size_t pipes_cap;
     /* dispatch: each sequence's time on each distinct scheme of the candidate */
-    double *st; size_t st_cap;
-    uint32_t *fits; size_t fits_cap;      /* per sequence: the pipelines holding it */
-    uint32_t *slen;                       /* per sequence: its length (fits_cap) */
+    double *st;
+    size_t st_cap;
+    uint32_t *fits;
+    size_t fits_cap; /* per sequence: the pipelines holding it */
+    uint32_t *slen;  /* per sequence: its length (fits_cap) */
     /* the trials' shuffles of the last (seed, stream, n, trials): every candidate of an
      * iteration draws the same ones */
-    uint32_t *perms; size_t perms_cap;
+    uint32_t *perms;
+    size_t perms_cap;
     uint64_t perms_seed, perms_stream;
     size_t perms_n;
     uint32_t perms_trials;
-    size_t only0;                         /* sequences only pipeline 0 holds */
-    size_t tree_from;                     /* pipelines from which trees pick; 0: HY_TREE_FROM */
-    uint32_t *kind; const hy_scheme **kinds; size_t kind_cap;   /* pipeline -> scheme */
-    uint32_t *run0; size_t nrun;          /* runs of one kind: pipelines run0[r] ..
+    size_t only0;     /* sequences only pipeline 0 holds */
+    size_t tree_from; /* pipelines from which trees pick; 0: HY_TREE_FROM */
+    uint32_t *kind;
+    const hy_scheme **kinds;
+    size_t kind_cap; /* pipeline -> scheme */
+    uint32_t *run0;
+    size_t nrun; /* runs of one kind: pipelines run0[r] ..
                                            * run0[r + 1) (kind_cap + 1 entries) */
     /* packing: orders shared by every micro-batch count, and per-count state */
-    uint32_t *items, *bin, *best_bin; double *t; size_t item_cap;
-    uint32_t *asc, *ffd, *next, *prev, *mem, *tmp; size_t order_cap;
-    double *load; uint64_t *tok; size_t bin_cap;
-    uint32_t *head, *heap, *aside; size_t heap_cap;
+    uint32_t *items, *bin, *best_bin;
+    double *t;
+    size_t item_cap;
+    uint32_t *asc, *ffd, *next, *prev, *mem, *tmp;
+    size_t order_cap;
+    double *load;
+    uint64_t *tok;
+    size_t bin_cap;
+    uint32_t *head, *heap, *aside;
+    size_t heap_cap;
 } hy_work;
 
 /** fmax for values that are never NaN, inline (fmax is a libm call in the hot loops):
@@ -217,14 +233,14 @@ double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
  * E over its pipelines in index order, and its last empty pipeline. */
 typedef struct hy_dtree {
     size_t np, nk;
-    size_t *kstart;               /* [nk + 1]: kind k lists list[kstart[k] .. kstart[k+1]) */
-    size_t *list;                 /* pipelines by kind, ascending */
-    size_t *leaf;                 /* [np]: position in its kind's list */
-    size_t *toff, *tsz;           /* [nk]: tree offset in c, e; leaves (a power of two) */
-    double *c, *e, *s;            /* node minima of C, E, C + E; node v of kind k at
+    size_t *kstart;     /* [nk + 1]: kind k lists list[kstart[k] .. kstart[k+1]) */
+    size_t *list;       /* pipelines by kind, ascending */
+    size_t *leaf;       /* [np]: position in its kind's list */
+    size_t *toff, *tsz; /* [nk]: tree offset in c, e; leaves (a power of two) */
+    double *c, *e, *s;  /* node minima of C, E, C + E; node v of kind k at
                                    * toff[k] + v */
-    bool nonneg;                  /* every t >= 0 (the caller sets it): the C + E bound holds */
-    size_t *last;                 /* [nk]: 1 + position of the last empty pipeline, 0 none */
+    bool nonneg;        /* every t >= 0 (the caller sets it): the C + E bound holds */
+    size_t *last;       /* [nk]: 1 + position of the last empty pipeline, 0 none */
 } hy_dtree;
 
 /** The kinds' lists and trees for kind[j] of pipelines j < np.  VL_ENOMEM. */
@@ -264,8 +280,10 @@ double vl__hy_minmax(hy_work *w, const double *t, const uint32_t *tok, size_t n,
 /* A batch's two-stage assignment on one candidate: per batch position its pipeline
  * (dispatch order) and micro-batch, per pipeline its micro-batch count. */
 typedef struct hy_assign {
-    uint32_t *owner, *mb; size_t seq_cap;
-    uint32_t *nmb; size_t pipe_cap;
+    uint32_t *owner, *mb;
+    size_t seq_cap;
+    uint32_t *nmb;
+    size_t pipe_cap;
 } hy_assign;
 
 /* What one iteration's evaluation needs and keeps (grown, never shrunk). */
@@ -274,20 +292,27 @@ typedef struct hy_iter {
     const hy_cands *cands;
     uint32_t trials;
     hy_packing packing;
-    uint32_t context;             /* packing max fills micro-batches to min(MaxLen, this) */
+    uint32_t context; /* packing max fills micro-batches to min(MaxLen, this) */
     uint64_t seed;
     hy_work w;
-    hy_pipe *pipes; size_t pipes_cap;
-    uint32_t *sub, *pos, *bin, *gpos; size_t seq_cap;   /* one pipeline's sequences */
-    size_t *gstart; size_t gstart_cap;    /* gpos[gstart[j] ..]: pipeline j's positions */
-    double *pipe_est; size_t est_cap;     /* per pipeline (dispatch order) of the last eval */
-    uint32_t *porder; size_t porder_cap;  /* the order eval packs the pipelines in */
-    hy_assign cur, kept;          /* the last evaluation, the one vl__hy_keep saved */
+    hy_pipe *pipes;
+    size_t pipes_cap;
+    uint32_t *sub, *pos, *bin, *gpos;
+    size_t seq_cap; /* one pipeline's sequences */
+    size_t *gstart;
+    size_t gstart_cap; /* gpos[gstart[j] ..]: pipeline j's positions */
+    double *pipe_est;
+    size_t est_cap; /* per pipeline (dispatch order) of the last eval */
+    uint32_t *porder;
+    size_t porder_cap;   /* the order eval packs the pipelines in */
+    hy_assign cur, kept; /* the last evaluation, the one vl__hy_keep saved */
     size_t kept_cand;
     /* per candidate: its complete evaluation of this batch, saved by vl__hy_memo_save so
      * the simulated check of runners-up does not dispatch and pack them again */
-    hy_assign *memo; uint64_t *memo_gen; size_t memo_cap;
-    uint64_t gen;                 /* memo[c] is of this batch when memo_gen[c] == gen */
+    hy_assign *memo;
+    uint64_t *memo_gen;
+    size_t memo_cap;
+    uint64_t gen; /* memo[c] is of this batch when memo_gen[c] == gen */
 } hy_iter;
 
 void vl__hy_iter_free(hy_iter *it);

@@ -132,7 +132,7 @@ static void group(hy_iter *it, const uint32_t *owner, size_t n, size_t np)
         it->gstart[j + 1] += it->gstart[j];
     for (size_t i = 0; i < n; i++)
         it->gpos[it->gstart[owner[i]]++] = (uint32_t)i;
-    for (size_t j = np; j > 0; j--)   /* the fill moved every start to the next one */
+    for (size_t j = np; j > 0; j--) /* the fill moved every start to the next one */
         it->gstart[j] = it->gstart[j - 1];
     it->gstart[0] = 0;
 }
@@ -157,7 +157,7 @@ static void pack_order(hy_iter *it, const uint32_t *seq, size_t np, const uint32
         double load = 0;
         for (size_t q = it->gstart[j]; q < it->gstart[j + 1]; q++)
             load += hy_t(it->pipes[j].s, len[seq[it->gpos[q]]]);
-        it->pipe_est[j] = load;   /* overwritten by the estimates as they are packed */
+        it->pipe_est[j] = load; /* overwritten by the estimates as they are packed */
         size_t k = j;
         while (k > 0 && it->pipe_est[it->porder[k - 1]] < load) {
             it->porder[k] = it->porder[k - 1];
@@ -274,7 +274,7 @@ static int seq_cmp(const void *pa, const void *pb)
 /* A micro-batch in emission order: more tokens first, then index. */
 typedef struct {
     uint64_t tokens;
-    uint32_t mb, first;           /* its sequences: seqs[first ..] of the same mb */
+    uint32_t mb, first; /* its sequences: seqs[first ..] of the same mb */
 } mb_key;
 
 static int mb_cmp(const void *pa, const void *pb)
@@ -305,8 +305,8 @@ static vl_status emit_mbs(const mb_seq *seqs, size_t m, const mb_key *mbs, uint3
 static vl_status emit_rank(hy_iter *it, size_t j, int dp, size_t m, uint32_t v,
                            const uint32_t *len, vl_plan *out, vl_err *err)
 {
-    vl_par par = {.tp = it->pipes[j].s->tp, .pp = it->pipes[j].s->pp, .sp = 1,
-                  .ckpt_layers = 0};
+    vl_par par = {
+        .tp = it->pipes[j].s->tp, .pp = it->pipes[j].s->pp, .sp = 1, .ckpt_layers = 0};
     mb_seq *seqs = malloc((m + 1) * sizeof *seqs);
     mb_key *mbs = calloc(v + 1, sizeof *mbs);
     vl_status st = seqs && mbs ? vl_plan_rank_begin(out, dp, &par, err)
@@ -416,7 +416,7 @@ vl_status vl__hy_emit_kept(hy_iter *it, const uint32_t *seq, size_t n, const uin
         while (it->pipes[j].slot != slot)
             j++;
         if ((m = gather(it, seq, j)) == 0)
-            continue;   /* an idle pipeline (allowed only without a better candidate) */
+            continue; /* an idle pipeline (allowed only without a better candidate) */
         for (size_t q = 0; q < m; q++)
             it->bin[q] = it->kept.mb[it->pos[q]];
         st = emit_rank(it, j, dp++, m, it->kept.nmb[j], len, out, err);
@@ -431,14 +431,16 @@ vl_status vl__hy_emit(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
     vl_status st;
 
     if (vl__hy_eval(it, cand, seq, n, len, stream, allow_empty, INFINITY, &st, err) < 0)
-        return st != VL_OK ? st : vl_seterr(err, VL_EINTERNAL, "hydraulis: candidate %zu "
-                                            "cannot run the batch it was chosen for", cand);
+        return st != VL_OK ? st
+                           : vl_seterr(err, VL_EINTERNAL,
+                                       "hydraulis: candidate %zu "
+                                       "cannot run the batch it was chosen for",
+                                       cand);
     vl__hy_keep(it, cand);
     return vl__hy_emit_kept(it, seq, n, len, epoch, out, err);
 }
 
-void vl__hy_cand_text(const hy_cands *cs, const hy_schemes *sch, size_t c, char *buf,
-                      size_t n)
+void vl__hy_cand_text(const hy_cands *cs, const hy_schemes *sch, size_t c, char *buf, size_t n)
 {
     const hy_cand *k = &cs->c[c];
     size_t used = 0;
@@ -450,8 +452,8 @@ void vl__hy_cand_text(const hy_cands *cs, const hy_schemes *sch, size_t c, char 
             d++;
         int w = d > 1 ? snprintf(buf + used, n - used, "%s%ux%d/%d", i ? "+" : "", d,
                                  sch->s[s].tp, sch->s[s].pp)
-                      : snprintf(buf + used, n - used, "%s%d/%d", i ? "+" : "",
-                                 sch->s[s].tp, sch->s[s].pp);
+                      : snprintf(buf + used, n - used, "%s%d/%d", i ? "+" : "", sch->s[s].tp,
+                                 sch->s[s].pp);
         if (w < 0)
             break;
         used += (size_t)w;

@@ -67,8 +67,8 @@ typedef struct pk_in {
     const uint32_t *tok;
     size_t n;
     uint32_t cap;
-    bool nonneg;          /* every t >= 0: the bounds of the searches hold */
-    bool ffd_ready;       /* w->ffd holds the first-fit order */
+    bool nonneg;    /* every t >= 0: the bounds of the searches hold */
+    bool ffd_ready; /* w->ffd holds the first-fit order */
     double tsum, tmax;
 } pk_in;
 
@@ -193,7 +193,7 @@ static bool place_lpt(hy_work *w, const pk_in *in, uint32_t v, uint32_t *bin)
     memset(w->load, 0, v * sizeof *w->load);
     memset(w->tok, 0, v * sizeof *w->tok);
     for (uint32_t b = 0; b < v; b++)
-        w->heap[b] = b;   /* equal loads: index order is a heap */
+        w->heap[b] = b; /* equal loads: index order is a heap */
     for (size_t k = 0; k < in->n; k++) {
         uint32_t i = w->items[k], at = NONE;
         size_t aside = 0;
@@ -385,8 +385,8 @@ static bool improve(hy_work *w, const pk_in *in, uint32_t v, uint32_t *bin)
         uint32_t i = w->mem[k];
         double rest = top - in->t[i];
         if (in->nonneg && !(rest < s.best))
-            continue;   /* whatever i does, h keeps at least rest */
-        for (uint32_t b = 0; b < v && light + in->t[i] < s.best; b++) {   /* move i to b */
+            continue; /* whatever i does, h keeps at least rest */
+        for (uint32_t b = 0; b < v && light + in->t[i] < s.best; b++) { /* move i to b */
             double x = hy_max(rest, w->load[b] + in->t[i]);
             if (b != h && w->tok[b] + in->tok[i] <= in->cap && x < s.best)
                 s = (step){.best = x, .i = i, .j = NONE, .b = b};
@@ -442,7 +442,7 @@ static double pack_max(hy_work *w, pk_in *in, uint32_t *bin, uint32_t *v)
     uint32_t n = (uint32_t)in->n;
 
     sort_order(w, in, w->ffd, BY_TOKENS);
-    place_ff(w, in, w->ffd, n, bin);   /* n bins always suffice */
+    place_ff(w, in, w->ffd, n, bin); /* n bins always suffice */
     *v = 0;
     for (size_t i = 0; i < n; i++)
         *v = bin[i] + 1 > *v ? bin[i] + 1 : *v;
@@ -503,7 +503,7 @@ double vl__hy_pack(hy_work *w, const hy_scheme *s, const uint32_t *seq, size_t n
             memcpy(bin, w->best_bin, n * sizeof *bin);
         }
     }
-    if (best < 0 && *st == VL_OK) {   /* nothing fitted: every sequence alone */
+    if (best < 0 && *st == VL_OK) { /* nothing fitted: every sequence alone */
         double m = 0;
         for (size_t i = 0; i < n; i++) {
             bin[i] = (uint32_t)i;

@@ -95,15 +95,15 @@ vl_status vl__hy_cand_add(hy_cands *out, const hy_schemes *sch, const uint32_t *
     vl_status st;
 
     *added = false;
-    if ((st = vl_grow(&out->pipes, &out->pipes_cap, out->npipes + np + 1,
-                      sizeof *out->pipes, err)) != VL_OK)
+    if ((st = vl_grow(&out->pipes, &out->pipes_cap, out->npipes + np + 1, sizeof *out->pipes,
+                      err)) != VL_OK)
         return st;
     uint32_t *mine = out->pipes + out->npipes;
     memcpy(mine, pipes, np * sizeof *pipes);
     sort_pipes(sch, mine, np);
     for (size_t i = 0; i < out->n; i++)
-        if (out->c[i].np == np && memcmp(out->pipes + out->c[i].p0, mine,
-                                         np * sizeof *mine) == 0)
+        if (out->c[i].np == np &&
+            memcmp(out->pipes + out->c[i].p0, mine, np * sizeof *mine) == 0)
             return VL_OK;
     for (size_t i = 0; i < np; i++) {
         const hy_scheme *k = &sch->s[mine[i]];
@@ -127,7 +127,7 @@ void vl__hy_cands_trim(hy_cands *c, size_t max)
     if (c->n <= max)
         return;
     keep = max - 1;
-    for (size_t j = 1; j <= keep; j++)   /* ceil(j·rest/keep): evenly, the last included */
+    for (size_t j = 1; j <= keep; j++) /* ceil(j·rest/keep): evenly, the last included */
         c->c[j] = c->c[(j * rest + keep - 1) / keep];
     c->n = max;
 }
@@ -137,13 +137,13 @@ void vl__hy_cands_trim(hy_cands *c, size_t max)
 typedef struct dp {
     const hy_hist *h;
     const hy_schemes *sch;
-    int nstep, ni;                /* GPUs per grid step, grid steps */
-    size_t w;                     /* row width: nb + 1 */
-    double *t;                    /* [(ni + 1) · w] */
-    int16_t *k;                   /* choice: -1 idle, -2 none, else scheme */
-    uint32_t *d, *l;              /* pipelines, interval length in bins */
-    uint32_t *last;               /* [nb + 1]: highest non-empty bin <= b, 0 if none */
-    double *c0, *c1, *c2;         /* prefix sums of cnt, s1, s2 */
+    int nstep, ni;        /* GPUs per grid step, grid steps */
+    size_t w;             /* row width: nb + 1 */
+    double *t;            /* [(ni + 1) · w] */
+    int16_t *k;           /* choice: -1 idle, -2 none, else scheme */
+    uint32_t *d, *l;      /* pipelines, interval length in bins */
+    uint32_t *last;       /* [nb + 1]: highest non-empty bin <= b, 0 if none */
+    double *c0, *c1, *c2; /* prefix sums of cnt, s1, s2 */
 } dp;
 
 /* The interval (lo, hi] on scheme s: its length-dependent work A = Σ hist·(a l² + b l),
@@ -217,14 +217,14 @@ static void try_scheme(dp *D, size_t cell, int n, uint32_t b, int16_t k)
         double room;
         int d0 = 1;
         if (share(s, A, tok, B, dmax) >= *best)
-            break;   /* no d beats the best, nor does any longer interval (all grow) */
-        room = *best - B - s->c;   /* > 0 here; below A / room a share exceeds the best */
+            break; /* no d beats the best, nor does any longer interval (all grow) */
+        room = *best - B - s->c; /* > 0 here; below A / room a share exceeds the best */
         if (isfinite(room) && A / room > 1)
             d0 = A / room < dmax ? (int)(A / room) : dmax;
         for (int d = d0; d <= dmax; d++) {
             int prev = (n - d * g) / D->nstep;
             double tp = D->t[(size_t)prev * D->w + (b - lb)], sh = share(s, A, tok, B, d);
-            double v = tp > sh ? tp : sh;   /* no NaN here: fmax without the call */
+            double v = tp > sh ? tp : sh; /* no NaN here: fmax without the call */
             if (tp >= *best)
                 break;
             if (v < *best) {
@@ -250,7 +250,7 @@ static void dp_run(dp *D)
         D->k[row] = -2;
         for (uint32_t b = 1; b < D->w; b++) {
             size_t cell = row + b;
-            D->t[cell] = D->t[cell - D->w];   /* GPUs may stay idle */
+            D->t[cell] = D->t[cell - D->w]; /* GPUs may stay idle */
             D->k[cell] = isfinite(D->t[cell]) ? -1 : -2;
             for (size_t k = 0; k < D->sch->n; k++) {
                 const hy_scheme *s = &D->sch->s[k];
@@ -357,18 +357,21 @@ static vl_status parse_term(const char **pp, const hy_schemes *sch, uint32_t *pi
         tp = strtol(p, &end, 10);
     }
     if (end == p || *end != '/')
-        return vl_seterr(err, VL_ECONFIG, "hydraulis.candidates: expected [Dx]TP/PP at \"%.20s\"",
-                         start);
+        return vl_seterr(err, VL_ECONFIG,
+                         "hydraulis.candidates: expected [Dx]TP/PP at \"%.20s\"", start);
     p = end + 1;
     pl = strtol(p, &end, 10);
     if (end == p || d < 1 || tp < 1 || pl < 1 || tp > 1024 || pl > 1024)
-        return vl_seterr(err, VL_ECONFIG, "hydraulis.candidates: expected [Dx]TP/PP at \"%.20s\"",
-                         start);
+        return vl_seterr(err, VL_ECONFIG,
+                         "hydraulis.candidates: expected [Dx]TP/PP at \"%.20s\"", start);
     if ((k = vl__hy_scheme_find(sch, (int)tp, (int)pl)) < 0)
-        return vl_seterr(err, VL_ECONFIG, "hydraulis.candidates: scheme %ld/%ld is not usable "
-                         "(tp a power of two <= 16 dividing the heads, pp dividing the layers, "
-                         "a cost.schemes row when rows are given, and at least 128 tokens "
-                         "fitting memory)", tp, pl);
+        return vl_seterr(
+            err, VL_ECONFIG,
+            "hydraulis.candidates: scheme %ld/%ld is not usable "
+            "(tp a power of two <= 16 dividing the heads, pp dividing the layers, "
+            "a cost.schemes row when rows are given, and at least 128 tokens "
+            "fitting memory)",
+            tp, pl);
     if ((size_t)d > room - *np)
         return vl_seterr(err, VL_ECONFIG, "hydraulis.candidates: more pipelines than GPUs");
     for (long i = 0; i < d; i++)
@@ -377,8 +380,8 @@ static vl_status parse_term(const char **pp, const hy_schemes *sch, uint32_t *pi
     return VL_OK;
 }
 
-vl_status vl__hy_parse_cands(hy_cands *out, const char *text, const hy_schemes *sch,
-                             int gpus, vl_err *err)
+vl_status vl__hy_parse_cands(hy_cands *out, const char *text, const hy_schemes *sch, int gpus,
+                             vl_err *err)
 {
     size_t room = (size_t)(gpus > 0 ? gpus : 1);
     uint32_t *pipes = malloc(room * sizeof *pipes);
@@ -392,13 +395,17 @@ vl_status vl__hy_parse_cands(hy_cands *out, const char *text, const hy_schemes *
             st = parse_term(&p, sch, pipes, &np, room, err);
         } while (st == VL_OK && *p == '+' && (p++, true));
         if (st == VL_OK && *p != ';' && *p != '\0')
-            st = vl_seterr(err, VL_ECONFIG, "hydraulis.candidates: expected '+' or ';' at "
-                           "\"%.20s\"", p);
+            st = vl_seterr(err, VL_ECONFIG,
+                           "hydraulis.candidates: expected '+' or ';' at "
+                           "\"%.20s\"",
+                           p);
         if (st == VL_OK)
             st = vl__hy_cand_add(out, sch, pipes, np, -1, 0, &added, err);
         if (st == VL_OK && out->c[out->n - 1].gpus > (uint32_t)gpus)
-            st = vl_seterr(err, VL_ECONFIG, "hydraulis.candidates: candidate %zu needs %u GPUs, "
-                           "the cluster has %d", out->n, out->c[out->n - 1].gpus, gpus);
+            st = vl_seterr(err, VL_ECONFIG,
+                           "hydraulis.candidates: candidate %zu needs %u GPUs, "
+                           "the cluster has %d",
+                           out->n, out->c[out->n - 1].gpus, gpus);
         if (*p == ';')
             p++;
     }

@@ -117,7 +117,8 @@ static double stage_ms(const vl_cost *c, int tp, int pp, uint32_t l)
     double ms = f.fwd + f.bwd;
 
     if (pp > 1) {
-        vl_mb_time g = vl_cost_mb_time(c, &seg, 1, &par, vl_cost_stage_layers(c, pp, pp - 1), 1);
+        vl_mb_time g =
+            vl_cost_mb_time(c, &seg, 1, &par, vl_cost_stage_layers(c, pp, pp - 1), 1);
         ms = fmax(ms, g.fwd + g.bwd);
     }
     return ms * 1e3;
@@ -131,7 +132,7 @@ void vl__hy_fit(const vl_cost *c, int tp, int pp, uint32_t upto, double *a, doub
     unsigned mask = 7;
     int n = 0;
 
-    for (int i = 0; i < FIT_POINTS; i++) {   /* geometric from 128 to `upto` */
+    for (int i = 0; i < FIT_POINTS; i++) { /* geometric from 128 to `upto` */
         double l = HY_ALIGN * pow(top / HY_ALIGN, (double)i / (FIT_POINTS - 1));
         uint32_t li = (uint32_t)llround(l);
         double ms = stage_ms(c, tp, pp, li);
@@ -163,7 +164,7 @@ uint32_t vl__hy_utillen(const vl_config *cfg, int tp, bool table)
     const vl_curve *g = &cfg->cluster.gemm_eff;
     double best = 0;
 
-    if (table) {   /* the authors' planner: {1: 384, 2: 512, 4: 768, 8: 1024, 16: 1280} */
+    if (table) { /* the authors' planner: {1: 384, 2: 512, 4: 768, 8: 1024, 16: 1280} */
         static const uint32_t by_tp[] = {384, 512, 768, 1024, 1280};
         int k = 0;
         while ((1 << k) < tp && k < 4)
@@ -212,15 +213,15 @@ static vl_status add(hy_schemes *out, const vl_cost *c, int tp, int pp, const vl
     s.maxlen = vl__hy_maxlen(c, tp, pp, cfg->cluster.gpus);
     if (s.maxlen < HY_ALIGN || vl__hy_scheme_find(out, tp, pp) >= 0)
         return VL_OK;
-    if (row) {   /* plus the TP communication a comm-analytic row leaves out */
+    if (row) { /* plus the TP communication a comm-analytic row leaves out */
         vl_par par = {.tp = tp, .pp = pp, .sp = 1, .ckpt_layers = 0};
         vl_comm_line cm = vl_cost_scheme_comm_line(c, &par, cfg->training.max_seq_len);
         s.a = row->a;
         s.b = row->b + cm.bf + cm.bb;
         s.c = row->c + cm.cf + cm.cb;
     } else {
-        uint32_t upto = s.maxlen < cfg->training.max_seq_len ? s.maxlen
-                                                             : cfg->training.max_seq_len;
+        uint32_t upto =
+            s.maxlen < cfg->training.max_seq_len ? s.maxlen : cfg->training.max_seq_len;
         vl__hy_fit(c, tp, pp, upto, &s.a, &s.b, &s.c);
     }
     s.utillen = vl__hy_utillen(cfg, tp, row != NULL);
@@ -237,7 +238,7 @@ vl_status vl__hy_schemes(hy_schemes *out, const vl_cost *c, vl_err *err)
     vl_status st = VL_OK;
 
     *out = (hy_schemes){0};
-    if (k->nschemes > 0) {   /* measured rows, in table order */
+    if (k->nschemes > 0) { /* measured rows, in table order */
         for (int i = 0; i < k->nschemes && st == VL_OK; i++) {
             const vl_scheme *r = &k->schemes[i];
             if (r->sp == 1 && usable(cfg, r->tp, r->pp))

@@ -44,18 +44,32 @@
 #include "mcore_cp_impl.h"
 
 static const vl_param mcore_cp_params[] = {
-    {.key = "max_seqlen_per_rank", .type = VL_P_AUTO_UINT,
-     .offset = offsetof(vl_mc_opts, per_rank), .min = 1, .max = 2147483647.0, .def = "auto",
+    {.key = "max_seqlen_per_rank",
+     .type = VL_P_AUTO_UINT,
+     .offset = offsetof(vl_mc_opts, per_rank),
+     .min = 1,
+     .max = 2147483647.0,
+     .def = "auto",
      .help = "tokens of a sample per CP rank (--max-seqlen-per-dp-cp-rank); auto: what one "
              "GPU holds"},
-    {.key = "delta", .type = VL_P_DOUBLE, .offset = offsetof(vl_mc_opts, delta), .min = 0,
-     .max = 1, .def = "0.05",
+    {.key = "delta",
+     .type = VL_P_DOUBLE,
+     .offset = offsetof(vl_mc_opts, delta),
+     .min = 0,
+     .max = 1,
+     .def = "0.05",
      .help = "balance slack: a group ends once max - min load <= delta * max (Megatron 0.05)"},
-    {.key = "bucket_factor", .type = VL_P_DOUBLE, .offset = offsetof(vl_mc_opts, bucket_factor),
-     .min = 1, .max = 1e6, .def = "1.1",
+    {.key = "bucket_factor",
+     .type = VL_P_DOUBLE,
+     .offset = offsetof(vl_mc_opts, bucket_factor),
+     .min = 1,
+     .max = 1e6,
+     .def = "1.1",
      .help = "make_buckets_equal closes a bucket above factor * total work / CP sizes "
              "(Megatron 1.1)"},
-    {.key = "barrier", .type = VL_P_BOOL, .offset = offsetof(vl_mc_opts, barrier),
+    {.key = "barrier",
+     .type = VL_P_BOOL,
+     .offset = offsetof(vl_mc_opts, barrier),
      .def = "on",
      .help = "end every group but the last with Megatron's barrier over the DP x CP GPUs "
              "(an empty pack all ranks share); off: only a sample's GPUs wait for each other"},
@@ -68,7 +82,9 @@ static vl_par rank_par(const vl_config *cfg)
 {
     const vl_training_cfg *t = &cfg->training;
 
-    return (vl_par){.tp = t->tp > 1 ? t->tp : 1, .pp = 1, .sp = 1,
+    return (vl_par){.tp = t->tp > 1 ? t->tp : 1,
+                    .pp = 1,
+                    .sp = 1,
                     .ckpt_layers = t->recompute == VL_RECOMPUTE_FULL ? cfg->model.layers : 0};
 }
 
@@ -137,12 +153,14 @@ static void mcore_cp_describe_max_len(const void *opts, const vl_config *cfg, ch
     if (resolve(opts, cfg, &per_rank, &fits, &err) != VL_OK)
         per_rank = 0;
     if (cp_most_of(cfg) < pool_of(cfg))
-        snprintf(buf, n, "mcore_cp's tokens per GPU x largest Ulysses CP group = %u x %d; "
-                         "mcore_cp.max_seqlen_per_rank, model.kv_heads",
+        snprintf(buf, n,
+                 "mcore_cp's tokens per GPU x largest Ulysses CP group = %u x %d; "
+                 "mcore_cp.max_seqlen_per_rank, model.kv_heads",
                  per_rank, cp_most_of(cfg));
     else
-        snprintf(buf, n, "mcore_cp's tokens per GPU x GPUs in the CP pool = %u x %d; "
-                         "mcore_cp.max_seqlen_per_rank, training.dp x training.sp",
+        snprintf(buf, n,
+                 "mcore_cp's tokens per GPU x GPUs in the CP pool = %u x %d; "
+                 "mcore_cp.max_seqlen_per_rank, training.dp x training.sp",
                  per_rank, pool_of(cfg));
 }
 
@@ -160,28 +178,37 @@ static vl_status mcore_cp_validate(const void *opts, const vl_config *cfg, vl_er
     vl_status st;
 
     if (t->pp > 1)
-        return vl_seterr(err, VL_ECONFIG, "mcore_cp: training.pp = %d: Megatron's hybrid "
-                         "context parallelism does not support pipeline parallelism", t->pp);
+        return vl_seterr(err, VL_ECONFIG,
+                         "mcore_cp: training.pp = %d: Megatron's hybrid "
+                         "context parallelism does not support pipeline parallelism",
+                         t->pp);
     if (pool < 1 || (pool & (pool - 1)) != 0)
-        return vl_seterr(err, VL_ECONFIG, "mcore_cp: training.dp x training.sp = %d GPUs: "
-                         "the hybrid DP x CP group must be a power of two", pool);
+        return vl_seterr(err, VL_ECONFIG,
+                         "mcore_cp: training.dp x training.sp = %d GPUs: "
+                         "the hybrid DP x CP group must be a power of two",
+                         pool);
     if (pool > MC_MAX_POOL)
-        return vl_seterr(err, VL_ECONFIG, "mcore_cp: training.dp x training.sp = %d GPUs is "
+        return vl_seterr(err, VL_ECONFIG,
+                         "mcore_cp: training.dp x training.sp = %d GPUs is "
                          "past the %d it plans: every GPU writes each shared sample and "
                          "barrier with its member list, which grows with the pool squared; "
-                         "split the cluster, or use pack, hbp, chunkflow or skrull", pool,
-                         MC_MAX_POOL);
+                         "split the cluster, or use pack, hbp, chunkflow or skrull",
+                         pool, MC_MAX_POOL);
     if (t->dp_sync == VL_DP_SYNC_MICRO_STEP)
-        return vl_seterr(err, VL_ECONFIG, "mcore_cp: Megatron reduces gradients once per "
+        return vl_seterr(err, VL_ECONFIG,
+                         "mcore_cp: Megatron reduces gradients once per "
                          "iteration under hybrid CP: set training.dp_sync=iteration");
     if ((st = resolve(opts, cfg, &per_rank, &fits, err)) != VL_OK)
         return st;
     if (fits == 0)
-        return vl_seterr(err, VL_ECONFIG, "mcore_cp: the model states alone exceed the "
+        return vl_seterr(err, VL_ECONFIG,
+                         "mcore_cp: the model states alone exceed the "
                          "usable device memory: no room for a token");
     if (per_rank > fits)
-        return vl_seterr(err, VL_ECONFIG, "mcore_cp.max_seqlen_per_rank: %u tokens do not "
-                         "fit device memory; at most %u tokens per GPU fit", per_rank, fits);
+        return vl_seterr(err, VL_ECONFIG,
+                         "mcore_cp.max_seqlen_per_rank: %u tokens do not "
+                         "fit device memory; at most %u tokens per GPU fit",
+                         per_rank, fits);
     return VL_OK;
 }
 
@@ -236,9 +263,9 @@ static vl_status emit(const vl_mc_sched *s, const vl_mc_opts *o, const vl_par *p
             const vl_mc_set *set = set_of(s, g, r);
             if (set)
                 st = emit_set(s, set, members, out, err);
-            else if (!s->cp_most || s->cp_most >= s->gpus)   /* idle only under a cap */
-                st = vl_seterr(err, VL_EINTERNAL, "mcore_cp: group %zu leaves GPU %u idle",
-                               g, r);
+            else if (!s->cp_most || s->cp_most >= s->gpus) /* idle only under a cap */
+                st = vl_seterr(err, VL_EINTERNAL, "mcore_cp: group %zu leaves GPU %u idle", g,
+                               r);
             if (st == VL_OK && o->barrier && s->gpus > 1 && g + 1 < s->ngroups)
                 st = emit_barrier(s->gpus, members, out, err);
         }
@@ -250,8 +277,8 @@ static vl_status emit(const vl_mc_sched *s, const vl_mc_opts *o, const vl_par *p
 
 typedef struct mc_stats {
     uint64_t iters, samples, groups, shared;
-    uint64_t by_cp[33];   /* samples by the log2 of the CP size they run with */
-    double barrier_s;     /* Σ over iterations of vl__mc_barrier_s */
+    uint64_t by_cp[33]; /* samples by the log2 of the CP size they run with */
+    double barrier_s;   /* Σ over iterations of vl__mc_barrier_s */
 } mc_stats;
 
 /* Seconds set j of a group computes, its samples one after another; *last_bwd (when
@@ -290,8 +317,8 @@ double vl__mc_barrier_s(const vl_mc_sched *s, const vl_cost *c, const vl_par *pa
         }
         total += slowest;
     }
-    return total + sync + vl_cost_dp_exposed(c, 0.0, vl_cost_dp_param_time(c, par,
-                                                                             (int)s->gpus, layers));
+    return total + sync +
+           vl_cost_dp_exposed(c, 0.0, vl_cost_dp_param_time(c, par, (int)s->gpus, layers));
 }
 
 static void count(const vl_mc_sched *s, mc_stats *t)
@@ -311,14 +338,14 @@ static void count(const vl_mc_sched *s, mc_stats *t)
 static void log_summary(const vl_job *job, const vl_mc_sched *s, const mc_stats *t,
                         uint32_t fits)
 {
-    vl_job_log(job, "mcore_cp: max_seqlen_per_rank=%u (auto: %u) hdp GPUs=%u (CP groups "
+    vl_job_log(job,
+               "mcore_cp: max_seqlen_per_rank=%u (auto: %u) hdp GPUs=%u (CP groups "
                "up to %u) delta=%g "
                "bucket_factor=%g: %llu iterations, %llu groups (%.2f per iteration), %llu "
                "samples, %llu on more than one GPU, %llu trimmed, %llu expansions; with "
                "Megatron's group barriers %.3f ms per iteration; samples by CP size:",
                s->per_rank, fits, s->gpus, s->cp_most ? s->cp_most : s->gpus, s->delta,
-               s->bucket_factor,
-               (unsigned long long)t->iters, (unsigned long long)t->groups,
+               s->bucket_factor, (unsigned long long)t->iters, (unsigned long long)t->groups,
                t->iters ? (double)t->groups / (double)t->iters : 0.0,
                (unsigned long long)t->samples, (unsigned long long)t->shared,
                (unsigned long long)s->stat_trimmed, (unsigned long long)s->stat_expanded,
@@ -335,10 +362,10 @@ typedef struct mc_run {
     const vl_job *job;
     vl_par par;
     vl_mc_sched s;
-    vl_mc_item *items;    /* [samples] a batch as the scheduler takes it */
-    int32_t *members;     /* [pool] */
+    vl_mc_item *items; /* [samples] a batch as the scheduler takes it */
+    int32_t *members;  /* [pool] */
     mc_stats t;
-    uint32_t fits;        /* max_seqlen_per_rank auto would give */
+    uint32_t fits; /* max_seqlen_per_rank auto would give */
 } mc_run;
 
 static vl_status mcore_cp_open(void *state, const void *opts, const vl_job *job, vl_plan *out,
@@ -356,10 +383,12 @@ static vl_status mcore_cp_open(void *state, const void *opts, const vl_job *job,
     r->par = rank_par(cfg);
     r->fits = vl__mc_auto_per_rank(job->cost, &r->par, pool);
     r->s = (vl_mc_sched){.per_rank = r->o->per_rank ? r->o->per_rank : r->fits,
-                         .gpus = (uint32_t)pool, .cp_most = (uint32_t)cp_most_of(cfg),
-                         .delta = r->o->delta, .bucket_factor = r->o->bucket_factor};
+                         .gpus = (uint32_t)pool,
+                         .cp_most = (uint32_t)cp_most_of(cfg),
+                         .delta = r->o->delta,
+                         .bucket_factor = r->o->bucket_factor};
     used = *r->o;
-    used.per_rank = r->s.per_rank;   /* the header shows what auto resolved to */
+    used.per_rank = r->s.per_rank; /* the header shows what auto resolved to */
     r->items = malloc(n * sizeof *r->items);
     r->members = malloc((size_t)pool * sizeof *r->members);
     if (!r->items || !r->members)

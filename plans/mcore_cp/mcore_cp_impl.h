@@ -40,7 +40,7 @@ typedef struct vl_mc_set {
 typedef struct vl_mc_rec {
     vl_mc_item it;
     uint32_t set;
-    int64_t prev;         /* the set's previous placement, -1 = none */
+    int64_t prev; /* the set's previous placement, -1 = none */
     bool alive;
 } vl_mc_rec;
 
@@ -48,20 +48,29 @@ typedef struct vl_mc_rec {
  * Megatron, ended by a barrier over all DP×CP GPUs) is sets[gstart[g] .. gstart[g+1]),
  * in GPU order, covering every GPU. */
 typedef struct vl_mc_sched {
-    uint32_t per_rank;    /* max_seqlen_per_rank */
-    uint32_t gpus;        /* DP×CP GPUs (the hdp group); a power of two */
-    uint32_t cp_most;     /* the largest set, a power of two (Ulysses: what the heads
+    uint32_t per_rank; /* max_seqlen_per_rank */
+    uint32_t gpus;     /* DP×CP GPUs (the hdp group); a power of two */
+    uint32_t cp_most;  /* the largest set, a power of two (Ulysses: what the heads
                            * split over); 0: gpus, Megatron's own limit */
     double delta, bucket_factor;
     /* result */
-    vl_mc_item *out; size_t nout, out_cap;
-    vl_mc_set *sets; size_t nsets, sets_cap;
-    size_t *gstart; size_t ngroups, gstart_cap;
+    vl_mc_item *out;
+    size_t nout, out_cap;
+    vl_mc_set *sets;
+    size_t nsets, sets_cap;
+    size_t *gstart;
+    size_t ngroups, gstart_cap;
     /* scratch */
-    vl_mc_item *list, *next; size_t list_cap, next_cap;   /* samples left, in order */
-    size_t *bstart, *bhead; size_t bstart_cap, bhead_cap; /* buckets: list ranges */
-    vl_mc_rec *rec; size_t nrec, rec_cap;
-    uint32_t *sgpu0, *ssize; double *sload; int64_t *slast; size_t *scount;
+    vl_mc_item *list, *next;
+    size_t list_cap, next_cap; /* samples left, in order */
+    size_t *bstart, *bhead;
+    size_t bstart_cap, bhead_cap; /* buckets: list ranges */
+    vl_mc_rec *rec;
+    size_t nrec, rec_cap;
+    uint32_t *sgpu0, *ssize;
+    double *sload;
+    int64_t *slast;
+    size_t *scount;
     size_t sgpu0_cap, ssize_cap, sload_cap, slast_cap, scount_cap;
     /* statistics over every batch scheduled */
     uint64_t stat_groups, stat_trimmed, stat_expanded;

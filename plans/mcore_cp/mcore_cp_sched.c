@@ -83,8 +83,8 @@ size_t vl__mc_buckets(const vl_mc_item *it, size_t n, uint32_t per_rank, double 
     for (size_t i = 0; i < n; i++) {
         double w = vl__mc_workload(it[i].len, vl__mc_gpus_needed(it[i].len, per_rank));
         double projected = cur_work + w;
-        if (cur_n > 0 && (projected > target * factor ||
-                          (int64_t)(n - i) <= remaining_k - (int64_t)nb)) {
+        if (cur_n > 0 &&
+            (projected > target * factor || (int64_t)(n - i) <= remaining_k - (int64_t)nb)) {
             start[++nb] = i;
             cur_n = 0;
             cur_work = 0.0;
@@ -170,7 +170,7 @@ static size_t pick_set(vl_mc_sched *s, grp *g, uint32_t need)
             best = j;
             best_load = s->sload[j];
         }
-    if (s->gpus - g->used >= need && 0.0 < best_load) {   /* free GPUs carry load 0 */
+    if (s->gpus - g->used >= need && 0.0 < best_load) { /* free GPUs carry load 0 */
         best = g->nsets++;
         s->sgpu0[best] = g->used;
         s->ssize[best] = need;
@@ -235,7 +235,7 @@ static void trim(vl_mc_sched *s, const grp *g, size_t *nleft)
         slack = hi - lo;
         if (slack <= s->delta * hi || lo == 0.0)
             break;
-        while (s->sload[j] != hi)   /* the first GPU at the maximum */
+        while (s->sload[j] != hi) /* the first GPU at the maximum */
             j++;
         if (s->scount[j] <= 1)
             break;
@@ -293,7 +293,7 @@ static vl_status emit_group(vl_mc_sched *s, const grp *g, vl_err *err)
         return st;
     for (size_t j = 0; j < g->nsets; j++) {
         size_t n = s->scount[j], k = n;
-        for (int64_t r = s->slast[j]; r >= 0; r = s->rec[r].prev)   /* newest last */
+        for (int64_t r = s->slast[j]; r >= 0; r = s->rec[r].prev) /* newest last */
             s->out[s->nout + --k] = s->rec[r].it;
         s->sets[s->nsets++] = (vl_mc_set){s->sgpu0[j], s->ssize[j], s->nout, n};
         s->nout += n;
@@ -314,9 +314,11 @@ static vl_status hdp_group(vl_mc_sched *s, size_t n, size_t *nleft, vl_err *err)
         s->bhead[b] = s->bstart[b];
     s->nrec = 0;
     front = assign(s, &g, nb);
-    if (s->nrec == 0)   /* only a sample over per_rank · gpus: the caller's limit */
-        return vl_seterr(err, VL_EINTERNAL, "mcore_cp: a sample of %u tokens needs more "
-                         "than %u GPUs", s->list[0].len, s->gpus);
+    if (s->nrec == 0) /* only a sample over per_rank · gpus: the caller's limit */
+        return vl_seterr(err, VL_EINTERNAL,
+                         "mcore_cp: a sample of %u tokens needs more "
+                         "than %u GPUs",
+                         s->list[0].len, s->gpus);
     *nleft = 0;
     for (size_t b = front; b < nb; b++)
         for (size_t i = s->bhead[b]; i < s->bstart[b + 1]; i++)

@@ -40,28 +40,50 @@ static const char *const placement_names[] = {"paper", "balanced", NULL};
 static const char *const equal_names[] = {"off", "on", "auto", NULL};
 
 static const vl_param skrull_params[] = {
-    {.key = "bucket_size", .type = VL_P_AUTO_UINT,
-     .offset = offsetof(vl_sk_opts, bucket_size), .min = 1, .max = 2147483647.0,
+    {.key = "bucket_size",
+     .type = VL_P_AUTO_UINT,
+     .offset = offsetof(vl_sk_opts, bucket_size),
+     .min = 1,
+     .max = 2147483647.0,
      .def = "auto",
      .help = "BucketSize C: tokens one GPU holds; auto: from the memory model"},
-    {.key = "rollback", .type = VL_P_ENUM, .offset = offsetof(vl_sk_opts, rollback),
-     .choices = rollback_names, .def = "shortest",
+    {.key = "rollback",
+     .type = VL_P_ENUM,
+     .offset = offsetof(vl_sk_opts, rollback),
+     .choices = rollback_names,
+     .def = "shortest",
      .help = "which local sequence a DACP roll-back shards: shortest (paper) or longest"},
-    {.key = "placement", .type = VL_P_ENUM, .offset = offsetof(vl_sk_opts, placement),
-     .choices = placement_names, .def = "paper",
+    {.key = "placement",
+     .type = VL_P_ENUM,
+     .offset = offsetof(vl_sk_opts, placement),
+     .choices = placement_names,
+     .def = "paper",
      .help = "DACP order: balanced (longest first, shard what would slow the slowest CP "
              "rank) or paper (shortest first, shard only for memory)"},
-    {.key = "balance_slack", .type = VL_P_DOUBLE,
-     .offset = offsetof(vl_sk_opts, balance_slack), .min = 0, .max = 100, .def = "0.1",
+    {.key = "balance_slack",
+     .type = VL_P_DOUBLE,
+     .offset = offsetof(vl_sk_opts, balance_slack),
+     .min = 0,
+     .max = 100,
+     .def = "0.1",
      .help = "balanced: until a micro-batch has a sharded sequence, shard one that fits "
              "locally only when that lowers the slowest CP rank's FLOPs by more than this "
              "fraction"},
-    {.key = "dacp", .type = VL_P_BOOL, .offset = offsetof(vl_sk_opts, dacp), .def = "on",
+    {.key = "dacp",
+     .type = VL_P_BOOL,
+     .offset = offsetof(vl_sk_opts, dacp),
+     .def = "on",
      .help = "DACP: keep sequences local to one CP rank; off: shard every sequence"},
-    {.key = "gds", .type = VL_P_BOOL, .offset = offsetof(vl_sk_opts, gds), .def = "on",
+    {.key = "gds",
+     .type = VL_P_BOOL,
+     .offset = offsetof(vl_sk_opts, gds),
+     .def = "on",
      .help = "GDS: LPT over DP ranks and strided micro-batches; off: contiguous, next-fit"},
-    {.key = "equal_mbs", .type = VL_P_ENUM, .offset = offsetof(vl_sk_opts, equal_mbs),
-     .choices = equal_names, .def = "auto",
+    {.key = "equal_mbs",
+     .type = VL_P_ENUM,
+     .offset = offsetof(vl_sk_opts, equal_mbs),
+     .choices = equal_names,
+     .def = "auto",
      .help = "one micro-batch count for every DP rank; auto: on when training.dp_sync is "
              "micro_step"},
     {.key = NULL},
@@ -75,7 +97,7 @@ uint32_t vl__sk_auto_bucket(const vl_cost *c, const vl_par *par, int dp)
     double cap = vl_cost_mem_capacity(c), best = 2147483647.0;
     vl_par one = *par;
 
-    one.sp = 1;   /* a GPU's tokens: its local ones and 1/N of the sharded ones */
+    one.sp = 1; /* a GPU's tokens: its local ones and 1/N of the sharded ones */
     /* every stage: its model states, and the pp - s micro-batches 1F1B keeps in flight
      * on stage s (one without pipeline), the loss's logits on the last */
     for (int s = 0; s < pp; s++) {
@@ -96,7 +118,9 @@ static vl_par rank_par(const vl_config *cfg)
     int pp = t->pp > 1 ? t->pp : 1;
     int stage = (cfg->model.layers + pp - 1) / pp;
 
-    return (vl_par){.tp = t->tp > 1 ? t->tp : 1, .pp = pp, .sp = t->sp > 1 ? t->sp : 1,
+    return (vl_par){.tp = t->tp > 1 ? t->tp : 1,
+                    .pp = pp,
+                    .sp = t->sp > 1 ? t->sp : 1,
                     .ckpt_layers = t->recompute == VL_RECOMPUTE_FULL ? stage : 0};
 }
 
@@ -146,9 +170,12 @@ static void skrull_describe_max_len(const void *opts, const vl_config *cfg, char
 
     if (resolve_bucket(opts, cfg, &bucket, &fits, &err) != VL_OK)
         bucket = 0;
-    snprintf(buf, n, "skrull's BucketSize C x CP N = %u x %d; C: skrull.bucket_size%s, "
-                     "N: training.sp", bucket, cfg->training.sp > 1 ? cfg->training.sp : 1,
-             ((const vl_sk_opts *)opts)->bucket_size ? "" : " (auto: what device memory holds)");
+    snprintf(buf, n,
+             "skrull's BucketSize C x CP N = %u x %d; C: skrull.bucket_size%s, "
+             "N: training.sp",
+             bucket, cfg->training.sp > 1 ? cfg->training.sp : 1,
+             ((const vl_sk_opts *)opts)->bucket_size ? ""
+                                                     : " (auto: what device memory holds)");
 }
 
 /* A micro-batch holds at most C·N tokens, and its "cap" says so (emit). */
@@ -178,14 +205,19 @@ static vl_status skrull_validate(const void *opts, const vl_config *cfg, vl_err 
     if ((st = resolve_bucket(o, cfg, &bucket, &fits, err)) != VL_OK)
         return st;
     if (fits == 0)
-        return vl_seterr(err, VL_ECONFIG, "skrull: the model states alone exceed the usable "
+        return vl_seterr(err, VL_ECONFIG,
+                         "skrull: the model states alone exceed the usable "
                          "device memory: no room for a token");
     if (bucket > fits)
-        return vl_seterr(err, VL_ECONFIG, "skrull.bucket_size: %u tokens do not fit device "
-                         "memory; at most %u tokens per GPU fit", bucket, fits);
+        return vl_seterr(err, VL_ECONFIG,
+                         "skrull.bucket_size: %u tokens do not fit device "
+                         "memory; at most %u tokens per GPU fit",
+                         bucket, fits);
     if ((uint64_t)bucket * (uint64_t)(t->sp > 1 ? t->sp : 1) > UINT32_MAX)
-        return vl_seterr(err, VL_ECONFIG, "skrull.bucket_size: %u tokens times training.sp "
-                         "= %d overflow a micro-batch's capacity", bucket, t->sp);
+        return vl_seterr(err, VL_ECONFIG,
+                         "skrull.bucket_size: %u tokens times training.sp "
+                         "= %d overflow a micro-batch's capacity",
+                         bucket, t->sp);
     return VL_OK;
 }
 
@@ -240,14 +272,15 @@ static void log_summary(const vl_job *job, const vl_sk_setting *s, const vl_sk_w
 
     vl_job_log(job,
                "skrull: bucket_size=%u (auto: %u) N=%d dp=%d rollback=%s placement=%s "
-               "dacp=%s gds=%s equal_mbs=%s: %zu iterations, %llu micro-batches (%llu empty); %llu of "
+               "dacp=%s gds=%s equal_mbs=%s: %zu iterations, %llu micro-batches (%llu empty); "
+               "%llu of "
                "%llu sequences local (%.1f%% of tokens), %llu roll-backs, %llu GDS "
                "retries\n",
                s->bucket, fits, s->cp, s->dp, rollback_names[s->rollback],
-               placement_names[s->placement],
-               s->dacp ? "on" : "off", s->gds ? "on" : "off", s->equal_mbs ? "on" : "off",
-               iters, (unsigned long long)w->stat_mbs, (unsigned long long)w->stat_empty,
-               (unsigned long long)w->stat_local, (unsigned long long)seqs,
+               placement_names[s->placement], s->dacp ? "on" : "off", s->gds ? "on" : "off",
+               s->equal_mbs ? "on" : "off", iters, (unsigned long long)w->stat_mbs,
+               (unsigned long long)w->stat_empty, (unsigned long long)w->stat_local,
+               (unsigned long long)seqs,
                tok ? 100.0 * (double)w->stat_local_tok / (double)tok : 0.0,
                (unsigned long long)w->stat_rollbacks, (unsigned long long)w->stat_retries);
 }
@@ -266,7 +299,7 @@ typedef struct sk_run {
     const vl_job *job;
     vl_sk_setting s;
     vl_sk_work w;
-    uint32_t fits;        /* BucketSize auto would give */
+    uint32_t fits; /* BucketSize auto would give */
     size_t iters;
 } sk_run;
 
@@ -281,14 +314,17 @@ static vl_status skrull_open(void *state, const void *opts, const vl_job *job, v
     (void)out;
     r->job = job;
     r->s = (vl_sk_setting){.cp = cfg->training.sp > 1 ? cfg->training.sp : 1,
-                           .dp = cfg->training.dp, .rollback = (vl_sk_rollback)o->rollback,
+                           .dp = cfg->training.dp,
+                           .rollback = (vl_sk_rollback)o->rollback,
                            .placement = (vl_sk_placement)o->placement,
                            .slack = o->balance_slack,
-                           .dacp = o->dacp, .gds = o->gds, .equal_mbs = equal_mbs(o, cfg),
+                           .dacp = o->dacp,
+                           .gds = o->gds,
+                           .equal_mbs = equal_mbs(o, cfg),
                            .par = rank_par(cfg)};
     r->fits = vl__sk_auto_bucket(job->cost, &r->s.par, r->s.dp);
     r->s.bucket = o->bucket_size ? o->bucket_size : r->fits;
-    used.bucket_size = r->s.bucket;   /* the header shows what auto resolved to */
+    used.bucket_size = r->s.bucket; /* the header shows what auto resolved to */
     used.equal_mbs = r->s.equal_mbs ? VL_SK_EQUAL_ON : VL_SK_EQUAL_OFF;
     return vl_job_params(job, skrull_params, &used, err);
 }

@@ -163,7 +163,7 @@ static bool dacp_paper(vl_sk_dacp *d, const uint32_t *len, const double *f, size
         if (victim < 0)
             i++;
         else if (!roll_back(d, len, f, 0, i, victim, ret))
-            return false;   /* retry the same sequence after a successful roll-back */
+            return false; /* retry the same sequence after a successful roll-back */
     }
     return within_bucket(d, len, f, 0, k, ret);
 }
@@ -190,8 +190,7 @@ static bool dacp_balanced(vl_sk_dacp *d, const uint32_t *len, const double *f, s
     return within_bucket(d, len, f, 0, k, ret);
 }
 
-bool vl__sk_dacp(vl_sk_dacp *d, const uint32_t *len, const double *f, size_t k,
-                 int16_t *ret)
+bool vl__sk_dacp(vl_sk_dacp *d, const uint32_t *len, const double *f, size_t k, int16_t *ret)
 {
     for (int r = 0; r < d->n; r++) {
         d->rb[r] = (int64_t)d->bucket * d->n;

@@ -68,8 +68,8 @@ static vl_status grow_items(vl_sk_work *w, size_t n, int dp, int cp, vl_err *err
         (st = vl_grow(&w->w, &w->w_cap, k, sizeof *w->w, err)) != VL_OK ||
         (st = vl_grow(&w->part, &w->part_cap, k, sizeof *w->part, err)) != VL_OK ||
         (st = vl_grow(&w->byrank, &w->byrank_cap, k, sizeof *w->byrank, err)) != VL_OK ||
-        (st = vl_grow(&w->rstart, &w->rstart_cap, (size_t)dp + 1, sizeof *w->rstart,
-                      err)) != VL_OK ||
+        (st = vl_grow(&w->rstart, &w->rstart_cap, (size_t)dp + 1, sizeof *w->rstart, err)) !=
+            VL_OK ||
         (st = vl_grow(&w->rmb, &w->rmb_cap, (size_t)dp + 1, sizeof *w->rmb, err)) != VL_OK ||
         (st = vl_grow(&w->rb, &w->rb_cap, (size_t)cp, sizeof *w->rb, err)) != VL_OK ||
         (st = vl_grow(&w->load, &w->load_cap, (size_t)cp, sizeof *w->load, err)) != VL_OK ||
@@ -115,7 +115,7 @@ typedef struct gds_ctx {
     vl_sk_flops_fn F;
     const void *ud;
     vl_sk_dacp d;
-    uint64_t capacity;    /* C·N tokens */
+    uint64_t capacity; /* C·N tokens */
 } gds_ctx;
 
 static void mb_open(gds_ctx *g)
@@ -149,8 +149,8 @@ static bool mb_close(gds_ctx *g)
             return false;
         w->mload[w->nmb] = 0;
         for (int r = 0; r < g->d.n; r++)
-            w->mload[w->nmb] = w->mload[w->nmb] > g->d.load[r] ? w->mload[w->nmb]
-                                                                : g->d.load[r];
+            w->mload[w->nmb] =
+                w->mload[w->nmb] > g->d.load[r] ? w->mload[w->nmb] : g->d.load[r];
     } else {
         w->mload[w->nmb] = 0;
         for (size_t i = a; i < w->nseq; i++) {
@@ -201,8 +201,10 @@ static vl_status rank_gds(gds_ctx *g, uint64_t *sub, size_t k, vl_err *err)
     }
     if (k == 0)
         return VL_OK;
-    return vl_seterr(err, VL_EINTERNAL, "skrull: a sequence of this batch does not fit "
-                     "C·N = %llu tokens", (unsigned long long)g->capacity);
+    return vl_seterr(err, VL_EINTERNAL,
+                     "skrull: a sequence of this batch does not fit "
+                     "C·N = %llu tokens",
+                     (unsigned long long)g->capacity);
 }
 
 /* Micro-batches [a, b) reordered by estimated time (the DACP's slowest CP rank),
@@ -275,8 +277,9 @@ static vl_status common_gds(gds_ctx *g, int dp, vl_err *err)
         if (d == dp) {
             w->rmb[dp] = w->nmb;
             for (d = 0; d < dp; d++) {
-                w->stat_empty += m - (w->rstart[d + 1] - w->rstart[d] < m
-                                          ? w->rstart[d + 1] - w->rstart[d] : m);
+                w->stat_empty +=
+                    m - (w->rstart[d + 1] - w->rstart[d] < m ? w->rstart[d + 1] - w->rstart[d]
+                                                             : m);
                 heaviest_first(w, w->rmb[d], w->rmb[d + 1]);
             }
             return VL_OK;
@@ -289,8 +292,10 @@ static vl_status common_gds(gds_ctx *g, int dp, vl_err *err)
             w->rmb[d] = 0;
         return VL_OK;
     }
-    return vl_seterr(err, VL_EINTERNAL, "skrull: a sequence of this batch does not fit "
-                     "C·N = %llu tokens", (unsigned long long)g->capacity);
+    return vl_seterr(err, VL_EINTERNAL,
+                     "skrull: a sequence of this batch does not fit "
+                     "C·N = %llu tokens",
+                     (unsigned long long)g->capacity);
 }
 
 /* Next-fit in sampler order, each micro-batch then sorted ascending for DACP. */
@@ -302,16 +307,19 @@ static vl_status rank_next_fit(gds_ctx *g, uint64_t *sub, size_t k, vl_err *err)
         while (j < k && sum + KEY_LEN(sub[j]) <= g->capacity)
             sum += KEY_LEN(sub[j++]);
         if (j == i)
-            return vl_seterr(err, VL_EINTERNAL, "skrull: a sequence of %u tokens does not "
-                             "fit C·N = %llu", KEY_LEN(sub[i]),
-                             (unsigned long long)g->capacity);
+            return vl_seterr(err, VL_EINTERNAL,
+                             "skrull: a sequence of %u tokens does not "
+                             "fit C·N = %llu",
+                             KEY_LEN(sub[i]), (unsigned long long)g->capacity);
         vl_sort_u64(sub + i, j - i);
         mb_open(g);
         for (size_t t = i; t < j; t++)
             mb_add(g, sub[t]);
-        if (!mb_close(g))   /* cannot happen: DACP accepts any micro-batch ≤ C·N */
-            return vl_seterr(err, VL_EINTERNAL, "skrull: DACP refused a micro-batch of "
-                             "%llu tokens", (unsigned long long)sum);
+        if (!mb_close(g)) /* cannot happen: DACP accepts any micro-batch ≤ C·N */
+            return vl_seterr(err, VL_EINTERNAL,
+                             "skrull: DACP refused a micro-batch of "
+                             "%llu tokens",
+                             (unsigned long long)sum);
         i = j;
     }
     return VL_OK;
@@ -344,18 +352,21 @@ static vl_status pad_ranks(vl_sk_work *w, int dp, vl_err *err)
     return VL_OK;
 }
 
-vl_status vl__sk_gds(vl_sk_work *w, const vl_sk_setting *s, const uint32_t *samples,
-                     size_t n, const uint32_t *len, vl_sk_flops_fn F, const void *ud,
-                     vl_err *err)
+vl_status vl__sk_gds(vl_sk_work *w, const vl_sk_setting *s, const uint32_t *samples, size_t n,
+                     const uint32_t *len, vl_sk_flops_fn F, const void *ud, vl_err *err)
 {
-    gds_ctx g = {.w = w, .s = s, .F = F, .ud = ud,
-                 .capacity = (uint64_t)s->bucket * (uint64_t)s->cp};
+    gds_ctx g = {
+        .w = w, .s = s, .F = F, .ud = ud, .capacity = (uint64_t)s->bucket * (uint64_t)s->cp};
     vl_status st = grow_items(w, n, s->dp, s->cp, err);
 
     if (st != VL_OK)
         return st;
-    g.d = (vl_sk_dacp){.bucket = s->bucket, .n = s->cp, .mode = s->rollback,
-                       .place = s->placement, .slack = s->slack, .rb = w->rb,
+    g.d = (vl_sk_dacp){.bucket = s->bucket,
+                       .n = s->cp,
+                       .mode = s->rollback,
+                       .place = s->placement,
+                       .slack = s->slack,
+                       .rb = w->rb,
                        .load = w->load};
     for (size_t i = 0; i < n; i++) {
         w->key[i] = (uint64_t)len[samples[i]] << 32 | samples[i];

@@ -70,7 +70,7 @@ static const vl_param slimpack_params[] = {
 
 static uint32_t slimpack_max_len(const void *opts, const vl_config *cfg)
 {
-    (void)opts;   /* slices split any sample: the context length is the only limit */
+    (void)opts; /* slices split any sample: the context length is the only limit */
     return cfg->training.max_seq_len;
 }
 
@@ -102,14 +102,17 @@ static vl_status slimpack_validate(const void *opts, const vl_config *cfg, vl_er
     return vl__sp_parse_factors(o->factors, f, &n, err);
 }
 
-static vl_status make_setting(const sp_opts *o, const vl_job *job, sp_setting *s,
-                              vl_err *err)
+static vl_status make_setting(const sp_opts *o, const vl_job *job, sp_setting *s, vl_err *err)
 {
     const vl_training_cfg *t = &job->cfg->training;
     int pp = t->pp > 1 ? t->pp : 1;
 
-    *s = (sp_setting){.o = o, .cost = job->cost, .ctx = t->max_seq_len, .dp = t->dp,
-                      .ckpt_mode = t->recompute, .common_m = t->zero == VL_ZERO_3};
+    *s = (sp_setting){.o = o,
+                      .cost = job->cost,
+                      .ctx = t->max_seq_len,
+                      .dp = t->dp,
+                      .ckpt_mode = t->recompute,
+                      .common_m = t->zero == VL_ZERO_3};
     s->par = (vl_par){.tp = t->tp, .pp = pp, .sp = t->sp, .ckpt_layers = 0};
     /* a merge group runs its outlier with CP over all its members' GPUs */
     s->merge_most = vl_config_cp_ranks_most(job->cfg, t->sp > 1 ? t->sp : 1);
@@ -133,7 +136,8 @@ static void log_summary(const vl_job *job, const sp_work *w)
                (unsigned long long)w->stat_milp_runs, (unsigned long long)w->stat_milp_skipped,
                (unsigned long long)w->stat_milp_better, (unsigned long long)w->stat_refined,
                (unsigned long long)w->stat_not_refined);
-    vl_job_log(job, "slimpack: chosen M/pp: <=1 %llu, <=2 %llu, <=4 %llu, <=8 %llu, <=16 %llu, "
+    vl_job_log(job,
+               "slimpack: chosen M/pp: <=1 %llu, <=2 %llu, <=4 %llu, <=8 %llu, <=16 %llu, "
                "<=32 %llu, <=64 %llu, more %llu\n",
                (unsigned long long)w->stat_m_hist[0], (unsigned long long)w->stat_m_hist[1],
                (unsigned long long)w->stat_m_hist[2], (unsigned long long)w->stat_m_hist[3],
@@ -150,7 +154,8 @@ static void warn_short_context(const sp_setting *s, const vl_job *job, const sp_
     if (w->stat_ckpt_ranks == 0 || s->ckpt_mode != VL_RECOMPUTE_AUTO ||
         vl__sp_baseline_ckpt(s) != 0)
         return;
-    vl_job_warn(job, "slimpack: %llu of %llu rank plans checkpoint layers (up to %d per "
+    vl_job_warn(job,
+                "slimpack: %llu of %llu rank plans checkpoint layers (up to %d per "
                 "stage) where packs of whole samples of training.max_seq_len %u tokens "
                 "need none: its equal-work packs cut samples, whose slices stay in memory "
                 "until the last is backwarded, so `pack` may be faster at this context",

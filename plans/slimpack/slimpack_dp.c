@@ -36,7 +36,7 @@ static int free_run(const sp_work *w, int dp, int k)
             j++;
         if (j == k)
             return r;
-        r += j;   /* skip past the grouped rank */
+        r += j; /* skip past the grouped rank */
     }
     return -1;
 }
@@ -75,14 +75,15 @@ static size_t merge_outliers(sp_work *w, const sp_setting *s, const weighed *v,
     if (!s->o->dp_merge || s->dp < 2)
         return 0;
     for (; i < n && (k = merge_degree(w, s, &v[i], len, C)) > 1 &&
-           w->ngroups < sizeof w->groups / sizeof w->groups[0]; i++) {
+           w->ngroups < sizeof w->groups / sizeof w->groups[0];
+         i++) {
         int dp0 = -1, most = s->merge_most > 0 ? s->merge_most : s->dp;
         k = k < most ? k : most;
         k = k < s->dp ? k : s->dp;
         while (k >= 2 && (dp0 = free_run(w, s->dp, k)) < 0)
-            k /= 2;   /* fewer ranks left: the largest power of two that still fits */
+            k /= 2; /* fewer ranks left: the largest power of two that still fits */
         if (k < 2)
-            break;    /* no ranks left: no merge */
+            break; /* no ranks left: no merge */
         sp_group *g = &w->groups[w->ngroups];
         *g = (sp_group){.dp0 = dp0, .k = k, .slot = v[i].slot, .wf = v[i].w};
         for (int r = dp0; r < dp0 + k; r++) {
@@ -123,7 +124,7 @@ static vl_status fill_own(sp_work *w, const sp_setting *s, const weighed *v, siz
     for (int r = 0; r < s->dp; r++)
         w->own0[r + 1] += w->own0[r];
     for (int r = 0; r < s->dp; r++)
-        w->load[r] = w->own0[r];   /* reused as fill cursors */
+        w->load[r] = w->own0[r]; /* reused as fill cursors */
     for (size_t i = 0; i < n; i++) {
         int r = w->rank_of[v[i].slot];
         if (r >= 0)

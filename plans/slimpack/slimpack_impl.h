@@ -30,23 +30,25 @@ typedef struct sp_opts {
     uint32_t min_slice_tokens; /* no slice shorter than this */
     int asymmetric;            /* SP_ASYM_* */
     bool dp_merge;
-    int milp;                  /* SP_MILP_* */
-    uint32_t milp_nodes;       /* branch-and-bound node cap (determinism) */
-    double mem_cap_gib;        /* plan within this much per GPU; 0 = mem_budget's */
-    int mem_budget;            /* SP_MEM_*: without a cap, the baseline's memory or the device's */
-    int refine;                /* SP_REFINE_*: which ranks the MILP refines */
+    int milp;            /* SP_MILP_* */
+    uint32_t milp_nodes; /* branch-and-bound node cap (determinism) */
+    double mem_cap_gib;  /* plan within this much per GPU; 0 = mem_budget's */
+    int mem_budget;      /* SP_MEM_*: without a cap, the baseline's memory or the device's */
+    int refine;          /* SP_REFINE_*: which ranks the MILP refines */
 } sp_opts;
 
 /* Work of a token slice [a, b): alpha * pairs + beta * tokens, forward and backward. */
 typedef struct sp_coef {
-    double af, bf;             /* forward */
-    double ab, bb;             /* backward */
+    double af, bf; /* forward */
+    double ab, bb; /* backward */
 } sp_coef;
 
 /* Packs of segments: pack p is segs[start[p], start[p + 1]). */
 typedef struct sp_packing {
-    vl_seg *segs; size_t nsegs, segs_cap;
-    uint32_t *start; size_t npacks, start_cap;  /* npacks + 1 entries used */
+    vl_seg *segs;
+    size_t nsegs, segs_cap;
+    uint32_t *start;
+    size_t npacks, start_cap; /* npacks + 1 entries used */
 } sp_packing;
 
 /* A DP-Merge group: ranks [dp0, dp0 + k) run the packs of the outlier in batch slot
@@ -54,39 +56,40 @@ typedef struct sp_packing {
 typedef struct sp_group {
     int dp0, k;
     uint32_t slot;
-    double wf;                 /* its forward work */
+    double wf; /* its forward work */
 } sp_group;
 
 /* What one rank runs for one candidate. */
 typedef struct sp_rankplan {
-    sp_packing fwd, bwd;       /* bwd.npacks = 0: symmetric (B names forward packs) */
+    sp_packing fwd, bwd;           /* bwd.npacks = 0: symmetric (B names forward packs) */
     uint32_t nshared_f, nshared_b; /* leading packs shared with the merge group */
-    vl_op *ops; size_t nops, ops_cap;
+    vl_op *ops;
+    size_t nops, ops_cap;
 } sp_rankplan;
 
 /* Settings of one batch's planning. */
 typedef struct sp_setting {
     const sp_opts *o;
-    const vl_cost *cost;       /* NULL: no memory budget (the simulator's capacity) */
-    uint32_t ctx;              /* training.max_seq_len */
+    const vl_cost *cost; /* NULL: no memory budget (the simulator's capacity) */
+    uint32_t ctx;        /* training.max_seq_len */
     sp_coef coef;
     int dp;
-    int merge_most;            /* the most ranks a DP-Merge group may join (Ulysses splits
+    int merge_most;   /* the most ranks a DP-Merge group may join (Ulysses splits
                                 * the heads over them: vl_config_cp_ranks_most); 0: dp */
-    vl_par par;                /* every rank's (tp, pp, sp); ckpt per rank */
-    int stage_layers;          /* layers of the largest stage */
-    int ckpt_mode;             /* training.recompute */
-    bool common_m;             /* the runtime needs one M for every rank (ZeRO-3) */
+    vl_par par;       /* every rank's (tp, pp, sp); ckpt per rank */
+    int stage_layers; /* layers of the largest stage */
+    int ckpt_mode;    /* training.recompute */
+    bool common_m;    /* the runtime needs one M for every rank (ZeRO-3) */
     uint32_t factors_n;
     double factors[SP_MAX_FACTORS];
 } sp_setting;
 
 /* One rank under one candidate (M, asymmetric or not), after the simulation. */
 typedef struct sp_res {
-    double ms;                 /* its makespan */
-    double over;               /* bytes above the batch's room on its fullest GPU (<= 0 fits) */
-    double dev_over;           /* bytes above the device's usable memory (<= 0 fits) */
-    int ckpt;                  /* checkpointed layers per stage it needed */
+    double ms;       /* its makespan */
+    double over;     /* bytes above the batch's room on its fullest GPU (<= 0 fits) */
+    double dev_over; /* bytes above the device's usable memory (<= 0 fits) */
+    int ckpt;        /* checkpointed layers per stage it needed */
 } sp_res;
 
 /* One candidate: M packs per rank, asymmetric backward packs or not. */
@@ -105,53 +108,77 @@ typedef struct sp_unit {
 /* Reusable buffers and statistics (grown, never shrunk). */
 typedef struct sp_work {
     /* the batch */
-    double room;                                       /* bytes per GPU (slimpack_mem.c) */
-    uint32_t *samples; size_t nsamples, samples_cap;  /* manifest indices */
-    uint32_t *slen; size_t slen_cap;                   /* their lengths (phase 1 copies
+    double room; /* bytes per GPU (slimpack_mem.c) */
+    uint32_t *samples;
+    size_t nsamples, samples_cap; /* manifest indices */
+    uint32_t *slen;
+    size_t slen_cap; /* their lengths (phase 1 copies
                                                           them: the manifest's len[] read
                                                           at random misses the cache) */
-    double *wf; size_t wf_cap;                         /* forward work per batch slot */
-    int *rank_of; size_t rank_of_cap;                  /* dp of each batch slot, -1 merged */
-    sp_group groups[64]; size_t ngroups;
-    int *group_of; size_t group_of_cap;                /* per dp: group index or -1 */
+    double *wf;
+    size_t wf_cap; /* forward work per batch slot */
+    int *rank_of;
+    size_t rank_of_cap; /* dp of each batch slot, -1 merged */
+    sp_group groups[64];
+    size_t ngroups;
+    int *group_of;
+    size_t group_of_cap; /* per dp: group index or -1 */
     /* per rank: its own samples (batch slots, LPT order) */
-    uint32_t *own; size_t own_cap;
-    uint32_t *own0; size_t own0_cap;                   /* [dp + 1] */
+    uint32_t *own;
+    size_t own_cap;
+    uint32_t *own0;
+    size_t own0_cap; /* [dp + 1] */
     /* phase 2 scratch */
-    uint32_t *order; size_t order_cap;
-    double *load; size_t load_cap;
-    uint32_t *tag; size_t tag_cap;                     /* pack index per placed segment */
-    vl_seg *tmp; size_t tmp_cap;
-    uint32_t *cnt; size_t cnt_cap;
-    uint32_t *heap; size_t heap_cap;                   /* packs by (load, index) */
-    sp_rankplan rp;                                    /* one rank at a time */
+    uint32_t *order;
+    size_t order_cap;
+    double *load;
+    size_t load_cap;
+    uint32_t *tag;
+    size_t tag_cap; /* pack index per placed segment */
+    vl_seg *tmp;
+    size_t tmp_cap;
+    uint32_t *cnt;
+    size_t cnt_cap;
+    uint32_t *heap;
+    size_t heap_cap; /* packs by (load, index) */
+    sp_rankplan rp;  /* one rank at a time */
     /* search */
     vl_plan scratch;
     bool scratch_ready;
-    void *sim;                                         /* vl_sim_scratch */
-    void *trace;                                       /* vl_sim_trace */
-    struct sp_res *res; size_t res_cap;                /* per candidate and rank */
-    sp_packing *held; size_t held_cap;                 /* per rank: fwd, bwd packs held
+    void *sim;   /* vl_sim_scratch */
+    void *trace; /* vl_sim_trace */
+    struct sp_res *res;
+    size_t res_cap; /* per candidate and rank */
+    sp_packing *held;
+    size_t held_cap; /* per rank: fwd, bwd packs held
                                                           while a candidate may be cut */
-    uint32_t *held_shared; size_t held_shared_cap;     /* their nshared_f, nshared_b */
-    vl_seg *lbtmp; size_t lbtmp_cap;                   /* cost model scratch (bounds) */
-    int *choice; size_t choice_cap;                    /* per rank: candidate index */
-    size_t hint;                                       /* 1 + the candidate most ranks chose
+    uint32_t *held_shared;
+    size_t held_shared_cap; /* their nshared_f, nshared_b */
+    vl_seg *lbtmp;
+    size_t lbtmp_cap; /* cost model scratch (bounds) */
+    int *choice;
+    size_t choice_cap; /* per rank: candidate index */
+    size_t hint;       /* 1 + the candidate most ranks chose
                                                           in the last batch, 0 none: the
                                                           search simulates it first */
-    sp_packing *refined; size_t refined_cap;           /* per rank: its MILP-refined own
+    sp_packing *refined;
+    size_t refined_cap; /* per rank: its MILP-refined own
                                                           forward packs, solved once a batch */
-    bool *keep; size_t keep_cap;                       /* per rank: keeps the refinement */
-    uint8_t *mark; size_t mark_cap;                    /* per rank: refinement state */
-    double *fin; size_t fin_cap;                       /* per rank: makespan after it */
-    sp_unit *units; size_t units_cap;                  /* refine critical: slowest first */
+    bool *keep;
+    size_t keep_cap; /* per rank: keeps the refinement */
+    uint8_t *mark;
+    size_t mark_cap; /* per rank: refinement state */
+    double *fin;
+    size_t fin_cap; /* per rank: makespan after it */
+    sp_unit *units;
+    size_t units_cap; /* refine critical: slowest first */
     /* statistics over everything planned */
     uint64_t stat_iters, stat_packs, stat_bwd_packs, stat_slices, stat_merges;
     uint64_t stat_asym_ranks, stat_milp_runs, stat_milp_skipped, stat_milp_better;
-    uint64_t stat_refined, stat_not_refined;          /* rank plans (refine critical) */
-    uint64_t stat_m_hist[8];   /* chosen M / pp: <=1, <=2, <=4, <=8, <=16, <=32, more */
-    uint64_t stat_ckpt_ranks;  /* rank plans that checkpoint layers */
-    int stat_ckpt_max;         /* the most layers per stage one checkpoints */
+    uint64_t stat_refined, stat_not_refined; /* rank plans (refine critical) */
+    uint64_t stat_m_hist[8];  /* chosen M / pp: <=1, <=2, <=4, <=8, <=16, <=32, more */
+    uint64_t stat_ckpt_ranks; /* rank plans that checkpoint layers */
+    int stat_ckpt_max;        /* the most layers per stage one checkpoints */
 } sp_work;
 
 void vl__sp_work_free(sp_work *w);
@@ -235,9 +262,9 @@ vl_status vl__sp_emit_rank(sp_work *w, const sp_setting *s, int dp, int ckpt, vl
 /** Plan one global batch (samples[0..n-1], lengths len) as iteration `epoch` of out:
  *  phase 1, candidates over M (and asymmetric on/off), checkpointing per M, the MILP
  *  refinement, emission.  VL_ENOMEM, VL_EDATA from the simulator. */
-vl_status vl__sp_plan_batch(sp_work *w, const sp_setting *s, const vl_job *job,
-                            vl_manifest *m, const uint32_t *samples, size_t n,
-                            const uint32_t *len, uint32_t epoch, vl_plan *out, vl_err *err);
+vl_status vl__sp_plan_batch(sp_work *w, const sp_setting *s, const vl_job *job, vl_manifest *m,
+                            const uint32_t *samples, size_t n, const uint32_t *len,
+                            uint32_t epoch, vl_plan *out, vl_err *err);
 /** The M candidates of a rank of `tokens` tokens (ascending, distinct).  Returns count. */
 size_t vl__sp_candidates(const sp_setting *s, uint64_t tokens, uint32_t *out, size_t cap);
 

@@ -26,7 +26,7 @@ double vl__sp_batch_room(const sp_setting *s, uint64_t tokens)
     double device, cap = s->o->mem_cap_gib * 1073741824.0, room;
 
     if (s->cost == NULL)
-        return 0;   /* the simulator's capacity */
+        return 0; /* the simulator's capacity */
     device = vl_cost_mem_capacity(s->cost);
     room = cap > 0 ? cap : device;
     if (cap <= 0 && s->o->mem_budget == SP_MEM_BASELINE && s->ctx > 0) {
@@ -37,8 +37,8 @@ double vl__sp_batch_room(const sp_setting *s, uint64_t tokens)
         if (mbs > (uint64_t)q.pp)
             mbs = (uint64_t)q.pp;
         if (q.ckpt_layers >= 0)
-            room = vl_cost_rank_peak_bytes(s->cost, s->ctx, &q, s->dp,
-                                           (uint32_t)(mbs ? mbs : 1));
+            room =
+                vl_cost_rank_peak_bytes(s->cost, s->ctx, &q, s->dp, (uint32_t)(mbs ? mbs : 1));
     }
     return room < device ? room : device;
 }
@@ -55,7 +55,8 @@ int vl__sp_mem_ranks(const sp_setting *s, uint32_t n, double room)
      * the sample alone, every slice of it in flight at once (its backward starts only
      * after its last slice's forward) */
     q.ckpt_layers = s->ckpt_mode == VL_RECOMPUTE_FULL || s->ckpt_mode == VL_RECOMPUTE_AUTO
-                    ? s->stage_layers : 0;
+                        ? s->stage_layers
+                        : 0;
     while (k < (1 << 20) &&
            vl_cost_rank_peak_bytes(s->cost, (n + (uint32_t)k - 1) / (uint32_t)k, &q, s->dp,
                                    1) > room)

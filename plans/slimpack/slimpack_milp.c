@@ -38,12 +38,12 @@
 #define MIN_NODES 100
 
 typedef struct model {
-    size_t nslim, natom;       /* items[0, nslim) slimmable, the rest atomic */
+    size_t nslim, natom; /* items[0, nslim) slimmable, the rest atomic */
     uint32_t M;
-    double tau, S;             /* pack target, slim stream work (both / tau) */
-    uint32_t *greedy;          /* per atomic item: its greedy pack */
-    int *x0;                   /* per atomic item: first x column */
-    int ncols;                 /* c_1..c_{M-1}, z, then the x windows */
+    double tau, S;    /* pack target, slim stream work (both / tau) */
+    uint32_t *greedy; /* per atomic item: its greedy pack */
+    int *x0;          /* per atomic item: first x column */
+    int ncols;        /* c_1..c_{M-1}, z, then the x windows */
 } model;
 
 static uint32_t lo_of(const model *md, size_t a)
@@ -92,7 +92,7 @@ static vl_status add_rows(vl_milp *lp, const model *md, const sp_work *w,
 
     if (!idx || !val)
         st = vl_seterr(err, VL_ENOMEM, "slimpack: out of memory for the MILP");
-    for (size_t a = 0; a < md->natom && st == VL_OK; a++) {   /* Σ_m x = 1 */
+    for (size_t a = 0; a < md->natom && st == VL_OK; a++) { /* Σ_m x = 1 */
         size_t n = 0;
         for (uint32_t m = lo_of(md, a); m <= hi_of(md, a); m++, n++) {
             idx[n] = md->x0[a] + (int)(m - lo_of(md, a));
@@ -100,9 +100,9 @@ static vl_status add_rows(vl_milp *lp, const model *md, const sp_work *w,
         }
         st = vl_milp_row(lp, n, idx, val, 1, 1, err);
     }
-    for (uint32_t m = 0; m < md->M && st == VL_OK; m++) {     /* |load_m − tau| <= z */
+    for (uint32_t m = 0; m < md->M && st == VL_OK; m++) { /* |load_m − tau| <= z */
         size_t n = 0;
-        double k = 0;     /* constant part of the load: c_0 = 0, c_M = S */
+        double k = 0; /* constant part of the load: c_0 = 0, c_M = S */
         if (m + 1 < md->M) {
             idx[n] = (int)m;
             val[n++] = 1;
@@ -183,8 +183,8 @@ static bool zero_reachable(const model *md, const double *atoms)
 /* ---- back to packs ---- */
 
 typedef struct spos {
-    size_t item;               /* index into the slim stream */
-    uint32_t tok;              /* token within it */
+    size_t item;  /* index into the slim stream */
+    uint32_t tok; /* token within it */
 } spos;
 
 /* The token position of work c (/ tau) in the slim stream, no earlier than prev. */
@@ -201,8 +201,8 @@ static spos to_tokens(const model *md, const sp_work *w, const sp_setting *s,
         base += wi;
     }
     uint32_t n = len[w->samples[items[i]]], ms = s->o->min_slice_tokens;
-    uint32_t x = vl__sp_cut_fwd(s->coef.af, s->coef.bf, 0, n, (c - base) * md->tau,
-                                s->o->slice_align);
+    uint32_t x =
+        vl__sp_cut_fwd(s->coef.af, s->coef.bf, 0, n, (c - base) * md->tau, s->o->slice_align);
     x = x < ms ? 0 : n - x < ms ? n : x;
     spos p = {i, x};
     if (p.item < prev.item || (p.item == prev.item && p.tok < prev.tok))
@@ -255,8 +255,7 @@ static vl_status run_glpk(const model *md, const sp_work *w, const uint32_t *ite
 
     for (int j = 0; st == VL_OK && j < md->ncols; j++) {
         bool bin = j > zcol(md);
-        vl_milp_col(lp, j, 0, bin ? 1 : j == zcol(md) ? INFINITY : md->S, j == zcol(md),
-                    bin);
+        vl_milp_col(lp, j, 0, bin ? 1 : j == zcol(md) ? INFINITY : md->S, j == zcol(md), bin);
     }
     if (st == VL_OK)
         st = add_rows(lp, md, w, items, err);
@@ -295,8 +294,9 @@ static vl_status solve(const model *md, sp_work *w, const sp_setting *s, const u
     double *warm = calloc((size_t)md->ncols, sizeof *warm);
     double *atoms = calloc(md->M, sizeof *atoms);
     vl_milp_result r;
-    vl_status st = x && warm && atoms ? VL_OK
-                 : vl_seterr(err, VL_ENOMEM, "slimpack: out of memory for the MILP");
+    vl_status st = x && warm && atoms
+                       ? VL_OK
+                       : vl_seterr(err, VL_ENOMEM, "slimpack: out of memory for the MILP");
 
     if (st == VL_OK) {
         warm_point(md, w, s, pk, p0, items, warm, atoms);
@@ -339,7 +339,7 @@ vl_status vl__sp_milp_refine(sp_work *w, const sp_setting *s, const uint32_t *le
         md.S += w->wf[items[md.nslim++]] / md.tau;
     md.natom = n - md.nslim;
     if (md.nslim == 0 || md.natom * (2 * WINDOW + 1) > MAX_BINARIES)
-        return VL_OK;   /* nothing to cut, or too large for the node cap to matter */
+        return VL_OK; /* nothing to cut, or too large for the node cap to matter */
     md.greedy = malloc((md.natom ? md.natom : 1) * sizeof *md.greedy);
     md.x0 = malloc((md.natom ? md.natom : 1) * sizeof *md.x0);
     if (!md.greedy || !md.x0) {
@@ -349,7 +349,7 @@ vl_status vl__sp_milp_refine(sp_work *w, const sp_setting *s, const uint32_t *le
     }
     st = VL_OK;
     if (find_greedy(w, pk, p0, items, &md)) {
-        md.ncols = (int)md.M;   /* c_1..c_{M-1}, z */
+        md.ncols = (int)md.M; /* c_1..c_{M-1}, z */
         for (size_t a = 0; a < md.natom; a++) {
             md.x0[a] = md.ncols;
             md.ncols += (int)(hi_of(&md, a) - lo_of(&md, a) + 1);

@@ -147,8 +147,8 @@ static void sift_down(uint32_t *h, uint32_t M, const double *load, uint32_t at)
 /* Above this many packs the whole samples go through the heap. */
 #define SP_HEAP_FROM 16
 
-static vl_status place_whole(sp_work *w, const uint32_t *items,
-                             size_t i, size_t n, uint32_t M, size_t *np, vl_err *err)
+static vl_status place_whole(sp_work *w, const uint32_t *items, size_t i, size_t n, uint32_t M,
+                             size_t *np, vl_err *err)
 {
     vl_status st = VL_OK;
 
@@ -179,7 +179,7 @@ vl_status vl__sp_forward(sp_work *w, const sp_setting *s, const uint32_t *len,
                          const uint32_t *items, size_t n, uint32_t M, sp_packing *pk,
                          vl_err *err)
 {
-    (void)len;   /* w->slen holds the lengths of the batch's slots */
+    (void)len; /* w->slen holds the lengths of the batch's slots */
     double total = 0, tau, pos = 0;
     size_t np = 0, i = 0;
     uint32_t k = 0;
@@ -275,7 +275,7 @@ static vl_status completion_order(const sp_packing *fwd, size_t p0, const uint32
             if (sg->off + sg->len == len[sg->sample])
                 d[(*n)++] = (done_at){(uint32_t)p, j - fwd->start[p], sg->sample};
         }
-    *out = d;   /* in (pack, position) order as made: forward-completion order */
+    *out = d; /* in (pack, position) order as made: forward-completion order */
     return VL_OK;
 }
 
@@ -318,7 +318,7 @@ static vl_status outlier_packs(const sp_setting *s, uint32_t sample, uint32_t n,
         else
             x = vl__sp_cut_fwd(a, b, 0, n, W * q / parts, s->o->slice_align);
         if (bwd ? x >= prev : x <= prev)
-            continue;   /* rounding left this piece empty */
+            continue; /* rounding left this piece empty */
         vl_seg sg = bwd ? (vl_seg){sample, x, prev - x} : (vl_seg){sample, prev, x - prev};
         if ((st = vl__sp_packing_add(pk, &sg, err)) == VL_OK)
             st = vl__sp_packing_close(pk, err);

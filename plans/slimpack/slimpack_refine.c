@@ -80,7 +80,7 @@ static vl_status build_rank(sp_work *w, const sp_setting *s, const uint32_t *len
         st = vl__sp_packing_append(&rp->fwd, &w->refined[r], 0, err);
         *refined = st == VL_OK;
     }
-    if (st == VL_OK && *refined && c->asym) {   /* the backward packs follow the new ones */
+    if (st == VL_OK && *refined && c->asym) { /* the backward packs follow the new ones */
         vl__sp_packing_truncate(&rp->bwd, rp->nshared_b);
         uint32_t Mown = (uint32_t)(rp->fwd.npacks - rp->nshared_f);
         st = vl__sp_backward(w, s, len, &rp->fwd, rp->nshared_f, Mown, &rp->bwd, err);

@@ -15,7 +15,7 @@
 #include "slimpack_impl.h"
 
 typedef struct entry {
-    uint32_t sample, off, unit, seg;  /* seg: index in its packing's segs */
+    uint32_t sample, off, unit, seg; /* seg: index in its packing's segs */
 } entry;
 
 static bool before(const entry *x, const entry *y)
@@ -226,8 +226,13 @@ vl_status vl__sp_schedule(sp_work *w, const sp_setting *s, vl_err *err)
     const sp_packing *fw = &rp->fwd, *bu = rp->bwd.npacks ? &rp->bwd : &rp->fwd;
     deps d = {malloc((bu->npacks ? bu->npacks : 1) * sizeof *d.need_f),
               malloc((bu->nsegs ? bu->nsegs : 1) * sizeof *d.next)};
-    lister l = {rp, bu, &d, calloc(bu->npacks ? bu->npacks : 1, sizeof *l.done),
-                calloc(bu->npacks ? bu->npacks : 1, sizeof *l.look), 0, 0,
+    lister l = {rp,
+                bu,
+                &d,
+                calloc(bu->npacks ? bu->npacks : 1, sizeof *l.done),
+                calloc(bu->npacks ? bu->npacks : 1, sizeof *l.look),
+                0,
+                0,
                 2 * (uint32_t)(s->par.pp > 1 ? s->par.pp : 1)};
     vl_status st = VL_OK;
 

@@ -33,8 +33,9 @@ static vl_status build(sp_work *w, const sp_setting *s, const uint32_t *len, con
     for (int r = 0; r < s->dp && st == VL_OK; r++) {
         if ((st = vl__sp_rank_packs(w, s, len, r, c->M, c->asym, err)) == VL_OK &&
             (st = vl__sp_schedule(w, s, err)) == VL_OK)
-            st = vl__sp_emit_rank(w, s, r, s->ckpt_mode == VL_RECOMPUTE_FULL ?
-                                  s->stage_layers : 0, &w->scratch, err);
+            st = vl__sp_emit_rank(w, s, r,
+                                  s->ckpt_mode == VL_RECOMPUTE_FULL ? s->stage_layers : 0,
+                                  &w->scratch, err);
     }
     return st;
 }
@@ -48,8 +49,7 @@ static double act_factor(const vl_cost *cost, int layers, int c)
 
 /* The fewest checkpointed layers that bring a lane's activation peak from act (at c)
  * within room, by the linear activation model; at least c + 1. */
-static int more_ckpt(const vl_cost *cost, int layers, int c, double act, double room,
-                     int most)
+static int more_ckpt(const vl_cost *cost, int layers, int c, double act, double room, int most)
 {
     double q = act > 0 ? room / act : 0, A = cost->act_bytes;
     double step = A - 2.0 * cost->cfg->model.hidden;
@@ -116,7 +116,6 @@ static vl_status simulate(sp_work *w, const sp_setting *s, const vl_cost *cost, 
     }
     return VL_OK;
 }
-
 
 /* ---- choice ---- */
 
@@ -231,7 +230,7 @@ static size_t eligible_any(const sp_work *w, const sp_setting *s, size_t nM)
 static void choose(sp_work *w, const sp_setting *s, const cand *cs, size_t nc,
                    const uint32_t *Ms, const bool *done)
 {
-    if (s->common_m) {   /* one unit of every rank */
+    if (s->common_m) { /* one unit of every rank */
         choose_unit(w, s, cs, nc, SP_MAX_FACTORS, Ms, done, 0, s->dp);
         return;
     }
@@ -351,8 +350,8 @@ static vl_status rank_busy(sp_work *w, const sp_setting *s, const vl_cost *cost,
     if ((st = vl_grow(&w->lbtmp, &w->lbtmp_cap, b->nsegs + 1, sizeof *w->lbtmp, err)))
         return st;
     for (size_t p = 0; p < f->npacks; p++) {
-        vl_mb_time t = vl_cost_mb_time(cost, f->segs + f->start[p], f->start[p + 1] - f->start[p],
-                                       &par, layers, 1);
+        vl_mb_time t = vl_cost_mb_time(cost, f->segs + f->start[p],
+                                       f->start[p + 1] - f->start[p], &par, layers, 1);
         sum += t.fwd;
         if (b->npacks == 0)
             sum += t.bwd;
@@ -385,8 +384,8 @@ static vl_status plan_rank_busy(sp_work *w, const vl_cost *cost, int r, double *
     if ((st = vl_grow(&w->lbtmp, &w->lbtmp_cap, most, sizeof *w->lbtmp, err)) != VL_OK)
         return st;
     for (uint32_t f = 0; f < rk->nmb; f++) {
-        vl_mb_time t = vl_cost_mb_time(cost, vl_plan_mb_segs(p, &mbs[f]), mbs[f].nseg, &par,
-                                       layers, 1);
+        vl_mb_time t =
+            vl_cost_mb_time(cost, vl_plan_mb_segs(p, &mbs[f]), mbs[f].nseg, &par, layers, 1);
         sum += t.fwd;
         if (rk->nbwd == 0)
             sum += t.bwd;
@@ -502,8 +501,7 @@ static vl_status build_bounded(sp_work *w, const sp_setting *s, const vl_cost *c
  * with `prune`, stop after a round that leaves the candidate unable to win (may_win),
  * marking it cut. */
 static vl_status evaluate(sp_work *w, const sp_setting *s, const vl_cost *cost,
-                          const uint32_t *len, search *sr, size_t ci, bool prune,
-                          vl_err *err)
+                          const uint32_t *len, search *sr, size_t ci, bool prune, vl_err *err)
 {
     bool again = true, cut = false;
     sp_res *res = w->res + ci * (size_t)s->dp;
@@ -516,7 +514,7 @@ static vl_status evaluate(sp_work *w, const sp_setting *s, const vl_cost *cost,
         return VL_OK;
     }
 
-    for (int k = 0; st == VL_OK && k < s->dp; k++)   /* as simulated next */
+    for (int k = 0; st == VL_OK && k < s->dp; k++) /* as simulated next */
         res[k].ckpt = w->scratch.ranks[w->scratch.iters[0].rank0 + k].par.ckpt_layers;
     /* each round raises some rank's checkpointing; stage_layers bounds the rounds */
     for (int round = 0; st == VL_OK && again && round <= s->stage_layers; round++) {
@@ -545,33 +543,34 @@ static vl_status evaluate(sp_work *w, const sp_setting *s, const vl_cost *cost,
 
 /* ---- the batch ---- */
 
-static vl_status ensure_search(sp_work *w, const sp_setting *s, vl_manifest *m,
-                               size_t ncand, vl_err *err)
+static vl_status ensure_search(sp_work *w, const sp_setting *s, vl_manifest *m, size_t ncand,
+                               vl_err *err)
 {
     vl_status st;
 
     if (!w->scratch_ready) {
         if ((st = vl_plan_init(&w->scratch, m, "slimpack", 0, err)) != VL_OK)
             return st;
-        w->scratch.caps = VL_CAP_BWD_PACKS | VL_CAP_SCHEDULE | VL_CAP_SHARED |
-                          VL_CAP_UNEVEN_MBS;
+        w->scratch.caps =
+            VL_CAP_BWD_PACKS | VL_CAP_SCHEDULE | VL_CAP_SHARED | VL_CAP_UNEVEN_MBS;
         w->scratch_ready = true;
     }
     if (!w->sim && (st = vl_sim_scratch_new((vl_sim_scratch **)&w->sim, err)) != VL_OK)
         return st;
     if (!w->trace && !(w->trace = calloc(1, sizeof(vl_sim_trace))))
         return vl_seterr(err, VL_ENOMEM, "slimpack: out of memory for a trace");
-    ((vl_sim_trace *)w->trace)->lanes_only = true;   /* the search reads lanes alone */
+    ((vl_sim_trace *)w->trace)->lanes_only = true; /* the search reads lanes alone */
     if ((st = vl_grow(&w->res, &w->res_cap, ncand * (size_t)s->dp, sizeof *w->res, err)) !=
         VL_OK)
         return st;
     return vl_grow(&w->choice, &w->choice_cap, (size_t)s->dp, sizeof *w->choice, err);
 }
 
-static void log_table(const vl_job *job, const sp_work *w, const sp_setting *s,
-                      const cand *cs, size_t nc, size_t nall)
+static void log_table(const vl_job *job, const sp_work *w, const sp_setting *s, const cand *cs,
+                      size_t nc, size_t nall)
 {
-    vl_job_log(job, "slimpack: first batch, room %.2f GiB per GPU, candidates (rank: makespan "
+    vl_job_log(job,
+               "slimpack: first batch, room %.2f GiB per GPU, candidates (rank: makespan "
                "ms / ckpt / ok: within it, over: above it, oom: above the device)\n",
                room(w, w->trace) / 1073741824.0);
     for (size_t ci = 0; ci < nc; ci++) {
@@ -579,18 +578,22 @@ static void log_table(const vl_job *job, const sp_work *w, const sp_setting *s,
         for (int r = 0; r < s->dp && r < 8; r++) {
             const sp_res *x = &w->res[ci * (size_t)s->dp + r];
             vl_job_log(job, "  %10.1f/%d/%s", x->ms * 1e3, x->ckpt,
-                       x->over <= 0 ? "ok" : x->dev_over <= 0 ? "over" : "oom");
+                       x->over <= 0       ? "ok"
+                       : x->dev_over <= 0 ? "over"
+                                          : "oom");
         }
         vl_job_log(job, "\n");
     }
     if (nc < nall)
-        vl_job_log(job, "slimpack:   (%zu larger candidates not simulated: no rank's packs "
-                   "would average min_pack_tokens)\n", nall - nc);
+        vl_job_log(job,
+                   "slimpack:   (%zu larger candidates not simulated: no rank's packs "
+                   "would average min_pack_tokens)\n",
+                   nall - nc);
 }
 
-vl_status vl__sp_plan_batch(sp_work *w, const sp_setting *s, const vl_job *job,
-                            vl_manifest *m, const uint32_t *samples, size_t n,
-                            const uint32_t *len, uint32_t epoch, vl_plan *out, vl_err *err)
+vl_status vl__sp_plan_batch(sp_work *w, const sp_setting *s, const vl_job *job, vl_manifest *m,
+                            const uint32_t *samples, size_t n, const uint32_t *len,
+                            uint32_t epoch, vl_plan *out, vl_err *err)
 {
     uint32_t Ms[SP_MAX_FACTORS];
     cand cs[2 * SP_MAX_FACTORS];

@@ -80,8 +80,8 @@ static double root(double alpha, double beta, double K)
  * to the lower). */
 typedef struct cut_ctx {
     double alpha, beta, target;
-    uint32_t anchor;           /* the fixed end of the slice */
-    bool fwd;                  /* slice [anchor, x) or [x, anchor) */
+    uint32_t anchor; /* the fixed end of the slice */
+    bool fwd;        /* slice [anchor, x) or [x, anchor) */
 } cut_ctx;
 
 static double cut_err(const cut_ctx *k, uint32_t x)
@@ -101,7 +101,7 @@ static uint32_t nearest_aligned(const cut_ctx *k, double x, uint32_t lo, uint32_
 
     c[0] = fl <= lo ? lo : fl >= hi ? hi : (uint32_t)fl;
     c[1] = fl + al <= lo ? lo : fl + al >= hi ? hi : (uint32_t)(fl + al);
-    c[2] = hi;   /* the ends are always boundaries, aligned or not */
+    c[2] = hi; /* the ends are always boundaries, aligned or not */
     c[3] = lo;
     for (int i = 0; i < 4; i++) {
         double e = cut_err(k, c[i]);
@@ -141,8 +141,10 @@ vl_status vl__sp_parse_factors(const char *text, double *out, uint32_t *n, vl_er
         char *end;
         double f = strtod(s, &end);
         if (end == s || !(f > 0) || f > 1e6)
-            return vl_seterr(err, VL_ECONFIG, "slimpack.factors: \"%s\" is not a comma list "
-                             "of positive numbers", text);
+            return vl_seterr(err, VL_ECONFIG,
+                             "slimpack.factors: \"%s\" is not a comma list "
+                             "of positive numbers",
+                             text);
         if (*n == SP_MAX_FACTORS)
             return vl_seterr(err, VL_ECONFIG, "slimpack.factors: more than %d factors",
                              SP_MAX_FACTORS);
@@ -153,8 +155,10 @@ vl_status vl__sp_parse_factors(const char *text, double *out, uint32_t *n, vl_er
         if (*s == ',')
             s++;
         else if (*s)
-            return vl_seterr(err, VL_ECONFIG, "slimpack.factors: \"%s\" is not a comma list "
-                             "of positive numbers", text);
+            return vl_seterr(err, VL_ECONFIG,
+                             "slimpack.factors: \"%s\" is not a comma list "
+                             "of positive numbers",
+                             text);
     }
     if (*n == 0)
         return vl_seterr(err, VL_ECONFIG, "slimpack.factors: empty");
@@ -208,8 +212,7 @@ void vl__sp_packing_truncate(sp_packing *pk, size_t p0)
     }
 }
 
-vl_status vl__sp_packing_append(sp_packing *dst, const sp_packing *src, size_t p0,
-                                vl_err *err)
+vl_status vl__sp_packing_append(sp_packing *dst, const sp_packing *src, size_t p0, vl_err *err)
 {
     vl_status st = VL_OK;
 
