@@ -479,3 +479,37 @@ Test(cli_plan, slimpack_warns_when_it_checkpoints_where_whole_packs_need_none)
     tu_result_free(&r);
     free(o);
 }
+
+/* Skrull's GDS adds a micro-batch wherever one overflows; where that leaves them under
+ * half the bucket, -v says why pack may be faster (man page, skrull, "Short contexts").
+ * Samples of 3,000 tokens fill two to a 8,674-token bucket: no such line. */
+Test(cli_plan, skrull_says_when_its_micro_batches_run_short)
+{
+    char *m = tu_path(dir, "ac.txt"), *even = tu_path(dir, "even.txt"),
+         *o = tu_path(dir, "sk.jsonl");
+    const char *gen[] = {"gen", "--dist", "azure-code", "-n", "2000", "--seed", "1", "-o", m,
+                         NULL};
+    const char *plan[] = {"plan", "-v", "-s", "skrull", "--set", "cluster.gpus=8",
+                          "--set", "training.max_seq_len=8192",
+                          "--set", "training.oversize=drop", "-o", o, m, NULL};
+    const char *say = "the paper's GDS deals strided";
+    FILE *f = fopen(even, "w");
+    tu_result r = run_ok(NULL, gen);
+
+    tu_result_free(&r);
+    r = run_ok(NULL, plan);
+    cr_assert(strstr(r.err, say) != NULL, "%s", r.err);
+    tu_result_free(&r);
+    cr_assert_not_null(f);
+    for (int i = 0; i < 512; i++)
+        fprintf(f, "3000\n");
+    cr_assert_eq(fclose(f), 0);
+    plan[12] = even;
+    r = run_ok(NULL, plan);
+    cr_assert(strstr(r.err, "skrull: bucket_size=") != NULL, "%s", r.err);
+    cr_assert(strstr(r.err, say) == NULL, "%s", r.err);
+    tu_result_free(&r);
+    free(m);
+    free(even);
+    free(o);
+}
