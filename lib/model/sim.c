@@ -27,14 +27,14 @@ void vl_sim_scratch_free(vl_sim_scratch *s)
 {
     if (s == NULL)
         return;
-    void *bufs[] = {s->rk,    s->lrank,   s->lstage,   s->lcls,     s->llayers,  s->ptr,
-                    s->avail, s->bdone,   s->stack,    s->inq,      s->ord,      s->start,
-                    s->end,   s->dur,     s->pos,      s->tf,       s->cf,       s->af,
-                    s->sf,    s->tb,      s->rc,       s->cb,       s->ab,       s->p2pf,
-                    s->p2pb,  s->has_r,   s->sharef,   s->shareb,   s->list,     s->fp_off,
-                    s->fp,    s->bf_off,  s->bf,       s->bb_off,   s->bb,       s->rbf_off,
-                    s->rbf,   s->rbb_off, s->rbb,      s->heap,     s->pend,     s->iv,
-                    s->tmp,   s->inst,    s->inst_off, s->bar_left, s->bar_time, s->tbusy};
+    void *bufs[] = {
+        s->rk,      s->lrank,  s->lstage,  s->lcls,     s->llayers,  s->ptr,      s->avail,
+        s->bdone,   s->stack,  s->inq,     s->ord,      s->start,    s->end,      s->dur,
+        s->pos,     s->tf,     s->cf,      s->af,       s->sf,       s->tb,       s->rc,
+        s->cb,      s->ab,     s->p2pf,    s->p2pb,     s->has_r,    s->sharef,   s->shareb,
+        s->list,    s->fp_off, s->fp,      s->bf_off,   s->bf,       s->bb_off,   s->bb,
+        s->rbf_off, s->rbf,    s->rbb_off, s->rbb,      s->heap,     s->pend,     s->iv,
+        s->tmp,     s->ivtab,  s->inst,    s->inst_off, s->bar_left, s->bar_time, s->tbusy};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
     free(s);
@@ -264,6 +264,45 @@ static vl_status prepare(vl_sim_scratch *w, vl_err *err)
     return vl__sim_shares(w, err);
 }
 
+/* Whether w's prepared ranks are iteration it of p (with c and o) up to the ranks'
+ * checkpointing: the same rank records, pack and operation counts and degrees. */
+static bool same_shapes(const vl_sim_scratch *w, const vl_plan *p, size_t it, const vl_cost *c,
+                        const vl_sim_opts *o)
+{
+    if (!w->prepared || w->p != p || w->it != it || w->c != c || w->o != o ||
+        w->nranks != p->iters[it].nranks)
+        return false;
+    for (uint32_t r = 0; r < w->nranks; r++) {
+        const vl_sim_rank *R = &w->rk[r];
+        const vl_rank *rk = &p->ranks[p->iters[it].rank0 + r];
+        bool expl = rk->nop > 0 && !o->ignore_ops;
+        if (R->rk != rk || R->nf != rk->nmb || (R->asym ? R->nb : 0) != rk->nbwd ||
+            R->n != (expl ? rk->nop : R->nf + R->nb) || R->weighed.tp != rk->par.tp ||
+            R->weighed.pp != rk->par.pp || R->weighed.sp != rk->par.sp)
+            return false;
+    }
+    return true;
+}
+
+/* prepare() for vl_sim_iter_again: only the ranks whose checkpointing changed are
+ * weighed again; the barriers and shared packs, which the longest path consumes, are
+ * set up afresh. */
+static vl_status prepare_again(vl_sim_scratch *w, vl_err *err)
+{
+    uint64_t maxb = 0;
+    vl_status st;
+
+    for (uint32_t r = 0; r < w->nranks; r++) {
+        const vl_sim_rank *R = &w->rk[r];
+        maxb = R->nb > maxb ? R->nb : maxb;
+        if (R->rk->par.ckpt_layers != R->weighed.ckpt_layers &&
+            (st = vl__sim_weights(w, r, err)) != VL_OK)
+            return st;
+    }
+    set_barriers(w, maxb);
+    return vl__sim_shares(w, err);
+}
+
 /* ---- results of one rank ----------------------------------------------------------- */
 
 typedef struct rank_out {
@@ -471,14 +510,16 @@ static vl_status trace_sync(vl_sim_trace *t, double makespan, double sync, vl_er
     return st;
 }
 
-static vl_status run_iter(vl_sim_scratch *w, vl_sim_iter_result *out, vl_sim_trace *t,
-                          vl_err *err)
+static vl_status run_iter(vl_sim_scratch *w, bool again, vl_sim_iter_result *out,
+                          vl_sim_trace *t, vl_err *err)
 {
     iter_acc a = {0};
     double sync;
     vl_status st;
 
-    if ((st = prepare(w, err)) != VL_OK || (st = vl__sim_eval(w, err)) != VL_OK)
+    w->prepared = false;
+    if ((st = again ? prepare_again(w, err) : prepare(w, err)) != VL_OK ||
+        (st = vl__sim_eval(w, err)) != VL_OK)
         return st;
     a.tbusy = w->tbusy;
     for (uint32_t r = 0; r < w->nranks && st == VL_OK; r++) {
@@ -497,14 +538,29 @@ static vl_status run_iter(vl_sim_scratch *w, vl_sim_iter_result *out, vl_sim_tra
     }
     if (st == VL_OK)
         finish_iter(&a, w->nranks, sync, opt, w->c, out);
+    w->prepared = st == VL_OK;
     return st;
+}
+
+static const vl_sim_opts defaults = VL_SIM_OPTS_INIT;
+
+vl_status vl_sim_iter_again(const vl_plan *p, size_t it, const vl_cost *c,
+                            const vl_sim_opts *o, vl_sim_iter_result *out, vl_sim_scratch *s,
+                            vl_sim_trace *trace, vl_err *err)
+{
+    if (it >= p->niters || !same_shapes(s, p, it, c, o ? o : &defaults))
+        return vl_sim_iter(p, it, c, o, out, s, trace, err);
+    if (trace != NULL) {
+        trace->ntasks = trace->nlanes = 0;
+        trace->iter_time = trace->capacity = 0.0;
+    }
+    return run_iter(s, true, out, trace, err);
 }
 
 vl_status vl_sim_iter(const vl_plan *p, size_t it, const vl_cost *c, const vl_sim_opts *o,
                       vl_sim_iter_result *out, vl_sim_scratch *s, vl_sim_trace *trace,
                       vl_err *err)
 {
-    static const vl_sim_opts defaults = VL_SIM_OPTS_INIT;
     vl_sim_scratch *tmp = NULL;
     vl_status st;
 
@@ -526,7 +582,7 @@ vl_status vl_sim_iter(const vl_plan *p, size_t it, const vl_cost *c, const vl_si
     s->o = o ? o : &defaults;
     s->it = it;
     s->nranks = p->iters[it].nranks;
-    st = run_iter(s, out, trace, err);
+    st = run_iter(s, false, out, trace, err);
     vl_sim_scratch_free(tmp);
     return st;
 }

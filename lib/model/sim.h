@@ -175,6 +175,17 @@ vl_status vl_sim_iter(const vl_plan *p, size_t it, const vl_cost *c, const vl_si
                       vl_sim_iter_result *out, vl_sim_scratch *s, vl_sim_trace *trace,
                       vl_err *err);
 
+/** vl_sim_iter again on the iteration s last simulated without error (same p, it, c, o),
+ *  after a change to nothing but some ranks' par.ckpt_layers: the other ranks keep the
+ *  dependencies, orders and task weights prepared then (none of them reads the
+ *  checkpointing), the changed ones are weighed again, so the results are vl_sim_iter's
+ *  to the bit (a search that raises the checkpointing of the ranks out of memory
+ *  re-simulates a candidate).  When s last simulated anything else, or its ranks' shapes
+ *  differ, this is vl_sim_iter.  s must not be NULL.  Statuses of vl_sim_iter. */
+vl_status vl_sim_iter_again(const vl_plan *p, size_t it, const vl_cost *c,
+                            const vl_sim_opts *o, vl_sim_iter_result *out, vl_sim_scratch *s,
+                            vl_sim_trace *trace, vl_err *err);
+
 /** Simulate every iteration and aggregate (see the file comment).  Same statuses. */
 vl_status vl_sim_plan(const vl_plan *p, const vl_cost *c, const vl_sim_opts *o,
                       vl_sim_summary *out, vl_err *err);

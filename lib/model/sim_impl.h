@@ -35,6 +35,7 @@ typedef struct vl_sim_rank {
     uint64_t list0;                 /* the last stage's list [list0, + n) */
     double cls_busy[VL_SIM_MAXCLS]; /* seconds of work on one stage of the class */
     double makespan;
+    vl_par weighed; /* the degrees its task weights were computed at (vl_sim_iter_again) */
 } vl_sim_rank;
 
 struct vl_sim_scratch {
@@ -44,6 +45,7 @@ struct vl_sim_scratch {
     const vl_sim_opts *o;
     size_t it;
     uint32_t nranks;
+    bool prepared; /* every rank prepared for (p, it, c, o) and simulated without error */
     vl_sim_rank *rk;
     size_t rk_cap;
     uint64_t nlanes, nnodes;
@@ -141,6 +143,8 @@ struct vl_sim_scratch {
     /* token intervals of the rank being prepared (sim_rank.c) */
     vl_interval *iv;
     size_t iv_cap, niv;
+    uint32_t *ivtab;
+    size_t ivtab_cap; /* their grouping's table (vl_plan_rank_intervals_grouped) */
     vl_seg *tmp;
     size_t tmp_cap; /* cost model scratch */
 

@@ -3,8 +3,8 @@
  * intervals, and the task weights from the cost model.
  *
  * Dependencies, for the samples sliced on this rank (a segment with an offset above 0,
- * or any sample of a rank with backward packs), from their segments sorted by (sample,
- * direction, offset):
+ * or any sample of a rank with backward packs), from their segments grouped by sample,
+ * each sorted by (direction, offset):
  *  - F(f) waits for F of the pack holding the token right before its slice;
  *  - without backward packs, B(f) waits for B of the pack holding the token right after
  *    its slice (causal dK/dV flow from later tokens), besides F(f) and R(f);
@@ -174,7 +174,9 @@ static vl_status to_csr(const pending *pe, size_t n, uint32_t rows, uint32_t *of
 
 static vl_status find_edges(vl_sim_scratch *w, const vl_sim_rank *R, edges *E, vl_err *err)
 {
-    vl_status st = vl_plan_rank_intervals(w->p, R->rk, &w->iv, &w->iv_cap, &w->niv, err);
+    /* samples in any order: to_csr sorts each row's sources */
+    vl_status st = vl_plan_rank_intervals_grouped(w->p, R->rk, &w->iv, &w->iv_cap, &w->niv,
+                                                  &w->ivtab, &w->ivtab_cap, err);
 
     if (st != VL_OK)
         return st;
@@ -321,6 +323,7 @@ vl_status vl__sim_weights(vl_sim_scratch *w, uint32_t r, vl_err *err)
         return st;
     for (int k = 0; k < R->ncls; k++)
         class_weights(w, R, &par, k);
+    R->weighed = R->rk->par;
     for (uint32_t f = 0; f < R->nf; f++)
         w->p2pf[R->pk0 + f] = p2p_time(w, R, mbs[f].tokens);
     for (uint32_t b = 0; b < R->nb; b++)

@@ -303,6 +303,13 @@ bool vl_plan_rank_sliced(const vl_plan *p, const vl_rank *rk);
  *  off, pack) into *iv (grown as needed, capacity *cap; *n of them).  VL_ENOMEM. */
 vl_status vl_plan_rank_intervals(const vl_plan *p, const vl_rank *rk, vl_interval **iv,
                                  size_t *cap, size_t *n, vl_err *err);
+/** The same intervals grouped by sample, the samples in the order their first segment
+ *  appears in rk's packs (not by id), each sample's sorted by (bwd, off, pack): for a
+ *  reader that takes one sample at a time, in linear time.  *tab (capacity *tab_cap):
+ *  the caller's scratch, grown as needed and reused across calls.  VL_ENOMEM. */
+vl_status vl_plan_rank_intervals_grouped(const vl_plan *p, const vl_rank *rk, vl_interval **iv,
+                                         size_t *cap, size_t *n, uint32_t **tab,
+                                         size_t *tab_cap, vl_err *err);
 
 /** Loss-carrying tokens of a segment: a sample's loss tokens are taken to be its last
  *  `loss` tokens (prompt first, response last), so slices split them exactly. */

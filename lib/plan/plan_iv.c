@@ -157,3 +157,63 @@ vl_status vl_plan_rank_intervals(const vl_plan *p, const vl_rank *rk, vl_interva
         sort_intervals(*iv, *iv + *n, *n);
     return VL_OK;
 }
+
+/* Group v[0, n) by sample through tmp[0, n): the samples in the order they first appear
+ * (an open-addressing table finds a sample's group), each group stable-sorted by
+ * iv_before.  Linear in n: a radix sort on the sample takes three bucket passes from
+ * 64K samples on, which cost more than the few hundred intervals a rank holds.  tab:
+ * the table and counts, kept by the caller across calls. */
+static vl_status group_intervals(vl_interval *v, vl_interval *tmp, size_t n, uint32_t **tab,
+                                 size_t *tab_cap, vl_err *err)
+{
+    size_t size = 16;
+    vl_status st;
+
+    while (size < 2 * n)
+        size *= 2;
+    /* key[size] (sample + 1, 0 = free), grp[size], of[n] (group of v[i]), at[n + 1] */
+    if ((st = vl_grow(tab, tab_cap, 2 * size + 2 * n + 1, sizeof **tab, err)) != VL_OK)
+        return st;
+    uint32_t *key = *tab, *grp = key + size, *of = grp + size, *at = of + n, ngrp = 0;
+
+    memset(key, 0, size * sizeof *key);
+    at[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t k = v[i].sample + 1; /* VL_SAMPLE_UNKNOWN is never an interval */
+        size_t h = (k * 2654435761u) & (size - 1);
+        while (key[h] != 0 && key[h] != k)
+            h = (h + 1) & (size - 1);
+        if (key[h] == 0) {
+            key[h] = k;
+            grp[h] = ngrp;
+            at[++ngrp] = 0;
+        }
+        of[i] = grp[h];
+        at[grp[h] + 1]++;
+    }
+    for (uint32_t g = 0; g < ngrp; g++)
+        at[g + 1] += at[g];
+    for (size_t i = 0; i < n; i++)
+        tmp[at[of[i]]++] = v[i];
+    for (uint32_t g = 0, start = 0; g < ngrp; start = at[g++])
+        insertion_sort(tmp + start, at[g] - start);
+    memcpy(v, tmp, n * sizeof *v);
+    return VL_OK;
+}
+
+vl_status vl_plan_rank_intervals_grouped(const vl_plan *p, const vl_rank *rk, vl_interval **iv,
+                                         size_t *cap, size_t *n, uint32_t **tab,
+                                         size_t *tab_cap, vl_err *err)
+{
+    vl_status st;
+
+    *n = 0;
+    if ((st = add_packs(p, rk->mb0, rk->nmb, 0, iv, cap, n, err)) != VL_OK ||
+        (st = add_packs(p, rk->mb0 + rk->nmb, rk->nbwd, 1, iv, cap, n, err)) != VL_OK)
+        return st;
+    if (*n < 2)
+        return VL_OK;
+    if ((st = vl_grow(iv, cap, 2 * *n, sizeof **iv, err)) != VL_OK)
+        return st;
+    return group_intervals(*iv, *iv + *n, *n, tab, tab_cap, err);
+}

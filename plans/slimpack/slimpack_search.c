@@ -77,13 +77,17 @@ static double room(const sp_work *w, const vl_sim_trace *t)
 }
 
 /* Simulate the scratch iteration, fill res[0..dp) and raise the checkpointing of ranks
- * that do not fit (recompute auto).  *again: some rank changed. */
-static vl_status simulate(sp_work *w, const sp_setting *s, const vl_cost *cost, sp_res *res,
-                          bool *again, vl_err *err)
+ * that do not fit (recompute auto).  *again: some rank changed.  round > 0: the last
+ * simulation was of this candidate, which only raised checkpointing since, so the
+ * simulator re-weighs the raised ranks alone (vl_sim_iter_again: the same results). */
+static vl_status simulate(sp_work *w, const sp_setting *s, const vl_cost *cost, int round,
+                          sp_res *res, bool *again, vl_err *err)
 {
     vl_sim_trace *t = w->trace;
     vl_sim_iter_result r;
-    vl_status st = vl_sim_iter(&w->scratch, 0, cost, NULL, &r, w->sim, t, err);
+    vl_status st = round > 0
+                       ? vl_sim_iter_again(&w->scratch, 0, cost, NULL, &r, w->sim, t, err)
+                       : vl_sim_iter(&w->scratch, 0, cost, NULL, &r, w->sim, t, err);
 
     *again = false;
     if (st != VL_OK)
@@ -518,7 +522,7 @@ static vl_status evaluate(sp_work *w, const sp_setting *s, const vl_cost *cost,
         res[k].ckpt = w->scratch.ranks[w->scratch.iters[0].rank0 + k].par.ckpt_layers;
     /* each round raises some rank's checkpointing; stage_layers bounds the rounds */
     for (int round = 0; st == VL_OK && again && round <= s->stage_layers; round++) {
-        st = simulate(w, s, cost, res, &again, err);
+        st = simulate(w, s, cost, round, res, &again, err);
         /* the raised ranks' next makespans: at least their busy time at the new
          * checkpointing (one stage) */
         for (int r = 0; st == VL_OK && again && prune && busy_bounds(w, s) && r < s->dp; r++) {

@@ -273,36 +273,44 @@ Test(plan, set_meta_takes_ownership_and_replaces)
     vl_plan_free(&p); /* ASan: nothing leaks */
 }
 
-/* Past 64 intervals vl_plan_rank_intervals sorts by a radix pass on the sample, then
- * each sample's few intervals: the result must be the (sample, bwd, off, pack) order,
- * with sample ids across several radix digits and each sample sliced in both lists. */
-Test(plan, rank_intervals_sorted_past_the_radix_threshold)
+enum { NS = 300, SLICES = 3, PACKS = 7 };
+
+/* One rank of NS samples, each sliced SLICES ways in both lists (PACKS packs each), the
+ * slices walked in a scrambled order and the sample ids across several radix digits. */
+static vl_status scrambled_rank(vl_plan *p, vl_err *err)
 {
-    enum { NS = 300, SLICES = 3, PACKS = 7 };
-    vl_plan p;
-    vl_err err = {0};
-    vl_interval *iv = NULL;
-    size_t cap = 0, n = 0;
     vl_status st = VL_OK;
 
-    vl_plan_init(&p, NULL, "t", 0, &err);
-    vl_plan_iter_begin(&p, 0, &err);
-    vl_plan_rank_begin(&p, 0, &PAR1, &err);
-    /* forward packs, then backward packs, each walking the slices in a scrambled order */
+    vl_plan_init(p, NULL, "t", 0, err);
+    vl_plan_iter_begin(p, 0, err);
+    vl_plan_rank_begin(p, 0, &PAR1, err);
     for (int bwd = 0; bwd < 2 && st == VL_OK; bwd++) {
         for (int k = 0; k < PACKS && st == VL_OK; k++) {
-            st = bwd ? vl_plan_bwd_begin(&p, 1u << 30, &err)
-                     : vl_plan_mb_begin(&p, 1u << 30, &err);
+            st = bwd ? vl_plan_bwd_begin(p, 1u << 30, err)
+                     : vl_plan_mb_begin(p, 1u << 30, err);
             for (uint32_t i = 0; i < NS * SLICES && st == VL_OK; i++) {
                 uint32_t x = (i * 7919u + (uint32_t)bwd * 13u) % (NS * SLICES);
                 if (x % PACKS != (uint32_t)k)
                     continue;
                 uint32_t sample = (uint32_t)((uint64_t)(x / SLICES) * 2654435761u % 3000017u);
                 uint32_t slice = x % SLICES;
-                st = vl_plan_seg(&p, sample, slice * 10, 10, &err);
+                st = vl_plan_seg(p, sample, slice * 10, 10, err);
             }
         }
     }
+    return st;
+}
+
+/* Past 64 intervals vl_plan_rank_intervals sorts by a radix pass on the sample, then
+ * each sample's few intervals: the result must be the (sample, bwd, off, pack) order. */
+Test(plan, rank_intervals_sorted_past_the_radix_threshold)
+{
+    vl_plan p;
+    vl_err err = {0};
+    vl_interval *iv = NULL;
+    size_t cap = 0, n = 0;
+    vl_status st = scrambled_rank(&p, &err);
+
     cr_assert_eq(st, VL_OK, "%s", err.msg);
     cr_assert_eq(vl_plan_rank_intervals(&p, &p.ranks[0], &iv, &cap, &n, &err), VL_OK);
     cr_assert_eq(n, 2 * NS * SLICES);
@@ -316,5 +324,43 @@ Test(plan, rank_intervals_sorted_past_the_radix_threshold)
     }
     cr_assert_eq(bad, 0);
     free(iv);
+    vl_plan_free(&p);
+}
+
+/* vl_plan_rank_intervals_grouped: each sample's intervals in one run, sorted as
+ * vl_plan_rank_intervals sorts them, the runs in the order of the samples' first
+ * segments in the packs. */
+Test(plan, rank_intervals_grouped_by_first_appearance)
+{
+    vl_plan p;
+    vl_err err = {0};
+    vl_interval *iv = NULL, *g = NULL;
+    uint32_t *tab = NULL;
+    size_t cap = 0, n = 0, gcap = 0, gn = 0, tab_cap = 0, runs = 0, bad = 0;
+    vl_status st = scrambled_rank(&p, &err);
+
+    cr_assert_eq(st, VL_OK, "%s", err.msg);
+    cr_assert_eq(vl_plan_rank_intervals(&p, &p.ranks[0], &iv, &cap, &n, &err), VL_OK);
+    for (int twice = 0; twice < 2; twice++) /* the table is reused */
+        cr_assert_eq(vl_plan_rank_intervals_grouped(&p, &p.ranks[0], &g, &gcap, &gn, &tab,
+                                                    &tab_cap, &err),
+                     VL_OK);
+    cr_assert_eq(gn, n);
+    const vl_seg *first = vl_plan_mb_segs(&p, &p.mbs[p.ranks[0].mb0]);
+    cr_assert_eq(g[0].sample, first[0].sample);
+    for (size_t i = 0, j; i < gn; i = j, runs++) {
+        size_t k = 0;
+        while (iv[k].sample != g[i].sample) /* its run in the sorted order */
+            k++;
+        for (j = i; j < gn && g[j].sample == g[i].sample; j++, k++)
+            bad += k >= n || g[j].sample != iv[k].sample || g[j].off != iv[k].off ||
+                   g[j].end != iv[k].end || g[j].pack != iv[k].pack || g[j].bwd != iv[k].bwd;
+        bad += k < n && iv[k].sample == g[i].sample; /* the sorted run is longer */
+    }
+    cr_assert_eq(bad, 0);
+    cr_assert_eq(runs, NS); /* one run per sample */
+    free(iv);
+    free(g);
+    free(tab);
     vl_plan_free(&p);
 }
