@@ -381,10 +381,13 @@ static double state_spread(const kk *c, const kstate *s)
            ((p < m || full) ? s->set[m - 1].sum : 0.0);
 }
 
-/* Room for need subsets in s, contents kept; the capacity doubles, up to k.  VL_ENOMEM. */
+/* Room for need subsets in s, contents kept; the capacity doubles from MIN_CAP, up to
+ * k (a state outgrows its seed slice of 1 or k subsets: no steps through 2
+ * and 4, which cost a realloc a merge).  VL_ENOMEM. */
+#define MIN_CAP 8
 static vl_status reserve(const kk *c, kstate *s, uint32_t need, vl_err *err)
 {
-    size_t cap = s->cap ? 2 * (size_t)s->cap : 1;
+    size_t cap = 2 * (size_t)s->cap > MIN_CAP ? 2 * (size_t)s->cap : MIN_CAP;
     kset *p;
 
     if (need <= s->cap)
