@@ -1,5 +1,5 @@
-/* tests/util/test_sort.c -- vl_sort_u64 (a radix sort from 256 values, qsort below)
- * against a plain qsort of the same values: random 64-bit values, packed
+/* tests/util/test_sort.c -- vl_sort_u64 (a radix sort from 256 values, qsort below) and
+ * vl_sort_u32_radix against a plain qsort of the same values: random values, packed
  * (length << 32 | index) keys, values that differ in one digit only, and all equal. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -69,4 +69,31 @@ Test(sort, u64_one_digit_and_equal)
         v[i] = 42;
     check(v, n);
     free(v);
+}
+
+static int cmp32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+Test(sort, u32_radix)
+{
+    vl_rng r;
+    vl_rng_seed(&r, 3, 0);
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        size_t n = sizes[s];
+        uint32_t *v = malloc((n ? n : 1) * sizeof *v), *want = malloc((n ? n : 1) * sizeof *v),
+                 *tmp = malloc((n ? n : 1) * sizeof *v);
+        for (size_t i = 0; i < n; i++) /* small values in half: digits every value shares */
+            v[i] = s % 2 ? (uint32_t)vl_rng_next(&r) : (uint32_t)vl_rng_below(&r, 3000);
+        memcpy(want, v, n * sizeof *v);
+        qsort(want, n, sizeof *want, cmp32);
+        vl_sort_u32_radix(v, tmp, n);
+        for (size_t i = 0; i < n; i++)
+            cr_assert_eq(v[i], want[i], "n %zu: at %zu", n, i);
+        free(v);
+        free(want);
+        free(tmp);
+    }
 }
