@@ -258,6 +258,7 @@ typedef struct kk {
     uint32_t *heap; /* max-heap of state ids by (spread desc, id asc) */
     size_t nheap;
     uint32_t qnext, nq; /* initial states qnext..nq-1, already in heap order */
+    uint32_t held;      /* a merged state that is the next to merge (NONE: none) */
     bool neg;           /* some weight is negative */
     uint32_t *next;     /* [n] item lists */
 } kk;
@@ -315,9 +316,34 @@ static uint32_t heap_pop(kk *c)
  * so the heap holds only merged states: a few instead of n. */
 static uint32_t kk_pop(kk *c)
 {
+    uint32_t h = c->held;
+
+    if (h != NONE) {
+        c->held = NONE;
+        return h;
+    }
     if (c->qnext < c->nq && (c->nheap == 0 || state_before(c, c->qnext, c->heap[0])))
         return c->qnext++;
     return heap_pop(c);
+}
+
+/* Merged state s goes back: held where it would be the next popped, ahead of the heap's
+ * top and the queue's head (a state absorbing lighter items keeps its largest subset,
+ * so its spread stays on top for k merges), else into the heap.  The same state comes
+ * next either way, without sifting it up through the heap and the hole back down. */
+static void kk_put(kk *c, uint32_t s)
+{
+    if ((c->nheap == 0 || state_before(c, s, c->heap[0])) &&
+        (c->qnext == c->nq || state_before(c, s, c->qnext)))
+        c->held = s;
+    else
+        heap_push(c, s);
+}
+
+/* States left to merge. */
+static size_t kk_left(const kk *c)
+{
+    return c->nq - c->qnext + c->nheap + (c->held != NONE);
 }
 
 /* How many of the sorted subsets x[0..m) have sum >= 0: the empty ones follow them. */
@@ -355,10 +381,13 @@ static double state_spread(const kk *c, const kstate *s)
            ((p < m || full) ? s->set[m - 1].sum : 0.0);
 }
 
-/* Room for need subsets in s, contents kept; the capacity doubles, up to k.  VL_ENOMEM. */
+/* Room for need subsets in s, contents kept; the capacity doubles from MIN_CAP, up to
+ * k (a state outgrows its seed slice of 1 or k subsets: no steps through 2
+ * and 4, which cost a realloc a merge).  VL_ENOMEM. */
+#define MIN_CAP 8
 static vl_status reserve(const kk *c, kstate *s, uint32_t need, vl_err *err)
 {
-    size_t cap = s->cap ? 2 * (size_t)s->cap : 1;
+    size_t cap = 2 * (size_t)s->cap > MIN_CAP ? 2 * (size_t)s->cap : MIN_CAP;
     kset *p;
 
     if (need <= s->cap)
@@ -513,7 +542,7 @@ static vl_status kk_run(int *part, const double *w, const uint32_t *order, size_
     witem *it = NULL;
     vl_status st;
     size_t nstates = n / per, nadd = n < (size_t)k ? n : (size_t)k;
-    kk c = {.k = (uint32_t)k};
+    kk c = {.k = (uint32_t)k, .held = NONE};
 
     /* One part takes every item, as the merges below would end: no sort, no states
      * (one GPU packing a whole data set in one iteration). */
@@ -538,13 +567,13 @@ static vl_status kk_run(int *part, const double *w, const uint32_t *order, size_
     }
     c.neg = n > 0 && it[n - 1].w < 0; /* the lightest comes last */
     kk_seed(&c, it, nstates, per);
-    while (c.nq - c.qnext + c.nheap > 1) {
+    while (kk_left(&c) > 1) {
         uint32_t a = kk_pop(&c), b = kk_pop(&c);
         if ((st = merge(&c, a, b, err)) != VL_OK)
             goto done;
-        heap_push(&c, a);
+        kk_put(&c, a);
     }
-    if (c.nq - c.qnext + c.nheap == 1)
+    if (kk_left(&c) == 1)
         kk_parts(part, &c, kk_pop(&c));
 done:
     for (size_t s = 0; c.st != NULL && s < nstates; s++)

@@ -22,10 +22,52 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Below this many values qsort is as quick and needs no buffer. */
+#define RADIX_MIN 256
+
+/* LSD radix sort of v[0..n) (unsigned type T of `bits` bits) through tmp (room for n),
+ * 11 bits a pass, only over the digits where the values differ (their AND and OR
+ * disagree; a pass over one digit value changes nothing): packed (length, index) keys
+ * take three or four passes.  One body for both widths. */
+#define RADIX_SORT(T, bits, v, tmp, n)                                                        \
+    do {                                                                                      \
+        T all_ = (T) ~(T)0, any_ = 0, *src_ = (v), *dst_ = (tmp);                             \
+        for (size_t i_ = 0; i_ < (n); i_++) {                                                 \
+            all_ &= src_[i_];                                                                 \
+            any_ |= src_[i_];                                                                 \
+        }                                                                                     \
+        for (int sh_ = 0; sh_ < (bits); sh_ += 11) {                                          \
+            size_t cnt_[2048] = {0}, pos_ = 0;                                                \
+            if ((((all_ ^ any_) >> sh_) & 2047) == 0)                                         \
+                continue;                                                                     \
+            for (size_t i_ = 0; i_ < (n); i_++)                                               \
+                cnt_[(src_[i_] >> sh_) & 2047]++;                                             \
+            for (size_t d_ = 0; d_ < 2048; d_++) {                                            \
+                size_t c_ = cnt_[d_];                                                         \
+                cnt_[d_] = pos_;                                                              \
+                pos_ += c_;                                                                   \
+            }                                                                                 \
+            for (size_t i_ = 0; i_ < (n); i_++)                                               \
+                dst_[cnt_[(src_[i_] >> sh_) & 2047]++] = src_[i_];                            \
+            T *t_ = src_;                                                                     \
+            src_ = dst_;                                                                      \
+            dst_ = t_;                                                                        \
+        }                                                                                     \
+        if (src_ != (v))                                                                      \
+            memcpy((v), src_, (n) * sizeof *src_);                                            \
+    } while (0)
+
+/* Equal values are indistinguishable, so radix and qsort give the same array; qsort
+ * stays for short arrays and where the buffer cannot be had. */
 void vl_sort_u64(uint64_t *v, size_t n)
 {
-    if (n > 1)
+    uint64_t *tmp = n >= RADIX_MIN ? malloc(n * sizeof *tmp) : NULL;
+
+    if (tmp != NULL)
+        RADIX_SORT(uint64_t, 64, v, tmp, n);
+    else if (n > 1)
         qsort(v, n, sizeof *v, cmp_u64);
+    free(tmp);
 }
 
 void vl_sort_u32(uint32_t *v, size_t n)
@@ -42,25 +84,6 @@ void vl_sort_double(double *v, size_t n)
 
 void vl_sort_u32_radix(uint32_t *v, uint32_t *tmp, size_t n)
 {
-    uint32_t *src = v, *dst = tmp;
-
-    for (int shift = 0; shift < 32 && n > 1; shift += 11) {
-        size_t cnt[2048] = {0}, pos = 0;
-        for (size_t i = 0; i < n; i++)
-            cnt[(src[i] >> shift) & 2047]++;
-        if (cnt[(src[0] >> shift) & 2047] == n)
-            continue;
-        for (size_t d = 0; d < 2048; d++) {
-            size_t c = cnt[d];
-            cnt[d] = pos;
-            pos += c;
-        }
-        for (size_t i = 0; i < n; i++)
-            dst[cnt[(src[i] >> shift) & 2047]++] = src[i];
-        uint32_t *t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != v)
-        memcpy(v, src, n * sizeof *v);
+    if (n > 1)
+        RADIX_SORT(uint32_t, 32, v, tmp, n);
 }

@@ -125,13 +125,15 @@ typedef struct share {
     double worst;  /* the busiest rank's pack.balance weight */
     double time;   /* the largest modelled time of any rank (= worst under time) */
     bool fits;     /* every rank's packs within its m slots */
+    bool beaten;   /* a rank's load above the limit it was weighed against */
 } share;
 
 void vl__pk_share_free(share *sh, size_t dp);
 /** sh->worst: the largest rank's Σ vl__pk_weight over its packs; sh->time: the largest
  *  rank modelled time, which need not be that rank's (the tie-break under
- *  pack.balance=tokens or attention). */
-vl_status vl__pk_share_weigh(bl *c, dealer *d, share *sh, vl_err *err);
+ *  pack.balance=tokens or attention).  Stops at a rank whose load passes limit and sets
+ *  sh->beaten (INFINITY: never). */
+vl_status vl__pk_share_weigh(bl *c, dealer *d, share *sh, double limit, vl_err *err);
 /** pack.balance as a per-sample weight a*len + b*pairs (time: the cost model
  *  linearised at a full pack). */
 void vl__pk_linear(const bl *c, double *a, double *b);

@@ -52,9 +52,16 @@ typedef struct samples {
     uint32_t *order; /* [n + dp] by length descending, then index; then placeholders */
     double *w;
     int *part;
-    size_t *off; /* [dp + 1] */
+    size_t *off;        /* [dp + 1] */
+    struct rsum *ranks; /* [dp] scratch of rank_order */
     size_t n;
 } samples;
+
+/* A rank and its share's weight under the candidate's weighting. */
+typedef struct rsum {
+    double w;
+    size_t r;
+} rsum;
 
 void vl__pk_share_free(share *sh, size_t dp)
 {
@@ -72,6 +79,7 @@ static void samples_free(samples *s)
     free(s->w);
     free(s->part);
     free(s->off);
+    free(s->ranks);
 }
 
 /* The cost model's time of a pack as a*tokens + b*pairs at full capacity: one sequence
@@ -130,9 +138,61 @@ static void group_by_rank(samples *s, size_t dp)
     s->off[0] = 0;
 }
 
-/* Partition s by its weights, pack every rank's share, and weigh the busiest rank. */
-static vl_status try_share(bl *c, dealer *d, samples *s, size_t m, bool equal, share *sh,
-                           vl_err *err)
+static int heavier_rank(const void *a, const void *b)
+{
+    const rsum *x = a, *y = b;
+
+    if (x->w != y->w)
+        return x->w > y->w ? -1 : 1;
+    return (x->r > y->r) - (x->r < y->r);
+}
+
+/* s->ranks: the ranks by their share's weight, heaviest first (lower rank on ties). */
+static void rank_order(samples *s, size_t dp)
+{
+    for (size_t r = 0; r < dp; r++)
+        s->ranks[r] = (rsum){0, r};
+    for (size_t i = 0; i < s->n; i++)
+        s->ranks[s->part[i]].w += s->w[i];
+    qsort(s->ranks, dp, sizeof *s->ranks, heavier_rank);
+}
+
+/* Rank r's packs into sh's maxima: load (Σ vl__pk_weight) and, when timed, modelled
+ * time.  A load above limit beats the share: it cannot be kept. */
+static vl_status weigh_rank(bl *c, dealer *d, share *sh, size_t r, double limit, vl_err *err)
+{
+    bool timed = vl__pk_primary(c) != VL__PK_TIME;
+    const vl_bins *b = &sh->bins[r];
+    double load = 0, time = 0, w;
+    vl_status st = VL_OK;
+
+    for (size_t q = 0; q < b->n && st == VL_OK; q++) {
+        const uint32_t *it = b->items + b->start[q];
+        size_t k = b->start[q + 1] - b->start[q];
+        st = vl__pk_weight(c, d, it, k, &w, err);
+        load += w;
+        if (st == VL_OK && timed)
+            st = vl__pk_time(c, d, it, k, &w, err);
+        time += timed ? w : 0;
+    }
+    sh->worst = load > sh->worst ? load : sh->worst;
+    sh->time = time > sh->time ? time : sh->time;
+    sh->beaten |= load > limit;
+    return st;
+}
+
+/* sh->time is the busiest rank's load where pack.balance=time. */
+static void untimed(const bl *c, share *sh)
+{
+    if (vl__pk_primary(c) == VL__PK_TIME)
+        sh->time = sh->worst;
+}
+
+/* Partition s by its weights, pack every rank's share, and weigh the busiest rank.  The
+ * ranks go heaviest share first and stop at one whose load passes limit: such a share
+ * is never kept (best_share), and the other ranks' packs would be thrown away. */
+static vl_status try_share(bl *c, dealer *d, samples *s, size_t m, bool equal, double limit,
+                           share *sh, vl_err *err)
 {
     /* batch << 32 | rank is injective for both below 2^32, and adding the mixed tag is a
      * bijection: within an epoch every (batch, rank) gets its own stream. */
@@ -149,47 +209,39 @@ static vl_status try_share(bl *c, dealer *d, samples *s, size_t m, bool equal, s
                : vl_partition_kk_ordered(s->part, s->w, s->order, s->n, (int)c->dp, err);
 
     sh->fits = true;
+    sh->beaten = false;
     sh->m = m;
-    sh->worst = 0;
+    sh->worst = sh->time = 0;
     sh->bins = calloc(c->dp, sizeof *sh->bins);
     if (st == VL_OK && sh->bins == NULL)
         st = vl_seterr(err, VL_ENOMEM, "out of memory dealing %zu samples", s->n);
     if (st != VL_OK)
         return st;
     group_by_rank(s, c->dp);
-    for (size_t r = 0; r < c->dp && st == VL_OK && sh->fits; r++) {
+    rank_order(s, c->dp);
+    for (size_t j = 0; j < c->dp && st == VL_OK && sh->fits && !sh->beaten; j++) {
+        size_t r = s->ranks[j].r;
         vl_pack_opts po = vl__pk_opts(c, stream + (uint64_t)r);
         vl_bins *b = &sh->bins[r];
         st = vl_pack(b, s->grouped + s->off[r], s->off[r + 1] - s->off[r], pk_ctx(c)->len, &po,
                      err);
         sh->fits = st == VL_OK && b->n <= m;
+        if (sh->fits)
+            st = weigh_rank(c, d, sh, r, limit, err);
     }
-    return st == VL_OK && sh->fits ? vl__pk_share_weigh(c, d, sh, err) : st;
+    untimed(c, sh);
+    return st;
 }
 
-vl_status vl__pk_share_weigh(bl *c, dealer *d, share *sh, vl_err *err)
+vl_status vl__pk_share_weigh(bl *c, dealer *d, share *sh, double limit, vl_err *err)
 {
-    bool timed = vl__pk_primary(c) != VL__PK_TIME;
     vl_status st = VL_OK;
 
     sh->worst = sh->time = 0;
-    for (size_t r = 0; r < c->dp && st == VL_OK; r++) {
-        const vl_bins *b = &sh->bins[r];
-        double load = 0, time = 0, w;
-        for (size_t q = 0; q < b->n && st == VL_OK; q++) {
-            const uint32_t *it = b->items + b->start[q];
-            size_t k = b->start[q + 1] - b->start[q];
-            st = vl__pk_weight(c, d, it, k, &w, err);
-            load += w;
-            if (st == VL_OK && timed)
-                st = vl__pk_time(c, d, it, k, &w, err);
-            time += timed ? w : 0;
-        }
-        sh->worst = load > sh->worst ? load : sh->worst;
-        sh->time = time > sh->time ? time : sh->time;
-    }
-    if (!timed)
-        sh->time = sh->worst;
+    sh->beaten = false;
+    for (size_t r = 0; r < c->dp && st == VL_OK && !sh->beaten; r++)
+        st = weigh_rank(c, d, sh, r, limit, err);
+    untimed(c, sh);
     return st;
 }
 
@@ -261,8 +313,8 @@ static vl_status packs_worst(bl *c, dealer *d, const packs *pk, const size_t *id
  * packs (balanced micro-batches are not full): on long samples its finer steps can
  * balance ranks better than full packs do, and its modelled time judges it like the
  * other candidates. */
-static vl_status verl_share(bl *c, dealer *d, const samples *s, size_t m, share *sh,
-                            vl_err *err)
+static vl_status verl_share(bl *c, dealer *d, const samples *s, size_t m, double limit,
+                            share *sh, vl_err *err)
 {
     size_t mv = 0;
     vl_status st;
@@ -275,7 +327,7 @@ static vl_status verl_share(bl *c, dealer *d, const samples *s, size_t m, share 
     sh->fits = st == VL_OK;
     sh->verl = true;
     sh->m = mv > m ? mv : m;
-    return st == VL_OK ? vl__pk_share_weigh(c, d, sh, err) : st;
+    return st == VL_OK ? vl__pk_share_weigh(c, d, sh, limit, err) : st;
 }
 
 /* Is a lighter than b under pack.balance, modelled time breaking ties? */
@@ -297,9 +349,11 @@ static vl_status samples_init(samples *s, const uint32_t *len, const packs *pk,
     s->w = malloc((s->n + dp) * sizeof *s->w);
     s->part = malloc((s->n + dp) * sizeof *s->part);
     s->off = malloc((dp + 1) * sizeof *s->off);
+    s->ranks = malloc(dp * sizeof *s->ranks);
     s->order = malloc((s->n + dp) * sizeof *s->order);
     key = malloc((s->n ? s->n : 1) * sizeof *key);
-    if (!s->items || !s->grouped || !s->w || !s->part || !s->off || !s->order || !key) {
+    if (!s->items || !s->grouped || !s->w || !s->part || !s->off || !s->ranks || !s->order ||
+        !key) {
         free(key);
         return vl_seterr(err, VL_ENOMEM, "out of memory for %zu samples", s->n);
     }
@@ -325,7 +379,8 @@ static vl_status samples_init(samples *s, const uint32_t *len, const packs *pk,
  * better; each with equal and with free part sizes; last, veRL's dealing (about a
  * tenth of the dealing's work: pack on 1M samples took 11% more instructions), where its
  * samples times slots stay within VERL_WORK. */
-static vl_status best_share(bl *c, dealer *d, samples *s, size_t m, share *best, vl_err *err)
+static vl_status best_share(bl *c, dealer *d, samples *s, size_t m, const share *whole,
+                            share *best, vl_err *err)
 {
     double a, b;
     vl_status st = VL_OK;
@@ -338,13 +393,18 @@ static vl_status best_share(bl *c, dealer *d, samples *s, size_t m, share *best,
     best->bins = NULL;
     for (int k = 0; k < 2 * nmix + verl && st == VL_OK; k++) {
         share sh = {0};
+        /* a share busier than the best so far or than whole packs is never kept, nor
+         * would it be where whole packs win in the end */
+        double limit =
+            best->bins != NULL && best->worst < whole->worst ? best->worst : whole->worst;
         if (k < 2 * nmix) {
             sample_weights(c, s, mix[k % nmix][0], mix[k % nmix][1]);
-            st = try_share(c, d, s, m, k >= nmix, &sh, err);
+            st = try_share(c, d, s, m, k >= nmix, limit, &sh, err);
         } else {
-            st = verl_share(c, d, s, m, &sh, err);
+            st = verl_share(c, d, s, m, limit, &sh, err);
         }
-        if (st == VL_OK && sh.fits && (best->bins == NULL || lighter(&sh, best))) {
+        if (st == VL_OK && sh.fits && !sh.beaten &&
+            (best->bins == NULL || lighter(&sh, best))) {
             vl__pk_share_free(best, c->dp);
             *best = sh;
         } else {
@@ -385,7 +445,7 @@ vl_status vl__pk_deal_iter(bl *c, dealer *d, const packs *pk, const size_t *ids,
         return st;
     if ((st = samples_init(&s, pk_ctx(c)->len, pk, ids, np, c->dp, err)) == VL_OK &&
         (uint64_t)s.n * c->dp <= SAMPLES_WORK)
-        st = best_share(c, d, &s, m, &best, err);
+        st = best_share(c, d, &s, m, &whole, &best, err);
     if (st == VL_OK && best.bins != NULL && lighter(&best, &whole)) {
         c->dealt_samples++;
         c->dealt_verl += best.verl;
