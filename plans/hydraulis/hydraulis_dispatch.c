@@ -195,8 +195,20 @@ static size_t pick_full(const hy_work *w, const double *row, uint32_t fit, doubl
         double t0 = te[0], t1 = te[1];
         if (w->kinds[k]->pp == 1) {
             /* no bubble term: E and (pp - 1)·t are zeros, and adding a zero changes
-             * no sum a comparison sees */
-            for (size_t j = w->run0[r]; j < j1; j++)
+             * no sum a comparison sees; four pipelines a step (the same comparisons, in
+             * order) */
+            size_t j = w->run0[r];
+            for (; j + 4 <= j1; j += 4) {
+                if (C[j] + t0 <= mx)
+                    return j;
+                if (C[j + 1] + t0 <= mx)
+                    return j + 1;
+                if (C[j + 2] + t0 <= mx)
+                    return j + 2;
+                if (C[j + 3] + t0 <= mx)
+                    return j + 3;
+            }
+            for (; j < j1; j++)
                 if (C[j] + t0 <= mx)
                     return j;
             continue;
