@@ -22,8 +22,10 @@
  * an earlier one); the trials' shuffles are drawn once an iteration for every
  * candidate; a candidate whose lower bound (Σ t and the micro-batch constants spread
  * over its pipelines, hydraulis_iter.c) already passes the best estimate's margin is
- * neither dispatched nor packed; the chosen candidate and the runners-up simulated are
- * written as evaluated, not evaluated again.  All exact: the same plans as the plain
+ * neither dispatched nor packed, and its dispatch trials stop once their objective (a
+ * lower bound of the estimate) passes it; the batch's lengths are gathered once an
+ * iteration, not read from the manifest by every candidate; the chosen candidate and the
+ * runners-up simulated are written as evaluated, not evaluated again.  All exact: the same plans as the plain
  * scans (tests/strategies/test_hydraulis_fast.c).
  * Deviations (man page, HYDRAULIS): the integer DP of the authors' code, not the paper's
  * continuous relaxation; a min-max heuristic instead of the code's CBC MILP per v; the
@@ -94,6 +96,11 @@ typedef struct hy_run {
     bool scratch_ready;
     vl_sim_scratch *sim;
     uint64_t verified, overturned; /* iterations simulated to choose, estimate overturned */
+    /* the batch as evaluations read it: positions 0 .. n-1 and their lengths, gathered
+     * once (the manifest's lengths lie beyond the caches at millions of samples, and
+     * every candidate reads them several times); the assignments are by position */
+    uint32_t *bpos, *blen;
+    size_t bcap;
 } hy_run;
 
 static void run_free(hy_run *r)
@@ -103,6 +110,8 @@ static void run_free(hy_run *r)
     vl__hy_iter_free(&r->it);
     free(r->chosen);
     free(r->est_of);
+    free(r->bpos);
+    free(r->blen);
     if (r->scratch_ready)
         vl_plan_free(&r->scratch);
     vl_sim_scratch_free(r->sim);
@@ -294,12 +303,13 @@ static uint64_t stream_of(uint64_t iter)
     return UINT64_C(0x68796400000000) ^ (iter << 16); /* "hyd", trials below */
 }
 
-/* The candidate for batch seq[0..n): the smallest estimate among those able to run it
- * (ties: lowest index); with none, the same allowing an idle pipeline. */
-static vl_status choose(hy_run *r, const uint32_t *seq, size_t n, uint64_t iter, int *cand,
-                        bool *relax, double *est, vl_err *err)
+/* The candidate for the batch of n sequences gathered by gather_batch: the smallest
+ * estimate among those able to run it (ties: lowest index); with none, the same allowing
+ * an idle pipeline. */
+static vl_status choose(hy_run *r, size_t n, uint64_t iter, int *cand, bool *relax,
+                        double *est, vl_err *err)
 {
-    const uint32_t *len = r->job->sel->len;
+    const uint32_t *seq = r->bpos, *len = r->blen;
     vl_status st = VL_OK;
 
     *cand = -1;
@@ -396,8 +406,8 @@ static vl_status verify_choice(hy_run *r, const uint32_t *seq, size_t n, uint32_
     st = simulate_kept(r, seq, n, epoch, &best_ms, err);
     for (size_t i = 0; i < m && st == VL_OK; i++) {
         if (!vl__hy_memo_keep(&r->it, (size_t)up[i])) {
-            if (vl__hy_eval(&r->it, (size_t)up[i], seq, n, r->job->sel->len,
-                            stream_of(r->iters), relax, INFINITY, &st, err) < 0)
+            if (vl__hy_eval(&r->it, (size_t)up[i], r->bpos, n, r->blen, stream_of(r->iters),
+                            relax, INFINITY, &st, err) < 0)
                 continue;
             vl__hy_keep(&r->it, (size_t)up[i]);
         }
@@ -409,7 +419,7 @@ static vl_status verify_choice(hy_run *r, const uint32_t *seq, size_t n, uint32_
     }
     if (st == VL_OK && kept != best && !vl__hy_memo_keep(&r->it, (size_t)best)) {
         /* the winner's assignment, again */
-        vl__hy_eval(&r->it, (size_t)best, seq, n, r->job->sel->len, stream_of(r->iters), relax,
+        vl__hy_eval(&r->it, (size_t)best, r->bpos, n, r->blen, stream_of(r->iters), relax,
                     INFINITY, &st, err);
         vl__hy_keep(&r->it, (size_t)best);
     }
@@ -420,13 +430,36 @@ static vl_status verify_choice(hy_run *r, const uint32_t *seq, size_t n, uint32_
     return st;
 }
 
+/* The batch seq[0..n) into r->bpos, r->blen.  VL_ENOMEM. */
+static vl_status gather_batch(hy_run *r, const uint32_t *seq, size_t n, vl_err *err)
+{
+    const uint32_t *len = r->job->sel->len;
+    size_t c = r->bcap;
+    vl_status st;
+
+    if ((st = vl_grow(&r->bpos, &c, n + 1, sizeof *r->bpos, err)) != VL_OK)
+        return st;
+    c = r->bcap;
+    if ((st = vl_grow(&r->blen, &c, n + 1, sizeof *r->blen, err)) != VL_OK)
+        return st;
+    r->bcap = c;
+    for (size_t i = 0; i < n; i++) {
+        r->bpos[i] = (uint32_t)i;
+        r->blen[i] = len[seq[i]];
+    }
+    return VL_OK;
+}
+
 static vl_status plan_batch(hy_run *r, const uint32_t *seq, size_t n, uint32_t epoch,
                             vl_plan *out, vl_err *err)
 {
     int cand;
     bool relax;
     double est = 0;
-    vl_status st = choose(r, seq, n, r->iters, &cand, &relax, &est, err);
+    vl_status st = gather_batch(r, seq, n, err);
+
+    if (st == VL_OK)
+        st = choose(r, n, r->iters, &cand, &relax, &est, err);
 
     if (st == VL_OK)
         st = verify_choice(r, seq, n, epoch, relax, &cand, &est, err);

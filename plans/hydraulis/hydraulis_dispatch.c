@@ -115,10 +115,17 @@ static size_t tabulate(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
         return 0;
     w->fits_cap = c;
     w->only0 = 0;
+    /* pipelines by MaxLen descending: those holding a sequence are a prefix, its end
+     * found by halving */
     for (size_t i = 0; i < n; i++) {
-        uint32_t f = 0;
-        while (f < np && pipes[f].s->maxlen >= len[seq[i]])
-            f++;
+        uint32_t f = 0, hi = (uint32_t)np;
+        while (f < hi) {
+            uint32_t mid = f + (hi - f) / 2;
+            if (pipes[mid].s->maxlen >= len[seq[i]])
+                f = mid + 1;
+            else
+                hi = mid;
+        }
         w->fits[i] = f;
         w->slen[i] = len[seq[i]];
         w->only0 += f == 1;
@@ -158,7 +165,7 @@ static double trial_start(hy_work *w, size_t np, size_t nk, size_t n, uint32_t *
         owner[i] = UINT32_MAX;
     /* the sequences longer than pipeline 1's MaxLen: fits 1 (no sequence fits none) */
     for (size_t k = 0; k < n && np > 1 && w->only0 > 0; k++) {
-        uint32_t i = w->perm[k];
+        uint32_t i = w->order[k];
         if (w->fits[i] == 1) {
             owner[i] = 0;
             add(w, w->st + (size_t)i * nk * 2, 0, empty);
@@ -188,8 +195,20 @@ static size_t pick_full(const hy_work *w, const double *row, uint32_t fit, doubl
         double t0 = te[0], t1 = te[1];
         if (w->kinds[k]->pp == 1) {
             /* no bubble term: E and (pp - 1)·t are zeros, and adding a zero changes
-             * no sum a comparison sees */
-            for (size_t j = w->run0[r]; j < j1; j++)
+             * no sum a comparison sees; four pipelines a step (the same comparisons, in
+             * order) */
+            size_t j = w->run0[r];
+            for (; j + 4 <= j1; j += 4) {
+                if (C[j] + t0 <= mx)
+                    return j;
+                if (C[j + 1] + t0 <= mx)
+                    return j + 1;
+                if (C[j + 2] + t0 <= mx)
+                    return j + 2;
+                if (C[j + 3] + t0 <= mx)
+                    return j + 3;
+            }
+            for (; j < j1; j++)
                 if (C[j] + t0 <= mx)
                     return j;
             continue;
@@ -229,7 +248,7 @@ static size_t pick_open(const hy_work *w, const double *row, uint32_t fit, doubl
     return at;
 }
 
-/* One trial over the order w->perm; owner[i] = pipeline.  Returns its objective, or
+/* One trial over the order w->order; owner[i] = pipeline.  Returns its objective, or
  * INFINITY as soon as it reaches `bound` (the objective only grows: such a trial cannot
  * beat the best one).  A pipeline's estimate never falls below the running maximum mx,
  * so once no pipeline is empty (an empty one would win a tie) the first to stay at mx
@@ -240,7 +259,7 @@ static double trial(hy_work *w, size_t np, size_t nk, size_t n, double bound, ui
     double mx = trial_start(w, np, nk, n, owner, &empty);
 
     for (size_t k = 0; k < n && mx < bound; k++) {
-        uint32_t i = w->perm[k];
+        uint32_t i = w->order[k];
         const double *row = w->st + (size_t)i * nk * 2;
         size_t at;
         if (owner[i] != UINT32_MAX)
@@ -265,7 +284,7 @@ static double trial_tree(hy_work *w, hy_dtree *d, size_t np, size_t nk, size_t n
     if (w->cnt[0] > 0)
         vl__hy_dtree_set(d, 0, w->kind[0], w->C[0], w->E[0], w->cnt);
     for (size_t k = 0; k < n && mx < bound; k++) {
-        uint32_t i = w->perm[k];
+        uint32_t i = w->order[k];
         const double *row = w->st + (size_t)i * nk * 2;
         size_t at;
         if (owner[i] != UINT32_MAX)
@@ -313,7 +332,30 @@ double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
                        uint64_t stream, bool allow_empty, uint32_t *owner, vl_status *st,
                        vl_err *err)
 {
+    return vl__hy_dispatch_cut(w, pipes, np, seq, n, len, trials, seed, stream, allow_empty,
+                               INFINITY, owner, st, err);
+}
+
+/* A cut is kept only where the objective bounds every estimate from below: no time of a
+ * sequence nor constant of a micro-batch negative. */
+static bool cut_holds(const hy_work *w, const hy_pipe *pipes, size_t np, size_t n, size_t nk)
+{
+    for (size_t j = 0; j < np; j++)
+        if (pipes[j].s->c < 0)
+            return false;
+    for (size_t q = 0; q < 2 * n * nk; q++)
+        if (!(w->st[q] >= 0))
+            return false;
+    return true;
+}
+
+double vl__hy_dispatch_cut(hy_work *w, const hy_pipe *pipes, size_t np, const uint32_t *seq,
+                           size_t n, const uint32_t *len, uint32_t trials, uint64_t seed,
+                           uint64_t stream, bool allow_empty, double cut, uint32_t *owner,
+                           vl_status *st, vl_err *err)
+{
     double best = -1;
+    bool was_cut = false;
     size_t nk, from = w->tree_from ? w->tree_from : HY_TREE_FROM;
     hy_dtree d = {0};
 
@@ -328,6 +370,8 @@ double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
     d.nonneg = true;
     for (size_t q = 0; q < 2 * n * nk && np >= from; q++)
         d.nonneg = d.nonneg && w->st[q] >= 0;
+    if (cut < INFINITY && !cut_holds(w, pipes, np, n, nk))
+        cut = INFINITY;
     bool kept = trials > 0 && (uint64_t)trials * n <= HY_PERMS_KEPT &&
                 (*st = keep_perms(w, n, trials, seed, stream, err)) == VL_OK;
     if (*st != VL_OK) {
@@ -337,9 +381,10 @@ double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
     for (uint32_t tr = 0; tr < (trials ? trials : 1); tr++) {
         vl_rng r;
         bool empty = false;
-        double obj;
+        double obj, bound;
+        w->order = w->perm;
         if (kept) {
-            memcpy(w->perm, w->perms + (size_t)tr * n, n * sizeof *w->perm);
+            w->order = w->perms + (size_t)tr * n; /* read in place, not copied */
         } else {
             for (size_t i = 0; i < n; i++)
                 w->perm[i] = (uint32_t)i;
@@ -348,15 +393,19 @@ double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
                 vl_rng_shuffle_u32(&r, w->perm, n);
             }
         }
-        obj = np >= from ? trial_tree(w, &d, np, nk, n, best >= 0 ? best : INFINITY, w->owner)
-                         : trial(w, np, nk, n, best >= 0 ? best : INFINITY, w->owner);
+        bound = best >= 0 && best < cut ? best : cut;
+        obj = np >= from ? trial_tree(w, &d, np, nk, n, bound, w->owner)
+                         : trial(w, np, nk, n, bound, w->owner);
+        /* past the cut: every trial accepted stays below it, so best < cut throughout */
+        was_cut = was_cut || (obj == INFINITY && cut < INFINITY && best < 0);
         for (size_t j = 0; j < np; j++)
             empty = empty || w->cnt[j] == 0;
-        if ((empty && !allow_empty) || (best >= 0 && obj >= best))
+        if ((empty && !allow_empty) || (best >= 0 && obj >= best) ||
+            (obj == INFINITY && bound < INFINITY))
             continue;
         best = obj;
         memcpy(owner, w->owner, n * sizeof *owner);
     }
     vl__hy_dtree_free(&d);
-    return best;
+    return best < 0 && was_cut ? INFINITY : best;
 }

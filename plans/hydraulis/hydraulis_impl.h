@@ -160,6 +160,7 @@ typedef struct hy_pipe {
 typedef struct hy_work {
     uint32_t *perm, *owner, *best_owner;
     size_t seq_cap;
+    const uint32_t *order; /* the trial's order: perm, or one of the kept perms */
     double *C, *E;
     uint32_t *cnt;
     size_t pipe_cap;
@@ -223,6 +224,18 @@ double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
                        size_t n, const uint32_t *len, uint32_t trials, uint64_t seed,
                        uint64_t stream, bool allow_empty, uint32_t *owner, vl_status *st,
                        vl_err *err);
+
+/** vl__hy_dispatch, with trials stopped once their objective reaches `cut` (INFINITY:
+ *  none): the objective of an assignment bounds its estimate from below (each pipeline's
+ *  Σ t + (pp − 1)·the longest t is at most its packed (m + c)·(pp − 1 + v)), so a trial
+ *  past the cut yields no estimate below it.  The trial chosen and its objective are
+ *  vl__hy_dispatch's whenever that objective is below the cut; INFINITY when none is and
+ *  some trial was stopped at the cut (its estimate would pass it).  Negative times or
+ *  constants disable the cut. */
+double vl__hy_dispatch_cut(hy_work *w, const hy_pipe *pipes, size_t np, const uint32_t *seq,
+                           size_t n, const uint32_t *len, uint32_t trials, uint64_t seed,
+                           uint64_t stream, bool allow_empty, double cut, uint32_t *owner,
+                           vl_status *st, vl_err *err);
 
 /* ---- hydraulis_dtree.c ---- */
 
@@ -324,7 +337,8 @@ void vl__hy_iter_free(hy_iter *it);
  *  allow_empty).  Once a pipeline's estimate reaches `bound` (INFINITY: none) the rest
  *  are not packed and that estimate, >= bound, is returned; when a lower bound of every
  *  assignment's estimate passes `bound`, that lower bound is returned at once, without
- *  a dispatch (even where none is feasible).  Either way the assignment is incomplete:
+ *  a dispatch (even where none is feasible), and when every dispatch trial passes it by
+ *  a margin (vl__hy_dispatch_cut), bound · (1 + 1e-6) is returned without packing.  Either way the assignment is incomplete:
  *  not for vl__hy_keep.  VL_ENOMEM through *st. */
 double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
                    const uint32_t *len, uint64_t stream, bool allow_empty, double bound,

@@ -225,7 +225,7 @@ double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
                    vl_status *st, vl_err *err)
 {
     size_t np = it->cands->c[cand].np;
-    double worst = 0;
+    double worst = 0, cut;
 
     if ((*st = reserve(it, n, np, err)) != VL_OK)
         return -1;
@@ -234,10 +234,16 @@ double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
      * holds gives an infinite bound, and that candidate cannot win either) */
     if (bound < INFINITY && n > 0 && (worst = lower_bound(it, np, seq, n, len)) > bound)
         return worst;
-    worst = 0;
-    if (vl__hy_dispatch(&it->w, it->pipes, np, seq, n, len, it->trials, it->seed, stream,
-                        allow_empty, it->cur.owner, st, err) < 0)
+    /* a dispatch objective past the bound by this margin (far above the rounding of
+     * the sums packing compares) gives an estimate past the bound: trials stop there */
+    cut = bound < INFINITY ? bound * (1 + 1e-6) : INFINITY;
+    worst = vl__hy_dispatch_cut(&it->w, it->pipes, np, seq, n, len, it->trials, it->seed,
+                                stream, allow_empty, cut, it->cur.owner, st, err);
+    if (worst == INFINITY)
+        return cut;
+    if (worst < 0)
         return -1;
+    worst = 0;
     group(it, it->cur.owner, n, np);
     pack_order(it, seq, np, len);
     for (size_t o = 0; o < np && *st == VL_OK && worst < bound; o++) {

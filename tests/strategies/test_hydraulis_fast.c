@@ -73,6 +73,54 @@ Test(hydraulis_fast, dispatch_trees_pick_what_the_scan_picks)
     }
 }
 
+/* A cut just above the best objective keeps its trial; at the objective every trial
+ * stops, and the dispatch says so (INFINITY), or that none is feasible (-1). */
+Test(hydraulis_fast, dispatch_cut_keeps_the_trial_below_it)
+{
+    enum { NP = 40, N = 500 };
+    hy_scheme s[3];
+    hy_pipe pipes[NP];
+    uint32_t len[N], seq[N], a[N], b[N];
+    vl_status st;
+    vl_err err;
+    vl_rng r;
+    int cut = 0;
+
+    vl_rng_seed(&r, 43, 0);
+    for (int c = 0; c < 60; c++) {
+        size_t np = 1 + vl_rng_below(&r, NP), n = 1 + vl_rng_below(&r, N);
+        bool relax = vl_rng_below(&r, 2);
+        for (int k = 0; k < 3; k++)
+            s[k] = (hy_scheme){.tp = 1, .pp = 1 + (int)vl_rng_below(&r, 3), .a = 1e-7,
+                               .b = 0.01 * (double)(1 + vl_rng_below(&r, 3)), .c = 1,
+                               .maxlen = 4096};
+        for (size_t j = 0; j < np; j++)
+            pipes[j] = (hy_pipe){.s = &s[vl_rng_below(&r, 3)], .slot = (uint32_t)j};
+        for (size_t i = 0; i < n; i++) {
+            seq[i] = (uint32_t)i;
+            len[i] = 1 + 64 * (uint32_t)vl_rng_below(&r, 64);
+        }
+        for (int pass = 0; pass < 2; pass++) { /* trees, then scans */
+            hy_work w = {.tree_from = pass == 0 ? 1 : SIZE_MAX};
+            double x = vl__hy_dispatch(&w, pipes, np, seq, n, len, 6, 11, 5, relax, a, &st,
+                                       &err);
+            double y = vl__hy_dispatch_cut(&w, pipes, np, seq, n, len, 6, 11, 5, relax,
+                                           nextafter(x, INFINITY), b, &st, &err);
+            cr_assert_eq(st, VL_OK, "%s", err.msg);
+            if (x >= 0) {
+                cr_assert_eq(x, y, "case %d: %.17g in full, %.17g under the cut", c, x, y);
+                cr_assert_arr_eq(a, b, n * sizeof *a, "case %d: owners differ", c);
+                y = vl__hy_dispatch_cut(&w, pipes, np, seq, n, len, 6, 11, 5, relax, x, b, &st,
+                                        &err);
+                cr_assert(y == INFINITY || (y == -1 && !relax), "case %d: %.17g", c, y);
+                cut += y == INFINITY;
+            }
+            vl__hy_work_free(&w);
+        }
+    }
+    cr_assert_gt(cut, 60);
+}
+
 /* ---- packing: the plain min-max kept as the reference ---- */
 
 typedef struct {
