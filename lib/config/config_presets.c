@@ -6,20 +6,20 @@
 
 #include "config_impl.h"
 
+/* A table reads best a row a line: clang-format leaves it as it is. */
+/* clang-format off */
 const char *const vl_model_presets[] = {
-    "llama3.1-8b", "llama3.1-70b", "qwen2.5-0.5b", "qwen2.5-7b",  "qwen2.5-14b", "qwen2.5-32b",
-    "qwen2.5-72b", "llama2-7b",    "llama2-13b",   "deepseek-v2", NULL,
+    "llama3.1-8b", "llama3.1-70b", "qwen2.5-0.5b", "qwen2.5-7b", "qwen2.5-14b",
+    "qwen2.5-32b", "qwen2.5-72b",  "llama2-7b",    "llama2-13b", "deepseek-v2", NULL,
 };
 
 const char *const vl_gpu_presets[] = {"h100-80gb", "a100-80gb", "a800-80gb", "h800-80gb",
                                       NULL};
 
 /* Dense Llama/Qwen shape: SwiGLU (3 FFN matrices), no MoE, no MLA. */
-#define DENSE(nm, l, h, f, a, kv, d, v, tied)                                                 \
-    {                                                                                         \
-        .preset = nm, .layers = l, .hidden = h, .ffn = f, .ffn_mats = 3, .heads = a,          \
-        .kv_heads = kv, .head_dim = d, .vocab = v, .tied_embeddings = tied                    \
-    }
+#define DENSE(nm, l, h, f, a, kv, d, v, tied)                                              \
+    {.preset = nm, .layers = l, .hidden = h, .ffn = f, .ffn_mats = 3, .heads = a,           \
+     .kv_heads = kv, .head_dim = d, .vocab = v, .tied_embeddings = tied}
 
 static const vl_model_cfg models[] = {
     DENSE("llama3.1-8b", 32, 4096, 14336, 32, 8, 128, 128256, false),
@@ -33,27 +33,13 @@ static const vl_model_cfg models[] = {
     DENSE("llama2-13b", 40, 5120, 13824, 40, 40, 128, 32000, false),
     /* DeepSeek-V2 (236B): MLA, layer 0 dense (ffn 12288), 59 MoE layers of 160 routed
      * experts (top-6) + 2 shared, expert width 1536.  head_dim is the value width. */
-    {.preset = "deepseek-v2",
-     .layers = 60,
-     .hidden = 5120,
-     .ffn = 12288,
-     .ffn_mats = 3,
-     .heads = 128,
-     .kv_heads = 128,
-     .head_dim = 128,
-     .vocab = 102400,
-     .tied_embeddings = false,
-     .moe_experts = 160,
-     .moe_top_k = 6,
-     .moe_shared = 2,
-     .moe_ffn = 1536,
-     .moe_first_dense = 1,
-     .mla_q_lora = 1536,
-     .mla_kv_lora = 512,
-     .mla_qk_nope = 128,
-     .mla_qk_rope = 64,
-     .mla_v_head = 128},
+    {.preset = "deepseek-v2", .layers = 60, .hidden = 5120, .ffn = 12288, .ffn_mats = 3,
+     .heads = 128, .kv_heads = 128, .head_dim = 128, .vocab = 102400,
+     .tied_embeddings = false, .moe_experts = 160, .moe_top_k = 6, .moe_shared = 2,
+     .moe_ffn = 1536, .moe_first_dense = 1, .mla_q_lora = 1536, .mla_kv_lora = 512,
+     .mla_qk_nope = 128, .mla_qk_rope = 64, .mla_v_head = 128},
 };
+/* clang-format on */
 
 int vl__model_preset_apply(vl_model_cfg *m, const char *name)
 {
@@ -77,18 +63,15 @@ typedef struct named_curve {
     vl_curve c;
 } named_curve;
 
-#define ATTN_X                                                                                \
-    {                                                                                         \
-        512, 1024, 2048, 4096, 8192, 16384                                                    \
-    }
+/* A table reads best a row a line: clang-format leaves it as it is. */
+/* clang-format off */
+#define ATTN_X {512, 1024, 2048, 4096, 8192, 16384}
 
 static const named_curve curves[] = {
     /* ASSUMPTION built on MAMF and skinny-GEMM measurements (costmodel §3, §7) */
-    {"h100_gemm",
-     VL_CURVE_GEMM,
+    {"h100_gemm", VL_CURVE_GEMM,
      {6, {128, 256, 512, 1024, 2048, 4096}, {0.35, 0.50, 0.60, 0.68, 0.74, 0.78}}},
-    {"a100_gemm",
-     VL_CURVE_GEMM,
+    {"a100_gemm", VL_CURVE_GEMM,
      {5, {128, 256, 512, 1024, 2048}, {0.45, 0.60, 0.70, 0.78, 0.83}}},
     /* FA3 causal forward vs 989 TFLOP/s; backward from the non-causal plot, x0.9 below
      * 2K for the causal diagonal */
@@ -97,14 +80,15 @@ static const named_curve curves[] = {
     {"h100_fa2_causal", VL_CURVE_FWD, {6, ATTN_X, {0.193, 0.263, 0.301, 0.323, 0.337, 0.339}}},
     {"h100_fa2_causal", VL_CURVE_BWD, {6, ATTN_X, {0.156, 0.211, 0.257, 0.288, 0.302, 0.329}}},
     /* cuDNN (Transformer Engine) forward; its backward reuses the FA3 curve */
-    {"h100_cudnn_causal",
-     VL_CURVE_FWD,
+    {"h100_cudnn_causal", VL_CURVE_FWD,
      {6, ATTN_X, {0.318, 0.415, 0.489, 0.524, 0.535, 0.545}}},
-    {"h100_cudnn_causal", VL_CURVE_BWD, {6, ATTN_X, {0.288, 0.387, 0.51, 0.55, 0.565, 0.567}}},
+    {"h100_cudnn_causal", VL_CURVE_BWD,
+     {6, ATTN_X, {0.288, 0.387, 0.51, 0.55, 0.565, 0.567}}},
     /* A100 FA2 fwd+bwd vs 312 TFLOP/s, used for both directions (ASSUMPTION) */
     {"a100_fa2_causal", VL_CURVE_FWD, {6, ATTN_X, {0.317, 0.426, 0.497, 0.554, 0.583, 0.606}}},
     {"a100_fa2_causal", VL_CURVE_BWD, {6, ATTN_X, {0.317, 0.426, 0.497, 0.554, 0.583, 0.606}}},
 };
+/* clang-format on */
 
 const vl_curve *vl__curve_find(const char *name, int role)
 {
@@ -145,60 +129,27 @@ typedef struct gpu_preset {
     vl_net_cfg net;
 } gpu_preset;
 
+/* A table reads best a row a line: clang-format leaves it as it is. */
+/* clang-format off */
 static const gpu_preset gpus[] = {
     /* H100 SXM: 989 TFLOP/s bf16 dense, NVLink4 (NCCL ~370 GB/s busbw, ~450 with
      * NVLS all-reduce), 8 x NDR 400 Gb/s (46 GB/s) per node; latencies ASSUMPTION */
-    {"h100-80gb",
-     989,
-     80,
-     6,
-     3350,
-     "h100_gemm",
-     "h100_fa3_causal",
-     0.7,
-     20,
-     40,
+    {"h100-80gb", 989, 80, 6, 3350, "h100_gemm", "h100_fa3_causal", 0.7, 20, 40,
      {370, 450, 370, 15, 8, 46, 8, 30, 15}},
     /* A100 SXM: 312 TFLOP/s, NVLink3 (~230 GB/s measured all-reduce busbw),
      * 8 x HDR 200 Gb/s per node (ASSUMPTION: DGX A100 layout) */
-    {"a100-80gb",
-     312,
-     80,
-     6,
-     2039,
-     "a100_gemm",
-     "a100_fa2_causal",
-     0.7,
-     20,
-     40,
+    {"a100-80gb", 312, 80, 6, 2039, "a100_gemm", "a100_fa2_causal", 0.7, 20, 40,
      {230, 230, 230, 15, 8, 24, 8, 30, 15}},
     /* A800: an A100 with NVLink cut to 400 GB/s (~160 GB/s busbw); 4 x HDR per node
      * (ASSUMPTION, costmodel §8 P3) */
-    {"a800-80gb",
-     312,
-     80,
-     6,
-     2039,
-     "a100_gemm",
-     "a100_fa2_causal",
-     0.7,
-     20,
-     40,
+    {"a800-80gb", 312, 80, 6, 2039, "a100_gemm", "a100_fa2_causal", 0.7, 20, 40,
      {160, 160, 160, 15, 8, 24, 4, 30, 15}},
     /* H800 SXM (SlimPack's testbed): an H100's compute and HBM with NVLink cut to
      * 400 GB/s (~160 GB/s busbw, as the A800), one 400 Gb/s NIC per GPU (ASSUMPTION) */
-    {"h800-80gb",
-     989,
-     80,
-     6,
-     3350,
-     "h100_gemm",
-     "h100_fa3_causal",
-     0.7,
-     20,
-     40,
+    {"h800-80gb", 989, 80, 6, 3350, "h100_gemm", "h100_fa3_causal", 0.7, 20, 40,
      {160, 160, 160, 15, 8, 46, 8, 30, 15}},
 };
+/* clang-format on */
 
 int vl__gpu_preset_apply(vl_cluster_cfg *c, const char *name)
 {
