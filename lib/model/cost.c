@@ -1,6 +1,6 @@
 /* lib/model/cost.c -- the cost model (docs/decisions.md §5; docs/costmodel.md §7 is the spec):
  * FLOPs of causal slices, compute time through efficiency curves, alpha-beta
- * communication, activation and model-state memory.
+ * communication, gradient synchronisation and the optimizer step; memory in cost_mem.c.
  *
  * Conventions and deliberate choices:
  *  - A segment [off, off + len) attends to every earlier token of its sample, so it
@@ -31,7 +31,7 @@
 
 #include "cost.h"
 
-#define BF16 2.0 /* bytes per activation/parameter element on the wire */
+#define BF16 VL_COST_BF16
 
 /* ---- per-model constants ---- */
 
@@ -369,7 +369,7 @@ static double linear_time(const vl_cost *c, double x, double eff)
 
 /* The plan says what is checkpointed (its strategy turned training.recompute into
  * ckpt_layers), so a plan is costed as it would run, whatever config scores it. */
-static int ckpt_of(const vl_par *par, int layers)
+int vl__cost_ckpt(const vl_par *par, int layers)
 {
     if (par->ckpt_layers < 0)
         return 0;
@@ -471,7 +471,7 @@ vl_mb_time vl_cost_scheme_comm(const vl_cost *c, const vl_seg *segs, size_t n,
      * what the scheme is charged without a row */
     t.comm_fwd = layers * lc.fwd;
     t.comm_bwd = layers * lc.bwd;
-    t.recompute = ckpt_of(par, layers) * lc.fwd;
+    t.recompute = vl__cost_ckpt(par, layers) * lc.fwd;
     t.fwd = t.comm_fwd;
     t.bwd = t.comm_bwd + t.recompute;
     return t;
@@ -511,7 +511,7 @@ static vl_mb_time analytic_time(const vl_cost *c, const vl_seg *segs, size_t n,
     const vl_config *cfg = c->cfg;
     const vl_cluster_cfg *cl = &cfg->cluster;
     int tp = par->tp > 1 ? par->tp : 1, sp = par->sp > 1 ? par->sp : 1;
-    int ckpt = ckpt_of(par, layers);
+    int ckpt = vl__cost_ckpt(par, layers);
     bool ring = sp > 1 && cfg->training.sp_kind == VL_SP_RING;
     double g = (double)tp * sp, T = 0, P = 0, att_f = 0, att_b = 0;
     double eff, lin, head, fix_f = cl->layer_fixed_us_fwd * 1e-6, lgT = NAN;
@@ -561,100 +561,13 @@ static vl_mb_time analytic_time(const vl_cost *c, const vl_seg *segs, size_t n,
     return t;
 }
 
-/* ---- memory ---- */
-
-double vl_cost_act_bytes(const vl_cost *c, uint64_t tokens, const vl_par *par, int layers,
-                         int last_stage)
-{
-    const vl_config *cfg = c->cfg;
-    double g = (double)(par->tp > 1 ? par->tp : 1) * (par->sp > 1 ? par->sp : 1);
-    double per_tok = (double)tokens / g, h = cfg->model.hidden, V = cfg->model.vocab;
-    double A = c->act_bytes, bytes;
-    int ckpt = ckpt_of(par, layers);
-
-    /* checkpointed layers keep their bf16 input only, plus one full layer while the
-     * backward recomputes it */
-    bytes = (layers - ckpt) * A + ckpt * 2 * h + (ckpt > 0 ? A : 0);
-    bytes *= per_tok * cfg->training.act_mem_factor;
-    /* the loss at its peak: cost.logits_bytes per vocabulary entry (6, also for 0 as a
-     * config built in code leaves it: the bf16 logits and the fp32 copy the
-     * cross-entropy turns into its softmax, both alive while it runs) and the head's
-     * input */
-    double lb = cfg->cost.logits_bytes > 0 ? cfg->cost.logits_bytes : 6;
-    if (last_stage)
-        bytes += (lb * V + 4 * h) * per_tok;
-    return bytes;
-}
-
-double vl_cost_state_store_bytes(const vl_cost *c, uint64_t tokens, const vl_par *par,
-                                 int layers)
-{
-    const vl_model_cfg *m = &c->cfg->model;
-    double tp = par->tp > 1 ? par->tp : 1, sp = par->sp > 1 ? par->sp : 1;
-    double heads = m->kv_heads, dk = m->head_dim, dv = m->head_dim, kvh, per_tok;
-
-    if (m->mla_kv_lora > 0) { /* the expanded keys and values, as attn_shape counts */
-        heads = m->heads;
-        dk = (double)m->mla_qk_nope + m->mla_qk_rope;
-        dv = m->mla_v_head;
-    }
-    kvh = heads > tp ? heads / tp : 1.0;
-    per_tok = layers * BF16 * kvh * (dk + dv) + BF16 * m->hidden / tp;
-    return per_tok * (double)tokens / sp;
-}
-
-/* Parameters held by one GPU of a stage: its layers and embedding share, split by TP. */
-static double stage_params(const vl_cost *c, const vl_par *par, int layers, int first,
-                           int last)
-{
-    const vl_model_cfg *m = &c->cfg->model;
-    double vh = (double)m->vocab * m->hidden, psi = layers * c->params_layer;
-
-    if (first)
-        psi += vh;
-    if (last) /* untied: the LM head; tied across stages: a copy of the embedding */
-        psi += (!m->tied_embeddings || !first ? vh : 0) + m->hidden;
-    return psi / (par->tp > 1 ? par->tp : 1);
-}
-
-double vl_cost_stage_params(const vl_cost *c, const vl_par *par, int layers, int first_stage,
-                            int last_stage)
-{
-    return stage_params(c, par, layers, first_stage, last_stage);
-}
-
-double vl_cost_state_bytes(const vl_cost *c, const vl_par *par, int dp, int layers,
-                           int first_stage, int last_stage)
-{
-    const vl_training_cfg *tr = &c->cfg->training;
-    double d = (double)(dp > 1 ? dp : 1) * (par->sp > 1 ? par->sp : 1), per_param;
-
-    /* bytes per parameter: ZeRO paper (bf16 params/grads + 12 B Adam) and Megatron's
-     * distributed optimizer (bf16 params, grad_bytes gradients) */
-    switch (tr->zero) {
-    case VL_ZERO_0: per_param = 16; break;
-    case VL_ZERO_1: per_param = 4 + 12 / d; break;
-    case VL_ZERO_2: per_param = 2 + 14 / d; break;
-    case VL_ZERO_3: per_param = 16 / d; break;
-    default: per_param = 2 + tr->grad_bytes + 12 / d; break;
-    }
-    return per_param * stage_params(c, par, layers, first_stage, last_stage);
-}
-
-double vl_cost_mem_capacity(const vl_cost *c)
-{
-    const vl_cluster_cfg *cl = &c->cfg->cluster;
-
-    return (cl->mem_gib - cl->mem_reserve_gib) * 1073741824.0;
-}
-
 /* The replicas a stage's states are sharded over, its parameters (the heaviest stage:
  * with pp = 1 it holds everything, else one embedding matrix), and the tp stride. */
 static int sync_group(const vl_cost *c, const vl_par *par, int dp, int layers, double *psi,
                       int *tp)
 {
     *tp = par->tp > 1 ? par->tp : 1;
-    *psi = stage_params(c, par, layers, 1, par->pp <= 1);
+    *psi = vl_cost_stage_params(c, par, layers, 1, par->pp <= 1);
     return comm_on(c) ? (dp > 1 ? dp : 1) * (par->sp > 1 ? par->sp : 1) : 1;
 }
 
@@ -725,47 +638,4 @@ double vl_cost_optimizer_time(const vl_cost *c, double state_bytes)
     /* the step reads and writes every state byte of its shard once (Adam: master
      * weights, moments, the gradient in, the parameter out), plus its fixed cost */
     return c->cfg->cost.optimizer_fixed_ms * 1e-3 + (hbm > 0 ? 2 * state_bytes / hbm : 0);
-}
-
-/* ---- memory of a rank, and the fewest checkpointed layers that fit ---- */
-
-int vl_cost_stage_layers(const vl_cost *c, int pp, int stage)
-{
-    int L = c->cfg->model.layers;
-    return pp < 1 ? L : L / pp + (stage < L % pp);
-}
-
-double vl_cost_rank_peak_bytes(const vl_cost *c, uint64_t tokens, const vl_par *par, int ranks,
-                               uint32_t mbs)
-{
-    int pp = par->pp < 1 ? 1 : par->pp;
-    int first = vl_cost_stage_layers(c, pp, 0), last = vl_cost_stage_layers(c, pp, pp - 1);
-    double inflight = (uint32_t)pp < mbs ? (double)pp : (double)(mbs ? mbs : 1);
-    double m0 = vl_cost_state_bytes(c, par, ranks, first, 1, pp == 1) +
-                inflight * vl_cost_act_bytes(c, tokens, par, first, pp == 1);
-
-    if (pp > 1) {
-        double ml = vl_cost_state_bytes(c, par, ranks, last, 0, 1) +
-                    vl_cost_act_bytes(c, tokens, par, last, 1);
-        if (ml > m0)
-            m0 = ml;
-    }
-    return m0;
-}
-
-/* Memory falls as layers are checkpointed, so the first count that fits is the
- * fewest; a linear scan over at most L/pp + 1 counts is cheap next to planning. */
-int vl_cost_fewest_ckpt(const vl_cost *c, uint64_t tokens, const vl_par *par, int ranks,
-                        uint32_t mbs)
-{
-    vl_par q = *par;
-    int pp = par->pp < 1 ? 1 : par->pp, most = vl_cost_stage_layers(c, pp, 0);
-    double cap = vl_cost_mem_capacity(c);
-
-    for (int k = 0; k <= most; k++) {
-        q.ckpt_layers = k;
-        if (vl_cost_rank_peak_bytes(c, tokens, &q, ranks, mbs) <= cap)
-            return k;
-    }
-    return -1;
 }

@@ -217,4 +217,10 @@ typedef enum { VL_WORK_LINEAR = 1, VL_WORK_QUADRATIC = 2 } vl_work_growth;
  *  uses the tables in vl_cost instead, with bit-identical results. */
 double vl_curve_eval(const vl_curve *cv, double x, vl_work_growth g);
 
+/* Shared by cost.c and cost_mem.c. */
+#define VL_COST_BF16 2.0 /* bytes per activation/parameter element on the wire */
+/** The layers of a stage of `layers` that par checkpoints (its ckpt_layers, within
+ *  0..layers): the plan says what is recomputed, whatever config scores it. */
+int vl__cost_ckpt(const vl_par *par, int layers);
+
 #endif
