@@ -1,5 +1,6 @@
 /* plans/baseline/baseline_pack_deal.c -- `pack`: what a pack costs under pack.balance,
- * and dealing one iteration's packs to the ranks by equal-count Karmarkar-Karp (the
+ * and dealing one iteration's packs to the ranks by equal-count Karmarkar-Karp, and handing
+ * them through the sample shift (baseline_pack_shift.c) to the plan (the
  * strategy is described in baseline_pack.c). */
 #include <stdlib.h>
 #include <string.h>
@@ -273,4 +274,69 @@ vl_pack_opts vl__pk_opts(const bl *c, uint64_t stream)
     vl_rng_seed(&r, c->job->seed, stream);
     po.seed = vl_rng_next(&r);
     return po;
+}
+
+/* ---- the dealt packs through the sample shift (baseline_pack_shift.c), then out ---- */
+
+typedef struct timer_ctx {
+    bl *c;
+    dealer *d;
+} timer_ctx;
+
+static vl_status time_of(void *ctx, const uint32_t *items, size_t k, double *out, vl_err *err)
+{
+    timer_ctx *t = ctx;
+    return vl__pk_time(t->c, t->d, items, k, out, err);
+}
+
+/* A copy of the iteration's packs in the order of ids (pack p on rank d->part[p]). */
+static vl_status copy_packs(const packs *pk, const size_t *ids, size_t np, packs *out,
+                            vl_err *err)
+{
+    size_t total = 0;
+
+    for (size_t p = 0; p < np; p++)
+        total += pk->cnt[ids[p]];
+    out->n = np;
+    out->items = malloc((total ? total : 1) * sizeof *out->items);
+    out->off = malloc(np * sizeof *out->off);
+    out->cnt = malloc(np * sizeof *out->cnt);
+    out->load = NULL;
+    if (out->items == NULL || out->off == NULL || out->cnt == NULL)
+        return vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", np);
+    for (size_t p = 0, pos = 0; p < np; p++) {
+        memcpy(out->items + pos, pk->items + pk->off[ids[p]],
+               pk->cnt[ids[p]] * sizeof(uint32_t));
+        out->off[p] = pos;
+        out->cnt[p] = pk->cnt[ids[p]];
+        pos += out->cnt[p];
+    }
+    return VL_OK;
+}
+
+vl_status vl__pk_shift_emit(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
+                            vl_err *err)
+{
+    timer_ctx tc = {c, d};
+    vl__pk_shift_in in = {.len = pk_ctx(c)->len,
+                          .cap = c->t->max_seq_len,
+                          .max_items = c->job->cfg->pack.max_samples,
+                          .dp = c->dp,
+                          .primary = vl__pk_primary(c),
+                          .time = time_of,
+                          .ctx = &tc};
+    packs local = {0};
+    vl_status st = copy_packs(pk, ids, np, &local, err);
+
+    vl__pk_linear_time(c, &in.a, &in.b);
+    if (st == VL_OK)
+        st = vl__pk_shift(&in, &local, d->part, err);
+    for (size_t p = 0; p < np; p++)
+        d->ids[p] = p;
+    if (st == VL_OK)
+        st = vl__pk_emit_dealt(c, d, &local, d->ids, np, 0, err);
+    free(local.items);
+    free(local.off);
+    free(local.cnt);
+    return st;
 }
