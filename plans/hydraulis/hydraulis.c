@@ -124,22 +124,6 @@ static uint32_t auto_step(uint32_t v, int gpus, uint32_t small, uint32_t large)
 
 /* ---- schemes and candidates ---- */
 
-/* The homogeneous scheme: <training.tp, training.pp> when usable, else the one holding
- * the longest micro-batch (ties: fewer GPUs, then table order). */
-static int homo_scheme(const hy_schemes *sch, const vl_config *cfg)
-{
-    int pp = cfg->training.pp > 1 ? cfg->training.pp : 1;
-    int k = vl__hy_scheme_find(sch, cfg->training.tp, pp);
-
-    for (size_t i = 0; k < 0 && i < sch->n; i++) {
-        const hy_scheme *a = &sch->s[i];
-        if (i == 0 || a->maxlen > sch->s[k].maxlen ||
-            (a->maxlen == sch->s[k].maxlen && a->tp * a->pp < sch->s[k].tp * sch->s[k].pp))
-            k = (int)i;
-    }
-    return k;
-}
-
 /* d pipelines of scheme k: a homogeneous candidate. */
 static vl_status add_homogeneous(hy_run *r, int k, vl_err *err)
 {
@@ -160,7 +144,7 @@ static vl_status add_homogeneous(hy_run *r, int k, vl_err *err)
 static vl_status homogeneous(hy_run *r, vl_err *err)
 {
     const vl_config *cfg = r->job->cfg;
-    int k = homo_scheme(&r->sch, cfg);
+    int k = vl__hy_homo_scheme(&r->sch, cfg);
 
     if (k != vl__hy_scheme_find(&r->sch, cfg->training.tp,
                                 cfg->training.pp > 1 ? cfg->training.pp : 1))
@@ -225,7 +209,7 @@ static vl_status propose(hy_run *r, vl_err *err)
 static vl_status homogeneous_fallback(hy_run *r, vl_err *err)
 {
     uint32_t need = r->job->cfg->training.max_seq_len;
-    int k0 = homo_scheme(&r->sch, r->job->cfg), g = 0;
+    int k0 = vl__hy_homo_scheme(&r->sch, r->job->cfg), g = 0;
     vl_status st = VL_OK;
 
     if (!r->o->fallback || r->sch.s[k0].maxlen >= need)
@@ -606,40 +590,11 @@ static void hydraulis_close(void *state, bool planned)
 
 /* ---- limits ---- */
 
-/* The largest MaxLen among the pipelines a plan under opts may use: the homogeneous
- * scheme's, and every scheme's (proposed candidates) or the given candidates'; 0 when
- * no scheme is usable. */
-static uint32_t largest_maxlen(const hy_opts *o, const vl_config *cfg)
-{
-    uint32_t best = 0;
-    int k;
-    hy_schemes sch;
-    hy_cands given = {0};
-    vl_cost c;
-    vl_err err;
-
-    if (vl_cost_init(&c, cfg, &err) != VL_OK || vl__hy_schemes(&sch, &c, &err) != VL_OK)
-        return 0;
-    if ((k = homo_scheme(&sch, cfg)) >= 0)
-        best = sch.s[k].maxlen;
-    if (o->mode != HY_HOMO && strcmp(o->candidates, "auto") == 0) {
-        for (size_t i = 0; i < sch.n; i++)
-            best = sch.s[i].maxlen > best ? sch.s[i].maxlen : best;
-    } else if (o->mode != HY_HOMO && vl__hy_parse_cands(&given, o->candidates, &sch,
-                                                        cfg->cluster.gpus, &err) == VL_OK) {
-        for (size_t i = 0; i < given.n; i++)
-            best = given.c[i].maxlen > best ? given.c[i].maxlen : best;
-    }
-    vl__hy_cands_free(&given);
-    vl__hy_schemes_free(&sch);
-    return best;
-}
-
 /* Longest sample: the largest MaxLen among the pipelines it may use, within the context
  * length (the runner applies training.oversize beyond it). */
 static uint32_t hydraulis_max_len(const void *opts, const vl_config *cfg)
 {
-    uint32_t best = largest_maxlen(opts, cfg);
+    uint32_t best = vl__hy_largest_maxlen(opts, cfg);
 
     if (best == 0) /* nothing usable: plan() says why */
         return cfg->training.max_seq_len;
@@ -652,7 +607,7 @@ static void hydraulis_describe_max_len(const void *opts, const vl_config *cfg, c
     snprintf(buf, n,
              "hydraulis's MaxLen of its largest pipeline scheme, %u; set by "
              "hydraulis.candidates and hydraulis.mode",
-             largest_maxlen(opts, cfg));
+             vl__hy_largest_maxlen(opts, cfg));
 }
 
 /* A micro-batch holds at most its pipeline's MaxLen tokens (a multiple of HY_ALIGN), or
@@ -661,7 +616,7 @@ static void hydraulis_describe_max_len(const void *opts, const vl_config *cfg, c
 static uint64_t hydraulis_max_cap(const void *opts, const vl_config *cfg)
 {
     const hy_opts *o = opts;
-    uint64_t best = largest_maxlen(o, cfg);
+    uint64_t best = vl__hy_largest_maxlen(o, cfg);
     uint64_t ctx = ((uint64_t)cfg->training.max_seq_len + HY_ALIGN - 1) / HY_ALIGN * HY_ALIGN;
 
     if (o->packing == HY_MAXPACK && ctx < best)

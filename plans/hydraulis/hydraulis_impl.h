@@ -105,6 +105,12 @@ vl_status vl__hy_schemes(hy_schemes *out, const vl_cost *c, vl_err *err);
 void vl__hy_schemes_free(hy_schemes *s);
 /** Index of <tp, pp> in s, or -1. */
 int vl__hy_scheme_find(const hy_schemes *s, int tp, int pp);
+/** The homogeneous scheme: <training.tp, training.pp> when usable, else the one holding
+ *  the longest micro-batch; -1 when none is usable. */
+int vl__hy_homo_scheme(const hy_schemes *sch, const vl_config *cfg);
+/** The largest MaxLen among the pipelines a plan under o may use (the homogeneous
+ *  scheme's, every scheme's or the given candidates'); 0 when none is usable. */
+uint32_t vl__hy_largest_maxlen(const hy_opts *o, const vl_config *cfg);
 
 /* ---- hydraulis_propose.c ---- */
 

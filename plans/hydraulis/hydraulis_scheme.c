@@ -1,9 +1,11 @@
 /* plans/hydraulis/hydraulis_scheme.c -- the parallel schemes <tp, pp> of Hydraulis
  * pipelines: their latency T(l) = a·l² + b·l + c (cost.schemes rows, or a least-squares
  * fit to the analytic cost model), MaxLen from the project's own memory model (App. B.1:
- * 1F1B in flight, fp32 optimizer share spread over every GPU), and UtilLen (App. C). */
+ * 1F1B in flight, fp32 optimizer share spread over every GPU), and UtilLen (App. C); the homogeneous scheme and the
+ * largest MaxLen a plan may use (the strategy's length limit). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "hydraulis_impl.h"
 
@@ -251,4 +253,49 @@ vl_status vl__hy_schemes(hy_schemes *out, const vl_cost *c, vl_err *err)
             if (usable(cfg, tp, pp))
                 st = add(out, c, tp, pp, NULL, err);
     return st;
+}
+
+/* The homogeneous scheme: <training.tp, training.pp> when usable, else the one holding
+ * the longest micro-batch (ties: fewer GPUs, then table order). */
+int vl__hy_homo_scheme(const hy_schemes *sch, const vl_config *cfg)
+{
+    int pp = cfg->training.pp > 1 ? cfg->training.pp : 1;
+    int k = vl__hy_scheme_find(sch, cfg->training.tp, pp);
+
+    for (size_t i = 0; k < 0 && i < sch->n; i++) {
+        const hy_scheme *a = &sch->s[i];
+        if (i == 0 || a->maxlen > sch->s[k].maxlen ||
+            (a->maxlen == sch->s[k].maxlen && a->tp * a->pp < sch->s[k].tp * sch->s[k].pp))
+            k = (int)i;
+    }
+    return k;
+}
+
+/* The largest MaxLen among the pipelines a plan under opts may use: the homogeneous
+ * scheme's, and every scheme's (proposed candidates) or the given candidates'; 0 when
+ * no scheme is usable. */
+uint32_t vl__hy_largest_maxlen(const hy_opts *o, const vl_config *cfg)
+{
+    uint32_t best = 0;
+    int k;
+    hy_schemes sch;
+    hy_cands given = {0};
+    vl_cost c;
+    vl_err err;
+
+    if (vl_cost_init(&c, cfg, &err) != VL_OK || vl__hy_schemes(&sch, &c, &err) != VL_OK)
+        return 0;
+    if ((k = vl__hy_homo_scheme(&sch, cfg)) >= 0)
+        best = sch.s[k].maxlen;
+    if (o->mode != HY_HOMO && strcmp(o->candidates, "auto") == 0) {
+        for (size_t i = 0; i < sch.n; i++)
+            best = sch.s[i].maxlen > best ? sch.s[i].maxlen : best;
+    } else if (o->mode != HY_HOMO && vl__hy_parse_cands(&given, o->candidates, &sch,
+                                                        cfg->cluster.gpus, &err) == VL_OK) {
+        for (size_t i = 0; i < given.n; i++)
+            best = given.c[i].maxlen > best ? given.c[i].maxlen : best;
+    }
+    vl__hy_cands_free(&given);
+    vl__hy_schemes_free(&sch);
+    return best;
 }
