@@ -1,8 +1,8 @@
 /* plans/hydraulis/hydraulis_scheme.c -- the parallel schemes <tp, pp> of Hydraulis
  * pipelines: their latency T(l) = a·l² + b·l + c (cost.schemes rows, or a least-squares
  * fit to the analytic cost model), MaxLen from the project's own memory model (App. B.1:
- * 1F1B in flight, fp32 optimizer share spread over every GPU), and UtilLen (App. C); the homogeneous scheme and the
- * largest MaxLen a plan may use (the strategy's length limit). */
+ * 1F1B in flight, fp32 optimizer share spread over every GPU), and UtilLen (App. C);
+ * the homogeneous scheme and the largest MaxLen a plan may use (its length limit). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
