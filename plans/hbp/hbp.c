@@ -298,15 +298,44 @@ static double attn_weight(const vl_cost *c)
     return c->lin > 0 ? c->acoef / (2.0 * c->lin) : 0.0;
 }
 
+/* Every epoch packed: the plan header announces the iteration count before the first
+ * iteration streams out, and an epoch's count is known only once it is packed.  The
+ * packed epochs (4 bytes per sample, plus packs and slots) are what is held, not the
+ * plan (12 bytes per segment, plus packs and ranks).  *eps: epochs entries, each freed
+ * by the caller, also on failure. */
+static vl_status pack_epochs(const vl_job *job, hbp_pack_in *pin, hbp_epoch *eps,
+                             uint32_t epochs, uint32_t curriculum, uint64_t *total,
+                             vl_err *err)
+{
+    const vl_selection *sel = job->sel;
+    uint32_t *order = malloc((sel->n ? sel->n : 1) * sizeof *order);
+    vl_status st = VL_OK;
+
+    if (order == NULL)
+        return vl_seterr(err, VL_ENOMEM, "out of memory ordering %zu samples", sel->n);
+    pin->order = order;
+    *total = 0;
+    for (uint32_t e = 0; e < epochs && st == VL_OK; e++) {
+        vl_epoch_order(sel, job->seed, e, order);
+        pin->epoch = e;
+        pin->curriculum = e == 0 ? curriculum : 0; /* training starts once */
+        if ((st = vl__hbp_pack_epoch(&eps[e], pin, err)) == VL_OK)
+            *total += eps[e].niters;
+    }
+    free(order);
+    pin->order = NULL;
+    return st;
+}
+
 static vl_status run_epochs(const hbp_opts *o, const vl_job *job, const hbp_groups *gs,
                             vl_plan *out, hbp_log *lg, vl_err *err)
 {
     const vl_selection *sel = job->sel;
     const vl_config *cfg = job->cfg;
-    uint32_t *order = malloc((sel->n ? sel->n : 1) * sizeof *order);
+    uint32_t epochs = (uint32_t)cfg->training.epochs;
+    hbp_epoch *eps = calloc(epochs ? epochs : 1, sizeof *eps);
     hbp_pack_in pin = {.gs = gs,
                        .len = sel->len,
-                       .order = order,
                        .n = sel->n,
                        .isf_iters = cfg->pack.isf_iters,
                        .isf_slack = cfg->pack.isf_slack,
@@ -315,29 +344,29 @@ static vl_status run_epochs(const hbp_opts *o, const vl_job *job, const hbp_grou
                        .attn_weight = attn_weight(job->cost),
                        .seed = job->seed};
     over_budget ob = {.budget = budget_of(&cfg->training, sel)};
-    vl_status st = VL_OK;
+    uint64_t total = 0;
+    vl_status st;
 
-    if (order == NULL)
-        return vl_seterr(err, VL_ENOMEM, "out of memory ordering %zu samples", sel->n);
-    if (vl_pack_algo_parse(vl__hbp_packers[o->packer], &pin.algo) != 0) {
-        free(order); /* the enum table and lib/pack/pack.c disagree: a bug */
-        return vl_seterr(err, VL_EINTERNAL, "hbp: unknown packer %d", o->packer);
-    }
-    for (uint32_t e = 0; e < (uint32_t)cfg->training.epochs && st == VL_OK; e++) {
-        hbp_epoch ep;
-        vl_epoch_order(sel, job->seed, e, order);
-        pin.epoch = e;
-        pin.curriculum = e == 0 ? o->curriculum_iters : 0; /* training starts once */
-        if ((st = vl__hbp_pack_epoch(&ep, &pin, err)) != VL_OK)
-            break;
-        for (size_t i = 0; i < ep.niters && st == VL_OK; i++) {
-            st = emit_iter(out, gs, &ep, &ep.iters[i], sel->len, e, err);
-            count_over(&ob, &ep, &ep.iters[i], &gs->g[ep.iters[i].group]);
+    if (eps == NULL)
+        return vl_seterr(err, VL_ENOMEM, "out of memory for %u epochs", epochs);
+    if (vl_pack_algo_parse(vl__hbp_packers[o->packer], &pin.algo) != 0)
+        st = vl_seterr(err, VL_EINTERNAL, "hbp: unknown packer %d", o->packer); /* a bug */
+    else
+        st = pack_epochs(job, &pin, eps, epochs, o->curriculum_iters, &total, err);
+    if (st == VL_OK)
+        vl_job_iterations(job, total);
+    for (uint32_t e = 0; e < epochs && st == VL_OK; e++) {
+        const hbp_epoch *ep = &eps[e];
+        for (size_t i = 0; i < ep->niters && st == VL_OK; i++) {
+            st = emit_iter(out, gs, ep, &ep->iters[i], sel->len, e, err);
+            count_over(&ob, ep, &ep->iters[i], &gs->g[ep->iters[i].group]);
         }
-        log_epoch(lg, gs, &ep, e, pin.curriculum);
-        vl__hbp_epoch_free(&ep);
+        log_epoch(lg, gs, ep, e, e == 0 ? o->curriculum_iters : 0);
+        vl__hbp_epoch_free(&eps[e]);
     }
-    free(order);
+    for (uint32_t e = 0; e < epochs; e++)
+        vl__hbp_epoch_free(&eps[e]);
+    free(eps);
     if (st == VL_OK)
         warn_over(job, &ob, gs);
     return st;
@@ -410,10 +439,11 @@ static vl_status hbp_plan(const void *opts, const vl_job *job, vl_plan *out, vl_
     if (st == VL_OK)
         st = vl__hbp_select(&gs, o, &in, &lg, err);
     free(prof);
-    if (st == VL_OK)
-        st = run_epochs(o, job, &gs, out, &lg, err);
+    /* recorded before the first iteration: the streamed header carries them */
     if (st == VL_OK && strcmp(o->groups, "auto") == 0)
         st = resolved_params(o, &gs, job, err);
+    if (st == VL_OK)
+        st = run_epochs(o, job, &gs, out, &lg, err);
     return st;
 }
 
@@ -429,4 +459,5 @@ const vl_strategy vl_strategy_hbp = {
     .max_cap = hbp_max_cap,
     .validate = hbp_validate,
     .plan = hbp_plan,
+    .streams = true,
 };
