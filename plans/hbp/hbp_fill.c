@@ -4,7 +4,6 @@
  * position p with length <= room" in O(64 log64 n), so filling costs O((packs + fillers)
  * log n) instead of the literal O(packs x samples) scan. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "hbp_impl.h"
 
@@ -18,7 +17,7 @@
  * length (TAKEN once GreedyFill moved it), level k+1 the minimum of 64 entries of level
  * k.  A plain binary segment tree would need 8 bytes per item; this needs ~4. */
 struct hbp_pool {
-    uint32_t *item; /* [n] sample indices, stored order */
+    const uint32_t *item; /* [n] sample indices, stored order (the caller's) */
     const uint32_t *len;
     size_t n;
     int levels;
@@ -30,7 +29,6 @@ void vl__hbp_pool_free(hbp_pool *p)
 {
     if (p == NULL)
         return;
-    free(p->item);
     for (int k = 0; k < p->levels; k++)
         free(p->lv[k]);
     free(p);
@@ -52,12 +50,11 @@ vl_status vl__hbp_pool_new(hbp_pool **out, const uint32_t *items, size_t n,
     hbp_pool *p = calloc(1, sizeof *p);
 
     *out = NULL;
-    if (p == NULL || (p->item = malloc((n ? n : 1) * sizeof *p->item)) == NULL)
+    if (p == NULL)
         goto oom;
+    p->item = items;
     p->len = len;
     p->n = n;
-    if (n > 0)
-        memcpy(p->item, items, n * sizeof *items);
     for (size_t cnt = n; cnt > 0 && p->levels < POOL_LEVELS; cnt = (cnt + FAN - 1) / FAN) {
         int k = p->levels;
         if ((p->lv[k] = malloc(cnt * sizeof *p->lv[k])) == NULL)

@@ -176,12 +176,15 @@ void vl__hbp_epoch_free(hbp_epoch *ep);
  *  gs->n when it is longer than every group. */
 uint32_t vl__hbp_group_of(const hbp_groups *gs, uint32_t l);
 
-/* GreedyFill's sources: a shorter group's samples in stored order, as a pool. */
+/* GreedyFill's sources: a shorter group's samples in stored order, as a pool over
+ * items[0..n-1], which it reads and does not copy: they must stay until it is freed. */
 typedef struct hbp_pool hbp_pool;
 vl_status vl__hbp_pool_new(hbp_pool **out, const uint32_t *items, size_t n,
                            const uint32_t *len, vl_err *err);
 void vl__hbp_pool_free(hbp_pool *p);
-/** Items of the pool not taken yet, in stored order, into out; returns their count. */
+/** Items of the pool not taken yet, in stored order, into out; returns their count.
+ *  out may be the pool's items themselves (moved forward in place); the pool is then
+ *  spent: fill from it no more. */
 size_t vl__hbp_pool_left(const hbp_pool *p, uint32_t *out);
 
 /** GreedyFill (Algorithm 6) of one pack: scan the pools src[0..nsrc-1] in that order

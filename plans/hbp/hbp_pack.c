@@ -33,10 +33,10 @@ uint32_t vl__hbp_group_of(const hbp_groups *gs, uint32_t l)
 typedef struct work {
     const hbp_pack_in *in;
     hbp_epoch *ep;
-    uint32_t *dbuf; /* [n] samples by group, epoch order kept */
+    uint32_t *dbuf; /* [n] samples by group, epoch order kept; the pools' items, and
+                     * a group's samples left after GreedyFill once it is packed */
     size_t doff[HBP_MAX_GROUPS + 1];
     hbp_pool *pool[HBP_MAX_GROUPS];
-    uint32_t *tmp; /* [n] a group's samples left after GreedyFill */
     size_t gp0[HBP_MAX_GROUPS], gp1[HBP_MAX_GROUPS]; /* each group's packs */
     size_t nitems;                                   /* ep->items used */
 } work;
@@ -47,8 +47,9 @@ static vl_status group_data(work *w, vl_err *err)
     size_t cur[HBP_MAX_GROUPS] = {0};
 
     memset(w->doff, 0, sizeof w->doff);
-    for (size_t i = 0; i < in->n; i++) { /* w->tmp caches each position's group */
-        uint32_t g = w->tmp[i] = vl__hbp_group_of(in->gs, in->len[in->order[i]]);
+    /* ep->items, written only once packing starts, caches each position's group */
+    for (size_t i = 0; i < in->n; i++) {
+        uint32_t g = w->ep->items[i] = vl__hbp_group_of(in->gs, in->len[in->order[i]]);
         if (g >= in->gs->n)
             return vl_seterr(err, VL_EINTERNAL,
                              "hbp: sample %u (%u tokens) is longer than every group",
@@ -61,7 +62,7 @@ static vl_status group_data(work *w, vl_err *err)
         w->ep->samples[g] = w->doff[g + 1] - w->doff[g];
     }
     for (size_t i = 0; i < in->n; i++)
-        w->dbuf[cur[w->tmp[i]]++] = in->order[i];
+        w->dbuf[cur[w->ep->items[i]]++] = in->order[i];
     return VL_OK;
 }
 
@@ -73,6 +74,22 @@ static vl_status push_pack(hbp_epoch *ep, const hbp_pack *pk, vl_err *err)
         vl_grow(&ep->packs, &ep->packs_cap, ep->npacks + 1, sizeof *ep->packs, NULL))
         return vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", ep->npacks + 1);
     ep->packs[ep->npacks++] = *pk;
+    return VL_OK;
+}
+
+/* Room for `more` packs, exactly: the packer has said how many bins a group makes, and
+ * doubling would leave up to half the table untouched, reallocated and copied. */
+static vl_status reserve_packs(hbp_epoch *ep, size_t more, vl_err *err)
+{
+    size_t want = ep->npacks + more;
+    hbp_pack *np;
+
+    if (want <= ep->packs_cap)
+        return VL_OK;
+    if (want > SIZE_MAX / sizeof *np || (np = realloc(ep->packs, want * sizeof *np)) == NULL)
+        return vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", want);
+    ep->packs = np;
+    ep->packs_cap = want;
     return VL_OK;
 }
 
@@ -114,20 +131,21 @@ static vl_status pack_group(work *w, uint32_t g, vl_err *err)
                        .isf_slack = in->isf_slack};
     vl_bins bins;
     vl_rng r;
-    size_t n;
+    uint32_t *d = w->dbuf + w->doff[g];
+    size_t n = w->doff[g + 1] - w->doff[g];
     vl_status st = VL_OK;
 
-    if (w->pool[g] != NULL) /* what longer groups' fills left of D_g */
-        n = vl__hbp_pool_left(w->pool[g], w->tmp);
-    else
-        memcpy(w->tmp, w->dbuf + w->doff[g],
-               (n = w->doff[g + 1] - w->doff[g]) * sizeof *w->tmp);
+    /* What longer groups' fills left of D_g, moved to the front of D_g in place: the
+     * pool is not drawn from again, only shorter groups' pools fill group g's packs. */
+    if (w->pool[g] != NULL)
+        n = vl__hbp_pool_left(w->pool[g], d);
     w->gp0[g] = w->ep->npacks;
     if (n > 0) {
         vl_rng_seed(&r, in->seed, STREAM_PACK ^ (in->epoch << 32) ^ g);
         po.seed = vl_rng_next(&r);
-        if ((st = vl_pack(&bins, w->tmp, n, in->len, &po, err)) != VL_OK)
+        if ((st = vl_pack(&bins, d, n, in->len, &po, err)) != VL_OK)
             return st;
+        st = reserve_packs(w->ep, bins.n, err);
         for (size_t b = 0; b < bins.n && st == VL_OK; b++)
             st = emit_bin(w, &bins, b, g, err);
         vl_bins_free(&bins);
@@ -501,8 +519,7 @@ vl_status vl__hbp_pack_epoch(hbp_epoch *ep, const hbp_pack_in *in, vl_err *err)
     memset(ep, 0, sizeof *ep);
     ep->items = malloc(n * sizeof *ep->items);
     w.dbuf = malloc(n * sizeof *w.dbuf);
-    w.tmp = malloc(n * sizeof *w.tmp);
-    if (ep->items == NULL || w.dbuf == NULL || w.tmp == NULL) {
+    if (ep->items == NULL || w.dbuf == NULL) {
         st = vl_seterr(err, VL_ENOMEM, "out of memory packing %zu samples", in->n);
         goto done;
     }
@@ -518,7 +535,6 @@ done:
     for (size_t g = 0; g < HBP_MAX_GROUPS; g++)
         vl__hbp_pool_free(w.pool[g]);
     free(w.dbuf);
-    free(w.tmp);
     if (st != VL_OK)
         vl__hbp_epoch_free(ep);
     return st;
