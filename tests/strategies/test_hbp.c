@@ -176,6 +176,40 @@ Test(hbp, balance_sort_hand)
     cr_assert_eq(pk[4].attn, 1);
 }
 
+/* Many packs take the keyed radix path: the same total order as the comparison, with
+ * runs of equal attention (a few values only), attention up to 2^40 and, past 64 key
+ * bits, the qsort fallback. */
+Test(hbp, sort_packs_many)
+{
+    static const uint64_t top[] = {8, 1ull << 40, 1ull << 62};
+    size_t n = 5000;
+    hbp_pack *pk = malloc(n * sizeof *pk);
+    char *seen = malloc(n);
+    vl_rng r;
+
+    vl_rng_seed(&r, 11, 3);
+    for (size_t t = 0; t < sizeof top / sizeof top[0]; t++) {
+        for (size_t i = 0; i < n; i++)
+            pk[i] = (hbp_pack){.attn = 1 + vl_rng_below(&r, top[t]),
+                               .load = vl_rng_below(&r, 4),
+                               .first = (uint32_t)((i * 7919) % n)};
+        vl__hbp_sort_packs(pk, n);
+        memset(seen, 0, n);
+        for (size_t i = 0; i < n; i++) {
+            cr_assert_eq(seen[pk[i].first]++, 0, "pack %u twice", pk[i].first);
+            if (i == 0)
+                continue;
+            const hbp_pack *a = &pk[i - 1], *b = &pk[i];
+            cr_assert(a->attn > b->attn ||
+                          (a->attn == b->attn &&
+                           (a->load > b->load || (a->load == b->load && a->first < b->first))),
+                      "top %zu: packs %zu and %zu out of order", t, i - 1, i);
+        }
+    }
+    free(pk);
+    free(seen);
+}
+
 Test(hbp, deal_balances_ranks)
 {
     hbp_pack pk[8];
