@@ -16,18 +16,16 @@
 
 /* ---- GroupData ----------------------------------------------------------------------- */
 
+/* The lengths ascend, so the first group whose length is ≥ l is the count of those
+ * shorter: at most 16 comparisons without a branch to mispredict, where a binary search
+ * mispredicts about one branch in two for every sample of a random order. */
 uint32_t vl__hbp_group_of(const hbp_groups *gs, uint32_t l)
 {
-    uint32_t lo = 0, hi = (uint32_t)gs->n;
+    uint32_t g = 0;
 
-    while (lo < hi) { /* first group whose length is ≥ l */
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (gs->g[mid].len < l)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    for (size_t i = 0; i < gs->n; i++)
+        g += gs->g[i].len < l;
+    return g;
 }
 
 /* Per-epoch working state. */
