@@ -308,21 +308,18 @@ static vl_status pack_epochs(const vl_job *job, hbp_pack_in *pin, hbp_epoch *eps
                              vl_err *err)
 {
     const vl_selection *sel = job->sel;
-    uint32_t *order = malloc((sel->n ? sel->n : 1) * sizeof *order);
     vl_status st = VL_OK;
 
-    if (order == NULL)
-        return vl_seterr(err, VL_ENOMEM, "out of memory ordering %zu samples", sel->n);
-    pin->order = order;
     *total = 0;
     for (uint32_t e = 0; e < epochs && st == VL_OK; e++) {
-        vl_epoch_order(sel, job->seed, e, order);
+        /* the order becomes the epoch's item array: no second array of n */
+        if ((pin->order = malloc((sel->n ? sel->n : 1) * sizeof *pin->order)) != NULL)
+            vl_epoch_order(sel, job->seed, e, pin->order);
         pin->epoch = e;
         pin->curriculum = e == 0 ? curriculum : 0; /* training starts once */
         if ((st = vl__hbp_pack_epoch(&eps[e], pin, err)) == VL_OK)
             *total += eps[e].niters;
     }
-    free(order);
     pin->order = NULL;
     return st;
 }

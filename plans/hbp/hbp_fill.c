@@ -6,12 +6,14 @@
 #include <stdlib.h>
 
 #include "hbp_impl.h"
+#include "prefetch.h"
 
 #define FAN_BITS 6
 #define FAN (1u << FAN_BITS)
 #define POOL_LEVELS 8 /* 64^8 > 2^32 items */
 #define NONE SIZE_MAX
 #define TAKEN UINT32_MAX
+#define AHEAD 16 /* items whose lengths are read ahead */
 
 /* A 64-ary min tree over the pool's lengths in stored order: level 0 holds each item's
  * length (TAKEN once GreedyFill moved it), level k+1 the minimum of 64 entries of level
@@ -61,11 +63,15 @@ vl_status vl__hbp_pool_new(hbp_pool **out, const uint32_t *items, size_t n,
             goto oom;
         p->nl[k] = cnt;
         p->levels++;
-        for (size_t i = 0; i < cnt; i++)
-            p->lv[k][i] = k == 0 ? len[items[i]]
-                                 : block_min(p->lv[k - 1], i * FAN,
-                                             i * FAN + FAN < p->nl[k - 1] ? i * FAN + FAN
-                                                                          : p->nl[k - 1]);
+        for (size_t i = 0; k == 0 && i < cnt; i++) {
+            if (i + AHEAD < cnt) /* the items' lengths lie at random */
+                VL_PREFETCH(len + items[i + AHEAD]);
+            p->lv[0][i] = len[items[i]];
+        }
+        for (size_t i = 0; k > 0 && i < cnt; i++)
+            p->lv[k][i] =
+                block_min(p->lv[k - 1], i * FAN,
+                          i * FAN + FAN < p->nl[k - 1] ? i * FAN + FAN : p->nl[k - 1]);
         if (cnt <= FAN)
             break;
     }

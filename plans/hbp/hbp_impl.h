@@ -155,7 +155,8 @@ typedef struct hbp_epoch {
 typedef struct hbp_pack_in {
     const hbp_groups *gs;
     const uint32_t *len;
-    const uint32_t *order; /* the epoch's sample order (GroupData keeps it) */
+    uint32_t *order; /* the epoch's sample order (GroupData keeps it), malloc'd, n
+                      * entries: taken over as the epoch's items, freed with them */
     size_t n;
     vl_pack_algo algo;
     int isf_iters;
@@ -168,7 +169,8 @@ typedef struct hbp_pack_in {
 } hbp_pack_in;
 
 /** GroupData, packing, GreedyFill, Attention Balance Sort, the cut into iterations, the
- *  curriculum and the proportional interleave, for one epoch.  VL_ENOMEM. */
+ *  curriculum and the proportional interleave, for one epoch.  in->order becomes
+ *  ep->items (freed here on failure; NULL: VL_ENOMEM).  VL_ENOMEM. */
 vl_status vl__hbp_pack_epoch(hbp_epoch *ep, const hbp_pack_in *in, vl_err *err);
 void vl__hbp_epoch_free(hbp_epoch *ep);
 

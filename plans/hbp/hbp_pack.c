@@ -8,6 +8,7 @@
 
 #include "hbp_impl.h"
 #include "iheap.h"
+#include "prefetch.h"
 #include "sort.h"
 
 #define STREAM_PACK 0x4842505041434Bull  /* "HBPPACK" */
@@ -40,19 +41,28 @@ typedef struct work {
     size_t nitems;                                   /* ep->items used */
 } work;
 
-static vl_status group_data(work *w, vl_err *err)
+/* Lengths are read this many samples ahead in the epoch's order: it visits them at
+ * random, and at millions of samples they lie beyond the caches. */
+#define AHEAD 16
+
+/* The epoch's order (in ep->items, taken over) by group into dbuf, order kept within
+ * each group; gcache: room for n groups (at most 16: a byte each). */
+static vl_status group_data(work *w, uint8_t *gcache, vl_err *err)
 {
     const hbp_pack_in *in = w->in;
+    const uint32_t *order = w->ep->items;
     size_t cur[HBP_MAX_GROUPS] = {0};
 
     memset(w->doff, 0, sizeof w->doff);
-    /* ep->items, written only once packing starts, caches each position's group */
     for (size_t i = 0; i < in->n; i++) {
-        uint32_t g = w->ep->items[i] = vl__hbp_group_of(in->gs, in->len[in->order[i]]);
+        if (i + AHEAD < in->n)
+            VL_PREFETCH(in->len + order[i + AHEAD]);
+        uint32_t g = vl__hbp_group_of(in->gs, in->len[order[i]]);
         if (g >= in->gs->n)
             return vl_seterr(err, VL_EINTERNAL,
-                             "hbp: sample %u (%u tokens) is longer than every group",
-                             in->order[i], in->len[in->order[i]]);
+                             "hbp: sample %u (%u tokens) is longer than every group", order[i],
+                             in->len[order[i]]);
+        gcache[i] = (uint8_t)g;
         w->doff[g + 1]++;
     }
     for (size_t g = 0; g < in->gs->n; g++) {
@@ -61,7 +71,7 @@ static vl_status group_data(work *w, vl_err *err)
         w->ep->samples[g] = w->doff[g + 1] - w->doff[g];
     }
     for (size_t i = 0; i < in->n; i++)
-        w->dbuf[cur[w->ep->items[i]]++] = in->order[i];
+        w->dbuf[cur[gcache[i]]++] = order[i];
     return VL_OK;
 }
 
@@ -103,6 +113,9 @@ static vl_status emit_bin(work *w, const vl_bins *bins, size_t b, uint32_t g, vl
     hbp_pack pk = {.group = g, .start = w->nitems, .first = UINT32_MAX};
 
     memcpy(dst, bins->items + bins->start[b], k * sizeof *dst);
+    if (b + 1 < bins->n) /* the next bin's lengths load while this one sums */
+        for (size_t i = bins->start[b + 1]; i < bins->start[b + 2]; i++)
+            VL_PREFETCH(len + bins->items[i]);
     for (size_t i = 0; i < k; i++) {
         pk.load += len[dst[i]];
         pk.attn += (uint64_t)len[dst[i]] * len[dst[i]];
@@ -574,16 +587,20 @@ vl_status vl__hbp_pack_epoch(hbp_epoch *ep, const hbp_pack_in *in, vl_err *err)
 {
     work w = {.in = in, .ep = ep};
     size_t n = in->n ? in->n : 1;
+    uint8_t *gcache = malloc(n);
     vl_status st;
 
     memset(ep, 0, sizeof *ep);
-    ep->items = malloc(n * sizeof *ep->items);
+    ep->items = in->order; /* read by GroupData, then written pack by pack */
     w.dbuf = malloc(n * sizeof *w.dbuf);
-    if (ep->items == NULL || w.dbuf == NULL) {
+    if (ep->items == NULL || w.dbuf == NULL || gcache == NULL) {
         st = vl_seterr(err, VL_ENOMEM, "out of memory packing %zu samples", in->n);
         goto done;
     }
-    if ((st = group_data(&w, err)) != VL_OK || (st = make_pools(&w, err)) != VL_OK)
+    st = group_data(&w, gcache, err);
+    free(gcache);
+    gcache = NULL;
+    if (st != VL_OK || (st = make_pools(&w, err)) != VL_OK)
         goto done;
     for (uint32_t g = (uint32_t)in->gs->n; g-- > 0 && st == VL_OK;) /* longest first */
         st = pack_group(&w, g, err);
@@ -595,6 +612,7 @@ done:
     for (size_t g = 0; g < HBP_MAX_GROUPS; g++)
         vl__hbp_pool_free(w.pool[g]);
     free(w.dbuf);
+    free(gcache);
     if (st != VL_OK)
         vl__hbp_epoch_free(ep);
     return st;

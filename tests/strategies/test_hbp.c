@@ -250,12 +250,21 @@ static hbp_groups two_groups(uint32_t l0, int r0, uint32_t l1, int r1)
     return gs;
 }
 
-static hbp_pack_in epoch_in(const hbp_groups *gs, const uint32_t *len, uint32_t *order,
-                            size_t n)
+/* The epoch in manifest order; vl__hbp_pack_epoch takes the order array over (as the
+ * epoch's items), so each call needs a fresh one: order_of. */
+static uint32_t *order_of(size_t n)
 {
+    uint32_t *order = malloc(n * sizeof *order);
+
+    cr_assert_not_null(order);
     for (size_t i = 0; i < n; i++)
         order[i] = (uint32_t)i;
-    return (hbp_pack_in){.gs = gs, .len = len, .order = order, .n = n,
+    return order;
+}
+
+static hbp_pack_in epoch_in(const hbp_groups *gs, const uint32_t *len, size_t n)
+{
+    return (hbp_pack_in){.gs = gs, .len = len, .order = order_of(n), .n = n,
                          .algo = VL_PACK_FFD, .isf_iters = 50, .isf_slack = 0,
                          .balance = true, .greedy_fill = true, .seed = 1};
 }
@@ -267,9 +276,8 @@ Test(hbp, group_packs_spread_over_iterations)
      * (a single-sample pack cannot be split); none holds more than 4 packs, so none
      * more than the budget (the ninth pack used to ride on the second iteration) */
     static const uint32_t len[] = {100, 100, 100, 100, 60, 60, 60, 60, 60};
-    uint32_t order[9];
     hbp_groups gs = two_groups(50, 4, 100, 4);
-    hbp_pack_in in = epoch_in(&gs, len, order, 9);
+    hbp_pack_in in = epoch_in(&gs, len, 9);
     hbp_epoch ep;
     vl_err err;
 
@@ -292,7 +300,7 @@ Test(hbp, group_packs_spread_over_iterations)
     /* four 100s and one pack of four 25s: 5 packs for 8 slots, so the 25s are split
      * three times (heaviest splittable first) and no slot stays empty */
     static const uint32_t len2[] = {100, 100, 100, 100, 25, 25, 25, 25};
-    in = epoch_in(&gs, len2, order, 8);
+    in = epoch_in(&gs, len2, 8);
     in.greedy_fill = false;
     gs.g[0].len = 10;
     gs.g[1].mbs = 2;
@@ -309,14 +317,14 @@ Test(hbp, group_packs_spread_over_iterations)
 Test(hbp, curriculum_then_even_mix)
 {
     size_t n = 4000;
-    uint32_t *len = malloc(n * sizeof *len), *order = malloc(n * sizeof *order);
+    uint32_t *len = malloc(n * sizeof *len);
     hbp_groups gs = two_groups(100, 2, 1000, 2);
     hbp_epoch ep;
     vl_err err;
 
     for (size_t i = 0; i < n; i++)   /* 3600 short samples, 400 long ones */
         len[i] = i % 10 == 0 ? 900 : 50;
-    hbp_pack_in in = epoch_in(&gs, len, order, n);
+    hbp_pack_in in = epoch_in(&gs, len, n);
     in.greedy_fill = false;
     in.curriculum = 100;
     cr_assert_eq(vl__hbp_pack_epoch(&ep, &in, &err), VL_OK, "%s", err.msg);
@@ -341,6 +349,7 @@ Test(hbp, curriculum_then_even_mix)
     /* more than the short group has: capped at half of its 900 iterations, so the
      * long group is not left the last 200 iterations of the epoch to itself */
     in.curriculum = 5000;
+    in.order = order_of(n);
     cr_assert_eq(vl__hbp_pack_epoch(&ep, &in, &err), VL_OK);
     cr_assert_eq(ep.curriculum, n0 / 2);
     cr_assert_eq(ep.short_iters, n0);
@@ -353,7 +362,6 @@ Test(hbp, curriculum_then_even_mix)
     cr_assert_gt(tail_long, 0);
     vl__hbp_epoch_free(&ep);
     free(len);
-    free(order);
 }
 
 /* ---- through the runner and the verifier ------------------------------------------ */
