@@ -115,13 +115,15 @@ bool vl__hbp_sp_ok(const vl_config *cfg, int sp);
 
 /* ---- balance packing (hbp_pack.c) ---- */
 
-/* A pack: items[start .. start+count) of the epoch's item array. */
+/* A pack: items[start .. start+count) of the epoch's item array.  32 bytes: an epoch
+ * has fewer than 2^32 samples (they are uint32_t indices), and the packs are sorted
+ * and copied whole. */
 typedef struct hbp_pack {
     uint64_t attn;  /* Σ len² (HBP's attention complexity) */
     uint64_t load;  /* Σ len */
     uint32_t first; /* smallest sample index in the pack: the tie-break */
     uint32_t group;
-    size_t start;
+    uint32_t start;
     uint32_t count;
 } hbp_pack;
 
