@@ -231,9 +231,12 @@ static void check_file(const vl_vctx *v, const vl_plan_file *f)
  * holds, so verify, `simulate` and the metrics can never disagree. */
 static vl_status check_memory(vl_vctx *v, size_t it, vl_err *err)
 {
+    /* the default schedule, memory alone: the times would cost the most and decide
+     * nothing here */
+    static const vl_sim_opts mem = {.sched = VL_SCHED_1F1B, .memory_only = true};
     vl_sim_iter_result r;
     vl_err simerr = {0};
-    vl_status st = vl_sim_iter(v->p, it, v->cost, NULL, &r, v->sim, NULL, &simerr);
+    vl_status st = vl_sim_iter(v->p, it, v->cost, &mem, &r, v->sim, NULL, &simerr);
 
     /* what simulate refuses -- a malformed schedule or degree, a deadlock between
      * ranks -- is a violation, unless the other passes already reported this iteration */

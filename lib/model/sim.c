@@ -425,7 +425,9 @@ static vl_status rank_results(const vl_sim_scratch *w, uint32_t r, rank_out *ro,
         if (!vl_plan_mb_primary(w->p, R->rk, &mbs[m]))
             continue;
         ro->tokens += mbs[m].tokens;
-        ro->flops += vl_cost_model_flops(w->c, vl_plan_mb_segs(w->p, &mbs[m]), mbs[m].nseg);
+        if (!w->o->memory_only)
+            ro->flops +=
+                vl_cost_model_flops(w->c, vl_plan_mb_segs(w->p, &mbs[m]), mbs[m].nseg);
     }
     ro->gpus = (int)vl_plan_rank_size(R->rk);
     return VL_OK;
@@ -530,8 +532,8 @@ static vl_status run_iter(vl_sim_scratch *w, bool again, vl_sim_iter_result *out
     /* the last step's reduction and the parameter gather end the iteration (under
      * micro-step sync the earlier reductions are inside the makespan: the barriers), then
      * the optimizer step */
-    double opt = optimizer_time(w);
-    sync = end_sync(w, a.makespan);
+    double opt = w->o->memory_only ? 0.0 : optimizer_time(w);
+    sync = w->o->memory_only ? 0.0 : end_sync(w, a.makespan);
     if (st == VL_OK && t != NULL) {
         t->capacity = vl_cost_mem_capacity(w->c);
         st = trace_sync(t, a.makespan, sync + opt, err);

@@ -76,14 +76,18 @@
 typedef enum { VL_SCHED_1F1B = 0, VL_SCHED_GPIPE = 1 } vl_sched;
 
 typedef struct vl_sim_opts {
-    vl_sched sched;  /* order of ranks without an explicit schedule */
-    bool ignore_ops; /* use sched even where the plan has explicit operations */
+    vl_sched sched;   /* order of ranks without an explicit schedule */
+    bool ignore_ops;  /* use sched even where the plan has explicit operations */
+    bool memory_only; /* only the memory figures (peak_mem_gib, peak_rank, peak_stage, oom)
+                       * and what simulate refuses are wanted: the cost model's times and
+                       * FLOPs are skipped, and every time, ratio and FLOP figure is 0 --
+                       * the memory a lane holds depends on its order, not on durations */
 } vl_sim_opts;
 
-/* Defaults: 1F1B, explicit schedules honoured. */
+/* Defaults: 1F1B, explicit schedules honoured, every figure. */
 #define VL_SIM_OPTS_INIT                                                                      \
     {                                                                                         \
-        VL_SCHED_1F1B, false                                                                  \
+        VL_SCHED_1F1B, false, false                                                           \
     }
 
 typedef struct vl_sim_iter_result {

@@ -260,17 +260,21 @@ static void class_weights(vl_sim_scratch *w, vl_sim_rank *R, const vl_par *par, 
     int layers = R->cls_layers[k], last = R->cls_last[k];
     double busy = 0;
 
+    bool timed = !w->o->memory_only;
+
     for (uint32_t f = 0; f < R->nf; f++) {
         uint64_t i = R->wf0 + (uint64_t)k * R->nf + f;
-        vl_mb_time t;
+        vl_mb_time t = {0};
         bool r = w->has_r[R->pk0 + f];
         if (p->cps || mbs[f].share) { /* placed or shared: the pack-level model */
             vl_pack_view v = view_of(p, &mbs[f]);
-            t = vl_cost_pack_time(w->c, &v, par, layers, last, w->tmp);
+            if (timed)
+                t = vl_cost_pack_time(w->c, &v, par, layers, last, w->tmp);
             w->af[i] = vl_cost_pack_act(w->c, &v, par, layers, last);
         } else {
-            t = vl_cost_mb_time(w->c, vl_plan_mb_segs(p, &mbs[f]), mbs[f].nseg, par, layers,
-                                last);
+            if (timed)
+                t = vl_cost_mb_time(w->c, vl_plan_mb_segs(p, &mbs[f]), mbs[f].nseg, par,
+                                    layers, last);
             w->af[i] = vl_cost_act_bytes(w->c, mbs[f].tokens, par, layers, last);
         }
         w->tf[i] = t.fwd;
@@ -293,7 +297,9 @@ static void class_weights(vl_sim_scratch *w, vl_sim_rank *R, const vl_par *par, 
     for (uint32_t j = 0; R->asym && j < R->nb; j++) {
         uint64_t b = R->wb0 + (uint64_t)k * R->nb + j;
         vl_pack_view v = view_of(p, &mbs[R->nf + j]);
-        vl_mb_time t = vl_cost_pack_time(w->c, &v, par, layers, last, w->tmp);
+        vl_mb_time t = {0};
+        if (timed)
+            t = vl_cost_pack_time(w->c, &v, par, layers, last, w->tmp);
         w->tb[b] = t.bwd;
         w->rc[b] = t.recompute;
         w->cb[b] = t.comm_bwd;
@@ -325,8 +331,9 @@ vl_status vl__sim_weights(vl_sim_scratch *w, uint32_t r, vl_err *err)
         class_weights(w, R, &par, k);
     R->weighed = R->rk->par;
     for (uint32_t f = 0; f < R->nf; f++)
-        w->p2pf[R->pk0 + f] = p2p_time(w, R, mbs[f].tokens);
+        w->p2pf[R->pk0 + f] = w->o->memory_only ? 0.0 : p2p_time(w, R, mbs[f].tokens);
     for (uint32_t b = 0; b < R->nb; b++)
-        w->p2pb[R->pk0 + b] = p2p_time(w, R, mbs[(R->asym ? R->nf : 0) + b].tokens);
+        w->p2pb[R->pk0 + b] =
+            w->o->memory_only ? 0.0 : p2p_time(w, R, mbs[(R->asym ? R->nf : 0) + b].tokens);
     return VL_OK;
 }
