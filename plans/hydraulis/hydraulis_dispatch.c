@@ -27,6 +27,8 @@ void vl__hy_work_free(hy_work *w)
     free(w->bin);
     free(w->best_bin);
     free(w->t);
+    free(w->key);
+    free(w->key_tmp);
     free(w->load);
     free(w->tok);
     free(w->st);
@@ -140,14 +142,17 @@ static size_t tabulate(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
 }
 
 /* Sequence i (its row of the table) onto pipeline j; *empty counts pipelines still
- * empty. */
-static void add(hy_work *w, const double *row, size_t j, size_t *empty)
+ * empty.  Returns the pipeline's estimate C_j + E_j now (from registers: the trial's
+ * running maximum waits on it). */
+static inline double add(hy_work *w, const double *row, size_t j, size_t *empty)
 {
     const double *te = row + 2 * w->kind[j];
+    double c = w->C[j] + te[0], e = hy_max(w->E[j], te[1]);
 
-    w->C[j] += te[0];
-    w->E[j] = hy_max(w->E[j], te[1]);
+    w->C[j] = c;
+    w->E[j] = e;
     *empty -= w->cnt[j]++ == 0;
+    return c + e;
 }
 
 /* A trial's start, shared by both kinds: every pipeline empty, no sequence owned, then
@@ -258,17 +263,27 @@ static double trial(hy_work *w, size_t np, size_t nk, size_t n, double bound, ui
     size_t empty;
     double mx = trial_start(w, np, nk, n, owner, &empty);
 
-    for (size_t k = 0; k < n && mx < bound; k++) {
+    size_t k = 0;
+
+    for (; k < n && mx < bound && empty > 0; k++) {
         uint32_t i = w->order[k];
         const double *row = w->st + (size_t)i * nk * 2;
         size_t at;
         if (owner[i] != UINT32_MAX)
             continue;
-        at =
-            empty == 0 ? pick_full(w, row, w->fits[i], mx) : pick_open(w, row, w->fits[i], mx);
+        at = pick_open(w, row, w->fits[i], mx);
         owner[i] = (uint32_t)at;
-        add(w, row, at, &empty);
-        mx = hy_max(mx, w->C[at] + w->E[at]);
+        mx = hy_max(mx, add(w, row, at, &empty));
+    }
+    for (; k < n && mx < bound; k++) { /* no pipeline empty from here on */
+        uint32_t i = w->order[k];
+        const double *row = w->st + (size_t)i * nk * 2;
+        size_t at;
+        if (owner[i] != UINT32_MAX)
+            continue;
+        at = pick_full(w, row, w->fits[i], mx);
+        owner[i] = (uint32_t)at;
+        mx = hy_max(mx, add(w, row, at, &empty));
     }
     return mx < bound ? mx : INFINITY;
 }
@@ -291,9 +306,8 @@ static double trial_tree(hy_work *w, hy_dtree *d, size_t np, size_t nk, size_t n
             continue;
         at = vl__hy_dtree_pick(d, row, w->kinds, w->slen[i], mx);
         owner[i] = (uint32_t)at;
-        add(w, row, at, &empty);
+        mx = hy_max(mx, add(w, row, at, &empty));
         vl__hy_dtree_set(d, at, w->kind[at], w->C[at], w->E[at], w->cnt);
-        mx = hy_max(mx, w->C[at] + w->E[at]);
     }
     return mx < bound ? mx : INFINITY;
 }

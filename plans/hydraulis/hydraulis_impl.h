@@ -196,6 +196,7 @@ typedef struct hy_work {
     /* packing: orders shared by every micro-batch count, and per-count state */
     uint32_t *items, *bin, *best_bin;
     double *t;
+    uint64_t *key, *key_tmp; /* integer sort keys and the merge's room */
     size_t item_cap;
     uint32_t *asc, *ffd, *next, *prev, *mem, *tmp;
     size_t order_cap;
@@ -286,6 +287,9 @@ size_t vl__hy_dtree_pick(const hy_dtree *d, const double *row, const hy_scheme *
 double vl__hy_pack(hy_work *w, const hy_scheme *s, const uint32_t *seq, size_t n,
                    const uint32_t *len, hy_packing packing, uint32_t *bin, uint32_t *v,
                    vl_status *st, vl_err *err);
+
+/** Keys k[0..n) ascending (insertion sort for short runs, merge above); tmp holds n. */
+void vl__hy_sort_keys(uint64_t *k, size_t n, uint64_t *tmp);
 
 /** MINMAX: sequences of times t[0..n) and tokens tok[0..n) into v micro-batches of at most
  *  cap tokens, minimising the heaviest: LPT onto the lightest one with room (first fit
