@@ -162,6 +162,12 @@ typedef struct hy_pipe {
     uint32_t slot; /* position in the candidate (rank order) */
 } hy_pipe;
 
+/* A run of pipelines j0 .. j1 - 1 of one kind k; flat: pp = 1, no bubble term. */
+typedef struct hy_prun {
+    uint32_t j0, j1, k;
+    bool flat;
+} hy_prun;
+
 /* Scratch for dispatching one batch (grown, never shrunk). */
 typedef struct hy_work {
     uint32_t *perm, *owner, *best_owner;
@@ -190,9 +196,9 @@ typedef struct hy_work {
     uint32_t *kind;
     const hy_scheme **kinds;
     size_t kind_cap; /* pipeline -> scheme */
-    uint32_t *run0;
-    size_t nrun; /* runs of one kind: pipelines run0[r] ..
-                                           * run0[r + 1) (kind_cap + 1 entries) */
+    hy_prun *runs;
+    size_t nrun;    /* runs of one kind (kind_cap entries) */
+    uint32_t *rfit; /* per sequence: the runs holding it (fits_cap) */
     /* packing: orders shared by every micro-batch count, and per-count state */
     uint32_t *items, *bin, *best_bin;
     double *t;
