@@ -235,8 +235,9 @@ double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
     if (bound < INFINITY && n > 0 && (worst = lower_bound(it, np, seq, n, len)) > bound)
         return worst;
     /* a dispatch objective past the bound by this margin (far above the rounding of
-     * the sums packing compares) gives an estimate past the bound: trials stop there */
-    cut = bound < INFINITY ? bound * (1 + 1e-6) : INFINITY;
+     * the sums packing compares) gives an estimate past the bound: trials stop there
+     * (a bound of 0 has no margin: no cut) */
+    cut = bound > 0 && bound < INFINITY ? bound * (1 + 1e-6) : INFINITY;
     worst = vl__hy_dispatch_cut(&it->w, it->pipes, np, seq, n, len, it->trials, it->seed,
                                 stream, allow_empty, cut, it->cur.owner, st, err);
     if (worst == INFINITY)
@@ -246,7 +247,7 @@ double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
     worst = 0;
     group(it, it->cur.owner, n, np);
     pack_order(it, seq, np, len);
-    for (size_t o = 0; o < np && *st == VL_OK && worst < bound; o++) {
+    for (size_t o = 0; o < np && *st == VL_OK && worst <= bound; o++) {
         size_t j = it->porder[o], m = gather(it, seq, j);
         hy_scheme s = packing_scheme(it, j);
         it->pipe_est[j] = vl__hy_pack(&it->w, &s, it->sub, m, len, it->packing, it->bin,
