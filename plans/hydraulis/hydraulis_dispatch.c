@@ -273,25 +273,14 @@ static double trial(hy_work *w, size_t np, size_t nk, size_t n, double bound, ui
     size_t empty;
     double mx = trial_start(w, np, nk, n, owner, &empty);
 
-    size_t k = 0;
-
-    for (; k < n && mx < bound && empty > 0; k++) {
+    for (size_t k = 0; k < n && mx < bound; k++) {
         uint32_t i = w->order[k];
         const double *row = w->st + (size_t)i * nk * 2;
         size_t at;
         if (placed_first(w, np, i))
             continue;
-        at = pick_open(w, row, w->fits[i], mx);
-        owner[i] = (uint32_t)at;
-        mx = hy_max(mx, add(w, row, at, &empty));
-    }
-    for (; k < n && mx < bound; k++) { /* no pipeline empty from here on */
-        uint32_t i = w->order[k];
-        const double *row = w->st + (size_t)i * nk * 2;
-        size_t at;
-        if (placed_first(w, np, i))
-            continue;
-        at = pick_full(w, row, w->rfit[i], mx);
+        at =
+            empty == 0 ? pick_full(w, row, w->rfit[i], mx) : pick_open(w, row, w->fits[i], mx);
         owner[i] = (uint32_t)at;
         mx = hy_max(mx, add(w, row, at, &empty));
     }
