@@ -136,10 +136,12 @@ static size_t tabulate(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
         w->fits[i] = f;
         w->slen[i] = len[seq[i]];
         w->only0 += f == 1;
-        /* a kind has one MaxLen: the pipelines holding a sequence are whole runs */
+        /* a kind has one MaxLen: the pipelines holding a sequence are whole runs; 0
+         * marks the sequences placed before the others (placed_first) */
         w->rfit[i] = 0;
-        while (w->rfit[i] < w->nrun && w->runs[w->rfit[i]].j0 < f)
+        while (np > 1 && f > 1 && w->rfit[i] < w->nrun && w->runs[w->rfit[i]].j0 < f)
             w->rfit[i]++;
+        w->rfit[i] += np == 1;
     }
     for (size_t i = 0; i < n; i++)
         for (size_t k = 0; k < nk; k++) {
@@ -165,10 +167,10 @@ static inline double add(hy_work *w, const double *row, size_t j, size_t *empty)
 }
 
 /* Whether the trials place sequence i before the others: those only pipeline 0 holds,
- * when it has company. */
-static inline bool placed_first(const hy_work *w, size_t np, uint32_t i)
+ * when it has company (tabulate marks them). */
+static inline bool placed_first(const hy_work *w, uint32_t i)
 {
-    return np > 1 && w->fits[i] == 1;
+    return w->rfit[i] == 0;
 }
 
 /* A trial's start, shared by both kinds: every pipeline empty, then the sequences only
@@ -186,7 +188,7 @@ static double trial_start(hy_work *w, size_t np, size_t nk, size_t n, uint32_t *
     /* the sequences longer than pipeline 1's MaxLen: fits 1 (no sequence fits none) */
     for (size_t k = 0; k < n && np > 1 && w->only0 > 0; k++) {
         uint32_t i = w->order[k];
-        if (placed_first(w, np, i)) {
+        if (placed_first(w, i)) {
             owner[i] = 0;
             add(w, w->st + (size_t)i * nk * 2, 0, empty);
         }
@@ -263,27 +265,35 @@ static size_t pick_open(const hy_work *w, const double *row, uint32_t fit, doubl
     return at;
 }
 
+/* Sequence i placed by Alg. 1's scan (pick_full once no pipeline is empty, else
+ * pick_open); returns the running maximum. */
+static inline double place(hy_work *w, size_t nk, uint32_t i, bool full, double mx,
+                           size_t *empty, uint32_t *owner)
+{
+    const double *row = w->st + (size_t)i * nk * 2;
+    size_t at;
+
+    if (placed_first(w, i))
+        return mx;
+    at = full ? pick_full(w, row, w->rfit[i], mx) : pick_open(w, row, w->fits[i], mx);
+    owner[i] = (uint32_t)at;
+    return hy_max(mx, add(w, row, at, empty));
+}
+
 /* One trial over the order w->order; owner[i] = pipeline.  Returns its objective, or
  * INFINITY as soon as it reaches `bound` (the objective only grows: such a trial cannot
  * beat the best one).  A pipeline's estimate never falls below the running maximum mx,
  * so once no pipeline is empty (an empty one would win a tie) the first to stay at mx
- * is the answer (pick_full). */
+ * is the answer (pick_full).  Two loops, the phases known to the compiler. */
 static double trial(hy_work *w, size_t np, size_t nk, size_t n, double bound, uint32_t *owner)
 {
-    size_t empty;
+    size_t empty, k = 0;
     double mx = trial_start(w, np, nk, n, owner, &empty);
 
-    for (size_t k = 0; k < n && mx < bound; k++) {
-        uint32_t i = w->order[k];
-        const double *row = w->st + (size_t)i * nk * 2;
-        size_t at;
-        if (placed_first(w, np, i))
-            continue;
-        at =
-            empty == 0 ? pick_full(w, row, w->rfit[i], mx) : pick_open(w, row, w->fits[i], mx);
-        owner[i] = (uint32_t)at;
-        mx = hy_max(mx, add(w, row, at, &empty));
-    }
+    for (; k < n && mx < bound && empty > 0; k++)
+        mx = place(w, nk, w->order[k], false, mx, &empty, owner);
+    for (; k < n && mx < bound; k++)
+        mx = place(w, nk, w->order[k], true, mx, &empty, owner);
     return mx < bound ? mx : INFINITY;
 }
 
@@ -301,7 +311,7 @@ static double trial_tree(hy_work *w, hy_dtree *d, size_t np, size_t nk, size_t n
         uint32_t i = w->order[k];
         const double *row = w->st + (size_t)i * nk * 2;
         size_t at;
-        if (placed_first(w, np, i))
+        if (placed_first(w, i))
             continue;
         at = vl__hy_dtree_pick(d, row, w->kinds, w->slen[i], mx);
         owner[i] = (uint32_t)at;
