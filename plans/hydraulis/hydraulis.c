@@ -20,13 +20,14 @@
  * step searches the heaviest micro-batch's sequences against a window of the others;
  * counts that cannot win skipped; a candidate's packing stops at the best estimate of
  * an earlier one); the trials' shuffles are drawn once an iteration for every
- * candidate; a candidate whose lower bound (Σ t and the micro-batch constants spread
- * over its pipelines, hydraulis_iter.c) already passes the best estimate's margin is
- * neither dispatched nor packed, and its dispatch trials stop once their objective (a
- * lower bound of the estimate) passes it; the batch's lengths are gathered once an
- * iteration, not read from the manifest by every candidate; the chosen candidate and the
- * runners-up simulated are written as evaluated, not evaluated again.  All exact: the same plans as the plain
- * scans (tests/strategies/test_hydraulis_fast.c).
+ * candidate; the last iteration's choice is evaluated first (hydraulis_choose.c), and a
+ * candidate whose lower bound (Σ t and the micro-batch constants spread over its
+ * pipelines, hydraulis_iter.c) already passes the best estimate's margin is neither
+ * dispatched nor packed, and its dispatch trials stop once their objective (a lower
+ * bound of the estimate) passes it; the batch's lengths are gathered once an iteration,
+ * not read from the manifest by every candidate; the chosen candidate and the runners-up
+ * simulated are written as evaluated, not evaluated again.  All exact: the same plans as
+ * the plain scans and the index order (tests/strategies/test_hydraulis_fast.c).
  * Deviations (man page, HYDRAULIS): the integer DP of the authors' code, not the paper's
  * continuous relaxation; a min-max heuristic instead of the code's CBC MILP per v; the
  * histogram scaled to one iteration's expected sequence count; code quirks fixed as
@@ -87,6 +88,7 @@ typedef struct hy_run {
     hy_cands cands;
     hy_iter it;
     int fixed;               /* the candidate of every iteration, -1 = per iteration */
+    int last;                /* the last batch's smallest estimate, evaluated first */
     uint64_t *chosen;        /* iterations per candidate */
     uint64_t iters, relaxed; /* iterations, those run with an idle pipeline */
     double est_sum;
@@ -288,43 +290,30 @@ static uint64_t stream_of(uint64_t iter)
 }
 
 /* The candidate for the batch of n sequences gathered by gather_batch: the smallest
- * estimate among those able to run it (ties: lowest index); with none, the same allowing
- * an idle pipeline. */
+ * estimate among those able to run it (ties: lowest index; vl__hy_choose, the last
+ * batch's choice evaluated first); with none, the same allowing an idle pipeline. */
 static vl_status choose(hy_run *r, size_t n, uint64_t iter, int *cand, bool *relax,
                         double *est, vl_err *err)
 {
-    const uint32_t *seq = r->bpos, *len = r->blen;
+    hy_choice how = {.first = r->last,
+                     .only = r->fixed,
+                     .margin = r->o->verify ? HY_VERIFY_MARGIN : 0,
+                     .save = r->o->verify > 0 && r->fixed < 0};
     vl_status st = VL_OK;
 
     *cand = -1;
-    for (int pass = 0; pass < 2 && *cand < 0; pass++) {
-        *relax = pass == 1 || r->fixed >= 0;
-        vl__hy_memo_clear(&r->it);
-        for (size_t c = 0; c < r->cands.n && st == VL_OK; c++) {
-            double e, bound = *cand >= 0 ? *est * (r->o->verify ? 1 + HY_VERIFY_MARGIN : 1)
-                                         : INFINITY;
-            if (r->fixed >= 0 && (int)c != r->fixed)
-                continue;
-            /* a pipeline at the best estimate so far (a lower index), or past it by the
-             * margin the simulation checks, settles it: the candidate cannot win (nor be
-             * a runner-up), its other pipelines need no packing */
-            e = vl__hy_eval(&r->it, c, seq, n, len, stream_of(iter), *relax, bound, &st, err);
-            r->est_of[c] = e;
-            /* complete: a runner-up verify_choice may simulate */
-            if (st == VL_OK && e >= 0 && e < bound && r->o->verify > 0 && r->fixed < 0)
-                st = vl__hy_memo_save(&r->it, c, n, err);
-            if (e >= 0 && (*cand < 0 || e < *est)) {
-                *cand = (int)c;
-                *est = e;
-                vl__hy_keep(&r->it, c); /* written as evaluated, not evaluated again */
-            }
-        }
+    for (int pass = 0; pass < 2 && *cand < 0 && st == VL_OK; pass++) {
+        *relax = how.allow_empty = pass == 1 || r->fixed >= 0;
+        *cand = vl__hy_choose(&r->it, r->bpos, n, r->blen, stream_of(iter), &how, r->est_of,
+                              est, &st, err);
     }
     if (st == VL_OK && *cand < 0)
         st = vl_seterr(err, VL_EINFEASIBLE,
                        "hydraulis: iteration %llu: no candidate holds "
                        "its longest sequence",
                        (unsigned long long)iter);
+    if (st == VL_OK)
+        r->last = *cand;
     return st;
 }
 
@@ -523,7 +512,7 @@ static vl_status hydraulis_open(void *state, const void *opts, const vl_job *job
                                 vl_err *err)
 {
     (void)err;
-    *(hy_run *)state = (hy_run){.o = opts, .job = job, .fixed = -1, .man = out->m};
+    *(hy_run *)state = (hy_run){.o = opts, .job = job, .fixed = -1, .last = -1, .man = out->m};
     return VL_OK;
 }
 

@@ -27,13 +27,16 @@ void vl__hy_work_free(hy_work *w)
     free(w->bin);
     free(w->best_bin);
     free(w->t);
+    free(w->key);
+    free(w->key_tmp);
     free(w->load);
     free(w->tok);
     free(w->st);
     free(w->kind);
     free(w->kinds);
-    free(w->run0);
+    free(w->runs);
     free(w->fits);
+    free(w->rfit);
     free(w->slen);
     free(w->perms);
     free(w->asc);
@@ -89,7 +92,7 @@ static size_t tabulate(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
     if ((*st = vl_grow(&w->kinds, &kc, np + 1, sizeof *w->kinds, err)) != VL_OK)
         return 0;
     kc = w->kind_cap;
-    if ((*st = vl_grow(&w->run0, &kc, np + 2, sizeof *w->run0, err)) != VL_OK)
+    if ((*st = vl_grow(&w->runs, &kc, np + 1, sizeof *w->runs, err)) != VL_OK)
         return 0;
     w->kind_cap = kc;
     w->nrun = 0;
@@ -101,9 +104,10 @@ static size_t tabulate(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
             w->kinds[nk++] = pipes[j].s;
         w->kind[j] = (uint32_t)k;
         if (j == 0 || w->kind[j - 1] != k)
-            w->run0[w->nrun++] = (uint32_t)j;
+            w->runs[w->nrun++] =
+                (hy_prun){.j0 = (uint32_t)j, .k = (uint32_t)k, .flat = pipes[j].s->pp == 1};
+        w->runs[w->nrun - 1].j1 = (uint32_t)j + 1;
     }
-    w->run0[w->nrun] = (uint32_t)np;
     if ((*st = vl_grow(&w->st, &c, 2 * n * nk + 1, sizeof *w->st, err)) != VL_OK)
         return 0;
     w->st_cap = c;
@@ -112,6 +116,9 @@ static size_t tabulate(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
         return 0;
     c = w->fits_cap;
     if ((*st = vl_grow(&w->slen, &c, n + 1, sizeof *w->slen, err)) != VL_OK)
+        return 0;
+    c = w->fits_cap;
+    if ((*st = vl_grow(&w->rfit, &c, n + 1, sizeof *w->rfit, err)) != VL_OK)
         return 0;
     w->fits_cap = c;
     w->only0 = 0;
@@ -129,6 +136,12 @@ static size_t tabulate(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
         w->fits[i] = f;
         w->slen[i] = len[seq[i]];
         w->only0 += f == 1;
+        /* a kind has one MaxLen: the pipelines holding a sequence are whole runs; 0
+         * marks the sequences placed before the others (placed_first) */
+        w->rfit[i] = 0;
+        while (np > 1 && f > 1 && w->rfit[i] < w->nrun && w->runs[w->rfit[i]].j0 < f)
+            w->rfit[i]++;
+        w->rfit[i] += np == 1;
     }
     for (size_t i = 0; i < n; i++)
         for (size_t k = 0; k < nk; k++) {
@@ -140,18 +153,29 @@ static size_t tabulate(hy_work *w, const hy_pipe *pipes, size_t np, const uint32
 }
 
 /* Sequence i (its row of the table) onto pipeline j; *empty counts pipelines still
- * empty. */
-static void add(hy_work *w, const double *row, size_t j, size_t *empty)
+ * empty.  Returns the pipeline's estimate C_j + E_j now (from registers: the trial's
+ * running maximum waits on it). */
+static inline double add(hy_work *w, const double *row, size_t j, size_t *empty)
 {
     const double *te = row + 2 * w->kind[j];
+    double c = w->C[j] + te[0], e = hy_max(w->E[j], te[1]);
 
-    w->C[j] += te[0];
-    w->E[j] = hy_max(w->E[j], te[1]);
+    w->C[j] = c;
+    w->E[j] = e;
     *empty -= w->cnt[j]++ == 0;
+    return c + e;
 }
 
-/* A trial's start, shared by both kinds: every pipeline empty, no sequence owned, then
- * the sequences only pipeline 0 can hold placed there.  Returns the running maximum. */
+/* Whether the trials place sequence i before the others: those only pipeline 0 holds,
+ * when it has company (tabulate marks them). */
+static inline bool placed_first(const hy_work *w, uint32_t i)
+{
+    return w->rfit[i] == 0;
+}
+
+/* A trial's start, shared by both kinds: every pipeline empty, then the sequences only
+ * pipeline 0 can hold placed there (placed_first; the trial's loop skips them, so
+ * owner[] is complete when the trial is).  Returns the running maximum. */
 static double trial_start(hy_work *w, size_t np, size_t nk, size_t n, uint32_t *owner,
                           size_t *empty)
 {
@@ -161,12 +185,10 @@ static double trial_start(hy_work *w, size_t np, size_t nk, size_t n, uint32_t *
     memset(w->C, 0, np * sizeof *w->C);
     memset(w->E, 0, np * sizeof *w->E);
     memset(w->cnt, 0, np * sizeof *w->cnt);
-    for (size_t i = 0; i < n; i++)
-        owner[i] = UINT32_MAX;
     /* the sequences longer than pipeline 1's MaxLen: fits 1 (no sequence fits none) */
     for (size_t k = 0; k < n && np > 1 && w->only0 > 0; k++) {
         uint32_t i = w->order[k];
-        if (w->fits[i] == 1) {
+        if (placed_first(w, i)) {
             owner[i] = 0;
             add(w, w->st + (size_t)i * nk * 2, 0, empty);
         }
@@ -176,28 +198,25 @@ static double trial_start(hy_work *w, size_t np, size_t nk, size_t n, uint32_t *
     return mx;
 }
 
-/* The pipeline the scan of trial() picks once no pipeline is empty: the first of
- * pipelines [0, fit) whose estimate y with the sequence stays within mx (the scan's
- * x = max(mx, y) is mx exactly then), else the first with the smallest estimate.
- * Pipelines are walked by runs of one kind, so the sequence's t and bubble term are
- * read once a run; the first search carries no minimum from one pipeline to the next,
+/* The pipeline the scan of trial() picks once no pipeline is empty: the first of the
+ * pipelines holding the sequence (its first nr runs) whose estimate y with it stays
+ * within mx (the scan's x = max(mx, y) is mx exactly then), else the first with the
+ * smallest estimate.  Pipelines are walked by runs of one kind, so the sequence's t and
+ * bubble term are read once a run; the first search carries no minimum from one pipeline to the next,
  * and the second, for the rarer sequence that raises mx, computes the same y again. */
-static size_t pick_full(const hy_work *w, const double *row, uint32_t fit, double mx)
+static size_t pick_full(const hy_work *w, const double *row, uint32_t nr, double mx)
 {
     const double *C = w->C, *E = w->E;
     double best = INFINITY;
     size_t at = 0;
 
-    for (size_t r = 0; r < w->nrun && w->run0[r] < fit; r++) {
-        size_t j1 = w->run0[r + 1] < fit ? w->run0[r + 1] : fit;
-        uint32_t k = w->kind[w->run0[r]];
-        const double *te = row + 2 * k;
-        double t0 = te[0], t1 = te[1];
-        if (w->kinds[k]->pp == 1) {
+    for (const hy_prun *r = w->runs; r < w->runs + nr; r++) {
+        double t0 = row[2 * r->k], t1 = row[2 * r->k + 1];
+        size_t j = r->j0, j1 = r->j1;
+        if (r->flat) {
             /* no bubble term: E and (pp - 1)·t are zeros, and adding a zero changes
              * no sum a comparison sees; four pipelines a step (the same comparisons, in
              * order) */
-            size_t j = w->run0[r];
             for (; j + 4 <= j1; j += 4) {
                 if (C[j] + t0 <= mx)
                     return j;
@@ -213,15 +232,13 @@ static size_t pick_full(const hy_work *w, const double *row, uint32_t fit, doubl
                     return j;
             continue;
         }
-        for (size_t j = w->run0[r]; j < j1; j++)
+        for (; j < j1; j++)
             if (C[j] + t0 + hy_max(E[j], t1) <= mx)
                 return j;
     }
-    for (size_t r = 0; r < w->nrun && w->run0[r] < fit; r++) {
-        size_t j1 = w->run0[r + 1] < fit ? w->run0[r + 1] : fit;
-        const double *te = row + 2 * w->kind[w->run0[r]];
-        double t0 = te[0], t1 = te[1];
-        for (size_t j = w->run0[r]; j < j1; j++) {
+    for (const hy_prun *r = w->runs; r < w->runs + nr; r++) {
+        double t0 = row[2 * r->k], t1 = row[2 * r->k + 1];
+        for (size_t j = r->j0; j < r->j1; j++) {
             double y = C[j] + t0 + hy_max(E[j], t1);
             at = y < best ? j : at;
             best = y < best ? y : best;
@@ -248,28 +265,35 @@ static size_t pick_open(const hy_work *w, const double *row, uint32_t fit, doubl
     return at;
 }
 
+/* Sequence i placed by Alg. 1's scan (pick_full once no pipeline is empty, else
+ * pick_open); returns the running maximum. */
+static inline double place(hy_work *w, size_t nk, uint32_t i, bool full, double mx,
+                           size_t *empty, uint32_t *owner)
+{
+    const double *row = w->st + (size_t)i * nk * 2;
+    size_t at;
+
+    if (placed_first(w, i))
+        return mx;
+    at = full ? pick_full(w, row, w->rfit[i], mx) : pick_open(w, row, w->fits[i], mx);
+    owner[i] = (uint32_t)at;
+    return hy_max(mx, add(w, row, at, empty));
+}
+
 /* One trial over the order w->order; owner[i] = pipeline.  Returns its objective, or
  * INFINITY as soon as it reaches `bound` (the objective only grows: such a trial cannot
  * beat the best one).  A pipeline's estimate never falls below the running maximum mx,
  * so once no pipeline is empty (an empty one would win a tie) the first to stay at mx
- * is the answer (pick_full). */
+ * is the answer (pick_full).  Two loops, the phases known to the compiler. */
 static double trial(hy_work *w, size_t np, size_t nk, size_t n, double bound, uint32_t *owner)
 {
-    size_t empty;
+    size_t empty, k = 0;
     double mx = trial_start(w, np, nk, n, owner, &empty);
 
-    for (size_t k = 0; k < n && mx < bound; k++) {
-        uint32_t i = w->order[k];
-        const double *row = w->st + (size_t)i * nk * 2;
-        size_t at;
-        if (owner[i] != UINT32_MAX)
-            continue;
-        at =
-            empty == 0 ? pick_full(w, row, w->fits[i], mx) : pick_open(w, row, w->fits[i], mx);
-        owner[i] = (uint32_t)at;
-        add(w, row, at, &empty);
-        mx = hy_max(mx, w->C[at] + w->E[at]);
-    }
+    for (; k < n && mx < bound && empty > 0; k++)
+        mx = place(w, nk, w->order[k], false, mx, &empty, owner);
+    for (; k < n && mx < bound; k++)
+        mx = place(w, nk, w->order[k], true, mx, &empty, owner);
     return mx < bound ? mx : INFINITY;
 }
 
@@ -287,13 +311,12 @@ static double trial_tree(hy_work *w, hy_dtree *d, size_t np, size_t nk, size_t n
         uint32_t i = w->order[k];
         const double *row = w->st + (size_t)i * nk * 2;
         size_t at;
-        if (owner[i] != UINT32_MAX)
+        if (placed_first(w, i))
             continue;
         at = vl__hy_dtree_pick(d, row, w->kinds, w->slen[i], mx);
         owner[i] = (uint32_t)at;
-        add(w, row, at, &empty);
+        mx = hy_max(mx, add(w, row, at, &empty));
         vl__hy_dtree_set(d, at, w->kind[at], w->C[at], w->E[at], w->cnt);
-        mx = hy_max(mx, w->C[at] + w->E[at]);
     }
     return mx < bound ? mx : INFINITY;
 }

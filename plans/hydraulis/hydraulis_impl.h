@@ -162,6 +162,12 @@ typedef struct hy_pipe {
     uint32_t slot; /* position in the candidate (rank order) */
 } hy_pipe;
 
+/* A run of pipelines j0 .. j1 - 1 of one kind k; flat: pp = 1, no bubble term. */
+typedef struct hy_prun {
+    uint32_t j0, j1, k;
+    bool flat;
+} hy_prun;
+
 /* Scratch for dispatching one batch (grown, never shrunk). */
 typedef struct hy_work {
     uint32_t *perm, *owner, *best_owner;
@@ -190,12 +196,13 @@ typedef struct hy_work {
     uint32_t *kind;
     const hy_scheme **kinds;
     size_t kind_cap; /* pipeline -> scheme */
-    uint32_t *run0;
-    size_t nrun; /* runs of one kind: pipelines run0[r] ..
-                                           * run0[r + 1) (kind_cap + 1 entries) */
+    hy_prun *runs;
+    size_t nrun;    /* runs of one kind (kind_cap entries) */
+    uint32_t *rfit; /* per sequence: the runs holding it (fits_cap) */
     /* packing: orders shared by every micro-batch count, and per-count state */
     uint32_t *items, *bin, *best_bin;
     double *t;
+    uint64_t *key, *key_tmp; /* integer sort keys and the merge's room */
     size_t item_cap;
     uint32_t *asc, *ffd, *next, *prev, *mem, *tmp;
     size_t order_cap;
@@ -287,6 +294,9 @@ double vl__hy_pack(hy_work *w, const hy_scheme *s, const uint32_t *seq, size_t n
                    const uint32_t *len, hy_packing packing, uint32_t *bin, uint32_t *v,
                    vl_status *st, vl_err *err);
 
+/** Keys k[0..n) ascending (insertion sort for short runs, merge above); tmp holds n. */
+void vl__hy_sort_keys(uint64_t *k, size_t n, uint64_t *tmp);
+
 /** MINMAX: sequences of times t[0..n) and tokens tok[0..n) into v micro-batches of at most
  *  cap tokens, minimising the heaviest: LPT onto the lightest one with room (first fit
  *  decreasing by tokens when LPT finds no room), then moves and swaps off the heaviest.
@@ -340,12 +350,15 @@ void vl__hy_iter_free(hy_iter *it);
  *  candidate `cand`: dispatch (stream `stream`), then every pipeline packed; returns the
  *  slowest pipeline's estimate (ms), or -1 when the candidate cannot run the batch (a
  *  sequence no pipeline holds, or every trial leaves a pipeline empty unless
- *  allow_empty).  Once a pipeline's estimate reaches `bound` (INFINITY: none) the rest
- *  are not packed and that estimate, >= bound, is returned; when a lower bound of every
+ *  allow_empty).  Once a pipeline's estimate passes `bound` (INFINITY: none) the rest
+ *  are not packed and that estimate, > bound, is returned; when a lower bound of every
  *  assignment's estimate passes `bound`, that lower bound is returned at once, without
  *  a dispatch (even where none is feasible), and when every dispatch trial passes it by
- *  a margin (vl__hy_dispatch_cut), bound · (1 + 1e-6) is returned without packing.  Either way the assignment is incomplete:
- *  not for vl__hy_keep.  VL_ENOMEM through *st. */
+ *  a margin (vl__hy_dispatch_cut), bound · (1 + 1e-6) is returned without packing.
+ *  Either way the assignment is incomplete: not for vl__hy_keep.  So what comes back is
+ *  the estimate, complete, exactly when that is at most `bound`, and otherwise a value
+ *  above `bound` (or -1, a candidate that cannot run the batch).  VL_ENOMEM through
+ *  *st. */
 double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
                    const uint32_t *len, uint64_t stream, bool allow_empty, double bound,
                    vl_status *st, vl_err *err);
@@ -378,6 +391,27 @@ vl_status vl__hy_emit_kept(hy_iter *it, const uint32_t *seq, size_t n, const uin
 vl_status vl__hy_emit(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
                       const uint32_t *len, uint64_t stream, bool allow_empty, uint32_t epoch,
                       vl_plan *out, vl_err *err);
+
+/* ---- hydraulis_choose.c ---- */
+
+/* How vl__hy_choose evaluates the candidates. */
+typedef struct hy_choice {
+    int first;        /* evaluated first (the last batch's choice); -1: index order */
+    int only;         /* the one candidate evaluated; -1: every one */
+    double margin;    /* bounds are the best estimate so far times 1 + margin */
+    bool allow_empty; /* vl__hy_eval's */
+    bool save;        /* complete evaluations saved (vl__hy_memo_save) for runners-up */
+} hy_choice;
+
+/** The candidate of smallest estimate for the batch seq[0..n) (ties: the lowest index),
+ *  *est its estimate, and its evaluation kept (vl__hy_keep); each candidate evaluated
+ *  under the best estimate so far times 1 + margin, est_of[c] what came back: the
+ *  estimate wherever that is within (1 + margin) of the best, else -1 or a value above
+ *  that.  The same answers whatever `first` is.  Clears the memo first.  -1 when no
+ *  candidate can run the batch, or on error (*st, VL_ENOMEM). */
+int vl__hy_choose(hy_iter *it, const uint32_t *seq, size_t n, const uint32_t *len,
+                  uint64_t stream, const hy_choice *how, double *est_of, double *est,
+                  vl_status *st, vl_err *err);
 
 /** "16/1+6x8/1" for candidate c into buf (n bytes). */
 void vl__hy_cand_text(const hy_cands *cs, const hy_schemes *sch, size_t c, char *buf,

@@ -235,8 +235,9 @@ double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
     if (bound < INFINITY && n > 0 && (worst = lower_bound(it, np, seq, n, len)) > bound)
         return worst;
     /* a dispatch objective past the bound by this margin (far above the rounding of
-     * the sums packing compares) gives an estimate past the bound: trials stop there */
-    cut = bound < INFINITY ? bound * (1 + 1e-6) : INFINITY;
+     * the sums packing compares) gives an estimate past the bound: trials stop there
+     * (a bound of 0 has no margin: no cut) */
+    cut = bound > 0 && bound < INFINITY ? bound * (1 + 1e-6) : INFINITY;
     worst = vl__hy_dispatch_cut(&it->w, it->pipes, np, seq, n, len, it->trials, it->seed,
                                 stream, allow_empty, cut, it->cur.owner, st, err);
     if (worst == INFINITY)
@@ -246,7 +247,7 @@ double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
     worst = 0;
     group(it, it->cur.owner, n, np);
     pack_order(it, seq, np, len);
-    for (size_t o = 0; o < np && *st == VL_OK && worst < bound; o++) {
+    for (size_t o = 0; o < np && *st == VL_OK && worst <= bound; o++) {
         size_t j = it->porder[o], m = gather(it, seq, j);
         hy_scheme s = packing_scheme(it, j);
         it->pipe_est[j] = vl__hy_pack(&it->w, &s, it->sub, m, len, it->packing, it->bin,
@@ -265,17 +266,6 @@ double vl__hy_eval(hy_iter *it, size_t cand, const uint32_t *seq, size_t n,
 typedef struct {
     uint32_t mb, len, sample;
 } mb_seq;
-
-static int seq_cmp(const void *pa, const void *pb)
-{
-    const mb_seq *a = pa, *b = pb;
-
-    if (a->mb != b->mb)
-        return a->mb < b->mb ? -1 : 1;
-    if (a->len != b->len)
-        return a->len > b->len ? -1 : 1;
-    return (a->sample > b->sample) - (a->sample < b->sample);
-}
 
 /* A micro-batch in emission order: more tokens first, then index. */
 typedef struct {
@@ -306,6 +296,38 @@ static vl_status emit_mbs(const mb_seq *seqs, size_t m, const mb_key *mbs, uint3
     return st;
 }
 
+/* The m sequences of the last gather() (micro-batches it->bin) into seqs in emission
+ * order: by micro-batch (counted into place, mbs[b].first its start), each one's by
+ * length descending then sample index (one key each: sorted as integers). */
+static void order_seqs(const hy_iter *it, size_t m, uint32_t v, const uint32_t *len,
+                       mb_key *mbs, uint64_t *key, uint64_t *tmp, mb_seq *seqs)
+{
+    uint32_t at = 0;
+
+    for (size_t i = 0; i < m; i++)
+        mbs[it->bin[i]].first++; /* counts first, starts below */
+    for (uint32_t b = 0; b < v; b++) {
+        uint32_t c = mbs[b].first;
+        mbs[b].first = at;
+        at += c;
+    }
+    for (size_t i = 0; i < m; i++) {
+        uint32_t l = len[it->sub[i]];
+        key[mbs[it->bin[i]].first++] = (uint64_t)(UINT32_MAX - l) << 32 | it->sub[i];
+    }
+    at = 0;
+    for (uint32_t b = 0; b < v; b++) {
+        uint32_t end = mbs[b].first;
+        vl__hy_sort_keys(key + at, end - at, tmp);
+        for (uint32_t q = at; q < end; q++)
+            seqs[q] = (mb_seq){.mb = b,
+                               .len = UINT32_MAX - (uint32_t)(key[q] >> 32),
+                               .sample = (uint32_t)key[q]};
+        mbs[b].first = end > at ? at : (uint32_t)m; /* as the first of its sequences */
+        at = end;
+    }
+}
+
 /* Pipeline j's rank: its micro-batches by tokens descending (then index), each one's
  * sequences by length descending (then sample index). */
 static vl_status emit_rank(hy_iter *it, size_t j, int dp, size_t m, uint32_t v,
@@ -315,24 +337,22 @@ static vl_status emit_rank(hy_iter *it, size_t j, int dp, size_t m, uint32_t v,
         .tp = it->pipes[j].s->tp, .pp = it->pipes[j].s->pp, .sp = 1, .ckpt_layers = 0};
     mb_seq *seqs = malloc((m + 1) * sizeof *seqs);
     mb_key *mbs = calloc(v + 1, sizeof *mbs);
-    vl_status st = seqs && mbs ? vl_plan_rank_begin(out, dp, &par, err)
-                               : vl_seterr(err, VL_ENOMEM, "hydraulis: out of memory");
+    uint64_t *key = malloc(2 * (m + 1) * sizeof *key);
+    vl_status st = seqs && mbs && key ? vl_plan_rank_begin(out, dp, &par, err)
+                                      : vl_seterr(err, VL_ENOMEM, "hydraulis: out of memory");
 
     if (st == VL_OK) {
         for (uint32_t b = 0; b < v; b++)
-            mbs[b] = (mb_key){.mb = b, .first = (uint32_t)m};
-        for (size_t i = 0; i < m; i++) {
-            seqs[i] = (mb_seq){.mb = it->bin[i], .len = len[it->sub[i]], .sample = it->sub[i]};
-            mbs[it->bin[i]].tokens += seqs[i].len;
-        }
-        qsort(seqs, m, sizeof *seqs, seq_cmp);
-        for (size_t q = m; q-- > 0;)
-            mbs[seqs[q].mb].first = (uint32_t)q;
+            mbs[b] = (mb_key){.mb = b};
+        for (size_t i = 0; i < m; i++)
+            mbs[it->bin[i]].tokens += len[it->sub[i]];
+        order_seqs(it, m, v, len, mbs, key, key + m + 1, seqs);
         qsort(mbs, v, sizeof *mbs, mb_cmp);
         st = emit_mbs(seqs, m, mbs, v, out, err);
     }
     free(seqs);
     free(mbs);
+    free(key);
     return st;
 }
 

@@ -10,10 +10,11 @@
  * first fit decreasing by tokens: the fewest micro-batches, fixed-length packing.
  *
  * Speed (1M samples on 8 GPUs is 400 iterations of ~300 sequences per pipeline, 20
- * counts each, every candidate): the orders are sorted once per pipeline, not per count;
- * LPT takes the lightest micro-batch from a heap; the search off the heaviest walks that
- * micro-batch's own list and the other sequences by time ascending, stopping where no
- * swap can lower it any more; a count whose lower bound (max(Σt / v, longest t) + c) ·
+ * counts each, every candidate): the orders are sorted once per pipeline, not per count,
+ * and where the times follow the tokens (a scheme's T) all three come from one sort of
+ * integer keys (tokens, index); LPT takes the lightest micro-batch from a heap; the
+ * search off the heaviest walks that micro-batch's own list and the other sequences by
+ * time ascending, stopping where no swap can lower it any more; a count whose lower bound (max(Σt / v, longest t) + c) ·
  * (pp − 1 + v) cannot beat the best so far is skipped.  Each is exact: the same moves,
  * the same ties (lowest index first), the same plans as the plain scans. */
 #include <math.h>
@@ -42,9 +43,9 @@ static vl_status grow_all(size_t *cap, size_t n, void *const *bufs, const size_t
 
 static vl_status reserve(hy_work *w, size_t n, size_t v, vl_err *err)
 {
-    void *const items[] = {&w->items, &w->bin, &w->best_bin, &w->t};
+    void *const items[] = {&w->items, &w->bin, &w->best_bin, &w->t, &w->key, &w->key_tmp};
     const size_t item_sz[] = {sizeof *w->items, sizeof *w->bin, sizeof *w->best_bin,
-                              sizeof *w->t};
+                              sizeof *w->t,     sizeof *w->key, sizeof *w->key_tmp};
     void *const order[] = {&w->asc, &w->ffd, &w->next, &w->prev, &w->mem, &w->tmp};
     const size_t order_sz[] = {sizeof(uint32_t), sizeof(uint32_t), sizeof(uint32_t),
                                sizeof(uint32_t), sizeof(uint32_t), sizeof(uint32_t)};
@@ -54,7 +55,7 @@ static vl_status reserve(hy_work *w, size_t n, size_t v, vl_err *err)
     const size_t heap_sz[] = {sizeof(uint32_t), sizeof(uint32_t), sizeof(uint32_t)};
     vl_status st;
 
-    if ((st = grow_all(&w->item_cap, n + 1, items, item_sz, 4, err)) != VL_OK ||
+    if ((st = grow_all(&w->item_cap, n + 1, items, item_sz, 6, err)) != VL_OK ||
         (st = grow_all(&w->order_cap, n + 1, order, order_sz, 6, err)) != VL_OK ||
         (st = grow_all(&w->bin_cap, v + 1, bins, bin_sz, 2, err)) != VL_OK)
         return st;
@@ -125,11 +126,75 @@ static void sort_order(hy_work *w, const pk_in *in, uint32_t *it, order_kind kin
     sort_items(it, in->n, &o, w->tmp);
 }
 
+void vl__hy_sort_keys(uint64_t *k, size_t n, uint64_t *tmp)
+{
+    if (n < 32) {
+        for (size_t i = 1; i < n; i++) {
+            uint64_t x = k[i];
+            size_t j = i;
+            for (; j > 0 && x < k[j - 1]; j--)
+                k[j] = k[j - 1];
+            k[j] = x;
+        }
+        return;
+    }
+    size_t h = n / 2;
+    vl__hy_sort_keys(k, h, tmp);
+    vl__hy_sort_keys(k + h, n - h, tmp);
+    for (size_t i = 0, j = h, q = 0; q < n; q++)
+        tmp[q] = (j >= n || (i < h && k[i] <= k[j])) ? k[i++] : k[j++];
+    memcpy(k, tmp, n * sizeof *k);
+}
+
+/* The three orders from one sort of integer keys, where the times follow the tokens (t
+ * never falls as tokens grow, equal tokens have equal times: T of a scheme with a, b >=
+ * 0): tokens descending, ties by index, is then both LPT's order (time descending, then
+ * tokens descending, then index) and FFD's; tokens ascending, ties by index, with each
+ * run of equal times put in index order, is the ascending one (time, then index).
+ * false, the orders unset, where the times do not follow the tokens. */
+static bool orders_by_tokens(hy_work *w, pk_in *in)
+{
+    const double *t = in->t;
+    const uint32_t *tok = in->tok;
+    uint32_t *up = w->asc;
+    size_t n = in->n, q = 0;
+
+    for (size_t i = 0; i < n; i++)
+        w->key[i] = (uint64_t)tok[i] << 32 | i;
+    vl__hy_sort_keys(w->key, n, w->key_tmp);
+    for (size_t k = 0; k < n; k++) {
+        up[k] = (uint32_t)w->key[k];
+        if (k > 0 && !(tok[up[k]] == tok[up[k - 1]] ? t[up[k]] == t[up[k - 1]]
+                                                    : t[up[k]] >= t[up[k - 1]]))
+            return false;
+    }
+    for (size_t hi = n; hi > 0;) { /* the groups of equal tokens from the longest */
+        size_t lo = hi - 1;
+        while (lo > 0 && tok[up[lo - 1]] == tok[up[hi - 1]])
+            lo--;
+        for (size_t k = lo; k < hi; k++)
+            w->items[q++] = up[k];
+        hi = lo;
+    }
+    memcpy(w->ffd, w->items, n * sizeof *w->ffd);
+    in->ffd_ready = true;
+    for (size_t k = 1; k < n; k++) { /* equal times of unequal tokens: by index */
+        uint32_t x = up[k];
+        size_t j = k;
+        for (; j > 0 && t[up[j - 1]] == t[x] && up[j - 1] > x; j--)
+            up[j] = up[j - 1];
+        up[j] = x;
+    }
+    return true;
+}
+
 /* The orders every count shares (w->items: LPT; w->asc) and the sums of the bound. */
 static void prepare(hy_work *w, pk_in *in)
 {
-    sort_order(w, in, w->items, BY_TIME);
-    sort_order(w, in, w->asc, BY_TIME_UP);
+    if (!orders_by_tokens(w, in)) {
+        sort_order(w, in, w->items, BY_TIME);
+        sort_order(w, in, w->asc, BY_TIME_UP);
+    }
     in->nonneg = true;
     in->tsum = in->tmax = 0;
     for (size_t i = 0; i < in->n; i++) {
