@@ -142,7 +142,9 @@ typedef struct sp_work {
     size_t cnt_cap;
     uint32_t *heap;
     size_t heap_cap; /* packs by (load, index) */
-    sp_rankplan rp;  /* one rank at a time */
+    struct sp_done_at *done_at;
+    size_t done_at_cap; /* backward: samples in forward-completion order */
+    sp_rankplan rp;     /* one rank at a time */
     /* schedule scratch (slimpack_sched.c) */
     struct sp_slot *slots;
     size_t slots_cap;

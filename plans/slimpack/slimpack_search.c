@@ -654,6 +654,7 @@ void vl__sp_work_free(sp_work *w)
     free(w->tmp);
     free(w->cnt);
     free(w->heap);
+    free(w->done_at);
     free(w->slots);
     free(w->multi);
     free(w->need_f);
