@@ -651,9 +651,12 @@ double vl_cost_z3_gather_time(const vl_cost *c, const vl_par *par, int layers)
 {
     const vl_training_cfg *tr = &c->cfg->training;
     double psi;
-    int tp, n = sync_group(c, par, tr->dp, layers, &psi, &tp);
+    int tp, n;
 
-    if (n <= 1 || tr->zero != VL_ZERO_3)
+    if (tr->zero != VL_ZERO_3) /* before the stage's parameters: every micro-batch asks */
+        return 0;
+    n = sync_group(c, par, tr->dp, layers, &psi, &tp);
+    if (n <= 1)
         return 0;
     return (1 - tr->overlap_dp) * coll_time(c, VL_COMM_AG, BF16 * psi, n, tp);
 }
