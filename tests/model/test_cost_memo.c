@@ -2,37 +2,13 @@
  * vl_cost_memoized): a memoised cost model returns the plain one's times bit for bit,
  * on first use and from the memo, over degrees that open more planes than it holds, and
  * after the configuration changes under it. */
-#include <criterion/criterion.h>
 #include <string.h>
 
-#include "config.h"
-#include "cost.h"
-
-static vl_config cfg;
-static vl_cost cost;
-static vl_err err;
-
-static void setup(void)
-{
-    cr_assert_eq(vl_config_init_default(&cfg, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_config_finalize(&cfg, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_cost_init(&cost, &cfg, &err), VL_OK, "%s", err.msg);
-}
-
-static void teardown(void)
-{
-    vl_config_free(&cfg);
-}
+#include "cost_fixture.h"
 
 TestSuite(cost_memo, .init = setup, .fini = teardown);
 
-static void reset(const char *const *sets)
-{
-    for (size_t i = 0; sets[i] != NULL; i++)
-        cr_assert_eq(vl_config_set(&cfg, sets[i], &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_config_finalize(&cfg, &err), VL_OK, "%s", err.msg);
-    cr_assert_eq(vl_cost_init(&cost, &cfg, &err), VL_OK, "%s", err.msg);
-}
+static const char *const none[] = {NULL};
 
 /* A pack of whole samples and slices (offsets above 0), lengths up to 140K, from seed. */
 static size_t make_pack(vl_seg *s, size_t most, uint32_t seed)
@@ -75,17 +51,17 @@ static void compare(const vl_cost *plain, const vl_cost *memo, const vl_par *par
 Test(cost_memo, memoised_times_are_the_plain_ones)
 {
     vl_cost_memo *m = NULL;
-    vl_cost mc = vl_cost_memoized(&cost, &m);
+    vl_cost mc;
     /* tp and sp degrees, ring and Ulysses: more (g, rdiv) planes than the memo holds */
     const vl_par pars[] = {{1, 1, 1, 0}, {2, 1, 1, 2}, {1, 1, 2, 0}, {4, 1, 2, 1},
                            {8, 2, 1, 0}, {1, 1, 4, 3}, {2, 4, 2, 0}};
 
-    cr_assert_not_null(mc.memo);
     for (int ring = 0; ring < 2; ring++) {
         const char *kind[] = {ring ? "training.sp_kind=ring" : "training.sp_kind=ulysses",
                               NULL};
-        reset(kind);
+        with(kind);
         mc = vl_cost_memoized(&cost, &m);
+        cr_assert_not_null(mc.memo);
         for (size_t i = 0; i < sizeof pars / sizeof pars[0]; i++)
             compare(&cost, &mc, &pars[i]);
     }
@@ -105,10 +81,11 @@ Test(cost_memo, emptied_when_the_configuration_changes)
         {"cluster.attn_bwd_eff=[[300,0.25],[3000,0.45],[90000,0.5]]", NULL},
     };
 
+    with(none);
     vl_cost mc = vl_cost_memoized(&cost, &m);
     compare(&cost, &mc, &par);
     for (size_t i = 0; i < sizeof changes / sizeof changes[0]; i++) {
-        reset(changes[i]);
+        with(changes[i]);
         mc = vl_cost_memoized(&cost, &m);
         compare(&cost, &mc, &par);
     }
@@ -118,6 +95,7 @@ Test(cost_memo, emptied_when_the_configuration_changes)
 /* The default cost model carries no memo, and freeing none is fine. */
 Test(cost_memo, none_unless_asked)
 {
+    with(none);
     cr_assert_null(cost.memo);
     vl_cost_memo_free(NULL);
 }
