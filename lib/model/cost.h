@@ -46,9 +46,9 @@ vl_status vl_cost_init(vl_cost *c, const vl_config *cfg, vl_err *err);
 /** A copy of c that memoises the attention of whole samples by length in *m (allocated
  *  on first use; none when that fails): the simulator and SlimPack cost the same samples
  *  in pack after pack, and the attention's square root, curve lookups and log2 were
- *  half of the analytic time.  Every value is the one c computes, bit for bit.  Call it
- *  again whenever c or its configuration may have changed: it empties *m when what the
- *  memoised terms depend on differs.  The copy and *m serve one thread. */
+ *  more than half of the analytic time.  Every value is the one c computes, bit for
+ *  bit.  Call it again whenever c or its configuration may have changed: it empties *m
+ *  when what the memoised terms depend on differs.  The copy and *m serve one thread. */
 vl_cost vl_cost_memoized(const vl_cost *c, vl_cost_memo **m);
 
 /** Free a memo of vl_cost_memoized (NULL is fine). */
