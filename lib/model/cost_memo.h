@@ -16,8 +16,10 @@
 
 #include "cost.h"
 
-#define VL_COST_MEMO_PLANES 4       /* (g, rdiv) pairs held; others are not memoised */
-#define VL_COST_MEMO_LEN (1u << 20) /* longer segments are not memoised */
+#define VL_COST_MEMO_PLANES 4 /* (g, rdiv) pairs held; others are not memoised */
+/* Segments of this many tokens or more are not memoised: a 128K context's are, and a
+ * plane stays within 2 MiB (a plane of DP-Merge outliers holds few lengths, all long) */
+#define VL_COST_MEMO_LEN (131072u + 1)
 
 typedef struct vl_cost_memo_plane {
     double g;
