@@ -1,6 +1,7 @@
 /* tests/cost_fixture.h -- the cost model tests' fixture (test_cost_shard.c,
- * test_cost_scheme_comm.c, test_scheme_rows.c): a default cfg per test, and with() to
- * set keys, finalize and derive the cost model.  Each file declares its own TestSuite. */
+ * test_cost_scheme_comm.c, test_cost_memo.c, test_scheme_rows.c): a default cfg per
+ * test, and with() to set keys, finalize and derive the cost model.  Each file declares
+ * its own TestSuite. */
 #ifndef VLPLAN_COST_FIXTURE_H
 #define VLPLAN_COST_FIXTURE_H
 

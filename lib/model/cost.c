@@ -21,7 +21,9 @@
  *  - cost.comm = off makes every communication time 0 as well.
  *  - Efficiency curves are linear in log2 of their argument; vl_cost_init keeps the
  *    log2 of every curve point, so the simulator's lookups (one per segment and curve)
- *    each take a single log2, bit-identical to vl_curve_eval.
+ *    each take a single log2, bit-identical to vl_curve_eval.  A copy made by
+ *    vl_cost_memoized (cost_memo.c) keeps a whole sample's attention terms by length:
+ *    the value stored is the one attn_terms computes, so memoised sums are the same.
  *  - vl_cost_comm_time(VL_COMM_P2P, bytes, n): n is the number of ranks the pair spans
  *    (the transfer crosses nodes when n > gpus_per_node), e.g. gpus / pp + 1 for
  *    neighbouring pipeline stages.  Pipeline P2P is not part of vl_cost_mb_time: it is
@@ -30,6 +32,7 @@
 #include <string.h>
 
 #include "cost.h"
+#include "cost_memo.h"
 
 #define BF16 VL_COST_BF16
 
@@ -124,13 +127,14 @@ double vl_cost_pairs(uint64_t a, uint64_t b)
 {
     if (b <= a)
         return 0;
-    /* (b(b+1) - a(a+1))/2 = (b-a)(a+b+1)/2, in doubles: b(b+1) overflows 64 bits */
+    if (b <= INT64_MAX)
+        return vl_cost_pairs_i64((int64_t)a, (int64_t)b);
     return (double)(b - a) * ((double)a + (double)b + 1) / 2;
 }
 
 static double seg_pairs(const vl_seg *s)
 {
-    return vl_cost_pairs(s->off, (uint64_t)s->off + s->len);
+    return vl_cost_pairs_i64(s->off, (int64_t)s->off + s->len);
 }
 
 double vl_cost_fwd_flops(const vl_cost *c, const vl_seg *segs, size_t n)
@@ -504,6 +508,68 @@ static vl_mb_time mb_time(const vl_cost *c, const vl_seg *segs, size_t n, const 
     return analytic_time(c, segs, n, par, layers, last_stage, NULL);
 }
 
+/* The attention of one segment of p > 0 causal pairs on a GPU of g = tp·sp GPUs, its
+ * equal-work length divided by rdiv (ring attention: sp): forward and backward seconds
+ * per layer, before cost.compute_scale.  The memo (cost_memo.c) stores what this returns. */
+static void attn_terms(const vl_cost *c, double p, double g, int rdiv, double *f, double *b)
+{
+    const vl_cluster_cfg *cl = &c->cfg->cluster;
+    double len = sqrt(2 * p) / rdiv; /* equal-work length a GPU sees */
+    double lg = NAN;
+    int pf = piece_of(&cl->attn_fwd_eff, len);
+    int pb = c->attn_same_x ? pf : piece_of(&cl->attn_bwd_eff, len);
+
+    *f = c->acoef * p / g /
+         (c->peak * value_on(&cl->attn_fwd_eff, c->lx_attn_fwd, c->below_attn_fwd, pf, len,
+                             VL_WORK_QUADRATIC, &lg));
+    *b = c->cfg->cost.bwd_attn * c->acoef * p / g /
+         (c->peak * value_on(&cl->attn_bwd_eff, c->lx_attn_bwd, c->below_attn_bwd, pb, len,
+                             VL_WORK_QUADRATIC, &lg));
+}
+
+/* attn_terms of segment s, from the plane pl (NULL: none) when s starts its sample. */
+static void seg_terms(const vl_cost *c, vl_cost_memo_plane *pl, const vl_seg *s, double p,
+                      double g, int rdiv, double *f, double *b)
+{
+    bool whole = pl && s->off == 0;
+
+    if (whole && s->len < pl->cap && pl->fb[s->len][0] != 0) {
+        *f = pl->fb[s->len][0];
+        *b = pl->fb[s->len][1];
+        return;
+    }
+    attn_terms(c, p, g, rdiv, f, b);
+    if (whole && vl__cost_memo_reserve(pl, s->len)) {
+        pl->fb[s->len][0] = *f;
+        pl->fb[s->len][1] = *b;
+    }
+}
+
+/* Tokens, causal pairs and the attention terms summed over the segments, in their
+ * order (the sums are the same with or without c's memo). */
+static void attn_sums(const vl_cost *c, const vl_seg *segs, size_t n, double g, int rdiv,
+                      double *T, double *P, double *att_f, double *att_b)
+{
+    bool fit = c->cfg->cost.fit_set;
+    vl_cost_memo_plane *pl = c->memo && !fit ? vl__cost_memo_plane(c->memo, g, rdiv) : NULL;
+    double t = 0, pairs = 0, af = 0, ab = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        double p = seg_pairs(&segs[i]), f, b;
+        t += segs[i].len;
+        pairs += p;
+        if (p > 0 && !fit) {
+            seg_terms(c, pl, &segs[i], p, g, rdiv, &f, &b);
+            af += f;
+            ab += b;
+        }
+    }
+    *T = t;
+    *P = pairs;
+    *att_f = af;
+    *att_b = ab;
+}
+
 /* The analytic time; *lc (when given) gets the exposed communication of one layer. */
 static vl_mb_time analytic_time(const vl_cost *c, const vl_seg *segs, size_t n,
                                 const vl_par *par, int layers, int last_stage, layer_comm *lc)
@@ -518,23 +584,7 @@ static vl_mb_time analytic_time(const vl_cost *c, const vl_seg *segs, size_t n,
     vl_mb_time t = {0, 0, 0, 0, 0};
     layer_comm mine, *l = lc ? lc : &mine;
 
-    for (size_t i = 0; i < n; i++) {
-        double p = seg_pairs(&segs[i]);
-        T += segs[i].len;
-        P += p;
-        if (p > 0 && !cfg->cost.fit_set) {
-            double len = sqrt(2 * p) / (ring ? sp : 1); /* equal-work length a GPU sees */
-            double lg = NAN;
-            int pf = piece_of(&cl->attn_fwd_eff, len);
-            int pb = c->attn_same_x ? pf : piece_of(&cl->attn_bwd_eff, len);
-            att_f += c->acoef * p / g /
-                     (c->peak * value_on(&cl->attn_fwd_eff, c->lx_attn_fwd, c->below_attn_fwd,
-                                         pf, len, VL_WORK_QUADRATIC, &lg));
-            att_b += cfg->cost.bwd_attn * c->acoef * p / g /
-                     (c->peak * value_on(&cl->attn_bwd_eff, c->lx_attn_bwd, c->below_attn_bwd,
-                                         pb, len, VL_WORK_QUADRATIC, &lg));
-        }
-    }
+    attn_sums(c, segs, n, g, ring ? sp : 1, &T, &P, &att_f, &att_b);
     if (T == 0)
         return t;
     if (cfg->cost.fit_set)
@@ -601,9 +651,12 @@ double vl_cost_z3_gather_time(const vl_cost *c, const vl_par *par, int layers)
 {
     const vl_training_cfg *tr = &c->cfg->training;
     double psi;
-    int tp, n = sync_group(c, par, tr->dp, layers, &psi, &tp);
+    int tp, n;
 
-    if (n <= 1 || tr->zero != VL_ZERO_3)
+    if (tr->zero != VL_ZERO_3) /* before the stage's parameters: every micro-batch asks */
+        return 0;
+    n = sync_group(c, par, tr->dp, layers, &psi, &tp);
+    if (n <= 1)
         return 0;
     return (1 - tr->overlap_dp) * coll_time(c, VL_COMM_AG, BF16 * psi, n, tp);
 }

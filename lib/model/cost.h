@@ -11,6 +11,8 @@
 #include "config.h"
 #include "plan.h"
 
+typedef struct vl_cost_memo vl_cost_memo;
+
 /* Derived per-model constants, computed once from the config. */
 typedef struct vl_cost {
     const vl_config *cfg;
@@ -30,6 +32,8 @@ typedef struct vl_cost {
      * the lookup, which the simulator makes for most short segments */
     double below_gemm, below_attn_fwd, below_attn_bwd;
     bool attn_same_x; /* the attention curves share their x points: one piece lookup */
+    /* NULL (vl_cost_init), or the attention memo of a copy from vl_cost_memoized */
+    vl_cost_memo *memo;
 } vl_cost;
 
 /* One collective/p2p operation kind for vl_cost_comm_time. */
@@ -39,8 +43,30 @@ typedef enum { VL_COMM_AR, VL_COMM_AG, VL_COMM_RS, VL_COMM_A2A, VL_COMM_P2P } vl
  *  unusable (zero layers, ...). */
 vl_status vl_cost_init(vl_cost *c, const vl_config *cfg, vl_err *err);
 
+/** A copy of c that memoises the attention of whole samples by length in *m (allocated
+ *  on first use; none when that fails): the simulator and SlimPack cost the same samples
+ *  in pack after pack, and the attention's square root, curve lookups and log2 were
+ *  more than half of the analytic time.  Every value is the one c computes, bit for
+ *  bit.  Call it again whenever c or its configuration may have changed: it empties *m
+ *  when what the memoised terms depend on differs.  The copy and *m serve one thread. */
+vl_cost vl_cost_memoized(const vl_cost *c, vl_cost_memo **m);
+
+/** Free a memo of vl_cost_memoized (NULL is fine). */
+void vl_cost_memo_free(vl_cost_memo *m);
+
 /** Causal query-key pairs of the slice [a, b): (b(b+1) − a(a+1)) / 2. */
 double vl_cost_pairs(uint64_t a, uint64_t b);
+
+/** vl_cost_pairs of 0 <= a, b <= INT64_MAX, inline for the loops over segments: the same
+ *  arithmetic on the same doubles (a signed conversion of a value is the unsigned one's,
+ *  and takes one instruction on x86-64 where the unsigned takes a branch and several). */
+static inline double vl_cost_pairs_i64(int64_t a, int64_t b)
+{
+    if (b <= a)
+        return 0;
+    /* (b(b+1) - a(a+1))/2 = (b-a)(a+b+1)/2, in doubles: b(b+1) overflows 64 bits */
+    return (double)(b - a) * ((double)a + (double)b + 1) / 2;
+}
 
 /** Whole-model forward FLOPs of a micro-batch (all layers + LM head), no recompute. */
 double vl_cost_fwd_flops(const vl_cost *c, const vl_seg *segs, size_t n);

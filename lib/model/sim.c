@@ -37,6 +37,7 @@ void vl_sim_scratch_free(vl_sim_scratch *s)
         s->tmp,     s->ivtab,  s->inst,    s->inst_off, s->bar_left, s->bar_time, s->tbusy};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
+    vl_cost_memo_free(s->memo);
     free(s);
 }
 
@@ -269,7 +270,7 @@ static vl_status prepare(vl_sim_scratch *w, vl_err *err)
 static bool same_shapes(const vl_sim_scratch *w, const vl_plan *p, size_t it, const vl_cost *c,
                         const vl_sim_opts *o)
 {
-    if (!w->prepared || w->p != p || w->it != it || w->c != c || w->o != o ||
+    if (!w->prepared || w->p != p || w->it != it || w->c_in != c || w->o != o ||
         w->nranks != p->iters[it].nranks)
         return false;
     for (uint32_t r = 0; r < w->nranks; r++) {
@@ -546,6 +547,21 @@ static vl_status run_iter(vl_sim_scratch *w, bool again, vl_sim_iter_result *out
 
 static const vl_sim_opts defaults = VL_SIM_OPTS_INIT;
 
+/* The weights cost with c through a memo (vl_cost_memoized: the same values; a whole
+ * sample's attention taken once per length): c's own when it has one (the caller's,
+ * shared with its other cost calls), else the scratch's, kept across the iterations it
+ * simulates. */
+static void bind_cost(vl_sim_scratch *s, const vl_cost *c)
+{
+    s->c_in = c;
+    if (c->memo) {
+        s->c = c;
+        return;
+    }
+    s->cm = vl_cost_memoized(c, &s->memo);
+    s->c = &s->cm;
+}
+
 vl_status vl_sim_iter_again(const vl_plan *p, size_t it, const vl_cost *c,
                             const vl_sim_opts *o, vl_sim_iter_result *out, vl_sim_scratch *s,
                             vl_sim_trace *trace, vl_err *err)
@@ -556,6 +572,7 @@ vl_status vl_sim_iter_again(const vl_plan *p, size_t it, const vl_cost *c,
         trace->ntasks = trace->nlanes = 0;
         trace->iter_time = trace->capacity = 0.0;
     }
+    bind_cost(s, c);
     return run_iter(s, true, out, trace, err);
 }
 
@@ -580,7 +597,7 @@ vl_status vl_sim_iter(const vl_plan *p, size_t it, const vl_cost *c, const vl_si
         trace->iter_time = trace->capacity = 0.0;
     }
     s->p = p;
-    s->c = c;
+    bind_cost(s, c);
     s->o = o ? o : &defaults;
     s->it = it;
     s->nranks = p->iters[it].nranks;

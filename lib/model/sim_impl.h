@@ -41,7 +41,10 @@ typedef struct vl_sim_rank {
 struct vl_sim_scratch {
     /* the iteration being simulated */
     const vl_plan *p;
-    const vl_cost *c;
+    const vl_cost *c;    /* c_in when it has a memo, else &cm: c_in with the scratch's */
+    const vl_cost *c_in; /* the caller's (same_shapes) */
+    vl_cost cm;
+    vl_cost_memo *memo; /* the attention of whole samples by length, across iterations */
     const vl_sim_opts *o;
     size_t it;
     uint32_t nranks;

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cost.h"
 #include "vlplan_strategy.h"
 
 enum { SP_ASYM_ON = 0, SP_ASYM_OFF = 1, SP_ASYM_AUTO = 2 };
@@ -141,8 +142,27 @@ typedef struct sp_work {
     size_t cnt_cap;
     uint32_t *heap;
     size_t heap_cap; /* packs by (load, index) */
-    sp_rankplan rp;  /* one rank at a time */
+    struct sp_done_at *done_at;
+    size_t done_at_cap; /* backward: samples in forward-completion order */
+    sp_rankplan rp;     /* one rank at a time */
+    /* schedule scratch (slimpack_sched.c) */
+    struct sp_slot *slots;
+    size_t slots_cap;
+    uint32_t slots_gen; /* the slots of the last find_deps */
+    struct sp_entry *multi;
+    size_t multi_cap;
+    uint32_t *need_f;
+    size_t need_f_cap;
+    uint32_t *next;
+    size_t next_cap;
+    bool *done;
+    size_t done_cap;
+    bool *look;
+    size_t look_cap;
     /* search */
+    vl_cost cost; /* the job's, memoised (vl_cost_memoized): the bounds and the
+                         * simulator share one memo of the samples' attention */
+    vl_cost_memo *memo;
     vl_plan scratch;
     bool scratch_ready;
     void *sim;   /* vl_sim_scratch */
@@ -198,8 +218,15 @@ vl_status vl__sp_packing_append(sp_packing *dst, const sp_packing *src, size_t p
  *  layer, backward bwd_attn * a, bwd_linear * b), else the analytic FLOPs over the
  *  efficiencies at `ref_len` tokens. */
 sp_coef vl__sp_coef(const vl_cost *c, const vl_par *par, uint32_t ref_len);
-/** Work of [a, b) with coefficients (alpha, beta). */
-double vl__sp_work(double alpha, double beta, uint64_t a, uint64_t b);
+/** Work of [a, b) with coefficients (alpha, beta).  Inline: phase 2 takes it millions
+ *  of times a batch; the signed conversions give the same doubles (vl_cost_pairs_i64). */
+static inline double vl__sp_work(double alpha, double beta, uint64_t a, uint64_t b)
+{
+    if (a < b && b <= INT64_MAX)
+        return alpha * vl_cost_pairs_i64((int64_t)a, (int64_t)b) +
+               beta * (double)(int64_t)(b - a);
+    return alpha * vl_cost_pairs(a, b) + beta * (double)(b - a);
+}
 /** The token x in [a, end] where the work of [a, x) is nearest `target`, x a multiple
  *  of align (or end), by the closed-form root of the quadratic. */
 uint32_t vl__sp_cut_fwd(double alpha, double beta, uint32_t a, uint32_t end, double target,

@@ -18,8 +18,8 @@
 
 /* ---- placement scratch: segments tagged with their pack ---- */
 
-static vl_status place(sp_work *w, size_t *np, uint32_t sample, uint32_t off, uint32_t len,
-                       uint32_t pack, vl_err *err)
+static inline vl_status place(sp_work *w, size_t *np, uint32_t sample, uint32_t off,
+                              uint32_t len, uint32_t pack, vl_err *err)
 {
     vl_status st;
 
@@ -34,13 +34,19 @@ static vl_status place(sp_work *w, size_t *np, uint32_t sample, uint32_t off, ui
 }
 
 /* Append the placed segments to pk pack by pack (placement order within a pack), leaving
- * out packs that received nothing.  A stable counting sort on the tags. */
+ * out packs that received nothing.  A stable counting sort on the tags, then the packs
+ * written in place: what vl__sp_packing_add and _close give, room made once (the tags
+ * are below M, so at most M packs close). */
 static vl_status flush_placed(sp_work *w, size_t np, uint32_t M, sp_packing *pk, vl_err *err)
 {
     vl_status st;
 
+    if (np == 0)
+        return VL_OK;
     if ((st = vl_grow(&w->cnt, &w->cnt_cap, (size_t)M + 1, sizeof *w->cnt, err)) != VL_OK ||
-        (st = vl_grow(&w->order, &w->order_cap, np ? np : 1, sizeof *w->order, err)) != VL_OK)
+        (st = vl_grow(&w->order, &w->order_cap, np, sizeof *w->order, err)) != VL_OK ||
+        (st = vl_grow(&pk->segs, &pk->segs_cap, pk->nsegs + np, sizeof *pk->segs, err)) ||
+        (st = vl_grow(&pk->start, &pk->start_cap, pk->npacks + M + 1, sizeof *pk->start, err)))
         return st;
     for (uint32_t p = 0; p <= M; p++)
         w->cnt[p] = 0;
@@ -50,13 +56,12 @@ static vl_status flush_placed(sp_work *w, size_t np, uint32_t M, sp_packing *pk,
         w->cnt[p + 1] += w->cnt[p];
     for (size_t i = 0; i < np; i++)
         w->order[w->cnt[w->tag[i]]++] = (uint32_t)i;
+    if (pk->npacks == 0)
+        pk->start[0] = 0;
     for (size_t i = 0; i < np; i++) {
-        const vl_seg *sg = &w->tmp[w->order[i]];
-        if ((st = vl__sp_packing_add(pk, sg, err)) != VL_OK)
-            return st;
-        if ((i + 1 == np || w->tag[w->order[i + 1]] != w->tag[w->order[i]]) &&
-            (st = vl__sp_packing_close(pk, err)) != VL_OK)
-            return st;
+        pk->segs[pk->nsegs++] = w->tmp[w->order[i]];
+        if (i + 1 == np || w->tag[w->order[i + 1]] != w->tag[w->order[i]])
+            pk->start[++pk->npacks] = (uint32_t)pk->nsegs;
     }
     return VL_OK;
 }
@@ -204,9 +209,10 @@ vl_status vl__sp_forward(sp_work *w, const sp_setting *s, const uint32_t *len,
 
 /* ---- backward ---- */
 
-typedef struct done_at {
+struct sp_done_at {
     uint32_t pack, pos, sample;
-} done_at;
+};
+typedef struct sp_done_at done_at;
 
 /* How far a backward cut may put the running work off its target, as a share of sigma:
  * a pack sits between two cuts, so it stays within twice this of sigma. */
@@ -259,16 +265,18 @@ static vl_status bwd_one(sp_work *w, const sp_setting *s, size_t *np, uint32_t s
     return st;
 }
 
-/* The samples of packs [p0, npacks) in forward-completion order, into *out (malloc'd). */
-static vl_status completion_order(const sp_packing *fwd, size_t p0, const uint32_t *len,
-                                  done_at **out, size_t *n, vl_err *err)
+/* The samples of packs [p0, npacks) in forward-completion order, into w->done_at. */
+static vl_status completion_order(sp_work *w, const sp_packing *fwd, size_t p0,
+                                  const uint32_t *len, done_at **out, size_t *n, vl_err *err)
 {
-    size_t cap = fwd->nsegs ? fwd->nsegs : 1;
-    done_at *d = malloc(cap * sizeof *d);
+    done_at *d;
+    vl_status st = vl_grow(&w->done_at, &w->done_at_cap, fwd->nsegs ? fwd->nsegs : 1,
+                           sizeof *w->done_at, err);
 
     *n = 0;
-    if (d == NULL)
-        return vl_seterr(err, VL_ENOMEM, "slimpack: out of memory for backward packs");
+    if (st != VL_OK)
+        return st;
+    d = w->done_at;
     for (size_t p = p0; p < fwd->npacks; p++)
         for (uint32_t j = fwd->start[p]; j < fwd->start[p + 1]; j++) {
             const vl_seg *sg = &fwd->segs[j];
@@ -287,13 +295,12 @@ vl_status vl__sp_backward(sp_work *w, const sp_setting *s, const uint32_t *len,
     size_t n = 0, np = 0;
     double total = 0, pos = 0;
     uint32_t k = 0;
-    vl_status st = completion_order(fwd, p0, len, &d, &n, err);
+    vl_status st = completion_order(w, fwd, p0, len, &d, &n, err);
 
     for (size_t i = 0; i < n && st == VL_OK; i++)
         total += vl__sp_work(s->coef.ab, s->coef.bb, 0, len[d[i].sample]);
     for (size_t i = 0; i < n && st == VL_OK; i++)
         st = bwd_one(w, s, &np, d[i].sample, len[d[i].sample], total / M, M, &pos, &k, err);
-    free(d);
     return st == VL_OK && n > 0 ? flush_placed(w, np, M, bwd, err) : st;
 }
 

@@ -14,9 +14,10 @@
 
 #include "slimpack_impl.h"
 
-typedef struct entry {
+struct sp_entry {
     uint32_t sample, off, unit, seg; /* seg: index in its packing's segs */
-} entry;
+};
+typedef struct sp_entry entry;
 
 static bool before(const entry *x, const entry *y)
 {
@@ -63,21 +64,51 @@ typedef struct deps {
 } deps;
 
 /* A sample of the rank in find_deps' table: its forward slice of the largest offset
- * (off, unit) when it has one, and how many backward segments it has. */
-typedef struct slot {
-    uint32_t sample, off, unit, nb;
-    bool used, fwd;
-} slot;
+ * (off, unit) when it has one, and how many backward segments it has.  The table lives
+ * in sp_work across calls: a slot is in use when its gen is the call's (no clearing). */
+struct sp_slot {
+    uint32_t sample, off, unit, nb, gen;
+    bool fwd;
+};
+typedef struct sp_slot slot;
 
-static slot *slot_of(slot *t, size_t mask, uint32_t sample)
+/* The table of one find_deps call. */
+typedef struct table {
+    slot *t;
+    size_t mask;
+    uint32_t gen;
+} table;
+
+static slot *slot_of(const table *tb, uint32_t sample)
 {
-    size_t h = (size_t)((sample * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & mask;
+    slot *t = tb->t;
+    size_t h = (size_t)((sample * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & tb->mask;
 
-    while (t[h].used && t[h].sample != sample)
-        h = (h + 1) & mask;
-    if (!t[h].used)
-        t[h] = (slot){.sample = sample, .used = true};
+    while (t[h].gen == tb->gen && t[h].sample != sample)
+        h = (h + 1) & tb->mask;
+    if (t[h].gen != tb->gen)
+        t[h] = (slot){.sample = sample, .gen = tb->gen};
     return &t[h];
+}
+
+/* w's table with room for n samples at most half full, its slots of earlier calls
+ * retired by a new generation.  VL_ENOMEM. */
+static vl_status open_table(sp_work *w, size_t n, table *tb, vl_err *err)
+{
+    size_t cap = 16;
+
+    while (cap < 2 * n)
+        cap *= 2;
+    if (cap > w->slots_cap || ++w->slots_gen == 0) {
+        free(w->slots);
+        w->slots_cap = 0;
+        if ((w->slots = calloc(cap, sizeof *w->slots)) == NULL)
+            return vl_seterr(err, VL_ENOMEM, "slimpack: out of memory for a schedule");
+        w->slots_cap = cap;
+        w->slots_gen = 1;
+    }
+    *tb = (table){w->slots, w->slots_cap - 1, w->slots_gen};
+    return VL_OK;
 }
 
 /* What each backward unit waits for: need_f[u] = the last forward pack holding the end
@@ -85,22 +116,21 @@ static slot *slot_of(slot *t, size_t mask, uint32_t sample)
  * the next-later tokens of the segment's sample (UINT32_MAX: none, or the unit itself).
  * One pass over each packing through a table by sample; only the samples with several
  * backward segments are sorted, by (sample, off).  VL_ENOMEM. */
-static vl_status find_deps(const sp_packing *fw, const sp_packing *bu, deps *d, vl_err *err)
+static vl_status find_deps(sp_work *w, const sp_packing *fw, const sp_packing *bu, deps *d,
+                           vl_err *err)
 {
-    size_t cap = 16, nmulti = 0;
-    slot *t;
-    entry *multi = NULL;
-    vl_status st = VL_OK;
+    size_t nmulti = 0;
+    table tb;
+    entry *multi;
+    vl_status st = open_table(w, fw->nsegs + bu->nsegs, &tb, err);
 
-    while (cap < 2 * (fw->nsegs + bu->nsegs))
-        cap *= 2;
-    if ((t = calloc(cap, sizeof *t)) == NULL)
-        return vl_seterr(err, VL_ENOMEM, "slimpack: out of memory for a schedule");
+    if (st != VL_OK)
+        return st;
     for (size_t u = 0; u < bu->npacks; u++)
         d->need_f[u] = 0;
     for (size_t p = 0; p < fw->npacks; p++)
         for (uint32_t j = fw->start[p]; j < fw->start[p + 1]; j++) {
-            slot *x = slot_of(t, cap - 1, fw->segs[j].sample);
+            slot *x = slot_of(&tb, fw->segs[j].sample);
             if (!x->fwd || fw->segs[j].off > x->off) {
                 x->fwd = true;
                 x->off = fw->segs[j].off;
@@ -109,30 +139,29 @@ static vl_status find_deps(const sp_packing *fw, const sp_packing *bu, deps *d, 
         }
     for (size_t u = 0; u < bu->npacks; u++)
         for (uint32_t j = bu->start[u]; j < bu->start[u + 1]; j++) {
-            slot *x = slot_of(t, cap - 1, bu->segs[j].sample);
+            slot *x = slot_of(&tb, bu->segs[j].sample);
             if (x->fwd && x->unit > d->need_f[u])
                 d->need_f[u] = x->unit;
             x->nb++;
             d->next[j] = UINT32_MAX;
         }
     for (size_t j = 0; j < bu->nsegs; j++)
-        nmulti += slot_of(t, cap - 1, bu->segs[j].sample)->nb > 1;
-    if (nmulti > 0 && (multi = malloc(2 * nmulti * sizeof *multi)) == NULL)
-        st = vl_seterr(err, VL_ENOMEM, "slimpack: out of memory for a schedule");
-    if (st == VL_OK && nmulti > 0) {
-        size_t k = 0;
-        for (size_t u = 0; u < bu->npacks; u++)
-            for (uint32_t j = bu->start[u]; j < bu->start[u + 1]; j++)
-                if (slot_of(t, cap - 1, bu->segs[j].sample)->nb > 1)
-                    multi[k++] = (entry){bu->segs[j].sample, bu->segs[j].off, (uint32_t)u, j};
-        sort_entries(multi, multi + nmulti, nmulti);
-        for (size_t q = 0; q + 1 < nmulti; q++)
-            if (multi[q + 1].sample == multi[q].sample && multi[q + 1].unit != multi[q].unit)
-                d->next[multi[q].seg] = multi[q + 1].unit;
-    }
-    free(multi);
-    free(t);
-    return st;
+        nmulti += slot_of(&tb, bu->segs[j].sample)->nb > 1;
+    if (nmulti == 0)
+        return VL_OK;
+    if ((st = vl_grow(&w->multi, &w->multi_cap, 2 * nmulti, sizeof *w->multi, err)) != VL_OK)
+        return st;
+    multi = w->multi;
+    size_t k = 0;
+    for (size_t u = 0; u < bu->npacks; u++)
+        for (uint32_t j = bu->start[u]; j < bu->start[u + 1]; j++)
+            if (slot_of(&tb, bu->segs[j].sample)->nb > 1)
+                multi[k++] = (entry){bu->segs[j].sample, bu->segs[j].off, (uint32_t)u, j};
+    sort_entries(multi, multi + nmulti, nmulti);
+    for (size_t q = 0; q + 1 < nmulti; q++)
+        if (multi[q + 1].sample == multi[q].sample && multi[q + 1].unit != multi[q].unit)
+            d->next[multi[q].seg] = multi[q + 1].unit;
+    return VL_OK;
 }
 
 static bool ready(const sp_packing *bu, const deps *d, const bool *done, uint32_t u,
@@ -220,37 +249,39 @@ static vl_status step(lister *l, uint32_t fdone, uint32_t nf, vl_err *err)
     return st;
 }
 
+/* The schedule's arrays in w, sized for units backward units and nsegs segments. */
+static vl_status sched_bufs(sp_work *w, size_t units, size_t nsegs, vl_err *err)
+{
+    vl_status st;
+
+    units = units ? units : 1;
+    if ((st = vl_grow(&w->need_f, &w->need_f_cap, units, sizeof *w->need_f, err)) ||
+        (st = vl_grow(&w->next, &w->next_cap, nsegs ? nsegs : 1, sizeof *w->next, err)) ||
+        (st = vl_grow(&w->done, &w->done_cap, units, sizeof *w->done, err)) ||
+        (st = vl_grow(&w->look, &w->look_cap, units, sizeof *w->look, err)))
+        return st;
+    memset(w->done, 0, units * sizeof *w->done);
+    return VL_OK;
+}
+
 vl_status vl__sp_schedule(sp_work *w, const sp_setting *s, vl_err *err)
 {
     sp_rankplan *rp = &w->rp;
     const sp_packing *fw = &rp->fwd, *bu = rp->bwd.npacks ? &rp->bwd : &rp->fwd;
-    deps d = {malloc((bu->npacks ? bu->npacks : 1) * sizeof *d.need_f),
-              malloc((bu->nsegs ? bu->nsegs : 1) * sizeof *d.next)};
-    lister l = {rp,
-                bu,
-                &d,
-                calloc(bu->npacks ? bu->npacks : 1, sizeof *l.done),
-                calloc(bu->npacks ? bu->npacks : 1, sizeof *l.look),
-                0,
-                0,
-                2 * (uint32_t)(s->par.pp > 1 ? s->par.pp : 1)};
-    vl_status st = VL_OK;
+    vl_status st = sched_bufs(w, bu->npacks, bu->nsegs, err);
+    deps d = {w->need_f, w->next};
+    lister l = {rp,      bu, &d, w->done,
+                w->look, 0,  0,  2 * (uint32_t)(s->par.pp > 1 ? s->par.pp : 1)};
 
     rp->nops = 0;
-    if (!d.need_f || !d.next || !l.done || !l.look)
-        st = vl_seterr(err, VL_ENOMEM, "slimpack: out of memory for a schedule");
     if (st == VL_OK)
-        st = find_deps(fw, bu, &d, err);
+        st = find_deps(w, fw, bu, &d, err);
     for (uint32_t f = 0; f < fw->npacks && st == VL_OK; f++)
         if ((st = push_op(rp, f, VL_OP_F, err)) == VL_OK)
             st = step(&l, f + 1, (uint32_t)fw->npacks, err);
     if (st == VL_OK && l.lo < bu->npacks)
         st = vl_seterr(err, VL_EINTERNAL, "slimpack: backward pack %u never became ready",
                        l.lo);
-    free(d.need_f);
-    free(d.next);
-    free(l.done);
-    free(l.look);
     return st;
 }
 

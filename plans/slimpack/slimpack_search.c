@@ -613,6 +613,7 @@ vl_status vl__sp_plan_batch(sp_work *w, const sp_setting *s, const vl_job *job, 
     for (size_t i = 0; i < n; i++)
         tokens += len[samples[i]];
     w->room = vl__sp_batch_room(s, tokens);
+    w->cost = vl_cost_memoized(job->cost, &w->memo);
     if ((st = vl__sp_phase1(w, s, len, err)) != VL_OK ||
         (st = ensure_search(w, s, m, nc, err)) != VL_OK)
         return st;
@@ -625,17 +626,17 @@ vl_status vl__sp_plan_batch(sp_work *w, const sp_setting *s, const vl_job *job, 
     bool prune = w->stat_iters > 0;
     size_t first = prune && w->hint > 0 && w->hint <= neval ? w->hint - 1 : 0;
     if (neval > 0)
-        st = evaluate(w, s, job->cost, len, &sr, first, false, err);
+        st = evaluate(w, s, &w->cost, len, &sr, first, false, err);
     for (size_t ci = 0; ci < neval && st == VL_OK; ci++)
         if (ci != first)
-            st = evaluate(w, s, job->cost, len, &sr, ci, prune, err);
+            st = evaluate(w, s, &w->cost, len, &sr, ci, prune, err);
     if (st != VL_OK)
         return st;
     choose(w, s, cs, neval, Ms, sr.done);
     w->hint = most_chosen(w, s, neval);
     if (w->stat_iters == 0)
         log_table(job, w, s, cs, neval, nc);
-    return vl__sp_emit_batch(w, s, job->cost, len, cs, epoch, out, err);
+    return vl__sp_emit_batch(w, s, &w->cost, len, cs, epoch, out, err);
 }
 
 void vl__sp_work_free(sp_work *w)
@@ -653,6 +654,13 @@ void vl__sp_work_free(sp_work *w)
     free(w->tmp);
     free(w->cnt);
     free(w->heap);
+    free(w->done_at);
+    free(w->slots);
+    free(w->multi);
+    free(w->need_f);
+    free(w->next);
+    free(w->done);
+    free(w->look);
     vl__sp_packing_free(&w->rp.fwd);
     vl__sp_packing_free(&w->rp.bwd);
     free(w->rp.ops);
@@ -677,5 +685,6 @@ void vl__sp_work_free(sp_work *w)
     free(w->mark);
     free(w->fin);
     free(w->units);
+    vl_cost_memo_free(w->memo);
     memset(w, 0, sizeof *w);
 }

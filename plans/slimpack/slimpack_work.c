@@ -58,11 +58,6 @@ sp_coef vl__sp_coef(const vl_cost *c, const vl_par *par, uint32_t ref_len)
 
 /* ---- work and cuts -------------------------------------------------------------------- */
 
-double vl__sp_work(double alpha, double beta, uint64_t a, uint64_t b)
-{
-    return alpha * vl_cost_pairs(a, b) + beta * (double)(b - a);
-}
-
 /* The real x >= 0 with work(0, x) = K: (alpha/2) x² + (alpha/2 + beta) x = K, in the
  * form without cancellation. */
 static double root(double alpha, double beta, double K)
