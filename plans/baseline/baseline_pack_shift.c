@@ -206,7 +206,10 @@ static vl_status shift_init(shift *s, const packs *pk, const int *part, vl_err *
         s->mean[k] = s->mean[k] > 0 ? s->mean[k] : 1;
     }
     for (size_t p = 0; p < s->np && st == VL_OK; p++) {
-        st = in->time(in->ctx, pk->items + pk->off[p], pk->cnt[p], &s->time[p], err);
+        if (in->times != NULL)
+            s->time[p] = in->times[p];
+        else
+            st = in->time(in->ctx, pk->items + pk->off[p], pk->cnt[p], &s->time[p], err);
         s->load[0][s->rank[p]] += s->time[p];
     }
     return st;
