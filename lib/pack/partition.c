@@ -247,22 +247,11 @@ typedef struct kset {
  * negative ones.  Only its m non-empty subsets are stored, in that order, so a state of
  * few items costs O(items), not O(k).  A subset's "position" is its index among all k,
  * which is the part its items end in. */
-typedef enum { SEED, SLAB, OWN } kind;
-
 typedef struct kstate {
-    kset *set; /* [cap]: a slice of the seed block or of a slab, or malloc'd (OWN) */
+    kset *set; /* [cap]: a slice of the seed block, or malloc'd when own */
     uint32_t m, cap;
-    kind kind;
+    bool own;
 } kstate;
-
-/* Slabs hand out slices of `slot` subsets: a state outgrowing its seed slice takes one
- * (a malloc each cost more than the merge), a dead state's goes back on a free list. */
-typedef struct slab {
-    struct slab *next;
-    size_t used;
-    kset set[]; /* [SLAB_SLICES * slot] */
-} slab;
-#define SLAB_SLICES 1024
 
 typedef struct kk {
     uint32_t k;
@@ -272,16 +261,13 @@ typedef struct kk {
     kset *tmp;      /* [min(n, k)] sort_sets' scratch */
     double *spread; /* [nstates] */
     /* states with their spread (w) and id (i), so that comparing two needs no lookup */
-    witem *heap; /* max-heap of merged states by (spread desc, id asc) */
-    size_t nheap;
-    witem *queue;       /* [nstates] the initial states in that order */
-    uint32_t qnext, nq; /* initial states queue[qnext .. nq) */
-    uint32_t held;      /* a merged state that is the next to merge (NONE: none) */
-    bool neg;           /* some weight is negative */
-    uint32_t *next;     /* [n] item lists */
-    uint32_t slot;      /* subsets in a slab slice: min(k, MIN_CAP) */
-    slab *slabs;
-    kset *free; /* free slab slices, linked through their first subset's head */
+    witem *heap;            /* max-heap of merged states by (spread desc, id asc) */
+    size_t nheap, heap_cap; /* grown by doubling: it rarely holds many */
+    witem *queue;           /* [nstates] the initial states in that order; NULL: 0, 1, ... */
+    uint32_t qnext, nq;     /* initial states queue[qnext .. nq) */
+    uint32_t held;          /* a merged state that is the next to merge (NONE: none) */
+    bool neg;               /* some weight is negative */
+    uint32_t *next;         /* [n] item lists */
 } kk;
 
 /* Sum descending, then first item: a total order on non-empty subsets ("cmp_kset
@@ -297,13 +283,25 @@ static bool hent_before(witem a, witem b)
     return a.w > b.w || (a.w == b.w && a.i < b.i);
 }
 
-static void heap_push(kk *c, witem e)
+/* VL_ENOMEM. */
+static vl_status heap_push(kk *c, witem e, vl_err *err)
 {
     size_t i = c->nheap++;
 
+    if (c->nheap > c->heap_cap) {
+        size_t cap = c->heap_cap ? 2 * c->heap_cap : 256;
+        witem *h = realloc(c->heap, cap * sizeof *h);
+        if (h == NULL) {
+            c->nheap--;
+            return vl_seterr(err, VL_ENOMEM, "out of memory partitioning into %u parts", c->k);
+        }
+        c->heap = h;
+        c->heap_cap = cap;
+    }
     for (; i > 0 && hent_before(e, c->heap[(i - 1) / 2]); i = (i - 1) / 2)
         c->heap[i] = c->heap[(i - 1) / 2];
     c->heap[i] = e;
+    return VL_OK;
 }
 
 /* The top leaves: its hole goes down to a leaf along the better children, and the last
@@ -326,6 +324,14 @@ static uint32_t heap_pop(kk *c)
     return top;
 }
 
+/* The queue's head (qnext < nq). */
+static witem qhead(const kk *c)
+{
+    uint32_t q = c->qnext;
+
+    return c->queue != NULL ? c->queue[q] : (witem){c->spread[q], q};
+}
+
 /* The next state to merge: the better of the queue's head (initial states, sorted once)
  * and the heap's top (merged states only: a state absorbing lighter ones usually keeps
  * the lead, and the merged states below it are few). */
@@ -337,8 +343,11 @@ static uint32_t kk_pop(kk *c)
         c->held = NONE;
         return h;
     }
-    if (c->qnext < c->nq && (c->nheap == 0 || hent_before(c->queue[c->qnext], c->heap[0])))
-        return c->queue[c->qnext++].i;
+    if (c->qnext < c->nq && (c->nheap == 0 || hent_before(qhead(c), c->heap[0]))) {
+        uint32_t q = qhead(c).i;
+        c->qnext++;
+        return q;
+    }
     return heap_pop(c);
 }
 
@@ -346,15 +355,16 @@ static uint32_t kk_pop(kk *c)
  * top and the queue's head (a state absorbing lighter items keeps its largest subset,
  * so its spread stays on top for k merges), else into the heap.  The same state comes
  * next either way, without sifting it up through the heap and the hole back down. */
-static void kk_put(kk *c, uint32_t s)
+static vl_status kk_put(kk *c, uint32_t s, vl_err *err)
 {
     witem e = {c->spread[s], s};
 
     if ((c->nheap == 0 || hent_before(e, c->heap[0])) &&
-        (c->qnext == c->nq || hent_before(e, c->queue[c->qnext])))
+        (c->qnext == c->nq || hent_before(e, qhead(c)))) {
         c->held = s;
-    else
-        heap_push(c, e);
+        return VL_OK;
+    }
+    return heap_push(c, e, err);
 }
 
 /* States left to merge. */
@@ -398,70 +408,39 @@ static double state_spread(const kk *c, const kstate *s)
            ((p < m || full) ? s->set[m - 1].sum : 0.0);
 }
 
-/* A slab slice of c->slot subsets: off the free list, else the current slab, else a new
- * slab.  NULL: out of memory. */
-static kset *slice(kk *c)
-{
-    kset *p = c->free;
-
-    if (p != NULL) {
-        memcpy(&c->free, p, sizeof c->free);
-        return p;
-    }
-    if (c->slabs == NULL || c->slabs->used == SLAB_SLICES) {
-        slab *sl = malloc(sizeof *sl + (size_t)SLAB_SLICES * c->slot * sizeof(kset));
-        if (sl == NULL)
-            return NULL;
-        *sl = (slab){.next = c->slabs};
-        c->slabs = sl;
-    }
-    return c->slabs->set + c->slabs->used++ * c->slot;
-}
-
 /* Room for need subsets in s, contents kept; the capacity doubles from MIN_CAP, up to
  * k (a state outgrows its seed slice of 1 or k subsets: no steps through 2
- * and 4, which cost a realloc a merge), in a slab slice while it fits one.
+ * and 4, which cost a realloc a merge).  A malloc per state, not slabs of them: freed
+ * as states die, malloc's pages stay for the next call, where slabs freed at the end
+ * were trimmed and faulted in again (1M items: twice the page faults, slower).
  * VL_ENOMEM. */
 #define MIN_CAP 8
-static vl_status reserve(kk *c, kstate *s, uint32_t need, vl_err *err)
+static vl_status reserve(const kk *c, kstate *s, uint32_t need, vl_err *err)
 {
     size_t cap = 2 * (size_t)s->cap > MIN_CAP ? 2 * (size_t)s->cap : MIN_CAP;
     kset *p;
-    kind kd = OWN;
 
     if (need <= s->cap)
         return VL_OK;
     cap = cap < c->k ? cap : c->k;
     cap = cap > need ? cap : need;
-    if (s->kind == OWN) {
+    if (s->own) {
         p = realloc(s->set, cap * sizeof *p);
-    } else {
-        kd = cap <= c->slot ? SLAB : OWN;
-        cap = kd == SLAB ? c->slot : cap;
-        p = kd == SLAB ? slice(c) : malloc(cap * sizeof *p);
-        if (p != NULL && s->m > 0)
-            memcpy(p, s->set, s->m * sizeof *p);
-        if (p != NULL && s->kind == SLAB) { /* its old slice goes back */
-            memcpy(s->set, &c->free, sizeof c->free);
-            c->free = s->set;
-        }
+    } else if ((p = malloc(cap * sizeof *p)) != NULL && s->m > 0) {
+        memcpy(p, s->set, s->m * sizeof *p);
     }
     if (p == NULL)
         return vl_seterr(err, VL_ENOMEM, "out of memory partitioning into %u parts", c->k);
     s->set = p;
     s->cap = (uint32_t)cap;
-    s->kind = kd;
+    s->own = true;
     return VL_OK;
 }
 
-static void release(kk *c, kstate *s)
+static void release(kstate *s)
 {
-    if (s->kind == OWN) {
+    if (s->own)
         free(s->set);
-    } else if (s->kind == SLAB) {
-        memcpy(s->set, &c->free, sizeof c->free);
-        c->free = s->set;
-    }
     *s = (kstate){0};
 }
 
@@ -575,7 +554,7 @@ static vl_status merge(kk *c, uint32_t a, uint32_t b, vl_err *err)
             st = absorb_one(c, x, y->set[0], err);
         else
             pair_full(c, x, y);
-        release(c, y);
+        release(y);
         c->spread[a] = state_spread(c, x);
         return st;
     }
@@ -591,7 +570,7 @@ static vl_status merge(kk *c, uint32_t a, uint32_t b, vl_err *err)
         }
         c->add[i] = t;
     }
-    release(c, y);
+    release(y);
     for (r = w = first; r < x->m; r++)
         if (x->set[r].head != NONE)
             x->set[w++] = x->set[r];
@@ -623,14 +602,19 @@ static vl_status kk_seed(kk *c, const witem *it, size_t nstates, size_t per, vl_
         }
         c->st[s] = (kstate){.set = x, .m = (uint32_t)per, .cap = (uint32_t)per};
         c->spread[s] = state_spread(c, &c->st[s]);
-        c->queue[s] = (witem){c->spread[s], (uint32_t)s};
         in_order = in_order && (s == 0 || c->spread[s - 1] >= c->spread[s]);
     }
     c->nq = (uint32_t)nstates;
     if (in_order || nstates < 2)
-        return VL_OK;
-    if ((tmp = malloc(2 * nstates * sizeof *tmp)) == NULL)
+        return VL_OK; /* the queue is the ids in order: not written out */
+    c->queue = malloc(nstates * sizeof *c->queue);
+    tmp = malloc(2 * nstates * sizeof *tmp);
+    if (c->queue == NULL || tmp == NULL) {
+        free(tmp);
         return vl_seterr(err, VL_ENOMEM, "out of memory partitioning %zu items", nstates);
+    }
+    for (size_t s = 0; s < nstates; s++)
+        c->queue[s] = (witem){c->spread[s], (uint32_t)s};
     sort_items(c->queue, tmp, nstates);
     free(tmp);
     return VL_OK;
@@ -672,12 +656,9 @@ static vl_status kk_run(int *part, const double *w, const uint32_t *order, size_
     c.add = malloc((nadd ? nadd : 1) * sizeof *c.add);
     c.tmp = malloc((nadd ? nadd : 1) * sizeof *c.tmp);
     c.spread = malloc((nstates ? nstates : 1) * sizeof *c.spread);
-    c.heap = malloc((nstates ? nstates : 1) * sizeof *c.heap);
-    c.queue = malloc((nstates ? nstates : 1) * sizeof *c.queue);
     c.next = malloc((n ? n : 1) * sizeof *c.next);
-    c.slot = (uint32_t)k < MIN_CAP ? (uint32_t)k : MIN_CAP;
     if (c.st == NULL || c.seed == NULL || c.add == NULL || c.tmp == NULL || c.spread == NULL ||
-        c.heap == NULL || c.queue == NULL || c.next == NULL) {
+        c.next == NULL) {
         st = vl_seterr(err, VL_ENOMEM, "out of memory partitioning %zu items", n);
         goto done;
     }
@@ -686,20 +667,14 @@ static vl_status kk_run(int *part, const double *w, const uint32_t *order, size_
         goto done;
     while (kk_left(&c) > 1) {
         uint32_t a = kk_pop(&c), b = kk_pop(&c);
-        if ((st = merge(&c, a, b, err)) != VL_OK)
+        if ((st = merge(&c, a, b, err)) != VL_OK || (st = kk_put(&c, a, err)) != VL_OK)
             goto done;
-        kk_put(&c, a);
     }
     if (kk_left(&c) == 1)
         kk_parts(part, &c, kk_pop(&c));
 done:
     for (size_t s = 0; c.st != NULL && s < nstates; s++)
-        release(&c, &c.st[s]);
-    while (c.slabs != NULL) {
-        slab *next = c.slabs->next;
-        free(c.slabs);
-        c.slabs = next;
-    }
+        release(&c.st[s]);
     free(it);
     free(c.st);
     free(c.seed);
