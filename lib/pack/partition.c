@@ -584,10 +584,13 @@ static vl_status merge(kk *c, uint32_t a, uint32_t b, vl_err *err)
     return VL_OK;
 }
 
-/* Initial states: items (weight order) `per` at a time, one per subset.  Weight order
- * is (weight desc, index asc), which is cmp_kset's order of the one-item subsets.  The
- * queue takes them in merge order: as they come where their spreads do not grow (the
- * plain variant's, spread = weight), else sorted (O(n) by radix).  VL_ENOMEM. */
+_Static_assert(sizeof(kset) == sizeof(witem), "a seed takes its item's slot");
+
+/* Initial states: items (weight order) `per` at a time, one per subset, each written
+ * over its item (c->seed is it: no fresh pages to fault in).  Weight order is (weight
+ * desc, index asc), which is cmp_kset's order of the one-item subsets.  The queue takes
+ * them in merge order: as they come where their spreads do not grow (the plain
+ * variant's, spread = weight), else sorted (O(n) by radix).  VL_ENOMEM. */
 static vl_status kk_seed(kk *c, const witem *it, size_t nstates, size_t per, vl_err *err)
 {
     bool in_order = true;
@@ -621,16 +624,26 @@ static vl_status kk_seed(kk *c, const witem *it, size_t nstates, size_t per, vl_
 }
 
 /* Every item of the last state gets its subset's position. */
-static void kk_parts(int *part, const kk *c, uint32_t s)
+static void kk_parts(int *part, kk *c, uint32_t s)
 {
     const kstate *x = &c->st[s];
-    uint32_t p = nonneg(c, x->set, x->m);
+    uint32_t p = nonneg(c, x->set, x->m), live = x->m;
 
-    for (uint32_t j = 0; j < x->m; j++)
-        for (uint32_t i = x->set[j].head;; i = c->next[i]) {
-            part[i] = (int)position(j, p, c->k - x->m);
-            if (i == x->set[j].tail)
-                break;
+    /* The lists are walked side by side, one item of each in turn (c->add holds each
+     * one's next item, its part in sum): every step of a list is a cache miss, and the
+     * m walks' misses overlap where one list's would wait on each other. */
+    for (uint32_t j = 0; j < live; j++)
+        c->add[j] = (kset){position(j, p, c->k - x->m), x->set[j].head, x->set[j].tail};
+    while (live > 0)
+        for (uint32_t a = 0; a < live;) {
+            kset *t = &c->add[a];
+            part[t->head] = (int)t->sum;
+            if (t->head == t->tail) {
+                *t = c->add[--live]; /* done: the last walk takes its place */
+                continue;
+            }
+            t->head = c->next[t->head];
+            a++;
         }
 }
 
@@ -652,7 +665,7 @@ static vl_status kk_run(int *part, const double *w, const uint32_t *order, size_
     if ((st = sorted_items(&it, w, order, n, k, err)) != VL_OK)
         return st;
     c.st = calloc(nstates ? nstates : 1, sizeof *c.st);
-    c.seed = malloc((nstates ? nstates * per : 1) * sizeof *c.seed);
+    c.seed = (kset *)it; /* the seeds overwrite the items they are made of, slot for slot */
     c.add = malloc((nadd ? nadd : 1) * sizeof *c.add);
     c.tmp = malloc((nadd ? nadd : 1) * sizeof *c.tmp);
     c.spread = malloc((nstates ? nstates : 1) * sizeof *c.spread);
@@ -677,7 +690,6 @@ done:
         release(&c.st[s]);
     free(it);
     free(c.st);
-    free(c.seed);
     free(c.add);
     free(c.tmp);
     free(c.spread);
