@@ -14,7 +14,7 @@
  * O(n k) memory: 60 ms for 2,700 items into 256 parts.)  The initial states wait in a
  * queue sorted once (O(n) by radix), only merged states in a heap; without negative
  * weights a merge absorbing one subset is O(k) and one of two full states O(k log k)
- * (merge()): 3.0e9 -> 2.0e9 instructions for KK of 1M Mooncake lengths into 8 parts,
+ * (merge()): 3.0e9 -> 2.1e9 instructions for KK of 1M Mooncake lengths into 8 parts,
  * three weightings, plain and equal.  Ties anywhere break on the lower index, so
  * results are deterministic (any order of equal work gives the same parts: the orders
  * are total). */
