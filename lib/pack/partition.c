@@ -11,8 +11,13 @@
  * re-sorts only the absorbed state's m subsets, O(m log k) plus moving the others'
  * array slots: O(n log n) for most inputs, O(n min(n, k)) slot moves at worst, and
  * O(n + k) memory.  (Storing all k subsets of every state cost O(n k log k) time and
- * O(n k) memory: 60 ms for 2,700 items into 256 parts.)  Ties anywhere break on the
- * lower index, so results are deterministic. */
+ * O(n k) memory: 60 ms for 2,700 items into 256 parts.)  The initial states wait in a
+ * queue sorted once (O(n) by radix), only merged states in a heap; without negative
+ * weights a merge absorbing one subset is O(k) and one of two full states O(k log k)
+ * (merge()): 3.0e9 -> 2.1e9 instructions for KK of 1M Mooncake lengths into 8 parts,
+ * three weightings, plain and equal.  Ties anywhere break on the lower index, so
+ * results are deterministic (any order of equal work gives the same parts: the orders
+ * are total). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -243,24 +248,25 @@ typedef struct kset {
  * few items costs O(items), not O(k).  A subset's "position" is its index among all k,
  * which is the part its items end in. */
 typedef struct kstate {
-    kset *set; /* [cap]: a slice of the seed block, or malloc'd when own */
+    kset *set; /* [cap]: a slice of the seed block (cap = per), or malloc'd (cap > per) */
     uint32_t m, cap;
-    bool own;
-} kstate;
+} kstate; /* 16 bytes: at 1M states, 8 MB fewer to fault in than with an own flag */
 
 typedef struct kk {
-    uint32_t k;
-    kstate *st;     /* [nstates] */
-    kset *seed;     /* [nstates * per] the initial states' subsets */
-    kset *add;      /* [min(n, k)] the subsets one merge brings into a state */
-    kset *tmp;      /* [min(n, k)] sort_sets' scratch */
-    double *spread; /* [nstates] */
-    uint32_t *heap; /* max-heap of state ids by (spread desc, id asc) */
-    size_t nheap;
-    uint32_t qnext, nq; /* initial states qnext..nq-1, already in heap order */
-    uint32_t held;      /* a merged state that is the next to merge (NONE: none) */
-    bool neg;           /* some weight is negative */
-    uint32_t *next;     /* [n] item lists */
+    uint32_t k, per; /* parts; items a seed state holds */
+    kstate *st;      /* [nstates] */
+    kset *seed;      /* [nstates * per] the initial states' subsets */
+    kset *add;       /* [min(n, k)] the subsets one merge brings into a state */
+    kset *tmp;       /* [min(n, k)] sort_sets' scratch */
+    double *spread;  /* [nstates] */
+    /* states with their spread (w) and id (i), so that comparing two needs no lookup */
+    witem *heap;            /* max-heap of merged states by (spread desc, id asc) */
+    size_t nheap, heap_cap; /* grown by doubling: it rarely holds many */
+    witem *queue;           /* [nstates] the initial states in that order; NULL: 0, 1, ... */
+    uint32_t qnext, nq;     /* initial states queue[qnext .. nq) */
+    uint32_t held;          /* a merged state that is the next to merge (NONE: none) */
+    bool neg;               /* some weight is negative */
+    uint32_t *next;         /* [n] item lists */
 } kk;
 
 /* Sum descending, then first item: a total order on non-empty subsets ("cmp_kset
@@ -270,50 +276,64 @@ static bool kset_before(const kset *x, const kset *y)
     return x->sum > y->sum || (x->sum == y->sum && x->head < y->head);
 }
 
-static int state_before(const kk *c, uint32_t a, uint32_t b)
+/* State a goes before state b: (spread desc, id asc), a total order. */
+static bool hent_before(witem a, witem b)
 {
-    return c->spread[a] > c->spread[b] || (c->spread[a] == c->spread[b] && a < b);
+    return a.w > b.w || (a.w == b.w && a.i < b.i);
 }
 
-static void heap_swap(uint32_t *h, size_t i, size_t j)
-{
-    uint32_t t = h[i];
-    h[i] = h[j];
-    h[j] = t;
-}
-
-static void heap_push(kk *c, uint32_t s)
+/* VL_ENOMEM. */
+static vl_status heap_push(kk *c, witem e, vl_err *err)
 {
     size_t i = c->nheap++;
-    c->heap[i] = s;
-    while (i > 0 && state_before(c, c->heap[i], c->heap[(i - 1) / 2])) {
-        heap_swap(c->heap, i, (i - 1) / 2);
-        i = (i - 1) / 2;
+
+    if (c->nheap > c->heap_cap) {
+        size_t cap = c->heap_cap ? 2 * c->heap_cap : 256;
+        witem *h = realloc(c->heap, cap * sizeof *h);
+        if (h == NULL) {
+            c->nheap--;
+            return vl_seterr(err, VL_ENOMEM, "out of memory partitioning into %u parts", c->k);
+        }
+        c->heap = h;
+        c->heap_cap = cap;
     }
+    for (; i > 0 && hent_before(e, c->heap[(i - 1) / 2]); i = (i - 1) / 2)
+        c->heap[i] = c->heap[(i - 1) / 2];
+    c->heap[i] = e;
+    return VL_OK;
 }
 
+/* The top leaves: its hole goes down to a leaf along the better children, and the last
+ * entry, taken from the bottom, rises from there -- rarely far (one comparison a level
+ * on the way down, not two). */
 static uint32_t heap_pop(kk *c)
 {
-    uint32_t top = c->heap[0];
-    size_t i = 0;
+    uint32_t top = c->heap[0].i;
+    witem v = c->heap[--c->nheap];
+    size_t i = 0, n = c->nheap;
 
-    c->heap[0] = c->heap[--c->nheap];
-    for (;;) {
-        size_t l = 2 * i + 1, m = i;
-        if (l < c->nheap && state_before(c, c->heap[l], c->heap[m]))
-            m = l;
-        if (l + 1 < c->nheap && state_before(c, c->heap[l + 1], c->heap[m]))
-            m = l + 1;
-        if (m == i)
-            return top;
-        heap_swap(c->heap, i, m);
-        i = m;
+    for (size_t l = 1; l < n; l = 2 * i + 1) {
+        l += l + 1 < n && hent_before(c->heap[l + 1], c->heap[l]);
+        c->heap[i] = c->heap[l];
+        i = l;
     }
+    for (; i > 0 && hent_before(v, c->heap[(i - 1) / 2]); i = (i - 1) / 2)
+        c->heap[i] = c->heap[(i - 1) / 2];
+    c->heap[i] = v;
+    return top;
 }
 
-/* The next state to merge: the better of the queue's head and the heap's top.  The
- * plain variant's initial states are usually in heap order already (spread = weight),
- * so the heap holds only merged states: a few instead of n. */
+/* The queue's head (qnext < nq). */
+static witem qhead(const kk *c)
+{
+    uint32_t q = c->qnext;
+
+    return c->queue != NULL ? c->queue[q] : (witem){c->spread[q], q};
+}
+
+/* The next state to merge: the better of the queue's head (initial states, sorted once)
+ * and the heap's top (merged states only: a state absorbing lighter ones usually keeps
+ * the lead, and the merged states below it are few). */
 static uint32_t kk_pop(kk *c)
 {
     uint32_t h = c->held;
@@ -322,8 +342,11 @@ static uint32_t kk_pop(kk *c)
         c->held = NONE;
         return h;
     }
-    if (c->qnext < c->nq && (c->nheap == 0 || state_before(c, c->qnext, c->heap[0])))
-        return c->qnext++;
+    if (c->qnext < c->nq && (c->nheap == 0 || hent_before(qhead(c), c->heap[0]))) {
+        uint32_t q = qhead(c).i;
+        c->qnext++;
+        return q;
+    }
     return heap_pop(c);
 }
 
@@ -331,13 +354,16 @@ static uint32_t kk_pop(kk *c)
  * top and the queue's head (a state absorbing lighter items keeps its largest subset,
  * so its spread stays on top for k merges), else into the heap.  The same state comes
  * next either way, without sifting it up through the heap and the hole back down. */
-static void kk_put(kk *c, uint32_t s)
+static vl_status kk_put(kk *c, uint32_t s, vl_err *err)
 {
-    if ((c->nheap == 0 || state_before(c, s, c->heap[0])) &&
-        (c->qnext == c->nq || state_before(c, s, c->qnext)))
+    witem e = {c->spread[s], s};
+
+    if ((c->nheap == 0 || hent_before(e, c->heap[0])) &&
+        (c->qnext == c->nq || hent_before(e, qhead(c)))) {
         c->held = s;
-    else
-        heap_push(c, s);
+        return VL_OK;
+    }
+    return heap_push(c, e, err);
 }
 
 /* States left to merge. */
@@ -383,7 +409,10 @@ static double state_spread(const kk *c, const kstate *s)
 
 /* Room for need subsets in s, contents kept; the capacity doubles from MIN_CAP, up to
  * k (a state outgrows its seed slice of 1 or k subsets: no steps through 2
- * and 4, which cost a realloc a merge).  VL_ENOMEM. */
+ * and 4, which cost a realloc a merge).  A malloc per state, not slabs of them: freed
+ * as states die, malloc's pages stay for the next call, where slabs freed at the end
+ * were trimmed and faulted in again (1M items: twice the page faults, slower).
+ * VL_ENOMEM. */
 #define MIN_CAP 8
 static vl_status reserve(const kk *c, kstate *s, uint32_t need, vl_err *err)
 {
@@ -394,7 +423,7 @@ static vl_status reserve(const kk *c, kstate *s, uint32_t need, vl_err *err)
         return VL_OK;
     cap = cap < c->k ? cap : c->k;
     cap = cap > need ? cap : need;
-    if (s->own) {
+    if (s->cap > c->per) {
         p = realloc(s->set, cap * sizeof *p);
     } else if ((p = malloc(cap * sizeof *p)) != NULL && s->m > 0) {
         memcpy(p, s->set, s->m * sizeof *p);
@@ -403,13 +432,12 @@ static vl_status reserve(const kk *c, kstate *s, uint32_t need, vl_err *err)
         return vl_seterr(err, VL_ENOMEM, "out of memory partitioning into %u parts", c->k);
     s->set = p;
     s->cap = (uint32_t)cap;
-    s->own = true;
     return VL_OK;
 }
 
-static void release(kstate *s)
+static void release(const kk *c, kstate *s)
 {
-    if (s->own)
+    if (s->cap > c->per) /* malloc'd by reserve() */
         free(s->set);
     *s = (kstate){0};
 }
@@ -461,17 +489,73 @@ static void merge_sorted(kset *x, uint32_t nx, const kset *add, uint32_t na)
     }
 }
 
+/* x[at] moved up (its sum grew) or is new at the end: insert it into x[0 .. at) by
+ * stepping down from at, as merge_sorted places a subset (the order is total). */
+static void sift_in(kset *x, uint32_t at)
+{
+    kset v = x[at];
+
+    for (; at > 0 && kset_before(&v, &x[at - 1]); at--)
+        x[at] = x[at - 1];
+    x[at] = v;
+}
+
+/* merge() where no weight is negative and b is one subset t: it joins a's lightest
+ * subset, an empty one while a has fewer than k (then it is a new subset).  O(k). */
+static vl_status absorb_one(kk *c, kstate *x, kset t, vl_err *err)
+{
+    vl_status st;
+
+    if (x->m == c->k) {
+        kset *s = &x->set[x->m - 1];
+        c->next[s->tail] = t.head;
+        *s = (kset){s->sum + t.sum, s->head, t.tail};
+        sift_in(x->set, x->m - 1);
+        return VL_OK;
+    }
+    if ((st = reserve(c, x, x->m + 1, err)) != VL_OK)
+        return st;
+    x->set[x->m] = t;
+    sift_in(x->set, x->m++);
+    return VL_OK;
+}
+
+/* merge() where no weight is negative and both states hold k subsets: subset j of a
+ * takes subset k-1-j of b, and the k sums are sorted afresh.  O(k log k). */
+static void pair_full(kk *c, kstate *x, const kstate *y)
+{
+    uint32_t k = c->k;
+
+    for (uint32_t i = 0; i < k; i++) {
+        const kset *s = &x->set[k - 1 - i], *t = &y->set[i];
+        c->next[s->tail] = t->head;
+        c->add[i] = (kset){s->sum + t->sum, s->head, t->tail};
+    }
+    sort_sets(c->add, c->tmp, k);
+    memcpy(x->set, c->add, k * sizeof *x->set);
+}
+
 /* State a absorbs state b: the subset at position j of a takes the one at k-1-j of b,
  * heaviest with lightest.  Only b's subsets move: each joins a subset of a (which
  * leaves a's list) or an empty one, and the results are sorted and merged back into
- * what is left of a's list.  VL_ENOMEM. */
+ * what is left of a's list.  Without negative weights, b of one subset and both of k
+ * subsets (every merge of sorted lengths) take the shorter ways above.  VL_ENOMEM. */
 static vl_status merge(kk *c, uint32_t a, uint32_t b, vl_err *err)
 {
     kstate *x = &c->st[a], *y = &c->st[b];
     uint32_t px = nonneg(c, x->set, x->m), py = nonneg(c, y->set, y->m);
     uint32_t gx = c->k - x->m, gy = c->k - y->m, na = y->m, first = x->m, r, w;
-    vl_status st;
+    vl_status st = VL_OK;
 
+    if (!c->neg && (na == 1 || (na == c->k && x->m == c->k))) {
+        if (na == 1)
+            st = absorb_one(c, x, y->set[0], err);
+        else
+            pair_full(c, x, y);
+        release(c, y);
+        c->spread[a] = state_spread(c, x);
+        return st;
+    }
     for (uint32_t i = 0; i < na; i++) {
         kset t = y->set[i];
         uint32_t j = c->k - 1 - position(i, py, gy);
@@ -484,7 +568,7 @@ static vl_status merge(kk *c, uint32_t a, uint32_t b, vl_err *err)
         }
         c->add[i] = t;
     }
-    release(y);
+    release(c, y);
     for (r = w = first; r < x->m; r++)
         if (x->set[r].head != NONE)
             x->set[w++] = x->set[r];
@@ -498,10 +582,18 @@ static vl_status merge(kk *c, uint32_t a, uint32_t b, vl_err *err)
     return VL_OK;
 }
 
-/* Initial states: items (weight order) `per` at a time, one per subset.  Weight order
- * is (weight desc, index asc), which is cmp_kset's order of the one-item subsets. */
-static void kk_seed(kk *c, const witem *it, size_t nstates, size_t per)
+_Static_assert(sizeof(kset) == sizeof(witem), "a seed takes its item's slot");
+
+/* Initial states: items (weight order) `per` at a time, one per subset, each written
+ * over its item (c->seed is it: no fresh pages to fault in).  Weight order is (weight
+ * desc, index asc), which is cmp_kset's order of the one-item subsets.  The queue takes
+ * them in merge order: as they come where their spreads do not grow (the plain
+ * variant's, spread = weight), else sorted (O(n) by radix).  VL_ENOMEM. */
+static vl_status kk_seed(kk *c, const witem *it, size_t nstates, size_t per, vl_err *err)
 {
+    bool in_order = true;
+    kitem *tmp;
+
     for (size_t s = 0; s < nstates; s++) {
         kset *x = c->seed + s * per;
         for (size_t j = 0; j < per; j++) {
@@ -511,28 +603,45 @@ static void kk_seed(kk *c, const witem *it, size_t nstates, size_t per)
         }
         c->st[s] = (kstate){.set = x, .m = (uint32_t)per, .cap = (uint32_t)per};
         c->spread[s] = state_spread(c, &c->st[s]);
+        in_order = in_order && (s == 0 || c->spread[s - 1] >= c->spread[s]);
     }
     c->nq = (uint32_t)nstates;
-    for (size_t s = 1; s < nstates; s++)
-        if (!(c->spread[s - 1] >= c->spread[s])) { /* not in heap order: use the heap */
-            for (uint32_t q = 0; q < nstates; q++)
-                heap_push(c, q);
-            c->nq = 0;
-            break;
-        }
+    if (in_order || nstates < 2)
+        return VL_OK; /* the queue is the ids in order: not written out */
+    c->queue = malloc(nstates * sizeof *c->queue);
+    tmp = malloc(2 * nstates * sizeof *tmp);
+    if (c->queue == NULL || tmp == NULL) {
+        free(tmp);
+        return vl_seterr(err, VL_ENOMEM, "out of memory partitioning %zu items", nstates);
+    }
+    for (size_t s = 0; s < nstates; s++)
+        c->queue[s] = (witem){c->spread[s], (uint32_t)s};
+    sort_items(c->queue, tmp, nstates);
+    free(tmp);
+    return VL_OK;
 }
 
 /* Every item of the last state gets its subset's position. */
-static void kk_parts(int *part, const kk *c, uint32_t s)
+static void kk_parts(int *part, kk *c, uint32_t s)
 {
     const kstate *x = &c->st[s];
-    uint32_t p = nonneg(c, x->set, x->m);
+    uint32_t p = nonneg(c, x->set, x->m), live = x->m;
 
-    for (uint32_t j = 0; j < x->m; j++)
-        for (uint32_t i = x->set[j].head;; i = c->next[i]) {
-            part[i] = (int)position(j, p, c->k - x->m);
-            if (i == x->set[j].tail)
-                break;
+    /* The lists are walked side by side, one item of each in turn (c->add holds each
+     * one's next item, its part in sum): every step of a list is a cache miss, and the
+     * m walks' misses overlap where one list's would wait on each other. */
+    for (uint32_t j = 0; j < live; j++)
+        c->add[j] = (kset){position(j, p, c->k - x->m), x->set[j].head, x->set[j].tail};
+    while (live > 0)
+        for (uint32_t a = 0; a < live;) {
+            kset *t = &c->add[a];
+            part[t->head] = (int)t->sum;
+            if (t->head == t->tail) {
+                *t = c->add[--live]; /* done: the last walk takes its place */
+                continue;
+            }
+            t->head = c->next[t->head];
+            a++;
         }
 }
 
@@ -542,7 +651,7 @@ static vl_status kk_run(int *part, const double *w, const uint32_t *order, size_
     witem *it = NULL;
     vl_status st;
     size_t nstates = n / per, nadd = n < (size_t)k ? n : (size_t)k;
-    kk c = {.k = (uint32_t)k, .held = NONE};
+    kk c = {.k = (uint32_t)k, .per = (uint32_t)per, .held = NONE};
 
     /* One part takes every item, as the merges below would end: no sort, no states
      * (one GPU packing a whole data set in one iteration). */
@@ -554,37 +663,36 @@ static vl_status kk_run(int *part, const double *w, const uint32_t *order, size_
     if ((st = sorted_items(&it, w, order, n, k, err)) != VL_OK)
         return st;
     c.st = calloc(nstates ? nstates : 1, sizeof *c.st);
-    c.seed = malloc((nstates ? nstates * per : 1) * sizeof *c.seed);
+    c.seed = (kset *)it; /* the seeds overwrite the items they are made of, slot for slot */
     c.add = malloc((nadd ? nadd : 1) * sizeof *c.add);
     c.tmp = malloc((nadd ? nadd : 1) * sizeof *c.tmp);
     c.spread = malloc((nstates ? nstates : 1) * sizeof *c.spread);
-    c.heap = malloc((nstates ? nstates : 1) * sizeof *c.heap);
     c.next = malloc((n ? n : 1) * sizeof *c.next);
     if (c.st == NULL || c.seed == NULL || c.add == NULL || c.tmp == NULL || c.spread == NULL ||
-        c.heap == NULL || c.next == NULL) {
+        c.next == NULL) {
         st = vl_seterr(err, VL_ENOMEM, "out of memory partitioning %zu items", n);
         goto done;
     }
     c.neg = n > 0 && it[n - 1].w < 0; /* the lightest comes last */
-    kk_seed(&c, it, nstates, per);
+    if ((st = kk_seed(&c, it, nstates, per, err)) != VL_OK)
+        goto done;
     while (kk_left(&c) > 1) {
         uint32_t a = kk_pop(&c), b = kk_pop(&c);
-        if ((st = merge(&c, a, b, err)) != VL_OK)
+        if ((st = merge(&c, a, b, err)) != VL_OK || (st = kk_put(&c, a, err)) != VL_OK)
             goto done;
-        kk_put(&c, a);
     }
     if (kk_left(&c) == 1)
         kk_parts(part, &c, kk_pop(&c));
 done:
     for (size_t s = 0; c.st != NULL && s < nstates; s++)
-        release(&c.st[s]);
+        release(&c, &c.st[s]);
     free(it);
     free(c.st);
-    free(c.seed);
     free(c.add);
     free(c.tmp);
     free(c.spread);
     free(c.heap);
+    free(c.queue);
     free(c.next);
     return st;
 }

@@ -27,7 +27,8 @@ static inline const pack_ctx *pk_ctx(const bl *c)
 typedef struct packs {
     uint32_t *items; /* the packer's output, reordered by splits */
     size_t *off, *cnt;
-    double *load; /* tokens */
+    double *load;   /* tokens */
+    double *weight; /* [n] each pack's vl__pk_weight, kept where known; NULL: none */
     size_t n;
 } packs;
 
@@ -46,13 +47,15 @@ vl_status vl__pk_dealer_init(dealer *d, size_t packs_max, size_t dp, vl_err *err
 void vl__pk_dealer_free(dealer *d);
 /** Room for `packs` packs in d (kept on failure).  VL_ENOMEM. */
 vl_status vl__pk_dealer_reserve(dealer *d, size_t want, vl_err *err);
-/** The weight pack.balance deals by (time, tokens or attention); an empty pack: 0. */
+/** The weight pack.balance deals by (time, tokens or attention); an empty pack: 0.
+ *  Under pack.balance=time it equals vl__pk_time to the bit. */
 vl_status vl__pk_weight(bl *c, dealer *d, const uint32_t *it, size_t k, double *out,
                         vl_err *err);
 /** A micro-batch of cap slots holding items[0..k): whole samples and pieces. */
 vl_status vl__pk_emit(bl *c, uint32_t cap, const uint32_t *items, size_t k, vl_err *err);
-/** Weigh packs pk[ids[0 .. np)] (d->w) and deal them to ranks by equal-count KK
- *  (d->part), pieces of a sample kept apart where a swap allows. */
+/** Weigh packs pk[ids[0 .. np)] (d->w; from pk->weight where kept) and deal them to
+ *  ranks by equal-count KK (d->part), pieces of a sample kept apart where a swap
+ *  allows. */
 vl_status vl__pk_partition(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
                            vl_err *err);
 /** Emit the packs as d->part deals them, rank r running its packs in the order of ids. */
@@ -86,7 +89,9 @@ int vl__pk_primary(const bl *c);
 vl_status vl__pk_refine(const vl__pk_weights *w, int *part, size_t dp, int primary,
                         vl_err *err);
 /** Build pk[ids[0 .. np)]'s weights (modelled time, tokens, attention) and refine the
- *  dealing d->part by vl__pk_refine under pack.balance's measure. */
+ *  dealing d->part by vl__pk_refine under pack.balance's measure.  d->w[p] must be pack
+ *  ids[p]'s vl__pk_weight: under pack.balance=time that is its modelled time, not
+ *  computed again. */
 vl_status vl__pk_refine_dealt(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
                               vl_err *err);
 /** A pack's modelled time (forward + backward on the first stage; tokens without a
@@ -106,6 +111,7 @@ typedef struct vl__pk_shift_in {
     /* a pack's exact modelled time */
     vl_status (*time)(void *ctx, const uint32_t *items, size_t k, double *out, vl_err *err);
     void *ctx;
+    const double *times; /* [packs] each one's time where known up front; NULL: none */
 } vl__pk_shift_in;
 
 /** Move or swap single samples between packs of different ranks (pack p of pk->n on
@@ -114,7 +120,8 @@ typedef struct vl__pk_shift_in {
  *  with the same items regrouped (pk->load is not read).  VL_ENOMEM. */
 vl_status vl__pk_shift(const vl__pk_shift_in *in, packs *pk, const int *part, vl_err *err);
 /** Sample-level refinement of one iteration (pk[ids[p]] on rank d->part[p], np = dp*m
- *  slots), then emit it (baseline_pack_shift.c). */
+ *  slots; d->w[p] its vl__pk_weight, as vl__pk_refine_dealt needs), then emit it
+ *  (baseline_pack_shift.c). */
 vl_status vl__pk_shift_emit(bl *c, dealer *d, const packs *pk, const size_t *ids, size_t np,
                             vl_err *err);
 /* One dealing of an iteration's samples: each rank's packs, the busiest rank's load. */

@@ -220,8 +220,13 @@ vl_status vl__pk_partition(bl *c, dealer *d, const packs *pk, const size_t *ids,
 {
     vl_status st = VL_OK;
 
-    for (size_t p = 0; p < np && st == VL_OK; p++)
-        st = vl__pk_weight(c, d, pk->items + pk->off[ids[p]], pk->cnt[ids[p]], &d->w[p], err);
+    for (size_t p = 0; p < np && st == VL_OK; p++) {
+        if (pk->weight != NULL)
+            d->w[p] = pk->weight[ids[p]];
+        else
+            st = vl__pk_weight(c, d, pk->items + pk->off[ids[p]], pk->cnt[ids[p]], &d->w[p],
+                               err);
+    }
     if (st != VL_OK ||
         (st = vl_partition_kk_equal(d->part, d->w, np, (int)c->dp, err)) != VL_OK)
         return st;
@@ -324,7 +329,8 @@ vl_status vl__pk_shift_emit(bl *c, dealer *d, const packs *pk, const size_t *ids
                           .dp = c->dp,
                           .primary = vl__pk_primary(c),
                           .time = time_of,
-                          .ctx = &tc};
+                          .ctx = &tc,
+                          .times = vl__pk_primary(c) == VL__PK_TIME ? d->w : NULL};
     packs local = {0};
     vl_status st = copy_packs(pk, ids, np, &local, err);
 

@@ -119,19 +119,27 @@ static uint64_t first_piece(const bl *c, const packs *pk, size_t q)
     return UINT64_MAX;
 }
 
+/* Is the epoch packed in windows (pack.window below its samples)? */
+static bool windowed(const bl *c)
+{
+    return c->job->cfg->pack.window != 0 && c->job->cfg->pack.window < c->job->sel->n;
+}
+
 /* The epoch's layout: iteration i takes real[i] packs, written to ids from start[i].
  * Stratified (whole-epoch packing, where the sampler's order is gone anyway): packs
  * by cost, heaviest first, go to the iterations' slots in order of their fractional
  * position, so every iteration gets the same mix of heavy and light packs and each
- * rank one pack of every stratum.  Otherwise (windows): consecutive, keeping order. */
-static vl_status layout(bl *c, dealer *d, const packs *pk, size_t t, size_t iters,
+ * rank one pack of every stratum; their weights kept in pk->weight (room for pk->n;
+ * the empty packs after t weigh 0), where the dealing reads them.  Otherwise
+ * (windows): consecutive, keeping order. */
+static vl_status layout(bl *c, dealer *d, packs *pk, size_t t, size_t iters,
                         const size_t *real, const size_t *start, size_t *ids, vl_err *err)
 {
     wpack *wp;
     slot *sl;
     vl_status st = VL_OK;
 
-    if (c->job->cfg->pack.window != 0 && c->job->cfg->pack.window < c->job->sel->n) {
+    if (windowed(c)) {
         for (size_t i = 0, p = 0; i < iters; i++)
             for (size_t k = 0; k < real[i]; k++)
                 ids[start[i] + k] = p++;
@@ -147,7 +155,10 @@ static vl_status layout(bl *c, dealer *d, const packs *pk, size_t t, size_t iter
         wp[p].p = p;
         wp[p].piece = first_piece(c, pk, p);
         st = vl__pk_weight(c, d, pk->items + pk->off[p], pk->cnt[p], &wp[p].w, err);
+        pk->weight[p] = wp[p].w;
     }
+    for (size_t p = t; p < pk->n; p++)
+        pk->weight[p] = 0; /* empty: as vl__pk_weight weighs it */
     if (st != VL_OK)
         goto done;
     qsort(wp, t, sizeof *wp, cmp_wpack);
@@ -186,7 +197,8 @@ static vl_status epoch_iterations(bl *c, packs *pk, size_t iters, size_t nitems,
     real = malloc(iters * sizeof *real);
     start = malloc((iters + 1) * sizeof *start);
     ids = malloc(pk->n * sizeof *ids);
-    if (real == NULL || start == NULL || ids == NULL) {
+    pk->weight = windowed(c) ? NULL : malloc(pk->n * sizeof *pk->weight);
+    if (real == NULL || start == NULL || ids == NULL || (!windowed(c) && pk->weight == NULL)) {
         st = vl_seterr(err, VL_ENOMEM, "out of memory for %zu iterations", iters);
         goto done;
     }
@@ -211,6 +223,8 @@ static vl_status epoch_iterations(bl *c, packs *pk, size_t iters, size_t nitems,
     }
 done:
     vl__pk_dealer_free(&d);
+    free(pk->weight);
+    pk->weight = NULL;
     free(real);
     free(start);
     free(ids);

@@ -354,7 +354,10 @@ vl_status vl__pk_refine_dealt(bl *c, dealer *d, const packs *pk, const size_t *i
             w.tok[p] += len[it[i]];
             w.att[p] += vl_cost_pairs(0, len[it[i]]);
         }
-        st = vl__pk_time(c, d, it, pk->cnt[ids[p]], &t[p], err);
+        if (vl__pk_primary(c) == VL__PK_TIME)
+            t[p] = d->w[p]; /* vl__pk_weight under time: the same figure */
+        else
+            st = vl__pk_time(c, d, it, pk->cnt[ids[p]], &t[p], err);
     }
     if (st == VL_OK)
         st = vl__pk_refine(&w, d->part, c->dp, vl__pk_primary(c), err);

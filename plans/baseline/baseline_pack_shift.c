@@ -67,6 +67,7 @@ typedef struct shift {
     size_t *mine, *theirs; /* [n] this step's samples of the busiest rank, of peers */
     size_t *ord;           /* [n] the samples by this pass's key, then index */
     size_t *off;           /* [dp + 1] theirs grouped by peer, each group by key */
+    double *tkey, *ttok;   /* [n] theirs' keys and tokens, side by side for bisection */
     size_t *slot_of;       /* [dp] a rank's place among the peers, SIZE_MAX if none */
     struct keyed {
         double k;
@@ -112,6 +113,8 @@ static void shift_free(shift *s)
     free(s->theirs);
     free(s->ord);
     free(s->off);
+    free(s->tkey);
+    free(s->ttok);
     free(s->slot_of);
     free(s->keyed);
     free(s->packed);
@@ -144,6 +147,8 @@ static vl_status shift_alloc(shift *s, vl_err *err)
     s->theirs = malloc(n * sizeof *s->theirs);
     s->ord = malloc(n * sizeof *s->ord);
     s->off = malloc((s->dp + 1) * sizeof *s->off);
+    s->tkey = malloc(n * sizeof *s->tkey);
+    s->ttok = malloc(n * sizeof *s->ttok);
     s->slot_of = malloc(s->dp * sizeof *s->slot_of);
     s->keyed = malloc(n * sizeof *s->keyed);
     s->packed = malloc(n * sizeof *s->packed);
@@ -155,8 +160,8 @@ static vl_status shift_alloc(shift *s, vl_err *err)
     s->full = malloc(s->dp * sizeof *s->full);
     s->all = malloc(s->dp * sizeof *s->all);
     ok = ok && s->item && s->at && s->tok && s->time && s->cnt && s->rank && s->mine &&
-         s->theirs && s->ord && s->off && s->slot_of && s->keyed && s->packed && s->slots &&
-         s->qoff && s->room && s->tmp && s->peer && s->full && s->all;
+         s->theirs && s->ord && s->off && s->tkey && s->ttok && s->slot_of && s->keyed &&
+         s->packed && s->slots && s->qoff && s->room && s->tmp && s->peer && s->full && s->all;
     for (size_t r = 0; ok && r < s->dp; r++)
         s->slot_of[r] = SIZE_MAX;
     return ok ? VL_OK : vl_seterr(err, VL_ENOMEM, "out of memory for %zu samples", s->n);
@@ -206,7 +211,10 @@ static vl_status shift_init(shift *s, const packs *pk, const int *part, vl_err *
         s->mean[k] = s->mean[k] > 0 ? s->mean[k] : 1;
     }
     for (size_t p = 0; p < s->np && st == VL_OK; p++) {
-        st = in->time(in->ctx, pk->items + pk->off[p], pk->cnt[p], &s->time[p], err);
+        if (in->times != NULL)
+            s->time[p] = in->times[p];
+        else
+            st = in->time(in->ctx, pk->items + pk->off[p], pk->cnt[p], &s->time[p], err);
         s->load[0][s->rank[p]] += s->time[p];
     }
     return st;
@@ -423,12 +431,14 @@ static void window(const shift *s, int t, size_t i, size_t h, size_t r, double b
         *hi = wi + m; /* a step must lower t: wj < wi */
 }
 
-/* The first of theirs[from .. to) whose key is not below lo. */
-static size_t first_from(const shift *s, const double *key, size_t from, size_t to, double lo)
+/* The first of a[from .. to) (tkey or ttok: theirs' keys or tokens) not below lo. */
+static size_t first_from(const double *a, size_t from, size_t to, double lo)
 {
+    if (from < to && !(a[from] < lo))
+        return from; /* often: a bound below every key (a roomy pack) */
     while (from < to) {
         size_t mid = from + (to - from) / 2;
-        if (key[s->theirs[mid]] < lo)
+        if (a[mid] < lo)
             from = mid + 1;
         else
             to = mid;
@@ -441,7 +451,7 @@ static size_t first_from(const shift *s, const double *key, size_t from, size_t 
  * Only each peer's window of keys is looked at. */
 static step best_swap(const shift *s, int t, size_t i, size_t h, size_t k, double bound)
 {
-    const double *key = s->w[key_of(t)], *tok = s->w[1];
+    const double *tok = s->w[1];
     size_t p = s->at[i];
     double top = tok[i] + (s->cap - s->tok[p]);
     step best = {SIZE_MAX, SIZE_MAX, SIZE_MAX, bound};
@@ -451,17 +461,17 @@ static step best_swap(const shift *s, int t, size_t i, size_t h, size_t k, doubl
         double lo, hi;
         /* best.after only falls; the widening keeps a tie with it (a lower j) inside */
         window(s, t, i, h, r, best.after, &lo, &hi);
-        b = first_from(s, key, s->off[g], end, lo);
+        b = first_from(s->tkey, s->off[g], end, lo);
         /* in token order too, the partners both packs have room for: j's pack takes
          * i only if tok[j] >= tok[i] - its room, i's takes j only if tok[j] <= top
          * (whole tokens: exact in doubles, as fits() compares them) */
         if (s->by_len) {
-            size_t b1 = first_from(s, tok, s->off[g], end, tok[i] - s->room[g]);
+            size_t b1 = first_from(s->ttok, s->off[g], end, tok[i] - s->room[g]);
             b = b1 > b ? b1 : b;
         }
         for (; b < end; b++) {
             size_t j = s->theirs[b], q = s->at[j];
-            if (key[j] > hi || (s->by_len && tok[j] > top))
+            if (s->tkey[b] > hi || (s->by_len && s->ttok[b] > top))
                 break;
             if ((t != JOINT && delta(s, t, i, j) <= 0) ||
                 !fits(s, q, s->w[1][i], s->w[1][j], 1) ||
@@ -516,6 +526,10 @@ static step best_among(shift *s, int t, size_t h, size_t want)
     if ((uint64_t)nm * (nt + nq) > SHIFT_WORK) {
         s->work = SHIFT_WORK;
         return best;
+    }
+    for (size_t b = 0; b < nt; b++) { /* bisected nm times a peer: read once here */
+        s->tkey[b] = s->w[key_of(t)][s->theirs[b]];
+        s->ttok[b] = s->w[1][s->theirs[b]];
     }
     /* counted as every pair was checked, though best_swap looks at a window of them:
      * the budget, and so where a pass stops, stays what it was */

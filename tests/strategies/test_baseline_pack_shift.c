@@ -87,7 +87,7 @@ Test(baseline_pack_shift, a_sample_fills_the_empty_slot)
     uint32_t items[] = {0, 1, 2, 3, 4, 5, 6};
     size_t off[] = {0, 2, 5, 7}, cnt[] = {2, 3, 2, 0};
     int part[] = {0, 0, 1, 1};
-    packs pk = {items, off, cnt, NULL, 4};
+    packs pk = {.items = items, .off = off, .cnt = cnt, .n = 4};
     vl__pk_shift_in in = {.len = len, .cap = 10, .dp = 2, .a = 1, .b = 0,
                           .primary = VL__PK_TOK, .time = tokens_time, .ctx = len};
     double tok[2];
@@ -143,7 +143,7 @@ Test(baseline_pack_shift, property_on_random_packs)
         vl__pk_shift_in in = {.len = len, .cap = cap, .dp = dp, .a = 1, .b = 0.01,
                               .primary = primary, .time = tokens_time, .ctx = len,
                               .max_items = seed % 2 ? most : 0};
-        packs pk = {items, off, cnt, NULL, np};
+        packs pk = {.items = items, .off = off, .cnt = cnt, .n = np};
         double tok[8], att[8], tok2[8], att2[8];
         rank_loads(&pk, part, len, dp, 1, tok);
         rank_loads(&pk, part, len, dp, 2, att);
