@@ -120,7 +120,7 @@ static vl_status find_deps(sp_work *w, const sp_packing *fw, const sp_packing *b
                            vl_err *err)
 {
     size_t nmulti = 0;
-    table tb;
+    table tb = {0}; /* set by open_table; initialised for gcc -O2's flow analysis */
     entry *multi;
     vl_status st = open_table(w, fw->nsegs + bu->nsegs, &tb, err);
 
