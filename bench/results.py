@@ -461,9 +461,12 @@ def wall(argv, stdin=None):
     return time.perf_counter() - t0
 
 
-# The settings issue 29 names besides the defaults: HBP with a 128K context, ChunkFlow with
-# global batches of 16M tokens.
+# The settings issue 29 names besides the defaults: HBP and SlimPack with a 128K context,
+# Hydraulis on 8 and 64 GPUs, ChunkFlow with global batches of 16M tokens.
 LONG_SETTINGS = [("hbp", "128K", ["training.max_seq_len=131072"]),
+                 ("slimpack", "128K", ["training.max_seq_len=131072"]),
+                 ("hydraulis", "8 GPUs", ["cluster.gpus=8"]),
+                 ("hydraulis", "64 GPUs", ["cluster.gpus=64"]),
                  ("chunkflow", "16M-token batches", ["training.global_tokens=16777216"])]
 
 
@@ -495,8 +498,10 @@ def speed(lines, sizes):
               "Wall seconds of `vlplan plan` (the whole process: read, plan, self-verify, "
               "write), default configuration (8K context unless the row says), lmsys-like "
               "lengths, and the ratio to `sort -n` of the same lengths timed in the same "
-              "run (targets, issue 29: every strategy within 3 s and 6.5×; HBP at 128K "
-              "within 1.0×, ChunkFlow with 16M-token global batches within 5×).", "",
+              "run (targets, issue 29: every strategy within 3 s and 6.5×; pack within 1 s, "
+              "Hydraulis within 1.5 s on 8 and 64 GPUs, SlimPack within 3 s at 8K and 128K, "
+              "HBP at 128K within 1.0×, ChunkFlow with 16M-token global batches within "
+              "5×).", "",
               table(["strategy", "samples", "seconds", "/ sort -n", "cmd"], body), ""]
     one = []
     for n in (100000, 300000, 1000000):
