@@ -87,3 +87,33 @@ void vl_sort_u32_radix(uint32_t *v, uint32_t *tmp, size_t n)
     if (n > 1)
         RADIX_SORT(uint32_t, 32, v, tmp, n);
 }
+
+/* Below RADIX_MIN a merge sort (insertion under 32): a radix pass's counts cost more
+ * than the values. */
+static void merge_u64(uint64_t *v, uint64_t *tmp, size_t n)
+{
+    if (n < 32) {
+        for (size_t i = 1; i < n; i++) {
+            uint64_t x = v[i];
+            size_t j = i;
+            for (; j > 0 && x < v[j - 1]; j--)
+                v[j] = v[j - 1];
+            v[j] = x;
+        }
+        return;
+    }
+    size_t h = n / 2;
+    merge_u64(v, tmp, h);
+    merge_u64(v + h, tmp, n - h);
+    for (size_t i = 0, j = h, q = 0; q < n; q++)
+        tmp[q] = (j >= n || (i < h && v[i] <= v[j])) ? v[i++] : v[j++];
+    memcpy(v, tmp, n * sizeof *v);
+}
+
+void vl_sort_u64_with(uint64_t *v, uint64_t *tmp, size_t n)
+{
+    if (n >= RADIX_MIN)
+        RADIX_SORT(uint64_t, 64, v, tmp, n);
+    else
+        merge_u64(v, tmp, n);
+}

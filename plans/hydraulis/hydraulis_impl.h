@@ -294,9 +294,6 @@ double vl__hy_pack(hy_work *w, const hy_scheme *s, const uint32_t *seq, size_t n
                    const uint32_t *len, hy_packing packing, uint32_t *bin, uint32_t *v,
                    vl_status *st, vl_err *err);
 
-/** Keys k[0..n) ascending (insertion sort for short runs, merge above); tmp holds n. */
-void vl__hy_sort_keys(uint64_t *k, size_t n, uint64_t *tmp);
-
 /** MINMAX: sequences of times t[0..n) and tokens tok[0..n) into v micro-batches of at most
  *  cap tokens, minimising the heaviest: LPT onto the lightest one with room (first fit
  *  decreasing by tokens when LPT finds no room), then moves and swaps off the heaviest.

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "hydraulis_impl.h"
+#include "sort.h"
 
 static void assign_free(hy_assign *a)
 {
@@ -318,7 +319,7 @@ static void order_seqs(const hy_iter *it, size_t m, uint32_t v, const uint32_t *
     at = 0;
     for (uint32_t b = 0; b < v; b++) {
         uint32_t end = mbs[b].first;
-        vl__hy_sort_keys(key + at, end - at, tmp);
+        vl_sort_u64_with(key + at, tmp, end - at);
         for (uint32_t q = at; q < end; q++)
             seqs[q] = (mb_seq){.mb = b,
                                .len = UINT32_MAX - (uint32_t)(key[q] >> 32),

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "hydraulis_impl.h"
+#include "sort.h"
 
 #define NONE UINT32_MAX
 
@@ -126,26 +127,6 @@ static void sort_order(hy_work *w, const pk_in *in, uint32_t *it, order_kind kin
     sort_items(it, in->n, &o, w->tmp);
 }
 
-void vl__hy_sort_keys(uint64_t *k, size_t n, uint64_t *tmp)
-{
-    if (n < 32) {
-        for (size_t i = 1; i < n; i++) {
-            uint64_t x = k[i];
-            size_t j = i;
-            for (; j > 0 && x < k[j - 1]; j--)
-                k[j] = k[j - 1];
-            k[j] = x;
-        }
-        return;
-    }
-    size_t h = n / 2;
-    vl__hy_sort_keys(k, h, tmp);
-    vl__hy_sort_keys(k + h, n - h, tmp);
-    for (size_t i = 0, j = h, q = 0; q < n; q++)
-        tmp[q] = (j >= n || (i < h && k[i] <= k[j])) ? k[i++] : k[j++];
-    memcpy(k, tmp, n * sizeof *k);
-}
-
 /* The three orders from one sort of integer keys, where the times follow the tokens (t
  * never falls as tokens grow, equal tokens have equal times: T of a scheme with a, b >=
  * 0): tokens descending, ties by index, is then both LPT's order (time descending, then
@@ -161,7 +142,7 @@ static bool orders_by_tokens(hy_work *w, pk_in *in)
 
     for (size_t i = 0; i < n; i++)
         w->key[i] = (uint64_t)tok[i] << 32 | i;
-    vl__hy_sort_keys(w->key, n, w->key_tmp);
+    vl_sort_u64_with(w->key, w->key_tmp, n);
     for (size_t k = 0; k < n; k++) {
         up[k] = (uint32_t)w->key[k];
         if (k > 0 && !(tok[up[k]] == tok[up[k - 1]] ? t[up[k]] == t[up[k - 1]]

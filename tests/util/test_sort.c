@@ -1,4 +1,5 @@
-/* tests/util/test_sort.c -- vl_sort_u64 (a radix sort from 256 values, qsort below) and
+/* tests/util/test_sort.c -- vl_sort_u64 (a radix sort from 256 values, qsort below),
+ * vl_sort_u64_with (the radix sort, a merge sort below) and
  * vl_sort_u32_radix against a plain qsort of the same values: random values, packed
  * (length << 32 | index) keys, values that differ in one digit only, and all equal. */
 #include <criterion/criterion.h>
@@ -14,22 +15,30 @@ static int cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Sort v both ways and compare. */
+/* Sort v with qsort, vl_sort_u64 and vl_sort_u64_with, and compare. */
 static void check(uint64_t *v, size_t n)
 {
-    uint64_t *want = malloc((n ? n : 1) * sizeof *want);
+    size_t bytes = (n ? n : 1) * sizeof *v;
+    uint64_t *want = malloc(bytes), *w = malloc(bytes), *tmp = malloc(bytes);
 
-    cr_assert_not_null(want);
+    cr_assert(want && w && tmp);
     memcpy(want, v, n * sizeof *v);
+    memcpy(w, v, n * sizeof *v);
     qsort(want, n, sizeof *want, cmp);
     vl_sort_u64(v, n);
-    for (size_t i = 0; i < n; i++)
+    vl_sort_u64_with(w, tmp, n);
+    for (size_t i = 0; i < n; i++) {
         cr_assert_eq(v[i], want[i], "n %zu: at %zu %llx, want %llx", n, i,
                      (unsigned long long)v[i], (unsigned long long)want[i]);
+        cr_assert_eq(w[i], want[i], "with: n %zu: at %zu %llx, want %llx", n, i,
+                     (unsigned long long)w[i], (unsigned long long)want[i]);
+    }
     free(want);
+    free(w);
+    free(tmp);
 }
 
-static const size_t sizes[] = {0, 1, 2, 255, 256, 257, 1000, 100000};
+static const size_t sizes[] = {0, 1, 2, 31, 32, 33, 255, 256, 257, 1000, 100000};
 
 Test(sort, u64_random)
 {
