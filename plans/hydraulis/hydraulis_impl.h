@@ -162,9 +162,10 @@ typedef struct hy_pipe {
     uint32_t slot; /* position in the candidate (rank order) */
 } hy_pipe;
 
-/* A run of pipelines j0 .. j1 - 1 of one kind k; flat: pp = 1, no bubble term. */
+/* A run of pipelines j0 .. j1 - 1 of one kind k; flat: pp = 1, no bubble term; open:
+ * in a trial, 1 + its last empty pipeline or below (j0: none). */
 typedef struct hy_prun {
-    uint32_t j0, j1, k;
+    uint32_t j0, j1, k, open;
     bool flat;
 } hy_prun;
 
