@@ -14,11 +14,12 @@
  * balance weight with attention counted MIX_ATTN times; each by KK with free part sizes
  * and by veRL's equal-count KK -- KK balances one number, and a candidate must also fit
  * m packs per rank, which the tokens decide.  A candidate where some rank's share does
- * not fit is out.  The iteration keeps whichever candidate, or the whole-pack dealing
- * (vl__pk_deal), has the least loaded busiest rank, a rank's load being the
- * pack.balance weight of its packs (vl__pk_weight) summed; ties go to the lesser
- * modelled time under pack.balance=tokens or attention, and keep whole packs under
- * time.  veRL's own dealing (baseline_verl.c) is one more candidate: its micro-batches
+ * not fit is out (not packed where a rank's tokens alone exceed its slots), and one
+ * repeating an earlier candidate's partition is not packed again.  The iteration keeps
+ * whichever candidate, or the whole-pack dealing (vl__pk_deal), has the least loaded
+ * busiest rank, a rank's load being the pack.balance weight of its packs
+ * (vl__pk_weight) summed; ties go to the lesser modelled time under
+ * pack.balance=tokens or attention, and keep whole packs under time.  veRL's own dealing (baseline_verl.c) is one more candidate: its micro-batches
  * are balanced, not full, and may outnumber the slots -- on long samples (Mooncake-like
  * at 32K on 32 ranks) three balanced micro-batches per rank beat two full packs by 1.9%
  * in modelled time, and the epoch's fill pays for it.  The kept dealing is then refined
@@ -45,6 +46,7 @@
  * one iteration of a million samples on 8 ranks would take minutes) */
 #define VERL_WORK (1ull << 22)
 #define MIX_ATTN 4.0
+#define CANDIDATES 6 /* sample partitions: three weightings, each plain and equal-count */
 
 /* Scratch of one iteration: its samples, their weights and ranks, grouped by rank. */
 typedef struct samples {
@@ -54,7 +56,8 @@ typedef struct samples {
     int *part;
     size_t *off;        /* [dp + 1] */
     struct rsum *ranks; /* [dp] scratch of rank_order */
-    size_t n;
+    int *seen;          /* [CANDIDATES * n] the partitions tried, one after another */
+    size_t n, nseen;
 } samples;
 
 /* A rank and its share's weight under the candidate's weighting. */
@@ -80,6 +83,7 @@ static void samples_free(samples *s)
     free(s->part);
     free(s->off);
     free(s->ranks);
+    free(s->seen);
 }
 
 /* The cost model's time of a pack as a*tokens + b*pairs at full capacity: one sequence
@@ -188,36 +192,77 @@ static void untimed(const bl *c, share *sh)
         sh->time = sh->worst;
 }
 
-/* Partition s by its weights, pack every rank's share, and weigh the busiest rank.  The
- * ranks go heaviest share first and stop at one whose load passes limit: such a share
- * is never kept (best_share), and the other ranks' packs would be thrown away. */
-static vl_status try_share(bl *c, dealer *d, samples *s, size_t m, bool equal, double limit,
-                           share *sh, vl_err *err)
+/* s->part: s's samples partitioned by their weights, plain or with equal counts. */
+static vl_status partition(const bl *c, samples *s, bool equal, vl_err *err)
 {
-    /* batch << 32 | rank is injective for both below 2^32, and adding the mixed tag is a
-     * bijection: within an epoch every (batch, rank) gets its own stream. */
-    uint64_t stream =
-        vl_rng_mix(STREAM_RANK ^ (uint64_t)c->epoch) + ((uint64_t)c->batch << 32);
     size_t np = (s->n + c->dp - 1) / c->dp * c->dp; /* zero-weight placeholders */
-    vl_status st;
 
     for (size_t i = s->n; i < np; i++)
         s->w[i] = 0;
     for (size_t i = s->n; i < np; i++)
         s->order[i] = (uint32_t)i;
-    st = equal ? vl_partition_kk_equal_ordered(s->part, s->w, s->order, np, (int)c->dp, err)
-               : vl_partition_kk_ordered(s->part, s->w, s->order, s->n, (int)c->dp, err);
+    return equal ? vl_partition_kk_equal_ordered(s->part, s->w, s->order, np, (int)c->dp, err)
+                 : vl_partition_kk_ordered(s->part, s->w, s->order, s->n, (int)c->dp, err);
+}
 
-    sh->fits = true;
+/* Was s->part tried before?  Its share would be that candidate's to the bit (the same
+ * samples per rank, each rank packed from the same stream), which best_share kept or
+ * let go already: a copy is never strictly lighter than the best, nor passes a limit
+ * that only falls.  Otherwise it is remembered.  On Mooncake lengths the tokens
+ * weighting's plain and equal-count KK give the same partition. */
+static bool seen_before(samples *s)
+{
+    size_t n = s->n;
+
+    for (size_t k = 0; k < s->nseen; k++)
+        if (memcmp(s->seen + k * n, s->part, n * sizeof *s->part) == 0)
+            return true;
+    if (s->nseen < CANDIDATES)
+        memcpy(s->seen + s->nseen++ * n, s->part, n * sizeof *s->part);
+    return false;
+}
+
+/* Can every rank's share fit its m packs?  Not where its tokens (or samples, under
+ * pack.max_samples) exceed m packs' worth: whatever pack.algo does, such a share is out
+ * (try_share would stop at that rank, or at a busier one beaten first), so it is not
+ * packed at all.  Nearly full iterations (1M LMSYS lengths at 8K: 99.8% of the slots)
+ * fail here for most sample partitions.  O(n + dp). */
+static bool may_fit(const bl *c, const samples *s, size_t m)
+{
+    const uint32_t *len = pk_ctx(c)->len;
+    uint64_t cap = (uint64_t)m * c->t->max_seq_len, items = c->job->cfg->pack.max_samples;
+
+    for (size_t r = 0; r < c->dp; r++) {
+        uint64_t tok = 0;
+        for (size_t i = s->off[r]; i < s->off[r + 1]; i++)
+            tok += len[s->grouped[i]];
+        if (tok > cap || (items > 0 && s->off[r + 1] - s->off[r] > m * items))
+            return false;
+    }
+    return true;
+}
+
+/* Pack every rank's share of the partition s->part, and weigh the busiest rank.  The
+ * ranks go heaviest share first and stop at one whose load passes limit: such a share
+ * is never kept (best_share), and the other ranks' packs would be thrown away. */
+static vl_status try_share(bl *c, dealer *d, samples *s, size_t m, double limit, share *sh,
+                           vl_err *err)
+{
+    /* batch << 32 | rank is injective for both below 2^32, and adding the mixed tag is a
+     * bijection: within an epoch every (batch, rank) gets its own stream. */
+    uint64_t stream =
+        vl_rng_mix(STREAM_RANK ^ (uint64_t)c->epoch) + ((uint64_t)c->batch << 32);
+    vl_status st = VL_OK;
+
     sh->beaten = false;
     sh->m = m;
     sh->worst = sh->time = 0;
     sh->bins = calloc(c->dp, sizeof *sh->bins);
-    if (st == VL_OK && sh->bins == NULL)
-        st = vl_seterr(err, VL_ENOMEM, "out of memory dealing %zu samples", s->n);
-    if (st != VL_OK)
-        return st;
+    if (sh->bins == NULL)
+        return vl_seterr(err, VL_ENOMEM, "out of memory dealing %zu samples", s->n);
     group_by_rank(s, c->dp);
+    if (!(sh->fits = may_fit(c, s, m)))
+        return VL_OK;
     rank_order(s, c->dp);
     for (size_t j = 0; j < c->dp && st == VL_OK && sh->fits && !sh->beaten; j++) {
         size_t r = s->ranks[j].r;
@@ -351,9 +396,10 @@ static vl_status samples_init(samples *s, const uint32_t *len, const packs *pk,
     s->off = malloc((dp + 1) * sizeof *s->off);
     s->ranks = malloc(dp * sizeof *s->ranks);
     s->order = malloc((s->n + dp) * sizeof *s->order);
+    s->seen = malloc((s->n ? CANDIDATES * s->n : 1) * sizeof *s->seen);
     key = malloc((s->n ? s->n : 1) * sizeof *key);
     if (!s->items || !s->grouped || !s->w || !s->part || !s->off || !s->ranks || !s->order ||
-        !key) {
+        !s->seen || !key) {
         free(key);
         return vl_seterr(err, VL_ENOMEM, "out of memory for %zu samples", s->n);
     }
@@ -399,7 +445,8 @@ static vl_status best_share(bl *c, dealer *d, samples *s, size_t m, const share 
             best->bins != NULL && best->worst < whole->worst ? best->worst : whole->worst;
         if (k < 2 * nmix) {
             sample_weights(c, s, mix[k % nmix][0], mix[k % nmix][1]);
-            st = try_share(c, d, s, m, k >= nmix, limit, &sh, err);
+            if ((st = partition(c, s, k >= nmix, err)) == VL_OK && !seen_before(s))
+                st = try_share(c, d, s, m, limit, &sh, err);
         } else {
             st = verl_share(c, d, s, m, limit, &sh, err);
         }
