@@ -50,6 +50,7 @@ typedef struct shift {
     unsigned hold;
     uint32_t cap, max_items;
     uint64_t work;
+    size_t from; /* a search's first peer: those before it were searched, in vain */
 } shift;
 
 /* A step: sample i into pack q (j = SIZE_MAX), or i and j swap packs. */
