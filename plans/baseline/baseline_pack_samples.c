@@ -368,7 +368,7 @@ static vl_status verl_share(bl *c, dealer *d, const samples *s, size_t m, double
     sh->bins = calloc(c->dp, sizeof *sh->bins);
     if (sh->bins == NULL)
         return vl_seterr(err, VL_ENOMEM, "out of memory dealing %zu samples", s->n);
-    st = vl__verl_deal(c, s->items, s->n, VL__VERL_LINEAR, sh->bins, &mv, err);
+    st = vl__verl_deal(c, s->items, s->order, s->n, VL__VERL_LINEAR, sh->bins, &mv, err);
     sh->fits = st == VL_OK;
     sh->verl = true;
     sh->m = mv > m ? mv : m;
