@@ -218,6 +218,23 @@ static size_t first_from(const double *a, size_t from, size_t to, double lo)
     return from;
 }
 
+/* The first of theirs[from .. to) with key not below lo and tokens not below tlo, where
+ * ord is by tokens: keys and tokens ascend together there, so the larger of the two
+ * first_from is where both hold, found by one bisection, not two. */
+static size_t first_both(const shift *s, size_t from, size_t to, double lo, double tlo)
+{
+    if (from < to && !(s->tkey[from] < lo) && !(s->ttok[from] < tlo))
+        return from;
+    while (from < to) {
+        size_t mid = from + (to - from) / 2;
+        if (s->tkey[mid] < lo || s->ttok[mid] < tlo)
+            from = mid + 1;
+        else
+            to = mid;
+    }
+    return from;
+}
+
 /* The best swap of sample i (rank h) with a peer's sample ending below bound: the least
  * after, then the least index j -- the one the scan of every pair in index order kept.
  * Only each peer's window of keys is looked at. */
@@ -233,14 +250,11 @@ static step best_swap(const shift *s, int t, size_t i, size_t h, size_t k, doubl
         double lo, hi;
         /* best.after only falls; the widening keeps a tie with it (a lower j) inside */
         window(s, t, i, h, r, best.after, &lo, &hi);
-        b = first_from(s->tkey, s->off[g], end, lo);
         /* in token order too, the partners both packs have room for: j's pack takes
          * i only if tok[j] >= tok[i] - its room, i's takes j only if tok[j] <= top
          * (whole tokens: exact in doubles, as fits() compares them) */
-        if (s->by_len) {
-            size_t b1 = first_from(s->ttok, s->off[g], end, tok[i] - s->room[g]);
-            b = b1 > b ? b1 : b;
-        }
+        b = s->by_len ? first_both(s, s->off[g], end, lo, tok[i] - s->room[g])
+                      : first_from(s->tkey, s->off[g], end, lo);
         for (; b < end; b++) {
             size_t j = s->theirs[b], q = s->at[j];
             if (s->tkey[b] > hi || (s->by_len && s->ttok[b] > top))
@@ -262,7 +276,8 @@ static step best_swap(const shift *s, int t, size_t i, size_t h, size_t k, doubl
 /* The best move of sample i (rank h) into a peer's pack ending below bound: the least
  * after, then the least pack -- the one the scan of every pack in index order kept.  A
  * move's after and held measures depend on the receiving rank only, so a rank's packs
- * are looked at only where it can win, and only up to the first with room. */
+ * are looked at only where it can win, and only up to the first with room; a rank
+ * whose roomiest pack is too small for i, not at all (in nearly full iterations, most). */
 static step best_move(const shift *s, int t, size_t i, size_t h, size_t k, double bound)
 {
     step best = {SIZE_MAX, SIZE_MAX, SIZE_MAX, bound};
@@ -271,6 +286,8 @@ static step best_move(const shift *s, int t, size_t i, size_t h, size_t k, doubl
         return best;
     for (size_t g = s->from; g < k; g++) {
         size_t r = s->peer[g];
+        if (s->w[1][i] > s->room[g]) /* fits() fails in every pack of r */
+            continue;
         double after = after_step(s, t, i, SIZE_MAX, h, r);
         if (!(after < best.after || (after == best.after && best.i != SIZE_MAX)) ||
             !keeps_held(s, t, i, SIZE_MAX, h, r))
