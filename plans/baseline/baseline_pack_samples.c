@@ -409,11 +409,13 @@ static vl_status samples_init(samples *s, const uint32_t *len, const packs *pk,
     }
     /* every weighting of best_share grows with a sample's length, so this is (nearly
      * always) the order KK sorts each in: sorted once, not once a weighting */
+    unsigned bits = vl__pk_index_bits(s->n);
+    uint64_t mask = ((uint64_t)1 << bits) - 1;
     for (size_t i = 0; i < s->n; i++)
-        key[i] = (uint64_t)(UINT32_MAX - len[s->items[i]]) << 32 | i;
+        key[i] = (uint64_t)(UINT32_MAX - len[s->items[i]]) << bits | i;
     vl_sort_u64(key, s->n);
     for (size_t o = 0; o < s->n; o++)
-        s->order[o] = (uint32_t)key[o];
+        s->order[o] = (uint32_t)(key[o] & mask);
     free(key);
     return VL_OK;
 }

@@ -245,11 +245,13 @@ static void order_by_key(shift *s, int t)
     bool sorted = s->by_len;
 
     if (!s->by_len) {
+        unsigned bits = vl__pk_index_bits(s->n);
+        uint64_t mask = ((uint64_t)1 << bits) - 1;
         for (size_t i = 0; i < s->n; i++)
-            s->packed[i] = (uint64_t)s->w[1][i] << 32 | i;
+            s->packed[i] = (uint64_t)s->w[1][i] << bits | i;
         vl_sort_u64(s->packed, s->n);
         for (size_t o = 0; o < s->n; o++)
-            s->ord[o] = (uint32_t)s->packed[o];
+            s->ord[o] = (uint32_t)(s->packed[o] & mask);
         s->by_len = sorted = true;
     }
     for (size_t o = 1; o < s->n && sorted; o++)
