@@ -53,6 +53,7 @@ typedef struct samples {
     uint32_t *items, *grouped;
     uint32_t *order; /* [n + dp] by length descending, then index; then placeholders */
     double *w;
+    double *pairs; /* [n] each sample's causal pairs, for every weighting */
     int *part;
     size_t *off;        /* [dp + 1] */
     struct rsum *ranks; /* [dp] scratch of rank_order */
@@ -80,6 +81,7 @@ static void samples_free(samples *s)
     free(s->grouped);
     free(s->order);
     free(s->w);
+    free(s->pairs);
     free(s->part);
     free(s->off);
     free(s->ranks);
@@ -125,7 +127,7 @@ static void sample_weights(const bl *c, samples *s, double a, double b)
     const uint32_t *len = pk_ctx(c)->len;
 
     for (size_t i = 0; i < s->n; i++)
-        s->w[i] = a * len[s->items[i]] + b * vl_cost_pairs(0, len[s->items[i]]);
+        s->w[i] = a * len[s->items[i]] + b * s->pairs[i];
 }
 
 /* Group s->items by s->part (stable): rank r's in grouped[off[r] .. off[r + 1]). */
@@ -392,14 +394,15 @@ static vl_status samples_init(samples *s, const uint32_t *len, const packs *pk,
     s->items = malloc((s->n ? s->n : 1) * sizeof *s->items);
     s->grouped = malloc((s->n ? s->n : 1) * sizeof *s->grouped);
     s->w = malloc((s->n + dp) * sizeof *s->w);
+    s->pairs = malloc((s->n ? s->n : 1) * sizeof *s->pairs);
     s->part = malloc((s->n + dp) * sizeof *s->part);
     s->off = malloc((dp + 1) * sizeof *s->off);
     s->ranks = malloc(dp * sizeof *s->ranks);
     s->order = malloc((s->n + dp) * sizeof *s->order);
     s->seen = malloc((s->n ? CANDIDATES * s->n : 1) * sizeof *s->seen);
     key = malloc((s->n ? s->n : 1) * sizeof *key);
-    if (!s->items || !s->grouped || !s->w || !s->part || !s->off || !s->ranks || !s->order ||
-        !s->seen || !key) {
+    if (!s->items || !s->grouped || !s->w || !s->pairs || !s->part || !s->off || !s->ranks ||
+        !s->order || !s->seen || !key) {
         free(key);
         return vl_seterr(err, VL_ENOMEM, "out of memory for %zu samples", s->n);
     }
@@ -407,6 +410,8 @@ static vl_status samples_init(samples *s, const uint32_t *len, const packs *pk,
         memcpy(s->items + k, pk->items + pk->off[ids[p]], pk->cnt[ids[p]] * sizeof *s->items);
         k += pk->cnt[ids[p]];
     }
+    for (size_t i = 0; i < s->n; i++)
+        s->pairs[i] = vl_cost_pairs(0, len[s->items[i]]);
     /* every weighting of best_share grows with a sample's length, so this is (nearly
      * always) the order KK sorts each in: sorted once, not once a weighting */
     unsigned bits = vl__pk_index_bits(s->n);
