@@ -57,7 +57,7 @@ typedef struct samples {
     int *part;
     size_t *off;        /* [dp + 1] */
     struct rsum *ranks; /* [dp] scratch of rank_order */
-    int *seen;          /* [CANDIDATES * n] the partitions tried, one after another */
+    uint8_t *seen;      /* [CANDIDATES * n] the partitions tried, one after another */
     size_t n, nseen;
 } samples;
 
@@ -210,17 +210,28 @@ static vl_status partition(const bl *c, samples *s, bool equal, vl_err *err)
 /* Was s->part tried before?  Its share would be that candidate's to the bit (the same
  * samples per rank, each rank packed from the same stream), which best_share kept or
  * let go already: a copy is never strictly lighter than the best, nor passes a limit
- * that only falls.  Otherwise it is remembered.  On Mooncake lengths the tokens
- * weighting's plain and equal-count KK give the same partition. */
-static bool seen_before(samples *s)
+ * that only falls.  Otherwise it is remembered, a byte a sample (with more than 256
+ * ranks nothing is: that only costs time).  On Mooncake lengths the tokens weighting's
+ * plain and equal-count KK give the same partition. */
+static bool seen_before(samples *s, size_t dp)
 {
     size_t n = s->n;
 
-    for (size_t k = 0; k < s->nseen; k++)
-        if (memcmp(s->seen + k * n, s->part, n * sizeof *s->part) == 0)
+    if (dp > UINT8_MAX + 1)
+        return false;
+    for (size_t k = 0; k < s->nseen; k++) {
+        const uint8_t *x = s->seen + k * n;
+        size_t i = 0;
+        while (i < n && x[i] == s->part[i])
+            i++;
+        if (i == n)
             return true;
-    if (s->nseen < CANDIDATES)
-        memcpy(s->seen + s->nseen++ * n, s->part, n * sizeof *s->part);
+    }
+    if (s->nseen < CANDIDATES) {
+        uint8_t *x = s->seen + s->nseen++ * n;
+        for (size_t i = 0; i < n; i++)
+            x[i] = (uint8_t)s->part[i];
+    }
     return false;
 }
 
@@ -452,7 +463,7 @@ static vl_status best_share(bl *c, dealer *d, samples *s, size_t m, const share 
             best->bins != NULL && best->worst < whole->worst ? best->worst : whole->worst;
         if (k < 2 * nmix) {
             sample_weights(c, s, mix[k % nmix][0], mix[k % nmix][1]);
-            if ((st = partition(c, s, k >= nmix, err)) == VL_OK && !seen_before(s))
+            if ((st = partition(c, s, k >= nmix, err)) == VL_OK && !seen_before(s, c->dp))
                 st = try_share(c, d, s, m, limit, &sh, err);
         } else {
             st = verl_share(c, d, s, m, limit, &sh, err);
