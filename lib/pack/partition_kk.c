@@ -180,12 +180,13 @@ static double state_spread(const kk *c, const kstate *s)
 }
 
 /* Room for need subsets in s, contents kept; the capacity doubles from MIN_CAP, up to
- * k (a state outgrows its seed slice of 1 or k subsets: no steps through 2
- * and 4, which cost a realloc a merge).  A malloc per state, not slabs of them: freed
- * as states die, malloc's pages stay for the next call, where slabs freed at the end
- * were trimmed and faulted in again (1M items: twice the page faults, slower).
- * VL_ENOMEM. */
-#define MIN_CAP 8
+ * k (a state outgrows its seed slice of 1 or k subsets: no steps through 2 .. 16, each
+ * a realloc -- a state of fewer than k subsets spreads its largest sum, so it nearly
+ * always stays on top, absorbing items, until it holds k; at 32 parts those steps were
+ * 5% of KK's instructions).  A malloc per state, not slabs of them: freed as states
+ * die, malloc's pages stay for the next call, where slabs freed at the end were trimmed
+ * and faulted in again (1M items: twice the page faults, slower).  VL_ENOMEM. */
+#define MIN_CAP 32
 static vl_status reserve(const kk *c, kstate *s, uint32_t need, vl_err *err)
 {
     size_t cap = 2 * (size_t)s->cap > MIN_CAP ? 2 * (size_t)s->cap : MIN_CAP;

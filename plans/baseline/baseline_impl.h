@@ -60,8 +60,10 @@ vl_status vl__bl_run(const vl_job *job, vl_plan *out, vl__bl_epochs_fn epochs,
 #define VL__VERL_LINEAR_STR "24576"
 #define VL__VERL_LINEAR 24576.0
 /** veRL's dealing of items[0..n) (baseline_verl.c steps 1 and 2): bins[r] (dp of them,
- *  zeroed by the caller) receives rank r's *m micro-batches, empty ones included. */
-vl_status vl__verl_deal(bl *c, const uint32_t *items, size_t n, double linear, vl_bins *bins,
-                        size_t *m, vl_err *err);
+ *  zeroed by the caller) receives rank r's *m micro-batches, empty ones included.
+ *  order: NULL, or 0 .. n-1 by the items' length descending, then index -- KK's order
+ *  of the workloads, so its sorts are skipped (the same dealing either way). */
+vl_status vl__verl_deal(bl *c, const uint32_t *items, const uint32_t *order, size_t n,
+                        double linear, vl_bins *bins, size_t *m, vl_err *err);
 
 #endif

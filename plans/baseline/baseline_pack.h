@@ -144,6 +144,18 @@ vl_status vl__pk_share_weigh(bl *c, dealer *d, share *sh, double limit, vl_err *
 /** pack.balance as a per-sample weight a*len + b*pairs (time: the cost model
  *  linearised at a full pack). */
 void vl__pk_linear(const bl *c, double *a, double *b);
+/** Bits that hold every index below n (at most 32): a key len << that | index sorts as
+ *  len << 32 | index does, in fewer radix passes (vl_sort_u64 skips the digits every key
+ *  shares; the gap between the two fields is not one). */
+static inline unsigned vl__pk_index_bits(size_t n)
+{
+    unsigned b = 0;
+
+    while (b < 32 && ((uint64_t)1 << b) < n)
+        b++;
+    return b;
+}
+
 /** The packer's options, seeded from the stream `stream`. */
 vl_pack_opts vl__pk_opts(const bl *c, uint64_t stream);
 /** Batch scope: one global batch (vl__bl_batch_fn). */

@@ -14,11 +14,12 @@
  * balance weight with attention counted MIX_ATTN times; each by KK with free part sizes
  * and by veRL's equal-count KK -- KK balances one number, and a candidate must also fit
  * m packs per rank, which the tokens decide.  A candidate where some rank's share does
- * not fit is out.  The iteration keeps whichever candidate, or the whole-pack dealing
- * (vl__pk_deal), has the least loaded busiest rank, a rank's load being the
- * pack.balance weight of its packs (vl__pk_weight) summed; ties go to the lesser
- * modelled time under pack.balance=tokens or attention, and keep whole packs under
- * time.  veRL's own dealing (baseline_verl.c) is one more candidate: its micro-batches
+ * not fit is out (not packed where a rank's tokens alone exceed its slots), and one
+ * repeating an earlier candidate's partition is not packed again.  The iteration keeps
+ * whichever candidate, or the whole-pack dealing (vl__pk_deal), has the least loaded
+ * busiest rank, a rank's load being the pack.balance weight of its packs
+ * (vl__pk_weight) summed; ties go to the lesser modelled time under
+ * pack.balance=tokens or attention, and keep whole packs under time.  veRL's own dealing (baseline_verl.c) is one more candidate: its micro-batches
  * are balanced, not full, and may outnumber the slots -- on long samples (Mooncake-like
  * at 32K on 32 ranks) three balanced micro-batches per rank beat two full packs by 1.9%
  * in modelled time, and the epoch's fill pays for it.  The kept dealing is then refined
@@ -45,16 +46,19 @@
  * one iteration of a million samples on 8 ranks would take minutes) */
 #define VERL_WORK (1ull << 22)
 #define MIX_ATTN 4.0
+#define CANDIDATES 6 /* sample partitions: three weightings, each plain and equal-count */
 
 /* Scratch of one iteration: its samples, their weights and ranks, grouped by rank. */
 typedef struct samples {
     uint32_t *items, *grouped;
     uint32_t *order; /* [n + dp] by length descending, then index; then placeholders */
     double *w;
+    double *pairs; /* [n] each sample's causal pairs, for every weighting */
     int *part;
     size_t *off;        /* [dp + 1] */
     struct rsum *ranks; /* [dp] scratch of rank_order */
-    size_t n;
+    uint8_t *seen;      /* [CANDIDATES * n] the partitions tried, one after another */
+    size_t n, nseen;
 } samples;
 
 /* A rank and its share's weight under the candidate's weighting. */
@@ -77,9 +81,11 @@ static void samples_free(samples *s)
     free(s->grouped);
     free(s->order);
     free(s->w);
+    free(s->pairs);
     free(s->part);
     free(s->off);
     free(s->ranks);
+    free(s->seen);
 }
 
 /* The cost model's time of a pack as a*tokens + b*pairs at full capacity: one sequence
@@ -121,7 +127,7 @@ static void sample_weights(const bl *c, samples *s, double a, double b)
     const uint32_t *len = pk_ctx(c)->len;
 
     for (size_t i = 0; i < s->n; i++)
-        s->w[i] = a * len[s->items[i]] + b * vl_cost_pairs(0, len[s->items[i]]);
+        s->w[i] = a * len[s->items[i]] + b * s->pairs[i];
 }
 
 /* Group s->items by s->part (stable): rank r's in grouped[off[r] .. off[r + 1]). */
@@ -188,36 +194,88 @@ static void untimed(const bl *c, share *sh)
         sh->time = sh->worst;
 }
 
-/* Partition s by its weights, pack every rank's share, and weigh the busiest rank.  The
- * ranks go heaviest share first and stop at one whose load passes limit: such a share
- * is never kept (best_share), and the other ranks' packs would be thrown away. */
-static vl_status try_share(bl *c, dealer *d, samples *s, size_t m, bool equal, double limit,
-                           share *sh, vl_err *err)
+/* s->part: s's samples partitioned by their weights, plain or with equal counts. */
+static vl_status partition(const bl *c, samples *s, bool equal, vl_err *err)
 {
-    /* batch << 32 | rank is injective for both below 2^32, and adding the mixed tag is a
-     * bijection: within an epoch every (batch, rank) gets its own stream. */
-    uint64_t stream =
-        vl_rng_mix(STREAM_RANK ^ (uint64_t)c->epoch) + ((uint64_t)c->batch << 32);
     size_t np = (s->n + c->dp - 1) / c->dp * c->dp; /* zero-weight placeholders */
-    vl_status st;
 
     for (size_t i = s->n; i < np; i++)
         s->w[i] = 0;
     for (size_t i = s->n; i < np; i++)
         s->order[i] = (uint32_t)i;
-    st = equal ? vl_partition_kk_equal_ordered(s->part, s->w, s->order, np, (int)c->dp, err)
-               : vl_partition_kk_ordered(s->part, s->w, s->order, s->n, (int)c->dp, err);
+    return equal ? vl_partition_kk_equal_ordered(s->part, s->w, s->order, np, (int)c->dp, err)
+                 : vl_partition_kk_ordered(s->part, s->w, s->order, s->n, (int)c->dp, err);
+}
 
-    sh->fits = true;
+/* Was s->part tried before?  Its share would be that candidate's to the bit (the same
+ * samples per rank, each rank packed from the same stream), which best_share kept or
+ * let go already: a copy is never strictly lighter than the best, nor passes a limit
+ * that only falls.  Otherwise it is remembered, a byte a sample (with more than 256
+ * ranks nothing is: that only costs time).  On Mooncake lengths the tokens weighting's
+ * plain and equal-count KK give the same partition. */
+static bool seen_before(samples *s, size_t dp)
+{
+    size_t n = s->n;
+
+    if (dp > UINT8_MAX + 1)
+        return false;
+    for (size_t k = 0; k < s->nseen; k++) {
+        const uint8_t *x = s->seen + k * n;
+        size_t i = 0;
+        while (i < n && x[i] == s->part[i])
+            i++;
+        if (i == n)
+            return true;
+    }
+    if (s->nseen < CANDIDATES) {
+        uint8_t *x = s->seen + s->nseen++ * n;
+        for (size_t i = 0; i < n; i++)
+            x[i] = (uint8_t)s->part[i];
+    }
+    return false;
+}
+
+/* Can every rank's share fit its m packs?  Not where its tokens (or samples, under
+ * pack.max_samples) exceed m packs' worth: whatever pack.algo does, such a share is out
+ * (try_share would stop at that rank, or at a busier one beaten first), so it is not
+ * packed at all.  Nearly full iterations (1M LMSYS lengths at 8K: 99.8% of the slots)
+ * fail here for most sample partitions.  O(n + dp). */
+static bool may_fit(const bl *c, const samples *s, size_t m)
+{
+    const uint32_t *len = pk_ctx(c)->len;
+    uint64_t cap = (uint64_t)m * c->t->max_seq_len, items = c->job->cfg->pack.max_samples;
+
+    for (size_t r = 0; r < c->dp; r++) {
+        uint64_t tok = 0;
+        for (size_t i = s->off[r]; i < s->off[r + 1]; i++)
+            tok += len[s->grouped[i]];
+        if (tok > cap || (items > 0 && s->off[r + 1] - s->off[r] > m * items))
+            return false;
+    }
+    return true;
+}
+
+/* Pack every rank's share of the partition s->part, and weigh the busiest rank.  The
+ * ranks go heaviest share first and stop at one whose load passes limit: such a share
+ * is never kept (best_share), and the other ranks' packs would be thrown away. */
+static vl_status try_share(bl *c, dealer *d, samples *s, size_t m, double limit, share *sh,
+                           vl_err *err)
+{
+    /* batch << 32 | rank is injective for both below 2^32, and adding the mixed tag is a
+     * bijection: within an epoch every (batch, rank) gets its own stream. */
+    uint64_t stream =
+        vl_rng_mix(STREAM_RANK ^ (uint64_t)c->epoch) + ((uint64_t)c->batch << 32);
+    vl_status st = VL_OK;
+
     sh->beaten = false;
     sh->m = m;
     sh->worst = sh->time = 0;
     sh->bins = calloc(c->dp, sizeof *sh->bins);
-    if (st == VL_OK && sh->bins == NULL)
-        st = vl_seterr(err, VL_ENOMEM, "out of memory dealing %zu samples", s->n);
-    if (st != VL_OK)
-        return st;
+    if (sh->bins == NULL)
+        return vl_seterr(err, VL_ENOMEM, "out of memory dealing %zu samples", s->n);
     group_by_rank(s, c->dp);
+    if (!(sh->fits = may_fit(c, s, m)))
+        return VL_OK;
     rank_order(s, c->dp);
     for (size_t j = 0; j < c->dp && st == VL_OK && sh->fits && !sh->beaten; j++) {
         size_t r = s->ranks[j].r;
@@ -323,7 +381,7 @@ static vl_status verl_share(bl *c, dealer *d, const samples *s, size_t m, double
     sh->bins = calloc(c->dp, sizeof *sh->bins);
     if (sh->bins == NULL)
         return vl_seterr(err, VL_ENOMEM, "out of memory dealing %zu samples", s->n);
-    st = vl__verl_deal(c, s->items, s->n, VL__VERL_LINEAR, sh->bins, &mv, err);
+    st = vl__verl_deal(c, s->items, s->order, s->n, VL__VERL_LINEAR, sh->bins, &mv, err);
     sh->fits = st == VL_OK;
     sh->verl = true;
     sh->m = mv > m ? mv : m;
@@ -347,13 +405,15 @@ static vl_status samples_init(samples *s, const uint32_t *len, const packs *pk,
     s->items = malloc((s->n ? s->n : 1) * sizeof *s->items);
     s->grouped = malloc((s->n ? s->n : 1) * sizeof *s->grouped);
     s->w = malloc((s->n + dp) * sizeof *s->w);
+    s->pairs = malloc((s->n ? s->n : 1) * sizeof *s->pairs);
     s->part = malloc((s->n + dp) * sizeof *s->part);
     s->off = malloc((dp + 1) * sizeof *s->off);
     s->ranks = malloc(dp * sizeof *s->ranks);
     s->order = malloc((s->n + dp) * sizeof *s->order);
+    s->seen = malloc((s->n ? CANDIDATES * s->n : 1) * sizeof *s->seen);
     key = malloc((s->n ? s->n : 1) * sizeof *key);
-    if (!s->items || !s->grouped || !s->w || !s->part || !s->off || !s->ranks || !s->order ||
-        !key) {
+    if (!s->items || !s->grouped || !s->w || !s->pairs || !s->part || !s->off || !s->ranks ||
+        !s->order || !s->seen || !key) {
         free(key);
         return vl_seterr(err, VL_ENOMEM, "out of memory for %zu samples", s->n);
     }
@@ -361,13 +421,17 @@ static vl_status samples_init(samples *s, const uint32_t *len, const packs *pk,
         memcpy(s->items + k, pk->items + pk->off[ids[p]], pk->cnt[ids[p]] * sizeof *s->items);
         k += pk->cnt[ids[p]];
     }
+    for (size_t i = 0; i < s->n; i++)
+        s->pairs[i] = vl_cost_pairs(0, len[s->items[i]]);
     /* every weighting of best_share grows with a sample's length, so this is (nearly
      * always) the order KK sorts each in: sorted once, not once a weighting */
+    unsigned bits = vl__pk_index_bits(s->n);
+    uint64_t mask = ((uint64_t)1 << bits) - 1;
     for (size_t i = 0; i < s->n; i++)
-        key[i] = (uint64_t)(UINT32_MAX - len[s->items[i]]) << 32 | i;
+        key[i] = (uint64_t)(UINT32_MAX - len[s->items[i]]) << bits | i;
     vl_sort_u64(key, s->n);
     for (size_t o = 0; o < s->n; o++)
-        s->order[o] = (uint32_t)key[o];
+        s->order[o] = (uint32_t)(key[o] & mask);
     free(key);
     return VL_OK;
 }
@@ -399,7 +463,8 @@ static vl_status best_share(bl *c, dealer *d, samples *s, size_t m, const share 
             best->bins != NULL && best->worst < whole->worst ? best->worst : whole->worst;
         if (k < 2 * nmix) {
             sample_weights(c, s, mix[k % nmix][0], mix[k % nmix][1]);
-            st = try_share(c, d, s, m, k >= nmix, limit, &sh, err);
+            if ((st = partition(c, s, k >= nmix, err)) == VL_OK && !seen_before(s, c->dp))
+                st = try_share(c, d, s, m, limit, &sh, err);
         } else {
             st = verl_share(c, d, s, m, limit, &sh, err);
         }

@@ -48,11 +48,34 @@ typedef struct verl_batch {
     uint32_t *mb_items;   /* one rank's samples grouped by micro-batch */
     size_t *mb_off;
     uint64_t *mb_tok;
+    const uint32_t *order; /* the caller's items by length descending, then index; NULL */
+    uint32_t *ord;         /* [dp-padded G] order and then the placeholders: KK's order */
+    uint32_t *rank_ord;    /* each rank's samples in that order, as places in its group */
+    size_t *fill;          /* [dp] */
 } verl_batch;
 
 static double verl_workload(double linear, uint32_t len)
 {
     return linear * (double)len + (double)len * (double)len;
+}
+
+/* Each rank's samples as places in its group (rank_ord[rank_off[r] ..), in the caller's
+ * order: a group keeps the items' order, so ties in length stay by place.  ord (KK's
+ * order, used) holds each item's place meanwhile. */
+static void rank_order(const bl *c, verl_batch *v, size_t n)
+{
+    size_t *fill = v->fill;   /* places taken so far */
+    uint32_t *place = v->ord; /* [n] each item's place in its group */
+
+    memset(fill, 0, c->dp * sizeof *fill);
+    for (size_t i = 0; i < n; i++)
+        place[i] = (uint32_t)fill[v->part[i]]++;
+    memset(fill, 0, c->dp * sizeof *fill);
+    for (size_t o = 0; o < n; o++) {
+        uint32_t i = v->order[o];
+        size_t r = (size_t)v->part[i];
+        v->rank_ord[v->rank_off[r] + fill[r]++] = place[i];
+    }
 }
 
 /* Step 1: rank r gets rank_items[rank_off[r] .. rank_off[r + 1]). */
@@ -64,7 +87,15 @@ static vl_status deal_ranks(bl *c, verl_batch *v, const uint32_t *items, size_t 
 
     for (size_t i = 0; i < np; i++)
         v->w[i] = i < n ? verl_workload(linear, c->job->sel->len[items[i]]) : 0.0;
-    if ((st = vl_partition_kk_equal(v->part, v->w, np, (int)c->dp, err)) != VL_OK)
+    if (v->order != NULL) {
+        memcpy(v->ord, v->order, n * sizeof *v->ord);
+        for (size_t i = n; i < np; i++) /* weight 0, after every sample */
+            v->ord[i] = (uint32_t)i;
+    }
+    st = v->order != NULL
+             ? vl_partition_kk_equal_ordered(v->part, v->w, v->ord, np, (int)c->dp, err)
+             : vl_partition_kk_equal(v->part, v->w, np, (int)c->dp, err);
+    if (st != VL_OK)
         return st;
     memset(v->rank_off, 0, (c->dp + 1) * sizeof *v->rank_off);
     for (size_t i = 0; i < n; i++)
@@ -75,20 +106,23 @@ static vl_status deal_ranks(bl *c, verl_batch *v, const uint32_t *items, size_t 
         v->rank_items[v->rank_off[v->part[i]]++] = items[i];
     memmove(v->rank_off + 1, v->rank_off, c->dp * sizeof *v->rank_off);
     v->rank_off[0] = 0;
+    if (v->order != NULL)
+        rank_order(c, v, n);
     return VL_OK;
 }
 
 /* Step 2 for one rank: its k samples into m micro-batches; *fits is false when one is
  * over capacity. */
-static vl_status split_rank(bl *c, verl_batch *v, const uint32_t *it, size_t k, size_t m,
-                            double linear, bool *fits, vl_err *err)
+static vl_status split_rank(bl *c, verl_batch *v, const uint32_t *it, const uint32_t *ord,
+                            size_t k, size_t m, double linear, bool *fits, vl_err *err)
 {
     const uint32_t *len = c->job->sel->len;
     vl_status st;
 
     for (size_t i = 0; i < k; i++)
         v->rw[i] = verl_workload(linear, len[it[i]]);
-    if ((st = vl_partition_kk(v->mpart, v->rw, k, (int)m, err)) != VL_OK)
+    /* the workload grows with the length: ord is (nearly always) KK's order, checked */
+    if ((st = vl_partition_kk_ordered(v->mpart, v->rw, ord, k, (int)m, err)) != VL_OK)
         return st;
     memset(v->mb_off, 0, (m + 1) * sizeof *v->mb_off);
     memset(v->mb_tok, 0, m * sizeof *v->mb_tok);
@@ -114,7 +148,9 @@ static vl_status rank_bins(bl *c, verl_batch *v, size_t r, size_t m, double line
                            bool *fits, vl_err *err)
 {
     size_t k = v->rank_off[r + 1] - v->rank_off[r];
-    vl_status st = split_rank(c, v, v->rank_items + v->rank_off[r], k, m, linear, fits, err);
+    const uint32_t *ord = v->order != NULL ? v->rank_ord + v->rank_off[r] : NULL;
+    vl_status st =
+        split_rank(c, v, v->rank_items + v->rank_off[r], ord, k, m, linear, fits, err);
 
     if (st != VL_OK || !*fits)
         return st;
@@ -171,10 +207,13 @@ static void verl_batch_free(verl_batch *v)
     free(v->mb_items);
     free(v->mb_off);
     free(v->mb_tok);
+    free(v->ord);
+    free(v->rank_ord);
+    free(v->fill);
 }
 
-vl_status vl__verl_deal(bl *c, const uint32_t *items, size_t n, double linear, vl_bins *bins,
-                        size_t *m, vl_err *err)
+vl_status vl__verl_deal(bl *c, const uint32_t *items, const uint32_t *order, size_t n,
+                        double linear, vl_bins *bins, size_t *m, vl_err *err)
 {
     size_t a = (n + c->dp - 1) / c->dp * c->dp;
     a = a ? a : 1;
@@ -186,12 +225,18 @@ vl_status vl__verl_deal(bl *c, const uint32_t *items, size_t n, double linear, v
                     .mpart = malloc(a * sizeof *v.mpart),
                     .mb_items = malloc(a * sizeof *v.mb_items),
                     .mb_off = malloc((a + 1) * sizeof *v.mb_off),
-                    .mb_tok = malloc(a * sizeof *v.mb_tok)};
+                    .mb_tok = malloc(a * sizeof *v.mb_tok),
+                    .order = order};
     vl_status st;
 
     *m = 0;
+    if (order != NULL) {
+        v.ord = malloc(a * sizeof *v.ord);
+        v.rank_ord = malloc(a * sizeof *v.rank_ord);
+        v.fill = malloc(c->dp * sizeof *v.fill);
+    }
     if (!v.w || !v.part || !v.rank_items || !v.rank_off || !v.rw || !v.mpart || !v.mb_items ||
-        !v.mb_off || !v.mb_tok)
+        !v.mb_off || !v.mb_tok || (order != NULL && (!v.ord || !v.rank_ord || !v.fill)))
         st = vl_seterr(err, VL_ENOMEM, "out of memory for a batch of %zu", n);
     else if ((st = deal_ranks(c, &v, items, n, linear, err)) == VL_OK)
         st = mb_split(c, &v, linear, bins, m, err);
@@ -206,7 +251,7 @@ static vl_status verl_batch_fn(bl *c, const uint32_t *items, size_t n, vl_err *e
     size_t m = 0;
     vl_status st = bins == NULL
                        ? vl_seterr(err, VL_ENOMEM, "out of memory for %zu ranks", c->dp)
-                       : vl__verl_deal(c, items, n, o->linear, bins, &m, err);
+                       : vl__verl_deal(c, items, NULL, n, o->linear, bins, &m, err);
 
     for (size_t r = 0; r < c->dp && st == VL_OK; r++) {
         const vl_bins *b = &bins[r];
