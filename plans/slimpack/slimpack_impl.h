@@ -169,13 +169,16 @@ typedef struct sp_work {
     void *trace; /* vl_sim_trace */
     struct sp_res *res;
     size_t res_cap; /* per candidate and rank */
-    sp_packing *held;
-    size_t held_cap; /* per rank: fwd, bwd packs held
-                                                          while a candidate may be cut */
-    uint32_t *held_shared;
-    size_t held_shared_cap; /* their nshared_f, nshared_b */
+    uint8_t *lost;
+    size_t lost_cap; /* per candidate and rank: provably not its unit's choice */
+    uint8_t *elig;
+    size_t elig_cap; /* per rank: its eligible M count (vl__sp_candidates) */
     vl_seg *lbtmp;
     size_t lbtmp_cap; /* cost model scratch (bounds) */
+    double *states;
+    size_t states_cap; /* per rank: model-state bytes of its (one) stage in the last
+                        * simulation, which no candidate changes (the bounds) */
+    double capacity;   /* the device's usable bytes there; 0 before one */
     int *choice;
     size_t choice_cap; /* per rank: candidate index */
     size_t hint;       /* 1 + the candidate most ranks chose

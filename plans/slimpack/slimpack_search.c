@@ -76,6 +76,22 @@ static double room(const sp_work *w, const vl_sim_trace *t)
     return vl__sp_room(w, t->capacity);
 }
 
+/* The model states of each rank's stage and the device's capacity, from the simulation
+ * just run, for least_ckpt (one stage: the bounds are used only then). */
+static vl_status keep_states(sp_work *w, const sp_setting *s, const vl_sim_trace *t,
+                             vl_err *err)
+{
+    vl_status st = vl_grow(&w->states, &w->states_cap, (size_t)s->dp, sizeof *w->states, err);
+
+    if (st != VL_OK)
+        return st;
+    for (size_t i = 0; i < t->nlanes; i++)
+        if (t->lanes[i].stage == 0)
+            w->states[t->lanes[i].rank] = t->lanes[i].states;
+    w->capacity = t->capacity;
+    return VL_OK;
+}
+
 /* Simulate the scratch iteration, fill res[0..dp) and raise the checkpointing of ranks
  * that do not fit (recompute auto).  *again: some rank changed.  round > 0: the last
  * simulation was of this candidate, which only raised checkpointing since, so the
@@ -96,6 +112,8 @@ static vl_status simulate(sp_work *w, const sp_setting *s, const vl_cost *cost, 
         res[k].ms = 0;
         res[k].over = res[k].dev_over = -INFINITY;
     }
+    if ((st = keep_states(w, s, t, err)) != VL_OK)
+        return st;
     for (size_t i = 0; i < t->nlanes; i++) {
         const vl_sim_lane *l = &t->lanes[i];
         sp_res *x = &res[l->rank];
@@ -167,7 +185,9 @@ static bool better(const sp_res *res, int dp, size_t ci, long bi, int r0, int r1
 }
 
 /* The best of the candidates simulated to the end (done) that ranks [r0, r1) may take,
- * scanned in index order; -1 none. */
+ * scanned in index order, but for those lost to the unit (w->lost of its first rank:
+ * provably not its choice, as unit_may_win finds, so leaving them out changes nothing
+ * the scan picks); -1 none. */
 static long unit_best(const sp_work *w, const sp_setting *s, const cand *cs, size_t nc,
                       size_t eligible_m, const uint32_t *Ms, const bool *done, int r0, int r1)
 {
@@ -175,7 +195,7 @@ static long unit_best(const sp_work *w, const sp_setting *s, const cand *cs, siz
 
     for (size_t ci = 0; ci < nc; ci++) {
         size_t mi = 0;
-        if (!done[ci])
+        if (!done[ci] || w->lost[ci * (size_t)s->dp + r0])
             continue;
         while (Ms[mi] != cs[ci].M)
             mi++;
@@ -188,7 +208,9 @@ static long unit_best(const sp_work *w, const sp_setting *s, const cand *cs, siz
 }
 
 /* The unit's choice among the candidates simulated to the end: the cut ones (may_win)
- * are chosen by no unit, so leaving them out changes no choice. */
+ * are chosen by no unit, so leaving them out changes no choice.  `better` orders the
+ * candidates totally (fit, then makespan or the device and the overshoot, then index),
+ * so the scan finds the least of them whichever others it skips. */
 static void choose_unit(sp_work *w, const sp_setting *s, const cand *cs, size_t nc,
                         size_t eligible_m, const uint32_t *Ms, const bool *done, int r0,
                         int r1)
@@ -199,16 +221,25 @@ static void choose_unit(sp_work *w, const sp_setting *s, const cand *cs, size_t 
         w->choice[r] = (int)best;
 }
 
-/* The eligible M count of ranks [r0, r1): the fewest any member allows. */
-static size_t eligible(const sp_work *w, const sp_setting *s, int r0, int r1)
+/* The eligible M count of each rank of the batch into w->elig (the search asks for it
+ * per candidate and unit). */
+static vl_status rank_eligible(sp_work *w, const sp_setting *s, vl_err *err)
 {
     uint32_t tmp[SP_MAX_FACTORS];
+    vl_status st = vl_grow(&w->elig, &w->elig_cap, (size_t)s->dp, sizeof *w->elig, err);
+
+    for (int r = 0; r < s->dp && st == VL_OK; r++)
+        w->elig[r] = (uint8_t)vl__sp_candidates(s, rank_tokens(w, r), tmp, SP_MAX_FACTORS);
+    return st;
+}
+
+/* The eligible M count of ranks [r0, r1): the fewest any member allows. */
+static size_t eligible(const sp_work *w, int r0, int r1)
+{
     size_t least = SP_MAX_FACTORS;
 
-    for (int r = r0; r < r1; r++) {
-        size_t k = vl__sp_candidates(s, rank_tokens(w, r), tmp, SP_MAX_FACTORS);
-        least = k < least ? k : least;
-    }
+    for (int r = r0; r < r1; r++)
+        least = w->elig[r] < least ? w->elig[r] : least;
     return least;
 }
 
@@ -224,7 +255,7 @@ static size_t eligible_any(const sp_work *w, const sp_setting *s, size_t nM)
         return nM;
     for (int r = 0; r < s->dp && most < nM;) {
         int gi = w->group_of[r], r1 = gi >= 0 ? w->groups[gi].dp0 + w->groups[gi].k : r + 1;
-        size_t k = eligible(w, s, r, r1);
+        size_t k = eligible(w, r, r1);
         most = k > most ? k : most;
         r = r1;
     }
@@ -240,7 +271,7 @@ static void choose(sp_work *w, const sp_setting *s, const cand *cs, size_t nc,
     }
     for (int r = 0; r < s->dp;) {
         int gi = w->group_of[r], r1 = gi >= 0 ? w->groups[gi].dp0 + w->groups[gi].k : r + 1;
-        choose_unit(w, s, cs, nc, eligible(w, s, r, r1), Ms, done, r, r1);
+        choose_unit(w, s, cs, nc, eligible(w, r, r1), Ms, done, r, r1);
         r = r1;
     }
 }
@@ -271,15 +302,18 @@ typedef struct search {
 } search;
 
 /* May ranks [r0, r1) (a unit that may take candidate ci) choose ci, whose makespans in
- * w->res are lower bounds?  Not when the unit's best candidate simulated to the end
- * fits its room and is no slower than them (ties: the lower index, as choose_unit
- * scans). */
+ * w->res are lower bounds?  Not when ci is lost to it already, nor when the unit's best
+ * candidate simulated to the end fits its room and is no slower than them (ties: the
+ * lower index, as choose_unit scans). */
 static bool unit_may_win(const sp_work *w, const sp_setting *s, const search *sr, size_t ci,
                          size_t em, int r0, int r1)
 {
-    long best = unit_best(w, s, sr->cs, sr->nc, em, sr->Ms, sr->done, r0, r1);
+    long best;
     double ms_b = 0, ov_b = -INFINITY, lb = 0;
 
+    if (w->lost[ci * (size_t)s->dp + r0])
+        return false;
+    best = unit_best(w, s, sr->cs, sr->nc, em, sr->Ms, sr->done, r0, r1);
     if (best < 0)
         return true;
     for (int r = r0; r < r1; r++) {
@@ -300,12 +334,20 @@ static size_t m_index(const search *sr, size_t ci)
     return mi;
 }
 
+/* Ci lost to the unit of ranks [r0, r1): left out of its scan. */
+static void lose(sp_work *w, const sp_setting *s, size_t ci, int r0, int r1)
+{
+    memset(w->lost + ci * (size_t)s->dp + r0, 1, (size_t)(r1 - r0));
+}
+
 /* Can candidate ci, whose makespans in w->res bound from below what it will end with,
  * still be some unit's choice?  Raising checkpointing only lengthens tasks (recompute)
- * on a fixed DAG, so no makespan of a later round falls below an earlier round's. */
-static bool may_win(const sp_work *w, const sp_setting *s, const search *sr, size_t ci)
+ * on a fixed DAG, so no makespan of a later round falls below an earlier round's.  The
+ * units that cannot choose it are marked lost. */
+static bool may_win(sp_work *w, const sp_setting *s, const search *sr, size_t ci)
 {
     size_t mi = m_index(sr, ci);
+    bool any = false;
 
     for (int r0 = 0; r0 < s->dp;) {
         int gi = w->group_of[r0], r1;
@@ -315,13 +357,15 @@ static bool may_win(const sp_work *w, const sp_setting *s, const search *sr, siz
             em = SP_MAX_FACTORS;
         } else {
             r1 = gi >= 0 ? w->groups[gi].dp0 + w->groups[gi].k : r0 + 1;
-            em = eligible(w, s, r0, r1);
+            em = eligible(w, r0, r1);
         }
         if ((mi < em || s->common_m) && unit_may_win(w, s, sr, ci, em, r0, r1))
-            return true;
+            any = true;
+        else
+            lose(w, s, ci, r0, r1);
         r0 = r1;
     }
-    return false;
+    return any;
 }
 
 /* ---- bounds before simulating ---- */
@@ -332,6 +376,13 @@ static bool may_win(const sp_work *w, const sp_setting *s, const search *sr, siz
 static bool busy_bounds(const sp_work *w, const sp_setting *s)
 {
     return s->par.pp <= 1 && w->ngroups == 0 && !s->common_m && w->scratch.cps == NULL;
+}
+
+/* Where a rank's makespan does not depend on the other ranks' packs: no micro-step
+ * barriers (busy_bounds rules out shared packs). */
+static bool ranks_alone(const vl_cost *cost)
+{
+    return cost->cfg->training.dp_sync != VL_DP_SYNC_MICRO_STEP;
 }
 
 /* The rank's packs in w->rp as the simulator times them on its one stage at ckpt
@@ -366,6 +417,44 @@ static vl_status rank_busy(sp_work *w, const sp_setting *s, const vl_cost *cost,
     }
     *busy = sum * (1 - 1e-9);
     return VL_OK;
+}
+
+/* The fewest checkpointed layers, from ckpt up, that rank r may end with when it runs the
+ * forward packs f on one stage (recompute auto: a lower bound on what simulate() raises
+ * it to).  The simulator's activation peak (sim.c stage_act_peak) is at least a
+ * sample's activations: every forward of a sample ends before any backward of its
+ * tokens starts (the backward runs last token first and needs every slice's keys and
+ * values), a backward frees only its own tokens' activations, and the bytes are linear
+ * in tokens (vl_cost_act_bytes; vl_cost_pack_act without placements), so when the last
+ * slice of sample u ends, at least u's len tokens of activations are live.  A
+ * checkpointing at which the longest sample alone, with the rank's model states, is
+ * above the room does not fit, and simulate() raises every checkpointing that does not
+ * fit, so the rank ends at or above the first one where it may.  The rank's sums of
+ * activations are rounded differently: the bound is lowered by 1e-9 of all its tokens'
+ * bytes, far above that rounding. */
+static int least_ckpt(const sp_work *w, const sp_setting *s, const vl_cost *cost, int r,
+                      const sp_packing *f, int ckpt)
+{
+    uint64_t longest = 0, tokens = 0;
+    vl_par par = s->par;
+    int layers = cost->cfg->model.layers;
+
+    if (s->ckpt_mode != VL_RECOMPUTE_AUTO || w->capacity <= 0)
+        return ckpt;
+    for (size_t j = 0; j < f->nsegs; j++) {
+        uint64_t end = (uint64_t)f->segs[j].off + f->segs[j].len;
+        longest = end > longest ? end : longest;
+        tokens += f->segs[j].len;
+    }
+    par.pp = 1;
+    for (int c = ckpt; c < s->stage_layers; c++) {
+        par.ckpt_layers = c;
+        double act = vl_cost_act_bytes(cost, longest, &par, layers, 1) -
+                     1e-9 * vl_cost_act_bytes(cost, tokens, &par, layers, 1);
+        if (w->states[r] + act <= vl__sp_room(w, w->capacity))
+            return c;
+    }
+    return s->stage_layers > ckpt ? s->stage_layers : ckpt;
 }
 
 /* rank_busy() of rank r as the scratch iteration holds it, at its checkpointing now
@@ -403,44 +492,6 @@ static vl_status plan_rank_busy(sp_work *w, const vl_cost *cost, int r, double *
     return VL_OK;
 }
 
-static vl_status copy_packing(sp_packing *to, const sp_packing *from, vl_err *err)
-{
-    vl_status st;
-
-    if ((st = vl_grow(&to->segs, &to->segs_cap, from->nsegs + 1, sizeof *to->segs, err)) ||
-        (st = vl_grow(&to->start, &to->start_cap, from->npacks + 1, sizeof *to->start, err)))
-        return st;
-    if (from->nsegs > 0)
-        memcpy(to->segs, from->segs, from->nsegs * sizeof *to->segs);
-    if (from->start != NULL)
-        memcpy(to->start, from->start, (from->npacks + 1) * sizeof *to->start);
-    else
-        to->start[0] = 0;
-    to->nsegs = from->nsegs;
-    to->npacks = from->npacks;
-    return VL_OK;
-}
-
-static vl_status hold(sp_work *w, int r, bool save, vl_err *err)
-{
-    sp_rankplan *rp = &w->rp;
-    sp_packing *h = &w->held[2 * (size_t)r];
-    vl_status st;
-
-    if (save) {
-        w->held_shared[2 * r] = rp->nshared_f;
-        w->held_shared[2 * r + 1] = rp->nshared_b;
-        if ((st = copy_packing(&h[0], &rp->fwd, err)) != VL_OK)
-            return st;
-        return copy_packing(&h[1], &rp->bwd, err);
-    }
-    rp->nshared_f = w->held_shared[2 * r];
-    rp->nshared_b = w->held_shared[2 * r + 1];
-    if ((st = copy_packing(&rp->fwd, &h[0], err)) != VL_OK)
-        return st;
-    return copy_packing(&rp->bwd, &h[1], err);
-}
-
 static vl_status emit_one(sp_work *w, const sp_setting *s, int r, vl_err *err)
 {
     vl_status st = vl__sp_schedule(w, s, err);
@@ -451,53 +502,43 @@ static vl_status emit_one(sp_work *w, const sp_setting *s, int r, vl_err *err)
     return st;
 }
 
-/* build() for candidate ci, with each rank's busy time (busy_bounds) as its makespan's
- * bound in w->res first: while no rank may take ci, the ranks' packs are held rather
- * than scheduled, and when none may, ci is cut (*cut) without a schedule or a
- * simulation.  The scratch iteration is complete otherwise. */
+/* build() for candidate ci, with each rank's busy time (busy_bounds) at the least
+ * checkpointing it may end with as its makespan's bound in w->res first: a rank whose
+ * unit cannot choose ci (unit_may_win) loses it and is left empty in the scratch
+ * iteration (ranks alone: its makespan is not needed, and an empty rank costs nothing
+ * to simulate), and when every unit loses it, ci is cut (*cut) without a simulation.
+ * The others' makespans are those of the whole iteration: the simulator couples ranks
+ * only through shared packs and micro-step barriers, which ranks_alone rules out. */
 static vl_status build_bounded(sp_work *w, const sp_setting *s, const vl_cost *cost,
                                const uint32_t *len, search *sr, size_t ci, bool *cut,
                                vl_err *err)
 {
     const cand *c = &sr->cs[ci];
     int ckpt = s->ckpt_mode == VL_RECOMPUTE_FULL ? s->stage_layers : 0;
-    size_t mi = m_index(sr, ci), old = w->held_cap;
-    bool may = false;
+    size_t mi = m_index(sr, ci);
+    bool any = false;
     vl_status st;
 
     *cut = false;
-    if ((st = vl_grow(&w->held, &w->held_cap, 2 * (size_t)s->dp, sizeof *w->held, err)))
-        return st;
-    memset(w->held + old, 0, (w->held_cap - old) * sizeof *w->held);
-    if ((st = vl_grow(&w->held_shared, &w->held_shared_cap, 2 * (size_t)s->dp,
-                      sizeof *w->held_shared, err)))
-        return st;
     vl_plan_clear_iters(&w->scratch, 0);
     if ((st = vl_plan_iter_begin(&w->scratch, 0, err)) != VL_OK)
         return st;
     for (int r = 0; r < s->dp && st == VL_OK; r++) {
-        if ((st = vl__sp_rank_packs(w, s, len, r, c->M, c->asym, err)) != VL_OK)
+        sp_res *x = &w->res[ci * (size_t)s->dp + r];
+        size_t em = eligible(w, r, r + 1);
+        if ((st = vl__sp_rank_packs(w, s, len, r, c->M, c->asym, err)) != VL_OK ||
+            (st = rank_busy(w, s, cost, least_ckpt(w, s, cost, r, &w->rp.fwd, ckpt), &x->ms,
+                            err)) != VL_OK)
             break;
-        if (!may) {
-            sp_res *x = &w->res[ci * (size_t)s->dp + r];
-            size_t em = eligible(w, s, r, r + 1);
-            if ((st = rank_busy(w, s, cost, ckpt, &x->ms, err)) != VL_OK)
-                break;
-            if (!(mi < em && unit_may_win(w, s, sr, ci, em, r, r + 1))) {
-                st = hold(w, r, true, err);
-                continue;
-            }
-            may = true;
-            if ((st = hold(w, r, true, err)) != VL_OK)
-                break;
-            for (int q = 0; q <= r && st == VL_OK; q++)
-                if ((st = hold(w, q, false, err)) == VL_OK)
-                    st = emit_one(w, s, q, err);
-            continue;
+        if (mi < em && unit_may_win(w, s, sr, ci, em, r, r + 1)) {
+            any = true;
+            st = emit_one(w, s, r, err);
+        } else {
+            lose(w, s, ci, r, r + 1);
+            st = vl_plan_rank_begin(&w->scratch, r, &s->par, err);
         }
-        st = emit_one(w, s, r, err);
     }
-    *cut = st == VL_OK && !may;
+    *cut = st == VL_OK && !any;
     return st;
 }
 
@@ -509,7 +550,7 @@ static vl_status evaluate(sp_work *w, const sp_setting *s, const vl_cost *cost,
 {
     bool again = true, cut = false;
     sp_res *res = w->res + ci * (size_t)s->dp;
-    vl_status st = prune && busy_bounds(w, s)
+    vl_status st = prune && busy_bounds(w, s) && ranks_alone(cost)
                        ? build_bounded(w, s, cost, len, sr, ci, &cut, err)
                        : build(w, s, len, &sr->cs[ci], err);
 
@@ -565,8 +606,11 @@ static vl_status ensure_search(sp_work *w, const sp_setting *s, vl_manifest *m, 
         return vl_seterr(err, VL_ENOMEM, "slimpack: out of memory for a trace");
     ((vl_sim_trace *)w->trace)->lanes_only = true; /* the search reads lanes alone */
     if ((st = vl_grow(&w->res, &w->res_cap, ncand * (size_t)s->dp, sizeof *w->res, err)) !=
-        VL_OK)
+            VL_OK ||
+        (st = vl_grow(&w->lost, &w->lost_cap, ncand * (size_t)s->dp, sizeof *w->lost, err)) !=
+            VL_OK)
         return st;
+    memset(w->lost, 0, ncand * (size_t)s->dp * sizeof *w->lost);
     return vl_grow(&w->choice, &w->choice_cap, (size_t)s->dp, sizeof *w->choice, err);
 }
 
@@ -615,6 +659,7 @@ vl_status vl__sp_plan_batch(sp_work *w, const sp_setting *s, const vl_job *job, 
     w->room = vl__sp_batch_room(s, tokens);
     w->cost = vl_cost_memoized(job->cost, &w->memo);
     if ((st = vl__sp_phase1(w, s, len, err)) != VL_OK ||
+        (st = rank_eligible(w, s, err)) != VL_OK ||
         (st = ensure_search(w, s, m, nc, err)) != VL_OK)
         return st;
     /* candidates come grouped by M, ascending: the eligible ones are a prefix */
@@ -672,11 +717,10 @@ void vl__sp_work_free(sp_work *w)
         free(w->trace);
     }
     free(w->res);
-    for (size_t r = 0; r < w->held_cap; r++)
-        vl__sp_packing_free(&w->held[r]);
-    free(w->held);
-    free(w->held_shared);
+    free(w->lost);
+    free(w->elig);
     free(w->lbtmp);
+    free(w->states);
     free(w->choice);
     for (size_t r = 0; r < w->refined_cap; r++)
         vl__sp_packing_free(&w->refined[r]);
