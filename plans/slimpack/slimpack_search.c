@@ -419,38 +419,62 @@ static vl_status rank_busy(sp_work *w, const sp_setting *s, const vl_cost *cost,
     return VL_OK;
 }
 
-/* The fewest checkpointed layers, from ckpt up, that rank r may end with when it runs the
- * forward packs f on one stage (recompute auto: a lower bound on what simulate() raises
- * it to).  The simulator's activation peak (sim.c stage_act_peak) is at least a
- * sample's activations: every forward of a sample ends before any backward of its
- * tokens starts (the backward runs last token first and needs every slice's keys and
- * values), a backward frees only its own tokens' activations, and the bytes are linear
- * in tokens (vl_cost_act_bytes; vl_cost_pack_act without placements), so when the last
- * slice of sample u ends, at least u's len tokens of activations are live.  A
- * checkpointing at which the longest sample alone, with the rank's model states, is
- * above the room does not fit, and simulate() raises every checkpointing that does not
- * fit, so the rank ends at or above the first one where it may.  The rank's sums of
- * activations are rounded differently: the bound is lowered by 1e-9 of all its tokens'
- * bytes, far above that rounding. */
-static int least_ckpt(const sp_work *w, const sp_setting *s, const vl_cost *cost, int r,
-                      const sp_packing *f, int ckpt)
+/* Tokens of pack p of pk. */
+static uint64_t pack_tokens(const sp_packing *pk, size_t p)
 {
-    uint64_t longest = 0, tokens = 0;
+    uint64_t t = 0;
+
+    for (uint32_t j = pk->start[p]; j < pk->start[p + 1]; j++)
+        t += pk->segs[j].len;
+    return t;
+}
+
+/* The most tokens whose activations are held at once as w->rp's list runs (scheduled):
+ * a forward adds its pack's tokens, a backward frees its own pack's (the forward pack's
+ * when symmetric); *all: every forward token. */
+static uint64_t live_tokens_peak(const sp_rankplan *rp, uint64_t *all)
+{
+    const sp_packing *b = rp->bwd.npacks > 0 ? &rp->bwd : &rp->fwd;
+    int64_t live = 0, peak = 0;
+
+    *all = 0;
+    for (size_t p = 0; p < rp->fwd.npacks; p++)
+        *all += pack_tokens(&rp->fwd, p);
+    for (size_t i = 0; i < rp->nops; i++) {
+        if (rp->ops[i].kind == VL_OP_F)
+            live += (int64_t)pack_tokens(&rp->fwd, rp->ops[i].mb);
+        else
+            live -= (int64_t)pack_tokens(b, rp->ops[i].mb);
+        peak = live > peak ? live : peak;
+    }
+    return (uint64_t)peak;
+}
+
+/* The fewest checkpointed layers, from ckpt up, that rank r may end with when it runs
+ * w->rp's list (scheduled) on one stage under recompute auto: a lower bound on what
+ * simulate() raises it to.  The simulator walks that list as the stage's order (sim.c
+ * stage_act_peak): a forward adds its pack's activations, a backward frees its pack's,
+ * both vl_cost_act_bytes of the pack's tokens (vl_cost_pack_act without placements or
+ * shared packs), which is linear in tokens, so its peak at c layers is the bytes of
+ * live_tokens_peak() tokens at c.  simulate() raises every checkpointing at which that
+ * peak and the rank's model states are above the room, so the rank ends at or above the
+ * first one where they are not.  The simulator's sums round differently: the peak is
+ * lowered by 1e-9 of all the rank's tokens' bytes, far above that rounding. */
+static int least_ckpt(const sp_work *w, const sp_setting *s, const vl_cost *cost, int r,
+                      int ckpt)
+{
+    uint64_t all, peak;
     vl_par par = s->par;
     int layers = cost->cfg->model.layers;
 
     if (s->ckpt_mode != VL_RECOMPUTE_AUTO || w->capacity <= 0)
         return ckpt;
-    for (size_t j = 0; j < f->nsegs; j++) {
-        uint64_t end = (uint64_t)f->segs[j].off + f->segs[j].len;
-        longest = end > longest ? end : longest;
-        tokens += f->segs[j].len;
-    }
+    peak = live_tokens_peak(&w->rp, &all);
     par.pp = 1;
     for (int c = ckpt; c < s->stage_layers; c++) {
         par.ckpt_layers = c;
-        double act = vl_cost_act_bytes(cost, longest, &par, layers, 1) -
-                     1e-9 * vl_cost_act_bytes(cost, tokens, &par, layers, 1);
+        double act = vl_cost_act_bytes(cost, peak, &par, layers, 1) -
+                     1e-9 * vl_cost_act_bytes(cost, all, &par, layers, 1);
         if (w->states[r] + act <= vl__sp_room(w, w->capacity))
             return c;
     }
@@ -492,16 +516,6 @@ static vl_status plan_rank_busy(sp_work *w, const vl_cost *cost, int r, double *
     return VL_OK;
 }
 
-static vl_status emit_one(sp_work *w, const sp_setting *s, int r, vl_err *err)
-{
-    vl_status st = vl__sp_schedule(w, s, err);
-
-    if (st == VL_OK)
-        st = vl__sp_emit_rank(w, s, r, s->ckpt_mode == VL_RECOMPUTE_FULL ? s->stage_layers : 0,
-                              &w->scratch, err);
-    return st;
-}
-
 /* build() for candidate ci, with each rank's busy time (busy_bounds) at the least
  * checkpointing it may end with as its makespan's bound in w->res first: a rank whose
  * unit cannot choose ci (unit_may_win) loses it and is left empty in the scratch
@@ -527,12 +541,13 @@ static vl_status build_bounded(sp_work *w, const sp_setting *s, const vl_cost *c
         sp_res *x = &w->res[ci * (size_t)s->dp + r];
         size_t em = eligible(w, r, r + 1);
         if ((st = vl__sp_rank_packs(w, s, len, r, c->M, c->asym, err)) != VL_OK ||
-            (st = rank_busy(w, s, cost, least_ckpt(w, s, cost, r, &w->rp.fwd, ckpt), &x->ms,
-                            err)) != VL_OK)
+            (st = vl__sp_schedule(w, s, err)) != VL_OK ||
+            (st = rank_busy(w, s, cost, least_ckpt(w, s, cost, r, ckpt), &x->ms, err)) !=
+                VL_OK)
             break;
         if (mi < em && unit_may_win(w, s, sr, ci, em, r, r + 1)) {
             any = true;
-            st = emit_one(w, s, r, err);
+            st = vl__sp_emit_rank(w, s, r, ckpt, &w->scratch, err);
         } else {
             lose(w, s, ci, r, r + 1);
             st = vl_plan_rank_begin(&w->scratch, r, &s->par, err);
