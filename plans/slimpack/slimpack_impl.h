@@ -155,10 +155,20 @@ typedef struct sp_work {
     size_t need_f_cap;
     uint32_t *next;
     size_t next_cap;
+    uint32_t *seg_slot;
+    size_t seg_slot_cap; /* per backward segment: its sample's slot */
+    uint32_t *pend;
+    size_t pend_cap; /* per unit: its segments waiting on a unit not done */
+    uint32_t *wait0;
+    size_t wait0_cap; /* per unit: where its waiters start in waiter[] */
+    uint32_t *waiter;
+    size_t waiter_cap; /* the units with a segment waiting on it, by unit */
     bool *done;
     size_t done_cap;
     bool *look;
     size_t look_cap;
+    uint32_t *look_pend;
+    size_t look_pend_cap; /* done and pend as ready_count looks ahead */
     /* search */
     vl_cost cost; /* the job's, memoised (vl_cost_memoized): the bounds and the
                          * simulator share one memo of the samples' attention */

@@ -719,8 +719,13 @@ void vl__sp_work_free(sp_work *w)
     free(w->multi);
     free(w->need_f);
     free(w->next);
+    free(w->seg_slot);
+    free(w->pend);
+    free(w->wait0);
+    free(w->waiter);
     free(w->done);
     free(w->look);
+    free(w->look_pend);
     vl__sp_packing_free(&w->rp.fwd);
     vl__sp_packing_free(&w->rp.bwd);
     free(w->rp.ops);
