@@ -179,8 +179,14 @@ typedef struct sp_work {
     void *trace; /* vl_sim_trace */
     struct sp_res *res;
     size_t res_cap; /* per candidate and rank */
-    uint8_t *lost;
-    size_t lost_cap; /* per candidate and rank: provably not its unit's choice */
+    struct sp_res *res_now;
+    size_t res_now_cap; /* per rank: the simulation just run */
+    uint8_t *pair;
+    size_t pair_cap; /* per candidate and rank: open, lost to its unit, or done */
+    long *target;
+    size_t target_cap; /* per rank: its candidate of least bound */
+    bool *emit;
+    size_t emit_cap; /* per rank: simulated in this candidate's run */
     uint8_t *elig;
     size_t elig_cap; /* per rank: its eligible M count (vl__sp_candidates) */
     vl_seg *lbtmp;

@@ -2,8 +2,9 @@
  * docs/slimpack.md §2.8) and the batch driver.
  * Candidates are M = round(pp·f) over the factors list (duplicates dropped), each with
  * the asymmetric partition, the symmetric one, or both (slimpack.asymmetric auto).
- * Every candidate is planned for all ranks at once into a scratch iteration and run
- * through the shared simulator; a rank that does not fit device memory checkpoints
+ * Every candidate is planned into a scratch iteration and run through the shared
+ * simulator (on one stage only for the ranks whose bound says it may be their choice:
+ * search_bounded); a rank that does not fit device memory checkpoints
  * more layers (estimated from its simulated activation peak, then simulated again), so
  * each candidate carries the fewest checkpointed layers that fit.  Each rank (a merge
  * group jointly) then keeps its fastest feasible candidate, ties to the smaller M and to
@@ -184,18 +185,26 @@ static bool better(const sp_res *res, int dp, size_t ci, long bi, int r0, int r1
     return ov_c < ov_b;
 }
 
-/* The best of the candidates simulated to the end (done) that ranks [r0, r1) may take,
- * scanned in index order, but for those lost to the unit (w->lost of its first rank:
- * provably not its choice, as unit_may_win finds, so leaving them out changes nothing
- * the scan picks); -1 none. */
+/* The state of candidate ci for the unit of rank r (its first): not settled, lost
+ * (provably not its choice, as unit_may_win finds: left out of its scan, which changes
+ * nothing the scan picks) or simulated to the end for it. */
+enum { PAIR_OPEN = 0, PAIR_LOST = 1, PAIR_DONE = 2 };
+
+static uint8_t *pair(const sp_work *w, const sp_setting *s, size_t ci, int r)
+{
+    return &w->pair[ci * (size_t)s->dp + r];
+}
+
+/* The best of the candidates simulated to the end for ranks [r0, r1) that they may take,
+ * scanned in index order; -1 none. */
 static long unit_best(const sp_work *w, const sp_setting *s, const cand *cs, size_t nc,
-                      size_t eligible_m, const uint32_t *Ms, const bool *done, int r0, int r1)
+                      size_t eligible_m, const uint32_t *Ms, int r0, int r1)
 {
     long best = -1;
 
     for (size_t ci = 0; ci < nc; ci++) {
         size_t mi = 0;
-        if (!done[ci] || w->lost[ci * (size_t)s->dp + r0])
+        if (*pair(w, s, ci, r0) != PAIR_DONE)
             continue;
         while (Ms[mi] != cs[ci].M)
             mi++;
@@ -212,10 +221,9 @@ static long unit_best(const sp_work *w, const sp_setting *s, const cand *cs, siz
  * candidates totally (fit, then makespan or the device and the overshoot, then index),
  * so the scan finds the least of them whichever others it skips. */
 static void choose_unit(sp_work *w, const sp_setting *s, const cand *cs, size_t nc,
-                        size_t eligible_m, const uint32_t *Ms, const bool *done, int r0,
-                        int r1)
+                        size_t eligible_m, const uint32_t *Ms, int r0, int r1)
 {
-    long best = unit_best(w, s, cs, nc, eligible_m, Ms, done, r0, r1);
+    long best = unit_best(w, s, cs, nc, eligible_m, Ms, r0, r1);
 
     for (int r = r0; r < r1; r++)
         w->choice[r] = (int)best;
@@ -263,15 +271,15 @@ static size_t eligible_any(const sp_work *w, const sp_setting *s, size_t nM)
 }
 
 static void choose(sp_work *w, const sp_setting *s, const cand *cs, size_t nc,
-                   const uint32_t *Ms, const bool *done)
+                   const uint32_t *Ms)
 {
     if (s->common_m) { /* one unit of every rank */
-        choose_unit(w, s, cs, nc, SP_MAX_FACTORS, Ms, done, 0, s->dp);
+        choose_unit(w, s, cs, nc, SP_MAX_FACTORS, Ms, 0, s->dp);
         return;
     }
     for (int r = 0; r < s->dp;) {
         int gi = w->group_of[r], r1 = gi >= 0 ? w->groups[gi].dp0 + w->groups[gi].k : r + 1;
-        choose_unit(w, s, cs, nc, eligible(w, r, r1), Ms, done, r, r1);
+        choose_unit(w, s, cs, nc, eligible(w, r, r1), Ms, r, r1);
         r = r1;
     }
 }
@@ -292,13 +300,11 @@ static size_t most_chosen(const sp_work *w, const sp_setting *s, size_t nc)
 
 /* ---- pruning ---- */
 
-/* The search state of a batch: the candidates, which of them are simulated to the end
- * (done) and which were left out (cut: provably chosen by no unit). */
+/* The candidates of a batch (their states per unit in w->pair). */
 typedef struct search {
     const cand *cs;
     size_t nc;
     const uint32_t *Ms;
-    bool done[2 * SP_MAX_FACTORS], cut[2 * SP_MAX_FACTORS];
 } search;
 
 /* May ranks [r0, r1) (a unit that may take candidate ci) choose ci, whose makespans in
@@ -311,9 +317,9 @@ static bool unit_may_win(const sp_work *w, const sp_setting *s, const search *sr
     long best;
     double ms_b = 0, ov_b = -INFINITY, lb = 0;
 
-    if (w->lost[ci * (size_t)s->dp + r0])
+    if (*pair(w, s, ci, r0) == PAIR_LOST)
         return false;
-    best = unit_best(w, s, sr->cs, sr->nc, em, sr->Ms, sr->done, r0, r1);
+    best = unit_best(w, s, sr->cs, sr->nc, em, sr->Ms, r0, r1);
     if (best < 0)
         return true;
     for (int r = r0; r < r1; r++) {
@@ -337,14 +343,16 @@ static size_t m_index(const search *sr, size_t ci)
 /* Ci lost to the unit of ranks [r0, r1): left out of its scan. */
 static void lose(sp_work *w, const sp_setting *s, size_t ci, int r0, int r1)
 {
-    memset(w->lost + ci * (size_t)s->dp + r0, 1, (size_t)(r1 - r0));
+    memset(pair(w, s, ci, r0), PAIR_LOST, (size_t)(r1 - r0));
 }
 
 /* Can candidate ci, whose makespans in w->res bound from below what it will end with,
- * still be some unit's choice?  Raising checkpointing only lengthens tasks (recompute)
- * on a fixed DAG, so no makespan of a later round falls below an earlier round's.  The
- * units that cannot choose it are marked lost. */
-static bool may_win(sp_work *w, const sp_setting *s, const search *sr, size_t ci)
+ * still be some unit's choice (of those simulated now: emit, NULL every one)?  Raising
+ * checkpointing only lengthens tasks (recompute) on a fixed DAG, so no makespan of a
+ * later round falls below an earlier round's.  The units that cannot choose it are
+ * marked lost. */
+static bool may_win(sp_work *w, const sp_setting *s, const search *sr, size_t ci,
+                    const bool *emit)
 {
     size_t mi = m_index(sr, ci);
     bool any = false;
@@ -359,7 +367,9 @@ static bool may_win(sp_work *w, const sp_setting *s, const search *sr, size_t ci
             r1 = gi >= 0 ? w->groups[gi].dp0 + w->groups[gi].k : r0 + 1;
             em = eligible(w, r0, r1);
         }
-        if ((mi < em || s->common_m) && unit_may_win(w, s, sr, ci, em, r0, r1))
+        if (emit && !emit[r0])
+            ;
+        else if ((mi < em || s->common_m) && unit_may_win(w, s, sr, ci, em, r0, r1))
             any = true;
         else
             lose(w, s, ci, r0, r1);
@@ -370,16 +380,31 @@ static bool may_win(sp_work *w, const sp_setting *s, const search *sr, size_t ci
 
 /* ---- bounds before simulating ---- */
 
-/* Where the rank's busy time bounds its makespan from below as the simulator costs it:
- * one stage (pp 1: the makespan is at least the sum of its tasks), no merge groups (no
- * shared packs), every rank its own unit, no CP placements in the scratch plan. */
+/* Where a rank's busy time bounds its makespan from below as the simulator costs it:
+ * one stage (pp 1: the makespan is at least the sum of its tasks), no CP placements in
+ * the scratch plan, every rank its own unit but the merge groups' (rank_bounded). */
 static bool busy_bounds(const sp_work *w, const sp_setting *s)
 {
-    return s->par.pp <= 1 && w->ngroups == 0 && !s->common_m && w->scratch.cps == NULL;
+    return s->par.pp <= 1 && !s->common_m && w->scratch.cps == NULL;
 }
 
-/* Where a rank's makespan does not depend on the other ranks' packs: no micro-step
- * barriers (busy_bounds rules out shared packs). */
+/* busy_bounds for rank r: not in a merge group (its shared packs are timed by the
+ * pack-level model, which rank_busy does not follow). */
+static bool rank_bounded(const sp_work *w, const sp_setting *s, int r)
+{
+    return busy_bounds(w, s) && w->group_of[r] < 0;
+}
+
+/* The ranks [r, *r1) of rank r's unit: its merge group, or itself. */
+static int unit_end(const sp_work *w, int r)
+{
+    int gi = w->group_of[r];
+
+    return gi >= 0 ? w->groups[gi].dp0 + w->groups[gi].k : r + 1;
+}
+
+/* Where a unit's makespans do not depend on the other units' packs: no micro-step
+ * barriers (shared packs couple the ranks of one merge group alone). */
 static bool ranks_alone(const vl_cost *cost)
 {
     return cost->cfg->training.dp_sync != VL_DP_SYNC_MICRO_STEP;
@@ -516,88 +541,176 @@ static vl_status plan_rank_busy(sp_work *w, const vl_cost *cost, int r, double *
     return VL_OK;
 }
 
-/* build() for candidate ci, with each rank's busy time (busy_bounds) at the least
- * checkpointing it may end with as its makespan's bound in w->res first: a rank whose
- * unit cannot choose ci (unit_may_win) loses it and is left empty in the scratch
- * iteration (ranks alone: its makespan is not needed, and an empty rank costs nothing
- * to simulate), and when every unit loses it, ci is cut (*cut) without a simulation.
- * The others' makespans are those of the whole iteration: the simulator couples ranks
- * only through shared packs and micro-step barriers, which ranks_alone rules out. */
-static vl_status build_bounded(sp_work *w, const sp_setting *s, const vl_cost *cost,
-                               const uint32_t *len, search *sr, size_t ci, bool *cut,
-                               vl_err *err)
+/* Every open pair's bound into w->res: a lone rank's busy time at the least
+ * checkpointing it may end with (its packs for the candidate built and scheduled), a
+ * merge group's members 0 (no bound); a pair the unit may not take (eligible) is lost. */
+static vl_status bound_all(sp_work *w, const sp_setting *s, const vl_cost *cost,
+                           const uint32_t *len, const search *sr, vl_err *err)
 {
-    const cand *c = &sr->cs[ci];
     int ckpt = s->ckpt_mode == VL_RECOMPUTE_FULL ? s->stage_layers : 0;
-    size_t mi = m_index(sr, ci);
+    vl_status st = VL_OK;
+
+    for (size_t ci = 0; ci < sr->nc && st == VL_OK; ci++)
+        for (int r = 0, r1; r < s->dp && st == VL_OK; r = r1) {
+            sp_res *x = &w->res[ci * (size_t)s->dp + r];
+            r1 = unit_end(w, r);
+            if (m_index(sr, ci) >= eligible(w, r, r1)) {
+                lose(w, s, ci, r, r1);
+                continue;
+            }
+            for (int q = r; q < r1; q++)
+                w->res[ci * (size_t)s->dp + q].ms = 0;
+            if (!rank_bounded(w, s, r))
+                continue;
+            if ((st = vl__sp_rank_packs(w, s, len, r, sr->cs[ci].M, sr->cs[ci].asym, err)) ==
+                    VL_OK &&
+                (st = vl__sp_schedule(w, s, err)) == VL_OK)
+                st = rank_busy(w, s, cost, least_ckpt(w, s, cost, r, ckpt), &x->ms, err);
+        }
+    return st;
+}
+
+/* Per lone rank, the open candidate of least bound (ties: the lower index), -1 none (and
+ * for a merge group's members, which have no bound). */
+static void least_bounds(const sp_work *w, const sp_setting *s, const search *sr, long *target)
+{
+    for (int r = 0; r < s->dp; r++) {
+        target[r] = -1;
+        for (size_t ci = 0; ci < sr->nc && rank_bounded(w, s, r); ci++)
+            if (*pair(w, s, ci, r) == PAIR_OPEN &&
+                (target[r] < 0 ||
+                 w->res[ci * (size_t)s->dp + r].ms < w->res[(size_t)target[r] * s->dp + r].ms))
+                target[r] = (long)ci;
+    }
+}
+
+/* The ranks candidate ci is simulated for now (emit): the open pairs whose unit may still
+ * take it (the others lose it) and, with target, only the lone ranks whose least bound
+ * it is.  False when there are none. */
+static bool pick(sp_work *w, const sp_setting *s, const search *sr, size_t ci,
+                 const long *target, bool *emit)
+{
     bool any = false;
+
+    for (int r = 0, r1; r < s->dp; r = r1) {
+        bool on = false;
+        r1 = unit_end(w, r);
+        if (*pair(w, s, ci, r) != PAIR_OPEN)
+            ;
+        else if (!unit_may_win(w, s, sr, ci, eligible(w, r, r1), r, r1))
+            lose(w, s, ci, r, r1);
+        else if (!target || target[r] == (long)ci)
+            on = any = true;
+        for (int q = r; q < r1; q++)
+            emit[q] = on;
+    }
+    return any;
+}
+
+/* build() of the ranks in emit alone, the others empty (ranks_alone: their makespans do
+ * not change the emitted ones', and an empty rank costs nothing to simulate). */
+static vl_status build_some(sp_work *w, const sp_setting *s, const uint32_t *len,
+                            const cand *c, const bool *emit, vl_err *err)
+{
+    int ckpt = s->ckpt_mode == VL_RECOMPUTE_FULL ? s->stage_layers : 0;
     vl_status st;
 
-    *cut = false;
     vl_plan_clear_iters(&w->scratch, 0);
     if ((st = vl_plan_iter_begin(&w->scratch, 0, err)) != VL_OK)
         return st;
     for (int r = 0; r < s->dp && st == VL_OK; r++) {
-        sp_res *x = &w->res[ci * (size_t)s->dp + r];
-        size_t em = eligible(w, r, r + 1);
-        if ((st = vl__sp_rank_packs(w, s, len, r, c->M, c->asym, err)) != VL_OK ||
-            (st = vl__sp_schedule(w, s, err)) != VL_OK ||
-            (st = rank_busy(w, s, cost, least_ckpt(w, s, cost, r, ckpt), &x->ms, err)) !=
-                VL_OK)
-            break;
-        if (mi < em && unit_may_win(w, s, sr, ci, em, r, r + 1)) {
-            any = true;
-            st = vl__sp_emit_rank(w, s, r, ckpt, &w->scratch, err);
-        } else {
-            lose(w, s, ci, r, r + 1);
+        if (!emit[r]) {
             st = vl_plan_rank_begin(&w->scratch, r, &s->par, err);
+            continue;
         }
+        if ((st = vl__sp_rank_packs(w, s, len, r, c->M, c->asym, err)) == VL_OK &&
+            (st = vl__sp_schedule(w, s, err)) == VL_OK)
+            st = vl__sp_emit_rank(w, s, r, ckpt, &w->scratch, err);
     }
-    *cut = st == VL_OK && !any;
     return st;
 }
 
-/* Simulate candidate ci, raising checkpointing until every rank fits (recompute auto);
- * with `prune`, stop after a round that leaves the candidate unable to win (may_win),
- * marking it cut. */
-static vl_status evaluate(sp_work *w, const sp_setting *s, const vl_cost *cost,
-                          const uint32_t *len, search *sr, size_t ci, bool prune, vl_err *err)
+/* Simulate candidate ci as built in the scratch iteration for the ranks in emit (NULL:
+ * every rank), raising checkpointing until every rank fits (recompute auto), their
+ * results into w->res; with `prune`, stop after a round that leaves no such rank's unit
+ * able to take it (may_win marks them lost).  Those left are done. */
+static vl_status evaluate(sp_work *w, const sp_setting *s, const vl_cost *cost, search *sr,
+                          size_t ci, const bool *emit, bool prune, vl_err *err)
 {
-    bool again = true, cut = false;
-    sp_res *res = w->res + ci * (size_t)s->dp;
-    vl_status st = prune && busy_bounds(w, s) && ranks_alone(cost)
-                       ? build_bounded(w, s, cost, len, sr, ci, &cut, err)
-                       : build(w, s, len, &sr->cs[ci], err);
+    bool again = true;
+    sp_res *res = w->res + ci * (size_t)s->dp, *now = w->res_now;
+    vl_status st = VL_OK;
 
-    if (st == VL_OK && cut) {
-        sr->cut[ci] = true;
-        return VL_OK;
-    }
-
-    for (int k = 0; st == VL_OK && k < s->dp; k++) /* as simulated next */
-        res[k].ckpt = w->scratch.ranks[w->scratch.iters[0].rank0 + k].par.ckpt_layers;
+    for (int k = 0; k < s->dp; k++) /* as simulated next */
+        now[k].ckpt = w->scratch.ranks[w->scratch.iters[0].rank0 + k].par.ckpt_layers;
     /* each round raises some rank's checkpointing; stage_layers bounds the rounds */
     for (int round = 0; st == VL_OK && again && round <= s->stage_layers; round++) {
-        st = simulate(w, s, cost, round, res, &again, err);
+        st = simulate(w, s, cost, round, now, &again, err);
         /* the raised ranks' next makespans: at least their busy time at the new
          * checkpointing (one stage) */
-        for (int r = 0; st == VL_OK && again && prune && busy_bounds(w, s) && r < s->dp; r++) {
+        for (int r = 0; st == VL_OK && again && prune && r < s->dp; r++) {
             const vl_rank *rk = &w->scratch.ranks[w->scratch.iters[0].rank0 + r];
             double b;
-            if (rk->par.ckpt_layers != res[r].ckpt &&
+            if (rk->par.ckpt_layers != now[r].ckpt && rank_bounded(w, s, r) &&
                 (st = plan_rank_busy(w, cost, r, &b, err)) == VL_OK)
-                res[r].ms = fmax(res[r].ms, b);
-        }
-        if (st == VL_OK && again && prune && !may_win(w, s, sr, ci)) {
-            sr->cut[ci] = true;
-            return VL_OK;
+                now[r].ms = fmax(now[r].ms, b);
         }
         for (int k = 0; st == VL_OK && k < s->dp; k++)
-            res[k].ckpt = w->scratch.ranks[w->scratch.iters[0].rank0 + k].par.ckpt_layers;
+            if (!emit || emit[k])
+                res[k] = now[k];
+        if (st == VL_OK && again && prune && !may_win(w, s, sr, ci, emit))
+            return VL_OK;
+        for (int k = 0; st == VL_OK && k < s->dp; k++)
+            now[k].ckpt = w->scratch.ranks[w->scratch.iters[0].rank0 + k].par.ckpt_layers;
     }
-    for (int k = 0; st == VL_OK && k < s->dp; k++)
-        res[k].ckpt = w->scratch.ranks[w->scratch.iters[0].rank0 + k].par.ckpt_layers;
-    sr->done[ci] = st == VL_OK;
+    for (int k = 0; st == VL_OK && k < s->dp; k++) {
+        now[k].ckpt = w->scratch.ranks[w->scratch.iters[0].rank0 + k].par.ckpt_layers;
+        if (!emit || emit[k]) {
+            res[k] = now[k];
+            if (*pair(w, s, ci, k) == PAIR_OPEN)
+                *pair(w, s, ci, k) = PAIR_DONE;
+        }
+    }
+    return st;
+}
+
+/* The candidates of a batch on one stage (busy_bounds, ranks_alone): every pair bounded
+ * first; then each candidate simulated for the lone ranks whose least bound it is and
+ * whose unit may still take it; then, in index order, for the units it may still win
+ * (few lone ranks: a bound is the makespan itself unless the rank's checkpointing ends
+ * above the least that fits; every merge group, which has no bound).  Every pair ends
+ * simulated or lost, whatever the order, so the choice is that of simulating them all. */
+static vl_status search_bounded(sp_work *w, const sp_setting *s, const vl_cost *cost,
+                                const uint32_t *len, search *sr, vl_err *err)
+{
+    long *target = w->target;
+    bool *emit = w->emit;
+    vl_status st = bound_all(w, s, cost, len, sr, err);
+
+    if (st == VL_OK)
+        least_bounds(w, s, sr, target);
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t ci = 0; ci < sr->nc && st == VL_OK; ci++)
+            if (pick(w, s, sr, ci, pass == 0 ? target : NULL, emit) &&
+                (st = build_some(w, s, len, &sr->cs[ci], emit, err)) == VL_OK)
+                st = evaluate(w, s, cost, sr, ci, emit, true, err);
+    return st;
+}
+
+/* The candidates of a batch otherwise: the last batch's choice first, so its makespans
+ * can cut the checkpointing rounds of the others (the first batch, whose table is
+ * logged, simulates every candidate to the end: prune false). */
+static vl_status search_all(sp_work *w, const sp_setting *s, const vl_cost *cost,
+                            const uint32_t *len, search *sr, bool prune, vl_err *err)
+{
+    size_t first = prune && w->hint > 0 && w->hint <= sr->nc ? w->hint - 1 : 0;
+    vl_status st = VL_OK;
+
+    for (size_t i = 0; i < sr->nc && st == VL_OK; i++) {
+        size_t ci = i == 0 ? first : i <= first ? i - 1 : i;
+        if ((st = build(w, s, len, &sr->cs[ci], err)) == VL_OK)
+            st = evaluate(w, s, cost, sr, ci, NULL, prune && i > 0, err);
+    }
     return st;
 }
 
@@ -622,10 +735,12 @@ static vl_status ensure_search(sp_work *w, const sp_setting *s, vl_manifest *m, 
     ((vl_sim_trace *)w->trace)->lanes_only = true; /* the search reads lanes alone */
     if ((st = vl_grow(&w->res, &w->res_cap, ncand * (size_t)s->dp, sizeof *w->res, err)) !=
             VL_OK ||
-        (st = vl_grow(&w->lost, &w->lost_cap, ncand * (size_t)s->dp, sizeof *w->lost, err)) !=
-            VL_OK)
+        (st = vl_grow(&w->res_now, &w->res_now_cap, (size_t)s->dp, sizeof *w->res_now, err)) ||
+        (st = vl_grow(&w->pair, &w->pair_cap, ncand * (size_t)s->dp, sizeof *w->pair, err)) ||
+        (st = vl_grow(&w->target, &w->target_cap, (size_t)s->dp, sizeof *w->target, err)) ||
+        (st = vl_grow(&w->emit, &w->emit_cap, (size_t)s->dp, sizeof *w->emit, err)))
         return st;
-    memset(w->lost, 0, ncand * (size_t)s->dp * sizeof *w->lost);
+    memset(w->pair, PAIR_OPEN, ncand * (size_t)s->dp * sizeof *w->pair);
     return vl_grow(&w->choice, &w->choice_cap, (size_t)s->dp, sizeof *w->choice, err);
 }
 
@@ -680,19 +795,13 @@ vl_status vl__sp_plan_batch(sp_work *w, const sp_setting *s, const vl_job *job, 
     /* candidates come grouped by M, ascending: the eligible ones are a prefix */
     size_t per = nM ? nc / nM : 0, neval = eligible_any(w, s, nM) * per;
     search sr = {.cs = cs, .nc = neval, .Ms = Ms};
-    /* the last batch's choice first, so its makespans can cut the checkpointing rounds
-     * of the others (the first batch, whose table is logged, simulates every candidate
-     * to the end) */
     bool prune = w->stat_iters > 0;
-    size_t first = prune && w->hint > 0 && w->hint <= neval ? w->hint - 1 : 0;
-    if (neval > 0)
-        st = evaluate(w, s, &w->cost, len, &sr, first, false, err);
-    for (size_t ci = 0; ci < neval && st == VL_OK; ci++)
-        if (ci != first)
-            st = evaluate(w, s, &w->cost, len, &sr, ci, prune, err);
+    st = prune && busy_bounds(w, s) && ranks_alone(&w->cost)
+             ? search_bounded(w, s, &w->cost, len, &sr, err)
+             : search_all(w, s, &w->cost, len, &sr, prune, err);
     if (st != VL_OK)
         return st;
-    choose(w, s, cs, neval, Ms, sr.done);
+    choose(w, s, cs, neval, Ms);
     w->hint = most_chosen(w, s, neval);
     if (w->stat_iters == 0)
         log_table(job, w, s, cs, neval, nc);
@@ -737,7 +846,10 @@ void vl__sp_work_free(sp_work *w)
         free(w->trace);
     }
     free(w->res);
-    free(w->lost);
+    free(w->res_now);
+    free(w->pair);
+    free(w->target);
+    free(w->emit);
     free(w->elig);
     free(w->lbtmp);
     free(w->states);
