@@ -78,7 +78,9 @@ static double room(const sp_work *w, const vl_sim_trace *t)
 }
 
 /* The model states of each rank's stage and the device's capacity, from the simulation
- * just run, for least_ckpt (one stage: the bounds are used only then). */
+ * just run, for least_ckpt (one stage: the bounds are used only then).  States follow
+ * the rank's degrees, the layers and the rank count alone (vl_cost_state_bytes), not its
+ * packs or checkpointing, so the last simulation's hold for the next batch's bounds. */
 static vl_status keep_states(sp_work *w, const sp_setting *s, const vl_sim_trace *t,
                              vl_err *err)
 {
