@@ -37,6 +37,9 @@ void vl_sim_scratch_free(vl_sim_scratch *s)
         s->tmp,     s->ivtab,  s->inst,    s->inst_off, s->bar_left, s->bar_time, s->tbusy};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
+    free(s->edges.fp);
+    free(s->edges.bf);
+    free(s->edges.bb);
     vl_cost_memo_free(s->memo);
     free(s);
 }

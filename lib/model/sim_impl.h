@@ -18,6 +18,18 @@
  * so times are computed once per class (at most three distinct ones). */
 #define VL_SIM_MAXCLS 4
 
+/* An edge found from token intervals: pack `row` waits for pack `from`; a rank's edges are
+ * collected, then sorted into CSR rows (sim_rank.c). */
+typedef struct vl_sim_pending {
+    uint32_t row, from;
+} vl_sim_pending;
+
+/* The edges of the rank being prepared: F <- F, B <- F, B <- B. */
+typedef struct vl_sim_edges {
+    vl_sim_pending *fp, *bf, *bb;
+    size_t nfp, nbf, nbb, cfp, cbf, cbb;
+} vl_sim_edges;
+
 typedef struct vl_sim_rank {
     const vl_rank *rk;
     uint32_t nf, nb; /* forward packs; packs the B operations name */
@@ -147,7 +159,8 @@ struct vl_sim_scratch {
     vl_interval *iv;
     size_t iv_cap, niv;
     uint32_t *ivtab;
-    size_t ivtab_cap; /* their grouping's table (vl_plan_rank_intervals_grouped) */
+    size_t ivtab_cap;   /* their grouping's table (vl_plan_rank_intervals_grouped) */
+    vl_sim_edges edges; /* their edges before the CSR rows, reused from rank to rank */
     vl_seg *tmp;
     size_t tmp_cap; /* cost model scratch */
 

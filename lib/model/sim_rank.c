@@ -15,7 +15,6 @@
 #include "sim_impl.h"
 #include "sort.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 /* ---- layers ---- */
@@ -65,16 +64,8 @@ static const vl_interval *holding(const vl_interval *v, size_t n, uint64_t t)
     return lo > 0 && v[lo - 1].end > t ? &v[lo - 1] : NULL;
 }
 
-/* An edge: pack `row` waits for pack `from`; collected per rank, then sorted into CSR
- * rows (to_csr). */
-typedef struct pending {
-    uint32_t row, from;
-} pending;
-
-typedef struct edges {
-    pending *fp, *bf, *bb;
-    size_t nfp, nbf, nbb, cfp, cbf, cbb;
-} edges;
+typedef vl_sim_pending pending;
+typedef vl_sim_edges edges;
 
 /* Add an edge; same_list: row and from index one list, where row == from (slices of a
  * sample in one pack) is no edge. */
@@ -195,7 +186,7 @@ static vl_status find_edges(vl_sim_scratch *w, const vl_sim_rank *R, edges *E, v
 vl_status vl__sim_deps(vl_sim_scratch *w, uint32_t r, vl_err *err)
 {
     vl_sim_rank *R = &w->rk[r];
-    edges E = {0};
+    edges *E = &w->edges;
     vl_status st;
 
     R->fp0 = w->nfp_rows;
@@ -215,15 +206,14 @@ vl_status vl__sim_deps(vl_sim_scratch *w, uint32_t r, vl_err *err)
         }
         return VL_OK;
     }
-    if ((st = find_edges(w, R, &E, err)) == VL_OK &&
-        (st = to_csr(E.fp, E.nfp, R->nf, w->fp_off + R->fp0, &w->fp, &w->fp_cap, &w->nfp,
+    E->nfp = E->nbf = E->nbb = 0;
+    if ((st = find_edges(w, R, E, err)) == VL_OK &&
+        (st = to_csr(E->fp, E->nfp, R->nf, w->fp_off + R->fp0, &w->fp, &w->fp_cap, &w->nfp,
                      err)) == VL_OK &&
-        (st = to_csr(E.bf, E.nbf, R->nb, w->bf_off + R->bf0, &w->bf, &w->bf_cap, &w->nbf,
+        (st = to_csr(E->bf, E->nbf, R->nb, w->bf_off + R->bf0, &w->bf, &w->bf_cap, &w->nbf,
                      err)) == VL_OK)
-        st = to_csr(E.bb, E.nbb, R->nb, w->bb_off + R->bb0, &w->bb, &w->bb_cap, &w->nbb, err);
-    free(E.fp);
-    free(E.bf);
-    free(E.bb);
+        st =
+            to_csr(E->bb, E->nbb, R->nb, w->bb_off + R->bb0, &w->bb, &w->bb_cap, &w->nbb, err);
     return st;
 }
 

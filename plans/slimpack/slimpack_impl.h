@@ -155,10 +155,20 @@ typedef struct sp_work {
     size_t need_f_cap;
     uint32_t *next;
     size_t next_cap;
+    uint32_t *seg_slot;
+    size_t seg_slot_cap; /* per backward segment: its sample's slot */
+    uint32_t *pend;
+    size_t pend_cap; /* per unit: its segments waiting on a unit not done */
+    uint32_t *wait0;
+    size_t wait0_cap; /* per unit: where its waiters start in waiter[] */
+    uint32_t *waiter;
+    size_t waiter_cap; /* the units with a segment waiting on it, by unit */
     bool *done;
     size_t done_cap;
     bool *look;
     size_t look_cap;
+    uint32_t *look_pend;
+    size_t look_pend_cap; /* done and pend as ready_count looks ahead */
     /* search */
     vl_cost cost; /* the job's, memoised (vl_cost_memoized): the bounds and the
                          * simulator share one memo of the samples' attention */
@@ -169,13 +179,22 @@ typedef struct sp_work {
     void *trace; /* vl_sim_trace */
     struct sp_res *res;
     size_t res_cap; /* per candidate and rank */
-    sp_packing *held;
-    size_t held_cap; /* per rank: fwd, bwd packs held
-                                                          while a candidate may be cut */
-    uint32_t *held_shared;
-    size_t held_shared_cap; /* their nshared_f, nshared_b */
+    struct sp_res *res_now;
+    size_t res_now_cap; /* per rank: the simulation just run */
+    uint8_t *pair;
+    size_t pair_cap; /* per candidate and rank: open, lost to its unit, or done */
+    long *target;
+    size_t target_cap; /* per rank: its candidate of least bound */
+    bool *emit;
+    size_t emit_cap; /* per rank: simulated in this candidate's run */
+    uint8_t *elig;
+    size_t elig_cap; /* per rank: its eligible M count (vl__sp_candidates) */
     vl_seg *lbtmp;
     size_t lbtmp_cap; /* cost model scratch (bounds) */
+    double *states;
+    size_t states_cap; /* per rank: model-state bytes of its (one) stage in the last
+                        * simulation, which no candidate changes (the bounds) */
+    double capacity;   /* the device's usable bytes there; 0 before one */
     int *choice;
     size_t choice_cap; /* per rank: candidate index */
     size_t hint;       /* 1 + the candidate most ranks chose

@@ -58,9 +58,12 @@ static void sort_entries(entry *v, entry *tmp, size_t n)
         memcpy(v, src, n * sizeof *v);
 }
 
-/* What each backward unit waits for (find_deps). */
+/* What each backward unit waits for (find_deps), and the same as counts (count_waits):
+ * pend[u] of its segments wait on a unit not done yet, and the units waiting on unit v
+ * are waiter[wait0[v], wait0[v + 1]) (once per waiting segment). */
 typedef struct deps {
-    uint32_t *need_f, *next;
+    uint32_t *need_f, *next, *seg_slot;
+    uint32_t *pend, *wait0, *waiter;
 } deps;
 
 /* A sample of the rank in find_deps' table: its forward slice of the largest offset
@@ -144,9 +147,10 @@ static vl_status find_deps(sp_work *w, const sp_packing *fw, const sp_packing *b
                 d->need_f[u] = x->unit;
             x->nb++;
             d->next[j] = UINT32_MAX;
+            d->seg_slot[j] = (uint32_t)(x - tb.t);
         }
     for (size_t j = 0; j < bu->nsegs; j++)
-        nmulti += slot_of(&tb, bu->segs[j].sample)->nb > 1;
+        nmulti += tb.t[d->seg_slot[j]].nb > 1;
     if (nmulti == 0)
         return VL_OK;
     if ((st = vl_grow(&w->multi, &w->multi_cap, 2 * nmulti, sizeof *w->multi, err)) != VL_OK)
@@ -155,7 +159,7 @@ static vl_status find_deps(sp_work *w, const sp_packing *fw, const sp_packing *b
     size_t k = 0;
     for (size_t u = 0; u < bu->npacks; u++)
         for (uint32_t j = bu->start[u]; j < bu->start[u + 1]; j++)
-            if (slot_of(&tb, bu->segs[j].sample)->nb > 1)
+            if (tb.t[d->seg_slot[j]].nb > 1)
                 multi[k++] = (entry){bu->segs[j].sample, bu->segs[j].off, (uint32_t)u, j};
     sort_entries(multi, multi + nmulti, nmulti);
     for (size_t q = 0; q + 1 < nmulti; q++)
@@ -164,15 +168,38 @@ static vl_status find_deps(sp_work *w, const sp_packing *fw, const sp_packing *b
     return VL_OK;
 }
 
-static bool ready(const sp_packing *bu, const deps *d, const bool *done, uint32_t u,
-                  uint32_t fdone)
+/* next[] as counts: pend[u] of unit u's segments name a later unit (none is done yet),
+ * and each such segment's unit is listed once among that unit's waiters. */
+static void count_waits(const sp_packing *bu, deps *d)
 {
-    if (d->need_f[u] >= fdone)
-        return false;
-    for (uint32_t j = bu->start[u]; j < bu->start[u + 1]; j++)
-        if (d->next[j] != UINT32_MAX && !done[d->next[j]])
-            return false;
-    return true;
+    size_t units = bu->npacks;
+
+    for (size_t u = 0; u <= units; u++)
+        d->wait0[u] = 0;
+    for (size_t u = 0; u < units; u++) {
+        d->pend[u] = 0;
+        for (uint32_t j = bu->start[u]; j < bu->start[u + 1]; j++)
+            if (d->next[j] != UINT32_MAX) {
+                d->pend[u]++;
+                d->wait0[d->next[j] + 1]++;
+            }
+    }
+    for (size_t u = 0; u < units; u++)
+        d->wait0[u + 1] += d->wait0[u];
+    for (size_t u = 0; u < units; u++) /* wait0[v] moves from v's start to its end */
+        for (uint32_t j = bu->start[u]; j < bu->start[u + 1]; j++)
+            if (d->next[j] != UINT32_MAX)
+                d->waiter[d->wait0[d->next[j]]++] = (uint32_t)u;
+    for (size_t u = units; u > 0; u--)
+        d->wait0[u] = d->wait0[u - 1];
+    d->wait0[0] = 0;
+}
+
+/* Unit u is ready after fdone forwards when its samples' last forward slices are done
+ * and no segment of it waits on a unit not done (pend: the count of those). */
+static bool ready(const deps *d, const uint32_t *pend, uint32_t u, uint32_t fdone)
+{
+    return d->need_f[u] < fdone && pend[u] == 0;
 }
 
 static vl_status push_op(sp_rankplan *rp, uint32_t mb, vl_op_kind kind, vl_err *err)
@@ -184,23 +211,33 @@ static vl_status push_op(sp_rankplan *rp, uint32_t mb, vl_op_kind kind, vl_err *
     return st;
 }
 
-/* The list being built: which units are done (and a copy to look ahead on), how many,
- * the oldest not done, and the burst size at which every ready unit runs. */
+/* The list being built: which units are done and their waits (and copies to look ahead
+ * on), how many, the oldest not done, and the burst size at which every ready unit runs. */
 typedef struct lister {
     sp_rankplan *rp;
     const sp_packing *bu;
     const deps *d;
     bool *done, *look;
+    uint32_t *pend, *look_pend;
     uint32_t ndone, lo, burst;
 } lister;
 
 /* The oldest unit of done[] not done and ready after fdone forwards, or UINT32_MAX. */
-static uint32_t oldest_ready(const lister *l, const bool *done, uint32_t fdone)
+static uint32_t oldest_ready(const lister *l, const bool *done, const uint32_t *pend,
+                             uint32_t fdone)
 {
     for (uint32_t u = l->lo; u < l->bu->npacks; u++)
-        if (!done[u] && ready(l->bu, l->d, done, u, fdone))
+        if (!done[u] && ready(l->d, pend, u, fdone))
             return u;
     return UINT32_MAX;
+}
+
+/* Unit u done: the segments waiting on it wait no more. */
+static void finish(const deps *d, bool *done, uint32_t *pend, uint32_t u)
+{
+    done[u] = true;
+    for (uint32_t k = d->wait0[u]; k < d->wait0[u + 1]; k++)
+        pend[d->waiter[k]]--;
 }
 
 /* How many units would run now if every ready one did (a finished unit may free an
@@ -210,8 +247,9 @@ static uint32_t ready_count(lister *l, uint32_t fdone, uint32_t most)
     uint32_t n = 0, u;
 
     memcpy(l->look, l->done, l->bu->npacks * sizeof *l->look);
-    while (n < most && (u = oldest_ready(l, l->look, fdone)) != UINT32_MAX) {
-        l->look[u] = true;
+    memcpy(l->look_pend, l->pend, l->bu->npacks * sizeof *l->look_pend);
+    while (n < most && (u = oldest_ready(l, l->look, l->look_pend, fdone)) != UINT32_MAX) {
+        finish(l->d, l->look, l->look_pend, u);
         n++;
     }
     return n;
@@ -219,7 +257,7 @@ static uint32_t ready_count(lister *l, uint32_t fdone, uint32_t most)
 
 static vl_status run_unit(lister *l, uint32_t u, vl_err *err)
 {
-    l->done[u] = true;
+    finish(l->d, l->done, l->pend, u);
     l->ndone++;
     while (l->lo < l->bu->npacks && l->done[l->lo])
         l->lo++;
@@ -241,7 +279,7 @@ static vl_status step(lister *l, uint32_t fdone, uint32_t nf, vl_err *err)
     uint32_t u;
     vl_status st = VL_OK;
 
-    while (st == VL_OK && (u = oldest_ready(l, l->done, fdone)) != UINT32_MAX) {
+    while (st == VL_OK && (u = oldest_ready(l, l->done, l->pend, fdone)) != UINT32_MAX) {
         st = run_unit(l, u, err);
         if (!all)
             break;
@@ -255,10 +293,16 @@ static vl_status sched_bufs(sp_work *w, size_t units, size_t nsegs, vl_err *err)
     vl_status st;
 
     units = units ? units : 1;
+    nsegs = nsegs ? nsegs : 1;
     if ((st = vl_grow(&w->need_f, &w->need_f_cap, units, sizeof *w->need_f, err)) ||
-        (st = vl_grow(&w->next, &w->next_cap, nsegs ? nsegs : 1, sizeof *w->next, err)) ||
+        (st = vl_grow(&w->next, &w->next_cap, nsegs, sizeof *w->next, err)) ||
+        (st = vl_grow(&w->seg_slot, &w->seg_slot_cap, nsegs, sizeof *w->seg_slot, err)) ||
+        (st = vl_grow(&w->pend, &w->pend_cap, units, sizeof *w->pend, err)) ||
+        (st = vl_grow(&w->wait0, &w->wait0_cap, units + 1, sizeof *w->wait0, err)) ||
+        (st = vl_grow(&w->waiter, &w->waiter_cap, nsegs, sizeof *w->waiter, err)) ||
         (st = vl_grow(&w->done, &w->done_cap, units, sizeof *w->done, err)) ||
-        (st = vl_grow(&w->look, &w->look_cap, units, sizeof *w->look, err)))
+        (st = vl_grow(&w->look, &w->look_cap, units, sizeof *w->look, err)) ||
+        (st = vl_grow(&w->look_pend, &w->look_pend_cap, units, sizeof *w->look_pend, err)))
         return st;
     memset(w->done, 0, units * sizeof *w->done);
     return VL_OK;
@@ -269,13 +313,14 @@ vl_status vl__sp_schedule(sp_work *w, const sp_setting *s, vl_err *err)
     sp_rankplan *rp = &w->rp;
     const sp_packing *fw = &rp->fwd, *bu = rp->bwd.npacks ? &rp->bwd : &rp->fwd;
     vl_status st = sched_bufs(w, bu->npacks, bu->nsegs, err);
-    deps d = {w->need_f, w->next};
-    lister l = {rp,      bu, &d, w->done,
-                w->look, 0,  0,  2 * (uint32_t)(s->par.pp > 1 ? s->par.pp : 1)};
+    deps d = {w->need_f, w->next, w->seg_slot, w->pend, w->wait0, w->waiter};
+    lister l = {
+        rp,      bu,           &d, w->done, w->look,
+        w->pend, w->look_pend, 0,  0,       2 * (uint32_t)(s->par.pp > 1 ? s->par.pp : 1)};
 
     rp->nops = 0;
-    if (st == VL_OK)
-        st = find_deps(w, fw, bu, &d, err);
+    if (st == VL_OK && (st = find_deps(w, fw, bu, &d, err)) == VL_OK)
+        count_waits(bu, &d);
     for (uint32_t f = 0; f < fw->npacks && st == VL_OK; f++)
         if ((st = push_op(rp, f, VL_OP_F, err)) == VL_OK)
             st = step(&l, f + 1, (uint32_t)fw->npacks, err);

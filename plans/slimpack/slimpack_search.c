@@ -2,8 +2,9 @@
  * docs/slimpack.md §2.8) and the batch driver.
  * Candidates are M = round(pp·f) over the factors list (duplicates dropped), each with
  * the asymmetric partition, the symmetric one, or both (slimpack.asymmetric auto).
- * Every candidate is planned for all ranks at once into a scratch iteration and run
- * through the shared simulator; a rank that does not fit device memory checkpoints
+ * Every candidate is planned into a scratch iteration and run through the shared
+ * simulator (on one stage only for the ranks whose bound says it may be their choice:
+ * search_bounded); a rank that does not fit device memory checkpoints
  * more layers (estimated from its simulated activation peak, then simulated again), so
  * each candidate carries the fewest checkpointed layers that fit.  Each rank (a merge
  * group jointly) then keeps its fastest feasible candidate, ties to the smaller M and to
@@ -76,6 +77,24 @@ static double room(const sp_work *w, const vl_sim_trace *t)
     return vl__sp_room(w, t->capacity);
 }
 
+/* The model states of each rank's stage and the device's capacity, from the simulation
+ * just run, for least_ckpt (one stage: the bounds are used only then).  States follow
+ * the rank's degrees, the layers and the rank count alone (vl_cost_state_bytes), not its
+ * packs or checkpointing, so the last simulation's hold for the next batch's bounds. */
+static vl_status keep_states(sp_work *w, const sp_setting *s, const vl_sim_trace *t,
+                             vl_err *err)
+{
+    vl_status st = vl_grow(&w->states, &w->states_cap, (size_t)s->dp, sizeof *w->states, err);
+
+    if (st != VL_OK)
+        return st;
+    for (size_t i = 0; i < t->nlanes; i++)
+        if (t->lanes[i].stage == 0)
+            w->states[t->lanes[i].rank] = t->lanes[i].states;
+    w->capacity = t->capacity;
+    return VL_OK;
+}
+
 /* Simulate the scratch iteration, fill res[0..dp) and raise the checkpointing of ranks
  * that do not fit (recompute auto).  *again: some rank changed.  round > 0: the last
  * simulation was of this candidate, which only raised checkpointing since, so the
@@ -96,6 +115,8 @@ static vl_status simulate(sp_work *w, const sp_setting *s, const vl_cost *cost, 
         res[k].ms = 0;
         res[k].over = res[k].dev_over = -INFINITY;
     }
+    if ((st = keep_states(w, s, t, err)) != VL_OK)
+        return st;
     for (size_t i = 0; i < t->nlanes; i++) {
         const vl_sim_lane *l = &t->lanes[i];
         sp_res *x = &res[l->rank];
@@ -166,16 +187,26 @@ static bool better(const sp_res *res, int dp, size_t ci, long bi, int r0, int r1
     return ov_c < ov_b;
 }
 
-/* The best of the candidates simulated to the end (done) that ranks [r0, r1) may take,
+/* The state of candidate ci for the unit of rank r (its first): not settled, lost
+ * (provably not its choice, as unit_may_win finds: left out of its scan, which changes
+ * nothing the scan picks) or simulated to the end for it. */
+enum { PAIR_OPEN = 0, PAIR_LOST = 1, PAIR_DONE = 2 };
+
+static uint8_t *pair(const sp_work *w, const sp_setting *s, size_t ci, int r)
+{
+    return &w->pair[ci * (size_t)s->dp + r];
+}
+
+/* The best of the candidates simulated to the end for ranks [r0, r1) that they may take,
  * scanned in index order; -1 none. */
 static long unit_best(const sp_work *w, const sp_setting *s, const cand *cs, size_t nc,
-                      size_t eligible_m, const uint32_t *Ms, const bool *done, int r0, int r1)
+                      size_t eligible_m, const uint32_t *Ms, int r0, int r1)
 {
     long best = -1;
 
     for (size_t ci = 0; ci < nc; ci++) {
         size_t mi = 0;
-        if (!done[ci])
+        if (*pair(w, s, ci, r0) != PAIR_DONE)
             continue;
         while (Ms[mi] != cs[ci].M)
             mi++;
@@ -188,27 +219,37 @@ static long unit_best(const sp_work *w, const sp_setting *s, const cand *cs, siz
 }
 
 /* The unit's choice among the candidates simulated to the end: the cut ones (may_win)
- * are chosen by no unit, so leaving them out changes no choice. */
+ * are chosen by no unit, so leaving them out changes no choice.  `better` orders the
+ * candidates totally (fit, then makespan or the device and the overshoot, then index),
+ * so the scan finds the least of them whichever others it skips. */
 static void choose_unit(sp_work *w, const sp_setting *s, const cand *cs, size_t nc,
-                        size_t eligible_m, const uint32_t *Ms, const bool *done, int r0,
-                        int r1)
+                        size_t eligible_m, const uint32_t *Ms, int r0, int r1)
 {
-    long best = unit_best(w, s, cs, nc, eligible_m, Ms, done, r0, r1);
+    long best = unit_best(w, s, cs, nc, eligible_m, Ms, r0, r1);
 
     for (int r = r0; r < r1; r++)
         w->choice[r] = (int)best;
 }
 
-/* The eligible M count of ranks [r0, r1): the fewest any member allows. */
-static size_t eligible(const sp_work *w, const sp_setting *s, int r0, int r1)
+/* The eligible M count of each rank of the batch into w->elig (the search asks for it
+ * per candidate and unit). */
+static vl_status rank_eligible(sp_work *w, const sp_setting *s, vl_err *err)
 {
     uint32_t tmp[SP_MAX_FACTORS];
+    vl_status st = vl_grow(&w->elig, &w->elig_cap, (size_t)s->dp, sizeof *w->elig, err);
+
+    for (int r = 0; r < s->dp && st == VL_OK; r++)
+        w->elig[r] = (uint8_t)vl__sp_candidates(s, rank_tokens(w, r), tmp, SP_MAX_FACTORS);
+    return st;
+}
+
+/* The eligible M count of ranks [r0, r1): the fewest any member allows. */
+static size_t eligible(const sp_work *w, int r0, int r1)
+{
     size_t least = SP_MAX_FACTORS;
 
-    for (int r = r0; r < r1; r++) {
-        size_t k = vl__sp_candidates(s, rank_tokens(w, r), tmp, SP_MAX_FACTORS);
-        least = k < least ? k : least;
-    }
+    for (int r = r0; r < r1; r++)
+        least = w->elig[r] < least ? w->elig[r] : least;
     return least;
 }
 
@@ -224,7 +265,7 @@ static size_t eligible_any(const sp_work *w, const sp_setting *s, size_t nM)
         return nM;
     for (int r = 0; r < s->dp && most < nM;) {
         int gi = w->group_of[r], r1 = gi >= 0 ? w->groups[gi].dp0 + w->groups[gi].k : r + 1;
-        size_t k = eligible(w, s, r, r1);
+        size_t k = eligible(w, r, r1);
         most = k > most ? k : most;
         r = r1;
     }
@@ -232,15 +273,15 @@ static size_t eligible_any(const sp_work *w, const sp_setting *s, size_t nM)
 }
 
 static void choose(sp_work *w, const sp_setting *s, const cand *cs, size_t nc,
-                   const uint32_t *Ms, const bool *done)
+                   const uint32_t *Ms)
 {
     if (s->common_m) { /* one unit of every rank */
-        choose_unit(w, s, cs, nc, SP_MAX_FACTORS, Ms, done, 0, s->dp);
+        choose_unit(w, s, cs, nc, SP_MAX_FACTORS, Ms, 0, s->dp);
         return;
     }
     for (int r = 0; r < s->dp;) {
         int gi = w->group_of[r], r1 = gi >= 0 ? w->groups[gi].dp0 + w->groups[gi].k : r + 1;
-        choose_unit(w, s, cs, nc, eligible(w, s, r, r1), Ms, done, r, r1);
+        choose_unit(w, s, cs, nc, eligible(w, r, r1), Ms, r, r1);
         r = r1;
     }
 }
@@ -261,25 +302,26 @@ static size_t most_chosen(const sp_work *w, const sp_setting *s, size_t nc)
 
 /* ---- pruning ---- */
 
-/* The search state of a batch: the candidates, which of them are simulated to the end
- * (done) and which were left out (cut: provably chosen by no unit). */
+/* The candidates of a batch (their states per unit in w->pair). */
 typedef struct search {
     const cand *cs;
     size_t nc;
     const uint32_t *Ms;
-    bool done[2 * SP_MAX_FACTORS], cut[2 * SP_MAX_FACTORS];
 } search;
 
 /* May ranks [r0, r1) (a unit that may take candidate ci) choose ci, whose makespans in
- * w->res are lower bounds?  Not when the unit's best candidate simulated to the end
- * fits its room and is no slower than them (ties: the lower index, as choose_unit
- * scans). */
+ * w->res are lower bounds?  Not when ci is lost to it already, nor when the unit's best
+ * candidate simulated to the end fits its room and is no slower than them (ties: the
+ * lower index, as choose_unit scans). */
 static bool unit_may_win(const sp_work *w, const sp_setting *s, const search *sr, size_t ci,
                          size_t em, int r0, int r1)
 {
-    long best = unit_best(w, s, sr->cs, sr->nc, em, sr->Ms, sr->done, r0, r1);
+    long best;
     double ms_b = 0, ov_b = -INFINITY, lb = 0;
 
+    if (*pair(w, s, ci, r0) == PAIR_LOST)
+        return false;
+    best = unit_best(w, s, sr->cs, sr->nc, em, sr->Ms, r0, r1);
     if (best < 0)
         return true;
     for (int r = r0; r < r1; r++) {
@@ -300,12 +342,22 @@ static size_t m_index(const search *sr, size_t ci)
     return mi;
 }
 
+/* Ci lost to the unit of ranks [r0, r1): left out of its scan. */
+static void lose(sp_work *w, const sp_setting *s, size_t ci, int r0, int r1)
+{
+    memset(pair(w, s, ci, r0), PAIR_LOST, (size_t)(r1 - r0));
+}
+
 /* Can candidate ci, whose makespans in w->res bound from below what it will end with,
- * still be some unit's choice?  Raising checkpointing only lengthens tasks (recompute)
- * on a fixed DAG, so no makespan of a later round falls below an earlier round's. */
-static bool may_win(const sp_work *w, const sp_setting *s, const search *sr, size_t ci)
+ * still be some unit's choice (of those simulated now: emit, NULL every one)?  Raising
+ * checkpointing only lengthens tasks (recompute) on a fixed DAG, so no makespan of a
+ * later round falls below an earlier round's.  The units that cannot choose it are
+ * marked lost. */
+static bool may_win(sp_work *w, const sp_setting *s, const search *sr, size_t ci,
+                    const bool *emit)
 {
     size_t mi = m_index(sr, ci);
+    bool any = false;
 
     for (int r0 = 0; r0 < s->dp;) {
         int gi = w->group_of[r0], r1;
@@ -315,23 +367,49 @@ static bool may_win(const sp_work *w, const sp_setting *s, const search *sr, siz
             em = SP_MAX_FACTORS;
         } else {
             r1 = gi >= 0 ? w->groups[gi].dp0 + w->groups[gi].k : r0 + 1;
-            em = eligible(w, s, r0, r1);
+            em = eligible(w, r0, r1);
         }
-        if ((mi < em || s->common_m) && unit_may_win(w, s, sr, ci, em, r0, r1))
-            return true;
+        if (emit && !emit[r0])
+            ;
+        else if ((mi < em || s->common_m) && unit_may_win(w, s, sr, ci, em, r0, r1))
+            any = true;
+        else
+            lose(w, s, ci, r0, r1);
         r0 = r1;
     }
-    return false;
+    return any;
 }
 
 /* ---- bounds before simulating ---- */
 
-/* Where the rank's busy time bounds its makespan from below as the simulator costs it:
- * one stage (pp 1: the makespan is at least the sum of its tasks), no merge groups (no
- * shared packs), every rank its own unit, no CP placements in the scratch plan. */
+/* Where a rank's busy time bounds its makespan from below as the simulator costs it:
+ * one stage (pp 1: the makespan is at least the sum of its tasks), no CP placements in
+ * the scratch plan, every rank its own unit but the merge groups' (rank_bounded). */
 static bool busy_bounds(const sp_work *w, const sp_setting *s)
 {
-    return s->par.pp <= 1 && w->ngroups == 0 && !s->common_m && w->scratch.cps == NULL;
+    return s->par.pp <= 1 && !s->common_m && w->scratch.cps == NULL;
+}
+
+/* busy_bounds for rank r: not in a merge group (its shared packs are timed by the
+ * pack-level model, which rank_busy does not follow). */
+static bool rank_bounded(const sp_work *w, const sp_setting *s, int r)
+{
+    return busy_bounds(w, s) && w->group_of[r] < 0;
+}
+
+/* The ranks [r, *r1) of rank r's unit: its merge group, or itself. */
+static int unit_end(const sp_work *w, int r)
+{
+    int gi = w->group_of[r];
+
+    return gi >= 0 ? w->groups[gi].dp0 + w->groups[gi].k : r + 1;
+}
+
+/* Where a unit's makespans do not depend on the other units' packs: no micro-step
+ * barriers (shared packs couple the ranks of one merge group alone). */
+static bool ranks_alone(const vl_cost *cost)
+{
+    return cost->cfg->training.dp_sync != VL_DP_SYNC_MICRO_STEP;
 }
 
 /* The rank's packs in w->rp as the simulator times them on its one stage at ckpt
@@ -366,6 +444,68 @@ static vl_status rank_busy(sp_work *w, const sp_setting *s, const vl_cost *cost,
     }
     *busy = sum * (1 - 1e-9);
     return VL_OK;
+}
+
+/* Tokens of pack p of pk. */
+static uint64_t pack_tokens(const sp_packing *pk, size_t p)
+{
+    uint64_t t = 0;
+
+    for (uint32_t j = pk->start[p]; j < pk->start[p + 1]; j++)
+        t += pk->segs[j].len;
+    return t;
+}
+
+/* The most tokens whose activations are held at once as w->rp's list runs (scheduled):
+ * a forward adds its pack's tokens, a backward frees its own pack's (the forward pack's
+ * when symmetric); *all: every forward token. */
+static uint64_t live_tokens_peak(const sp_rankplan *rp, uint64_t *all)
+{
+    const sp_packing *b = rp->bwd.npacks > 0 ? &rp->bwd : &rp->fwd;
+    int64_t live = 0, peak = 0;
+
+    *all = 0;
+    for (size_t p = 0; p < rp->fwd.npacks; p++)
+        *all += pack_tokens(&rp->fwd, p);
+    for (size_t i = 0; i < rp->nops; i++) {
+        if (rp->ops[i].kind == VL_OP_F)
+            live += (int64_t)pack_tokens(&rp->fwd, rp->ops[i].mb);
+        else
+            live -= (int64_t)pack_tokens(b, rp->ops[i].mb);
+        peak = live > peak ? live : peak;
+    }
+    return (uint64_t)peak;
+}
+
+/* The fewest checkpointed layers, from ckpt up, that rank r may end with when it runs
+ * w->rp's list (scheduled) on one stage under recompute auto: a lower bound on what
+ * simulate() raises it to.  The simulator walks that list as the stage's order (sim.c
+ * stage_act_peak): a forward adds its pack's activations, a backward frees its pack's,
+ * both vl_cost_act_bytes of the pack's tokens (vl_cost_pack_act without placements or
+ * shared packs), which is linear in tokens, so its peak at c layers is the bytes of
+ * live_tokens_peak() tokens at c.  simulate() raises every checkpointing at which that
+ * peak and the rank's model states are above the room, so the rank ends at or above the
+ * first one where they are not.  The simulator's sums round differently: the peak is
+ * lowered by 1e-9 of all the rank's tokens' bytes, far above that rounding. */
+static int least_ckpt(const sp_work *w, const sp_setting *s, const vl_cost *cost, int r,
+                      int ckpt)
+{
+    uint64_t all, peak;
+    vl_par par = s->par;
+    int layers = cost->cfg->model.layers;
+
+    if (s->ckpt_mode != VL_RECOMPUTE_AUTO || w->capacity <= 0)
+        return ckpt;
+    peak = live_tokens_peak(&w->rp, &all);
+    par.pp = 1;
+    for (int c = ckpt; c < s->stage_layers; c++) {
+        par.ckpt_layers = c;
+        double act = vl_cost_act_bytes(cost, peak, &par, layers, 1) -
+                     1e-9 * vl_cost_act_bytes(cost, all, &par, layers, 1);
+        if (w->states[r] + act <= vl__sp_room(w, w->capacity))
+            return c;
+    }
+    return s->stage_layers > ckpt ? s->stage_layers : ckpt;
 }
 
 /* rank_busy() of rank r as the scratch iteration holds it, at its checkpointing now
@@ -403,145 +543,176 @@ static vl_status plan_rank_busy(sp_work *w, const vl_cost *cost, int r, double *
     return VL_OK;
 }
 
-static vl_status copy_packing(sp_packing *to, const sp_packing *from, vl_err *err)
+/* Every open pair's bound into w->res: a lone rank's busy time at the least
+ * checkpointing it may end with (its packs for the candidate built and scheduled), a
+ * merge group's members 0 (no bound); a pair the unit may not take (eligible) is lost. */
+static vl_status bound_all(sp_work *w, const sp_setting *s, const vl_cost *cost,
+                           const uint32_t *len, const search *sr, vl_err *err)
 {
-    vl_status st;
+    int ckpt = s->ckpt_mode == VL_RECOMPUTE_FULL ? s->stage_layers : 0;
+    vl_status st = VL_OK;
 
-    if ((st = vl_grow(&to->segs, &to->segs_cap, from->nsegs + 1, sizeof *to->segs, err)) ||
-        (st = vl_grow(&to->start, &to->start_cap, from->npacks + 1, sizeof *to->start, err)))
-        return st;
-    if (from->nsegs > 0)
-        memcpy(to->segs, from->segs, from->nsegs * sizeof *to->segs);
-    if (from->start != NULL)
-        memcpy(to->start, from->start, (from->npacks + 1) * sizeof *to->start);
-    else
-        to->start[0] = 0;
-    to->nsegs = from->nsegs;
-    to->npacks = from->npacks;
-    return VL_OK;
-}
-
-static vl_status hold(sp_work *w, int r, bool save, vl_err *err)
-{
-    sp_rankplan *rp = &w->rp;
-    sp_packing *h = &w->held[2 * (size_t)r];
-    vl_status st;
-
-    if (save) {
-        w->held_shared[2 * r] = rp->nshared_f;
-        w->held_shared[2 * r + 1] = rp->nshared_b;
-        if ((st = copy_packing(&h[0], &rp->fwd, err)) != VL_OK)
-            return st;
-        return copy_packing(&h[1], &rp->bwd, err);
-    }
-    rp->nshared_f = w->held_shared[2 * r];
-    rp->nshared_b = w->held_shared[2 * r + 1];
-    if ((st = copy_packing(&rp->fwd, &h[0], err)) != VL_OK)
-        return st;
-    return copy_packing(&rp->bwd, &h[1], err);
-}
-
-static vl_status emit_one(sp_work *w, const sp_setting *s, int r, vl_err *err)
-{
-    vl_status st = vl__sp_schedule(w, s, err);
-
-    if (st == VL_OK)
-        st = vl__sp_emit_rank(w, s, r, s->ckpt_mode == VL_RECOMPUTE_FULL ? s->stage_layers : 0,
-                              &w->scratch, err);
+    for (size_t ci = 0; ci < sr->nc && st == VL_OK; ci++)
+        for (int r = 0, r1; r < s->dp && st == VL_OK; r = r1) {
+            sp_res *x = &w->res[ci * (size_t)s->dp + r];
+            r1 = unit_end(w, r);
+            if (m_index(sr, ci) >= eligible(w, r, r1)) {
+                lose(w, s, ci, r, r1);
+                continue;
+            }
+            for (int q = r; q < r1; q++)
+                w->res[ci * (size_t)s->dp + q].ms = 0;
+            if (!rank_bounded(w, s, r))
+                continue;
+            if ((st = vl__sp_rank_packs(w, s, len, r, sr->cs[ci].M, sr->cs[ci].asym, err)) ==
+                    VL_OK &&
+                (st = vl__sp_schedule(w, s, err)) == VL_OK)
+                st = rank_busy(w, s, cost, least_ckpt(w, s, cost, r, ckpt), &x->ms, err);
+        }
     return st;
 }
 
-/* build() for candidate ci, with each rank's busy time (busy_bounds) as its makespan's
- * bound in w->res first: while no rank may take ci, the ranks' packs are held rather
- * than scheduled, and when none may, ci is cut (*cut) without a schedule or a
- * simulation.  The scratch iteration is complete otherwise. */
-static vl_status build_bounded(sp_work *w, const sp_setting *s, const vl_cost *cost,
-                               const uint32_t *len, search *sr, size_t ci, bool *cut,
-                               vl_err *err)
+/* Per lone rank, the open candidate of least bound (ties: the lower index), -1 none (and
+ * for a merge group's members, which have no bound). */
+static void least_bounds(const sp_work *w, const sp_setting *s, const search *sr, long *target)
 {
-    const cand *c = &sr->cs[ci];
+    for (int r = 0; r < s->dp; r++) {
+        target[r] = -1;
+        for (size_t ci = 0; ci < sr->nc && rank_bounded(w, s, r); ci++)
+            if (*pair(w, s, ci, r) == PAIR_OPEN &&
+                (target[r] < 0 ||
+                 w->res[ci * (size_t)s->dp + r].ms < w->res[(size_t)target[r] * s->dp + r].ms))
+                target[r] = (long)ci;
+    }
+}
+
+/* The ranks candidate ci is simulated for now (emit): the open pairs whose unit may still
+ * take it (the others lose it) and, with target, only the lone ranks whose least bound
+ * it is.  False when there are none. */
+static bool pick(sp_work *w, const sp_setting *s, const search *sr, size_t ci,
+                 const long *target, bool *emit)
+{
+    bool any = false;
+
+    for (int r = 0, r1; r < s->dp; r = r1) {
+        bool on = false;
+        r1 = unit_end(w, r);
+        if (*pair(w, s, ci, r) != PAIR_OPEN)
+            ;
+        else if (!unit_may_win(w, s, sr, ci, eligible(w, r, r1), r, r1))
+            lose(w, s, ci, r, r1);
+        else if (!target || target[r] == (long)ci)
+            on = any = true;
+        for (int q = r; q < r1; q++)
+            emit[q] = on;
+    }
+    return any;
+}
+
+/* build() of the ranks in emit alone, the others empty (ranks_alone: their makespans do
+ * not change the emitted ones', and an empty rank costs nothing to simulate). */
+static vl_status build_some(sp_work *w, const sp_setting *s, const uint32_t *len,
+                            const cand *c, const bool *emit, vl_err *err)
+{
     int ckpt = s->ckpt_mode == VL_RECOMPUTE_FULL ? s->stage_layers : 0;
-    size_t mi = m_index(sr, ci), old = w->held_cap;
-    bool may = false;
     vl_status st;
 
-    *cut = false;
-    if ((st = vl_grow(&w->held, &w->held_cap, 2 * (size_t)s->dp, sizeof *w->held, err)))
-        return st;
-    memset(w->held + old, 0, (w->held_cap - old) * sizeof *w->held);
-    if ((st = vl_grow(&w->held_shared, &w->held_shared_cap, 2 * (size_t)s->dp,
-                      sizeof *w->held_shared, err)))
-        return st;
     vl_plan_clear_iters(&w->scratch, 0);
     if ((st = vl_plan_iter_begin(&w->scratch, 0, err)) != VL_OK)
         return st;
     for (int r = 0; r < s->dp && st == VL_OK; r++) {
-        if ((st = vl__sp_rank_packs(w, s, len, r, c->M, c->asym, err)) != VL_OK)
-            break;
-        if (!may) {
-            sp_res *x = &w->res[ci * (size_t)s->dp + r];
-            size_t em = eligible(w, s, r, r + 1);
-            if ((st = rank_busy(w, s, cost, ckpt, &x->ms, err)) != VL_OK)
-                break;
-            if (!(mi < em && unit_may_win(w, s, sr, ci, em, r, r + 1))) {
-                st = hold(w, r, true, err);
-                continue;
-            }
-            may = true;
-            if ((st = hold(w, r, true, err)) != VL_OK)
-                break;
-            for (int q = 0; q <= r && st == VL_OK; q++)
-                if ((st = hold(w, q, false, err)) == VL_OK)
-                    st = emit_one(w, s, q, err);
+        if (!emit[r]) {
+            st = vl_plan_rank_begin(&w->scratch, r, &s->par, err);
             continue;
         }
-        st = emit_one(w, s, r, err);
+        if ((st = vl__sp_rank_packs(w, s, len, r, c->M, c->asym, err)) == VL_OK &&
+            (st = vl__sp_schedule(w, s, err)) == VL_OK)
+            st = vl__sp_emit_rank(w, s, r, ckpt, &w->scratch, err);
     }
-    *cut = st == VL_OK && !may;
     return st;
 }
 
-/* Simulate candidate ci, raising checkpointing until every rank fits (recompute auto);
- * with `prune`, stop after a round that leaves the candidate unable to win (may_win),
- * marking it cut. */
-static vl_status evaluate(sp_work *w, const sp_setting *s, const vl_cost *cost,
-                          const uint32_t *len, search *sr, size_t ci, bool prune, vl_err *err)
+/* Simulate candidate ci as built in the scratch iteration for the ranks in emit (NULL:
+ * every rank), raising checkpointing until every rank fits (recompute auto), their
+ * results into w->res; with `prune`, stop after a round that leaves no such rank's unit
+ * able to take it (may_win marks them lost).  Those left are done. */
+static vl_status evaluate(sp_work *w, const sp_setting *s, const vl_cost *cost, search *sr,
+                          size_t ci, const bool *emit, bool prune, vl_err *err)
 {
-    bool again = true, cut = false;
-    sp_res *res = w->res + ci * (size_t)s->dp;
-    vl_status st = prune && busy_bounds(w, s)
-                       ? build_bounded(w, s, cost, len, sr, ci, &cut, err)
-                       : build(w, s, len, &sr->cs[ci], err);
+    bool again = true;
+    sp_res *res = w->res + ci * (size_t)s->dp, *now = w->res_now;
+    vl_status st = VL_OK;
 
-    if (st == VL_OK && cut) {
-        sr->cut[ci] = true;
-        return VL_OK;
-    }
-
-    for (int k = 0; st == VL_OK && k < s->dp; k++) /* as simulated next */
-        res[k].ckpt = w->scratch.ranks[w->scratch.iters[0].rank0 + k].par.ckpt_layers;
+    for (int k = 0; k < s->dp; k++) /* as simulated next */
+        now[k].ckpt = w->scratch.ranks[w->scratch.iters[0].rank0 + k].par.ckpt_layers;
     /* each round raises some rank's checkpointing; stage_layers bounds the rounds */
     for (int round = 0; st == VL_OK && again && round <= s->stage_layers; round++) {
-        st = simulate(w, s, cost, round, res, &again, err);
+        st = simulate(w, s, cost, round, now, &again, err);
         /* the raised ranks' next makespans: at least their busy time at the new
          * checkpointing (one stage) */
-        for (int r = 0; st == VL_OK && again && prune && busy_bounds(w, s) && r < s->dp; r++) {
+        for (int r = 0; st == VL_OK && again && prune && r < s->dp; r++) {
             const vl_rank *rk = &w->scratch.ranks[w->scratch.iters[0].rank0 + r];
             double b;
-            if (rk->par.ckpt_layers != res[r].ckpt &&
+            if (rk->par.ckpt_layers != now[r].ckpt && rank_bounded(w, s, r) &&
                 (st = plan_rank_busy(w, cost, r, &b, err)) == VL_OK)
-                res[r].ms = fmax(res[r].ms, b);
-        }
-        if (st == VL_OK && again && prune && !may_win(w, s, sr, ci)) {
-            sr->cut[ci] = true;
-            return VL_OK;
+                now[r].ms = fmax(now[r].ms, b);
         }
         for (int k = 0; st == VL_OK && k < s->dp; k++)
-            res[k].ckpt = w->scratch.ranks[w->scratch.iters[0].rank0 + k].par.ckpt_layers;
+            if (!emit || emit[k])
+                res[k] = now[k];
+        if (st == VL_OK && again && prune && !may_win(w, s, sr, ci, emit))
+            return VL_OK;
+        for (int k = 0; st == VL_OK && k < s->dp; k++)
+            now[k].ckpt = w->scratch.ranks[w->scratch.iters[0].rank0 + k].par.ckpt_layers;
     }
-    for (int k = 0; st == VL_OK && k < s->dp; k++)
-        res[k].ckpt = w->scratch.ranks[w->scratch.iters[0].rank0 + k].par.ckpt_layers;
-    sr->done[ci] = st == VL_OK;
+    for (int k = 0; st == VL_OK && k < s->dp; k++) {
+        now[k].ckpt = w->scratch.ranks[w->scratch.iters[0].rank0 + k].par.ckpt_layers;
+        if (!emit || emit[k]) {
+            res[k] = now[k];
+            if (*pair(w, s, ci, k) == PAIR_OPEN)
+                *pair(w, s, ci, k) = PAIR_DONE;
+        }
+    }
+    return st;
+}
+
+/* The candidates of a batch on one stage (busy_bounds, ranks_alone): every pair bounded
+ * first; then each candidate simulated for the lone ranks whose least bound it is and
+ * whose unit may still take it; then, in index order, for the units it may still win
+ * (few lone ranks: a bound is the makespan itself unless the rank's checkpointing ends
+ * above the least that fits; every merge group, which has no bound).  Every pair ends
+ * simulated or lost, whatever the order, so the choice is that of simulating them all. */
+static vl_status search_bounded(sp_work *w, const sp_setting *s, const vl_cost *cost,
+                                const uint32_t *len, search *sr, vl_err *err)
+{
+    long *target = w->target;
+    bool *emit = w->emit;
+    vl_status st = bound_all(w, s, cost, len, sr, err);
+
+    if (st == VL_OK)
+        least_bounds(w, s, sr, target);
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t ci = 0; ci < sr->nc && st == VL_OK; ci++)
+            if (pick(w, s, sr, ci, pass == 0 ? target : NULL, emit) &&
+                (st = build_some(w, s, len, &sr->cs[ci], emit, err)) == VL_OK)
+                st = evaluate(w, s, cost, sr, ci, emit, true, err);
+    return st;
+}
+
+/* The candidates of a batch otherwise: the last batch's choice first, so its makespans
+ * can cut the checkpointing rounds of the others (the first batch, whose table is
+ * logged, simulates every candidate to the end: prune false). */
+static vl_status search_all(sp_work *w, const sp_setting *s, const vl_cost *cost,
+                            const uint32_t *len, search *sr, bool prune, vl_err *err)
+{
+    size_t first = prune && w->hint > 0 && w->hint <= sr->nc ? w->hint - 1 : 0;
+    vl_status st = VL_OK;
+
+    for (size_t i = 0; i < sr->nc && st == VL_OK; i++) {
+        size_t ci = i == 0 ? first : i <= first ? i - 1 : i;
+        if ((st = build(w, s, len, &sr->cs[ci], err)) == VL_OK)
+            st = evaluate(w, s, cost, sr, ci, NULL, prune && i > 0, err);
+    }
     return st;
 }
 
@@ -565,8 +736,13 @@ static vl_status ensure_search(sp_work *w, const sp_setting *s, vl_manifest *m, 
         return vl_seterr(err, VL_ENOMEM, "slimpack: out of memory for a trace");
     ((vl_sim_trace *)w->trace)->lanes_only = true; /* the search reads lanes alone */
     if ((st = vl_grow(&w->res, &w->res_cap, ncand * (size_t)s->dp, sizeof *w->res, err)) !=
-        VL_OK)
+            VL_OK ||
+        (st = vl_grow(&w->res_now, &w->res_now_cap, (size_t)s->dp, sizeof *w->res_now, err)) ||
+        (st = vl_grow(&w->pair, &w->pair_cap, ncand * (size_t)s->dp, sizeof *w->pair, err)) ||
+        (st = vl_grow(&w->target, &w->target_cap, (size_t)s->dp, sizeof *w->target, err)) ||
+        (st = vl_grow(&w->emit, &w->emit_cap, (size_t)s->dp, sizeof *w->emit, err)))
         return st;
+    memset(w->pair, PAIR_OPEN, ncand * (size_t)s->dp * sizeof *w->pair);
     return vl_grow(&w->choice, &w->choice_cap, (size_t)s->dp, sizeof *w->choice, err);
 }
 
@@ -615,24 +791,19 @@ vl_status vl__sp_plan_batch(sp_work *w, const sp_setting *s, const vl_job *job, 
     w->room = vl__sp_batch_room(s, tokens);
     w->cost = vl_cost_memoized(job->cost, &w->memo);
     if ((st = vl__sp_phase1(w, s, len, err)) != VL_OK ||
+        (st = rank_eligible(w, s, err)) != VL_OK ||
         (st = ensure_search(w, s, m, nc, err)) != VL_OK)
         return st;
     /* candidates come grouped by M, ascending: the eligible ones are a prefix */
     size_t per = nM ? nc / nM : 0, neval = eligible_any(w, s, nM) * per;
     search sr = {.cs = cs, .nc = neval, .Ms = Ms};
-    /* the last batch's choice first, so its makespans can cut the checkpointing rounds
-     * of the others (the first batch, whose table is logged, simulates every candidate
-     * to the end) */
     bool prune = w->stat_iters > 0;
-    size_t first = prune && w->hint > 0 && w->hint <= neval ? w->hint - 1 : 0;
-    if (neval > 0)
-        st = evaluate(w, s, &w->cost, len, &sr, first, false, err);
-    for (size_t ci = 0; ci < neval && st == VL_OK; ci++)
-        if (ci != first)
-            st = evaluate(w, s, &w->cost, len, &sr, ci, prune, err);
+    st = prune && busy_bounds(w, s) && ranks_alone(&w->cost)
+             ? search_bounded(w, s, &w->cost, len, &sr, err)
+             : search_all(w, s, &w->cost, len, &sr, prune, err);
     if (st != VL_OK)
         return st;
-    choose(w, s, cs, neval, Ms, sr.done);
+    choose(w, s, cs, neval, Ms);
     w->hint = most_chosen(w, s, neval);
     if (w->stat_iters == 0)
         log_table(job, w, s, cs, neval, nc);
@@ -659,8 +830,13 @@ void vl__sp_work_free(sp_work *w)
     free(w->multi);
     free(w->need_f);
     free(w->next);
+    free(w->seg_slot);
+    free(w->pend);
+    free(w->wait0);
+    free(w->waiter);
     free(w->done);
     free(w->look);
+    free(w->look_pend);
     vl__sp_packing_free(&w->rp.fwd);
     vl__sp_packing_free(&w->rp.bwd);
     free(w->rp.ops);
@@ -672,11 +848,13 @@ void vl__sp_work_free(sp_work *w)
         free(w->trace);
     }
     free(w->res);
-    for (size_t r = 0; r < w->held_cap; r++)
-        vl__sp_packing_free(&w->held[r]);
-    free(w->held);
-    free(w->held_shared);
+    free(w->res_now);
+    free(w->pair);
+    free(w->target);
+    free(w->emit);
+    free(w->elig);
     free(w->lbtmp);
+    free(w->states);
     free(w->choice);
     for (size_t r = 0; r < w->refined_cap; r++)
         vl__sp_packing_free(&w->refined[r]);
