@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "prefetch.h"
 #include "rng.h"
 
@@ -59,9 +60,9 @@ static vl_status apply_oversize(vl_selection *sel, const vl_manifest *m, uint32_
 static vl_status select_alloc(vl_selection *sel, const vl_manifest *m, size_t keep,
                               int truncating, vl_err *err)
 {
-    sel->idx = malloc((keep ? keep : 1) * sizeof *sel->idx);
+    sel->idx = vl_big_malloc((keep ? keep : 1) * sizeof *sel->idx);
     if (truncating)
-        sel->own = malloc((m->n ? m->n : 1) * sizeof *sel->own);
+        sel->own = vl_big_malloc((m->n ? m->n : 1) * sizeof *sel->own);
     if (sel->idx == NULL || (truncating && sel->own == NULL)) {
         vl_selection_free(sel);
         return vl_seterr(err, VL_ENOMEM, "out of memory selecting %zu samples", m->n);

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "rng.h"
 
 static const char *const algo_names[] = {
@@ -121,7 +122,7 @@ vl_status vl_pack(vl_bins *out, const uint32_t *items, size_t n, const uint32_t 
     vl_status st;
 
     memset(out, 0, sizeof *out);
-    if ((p = malloc((n ? n : 1) * sizeof *p)) == NULL)
+    if ((p = vl_big_malloc((n ? n : 1) * sizeof *p)) == NULL)
         return vl_seterr(err, VL_ENOMEM, "out of memory packing %zu items", n);
     if ((st = make_pairs(p, items, n, len, o->cap, err)) == VL_OK)
         st = dispatch(out, p, n, o, err);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "hbp_impl.h"
 #include "iheap.h"
 #include "prefetch.h"
@@ -95,7 +96,9 @@ static vl_status reserve_packs(hbp_epoch *ep, size_t more, vl_err *err)
 
     if (want <= ep->packs_cap)
         return VL_OK;
-    if (want > SIZE_MAX / sizeof *np || (np = realloc(ep->packs, want * sizeof *np)) == NULL)
+    if (want > SIZE_MAX / sizeof *np ||
+        (np = vl_big_realloc(ep->packs, ep->packs_cap * sizeof *np, want * sizeof *np)) ==
+            NULL)
         return vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", want);
     ep->packs = np;
     ep->packs_cap = want;
@@ -221,7 +224,7 @@ static bool sort_packs_keyed(hbp_pack *packs, size_t n)
         a++;
     while (b < 64 && ((uint64_t)1 << b) < n)
         b++;
-    if (a + b > 64 || (key = malloc(n * sizeof *key)) == NULL)
+    if (a + b > 64 || (key = vl_big_malloc(n * sizeof *key)) == NULL)
         return false;
     uint64_t amask = ((uint64_t)1 << a) - 1; /* a < 64: b ≥ 1 */
     for (size_t i = 0; i < n; i++)
@@ -561,8 +564,8 @@ static vl_status cut_all(work *w, vl_err *err)
         maxit += niter;
     }
     /* Slots: every pack once plus fewer than `ranks` empties per iteration. */
-    w->ep->slots = malloc((w->ep->npacks + 2 * extra + 1) * sizeof *w->ep->slots);
-    fin = malloc((w->ep->npacks + extra + 1) * sizeof *fin);
+    w->ep->slots = vl_big_malloc((w->ep->npacks + 2 * extra + 1) * sizeof *w->ep->slots);
+    fin = vl_big_malloc((w->ep->npacks + extra + 1) * sizeof *fin);
     its = malloc((maxit + 1) * sizeof *its);
     if (fin == NULL || its == NULL || w->ep->slots == NULL) {
         st = vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", w->ep->npacks + extra);
@@ -587,12 +590,12 @@ vl_status vl__hbp_pack_epoch(hbp_epoch *ep, const hbp_pack_in *in, vl_err *err)
 {
     work w = {.in = in, .ep = ep};
     size_t n = in->n ? in->n : 1;
-    uint8_t *gcache = malloc(n);
+    uint8_t *gcache = vl_big_malloc(n);
     vl_status st;
 
     memset(ep, 0, sizeof *ep);
     ep->items = in->order; /* read by GroupData, then written pack by pack */
-    w.dbuf = malloc(n * sizeof *w.dbuf);
+    w.dbuf = vl_big_malloc(n * sizeof *w.dbuf);
     if (ep->items == NULL || w.dbuf == NULL || gcache == NULL) {
         st = vl_seterr(err, VL_ENOMEM, "out of memory packing %zu samples", in->n);
         goto done;
