@@ -185,26 +185,25 @@ static int cmp_pack(const void *a, const void *b)
 /* Below this many packs qsort is as quick and needs no key array. */
 #define KEYED_MIN 256
 
-/* Put packs[p] := packs[src(p)] for every p, src(p) the low `bits` of key[p], cycle by
- * cycle in place (a placed position's key becomes its own index). */
-static void permute_packs(hbp_pack *packs, uint64_t *key, size_t n, int bits)
+/* Gather ahead: the packs are read at random, a 32-byte record each, from a table that
+ * outgrows the caches at millions of samples. */
+#define GATHER_AHEAD 16
+
+/* Put packs[p] := packs[src(p)] for every p, src(p) the low `bits` of key[p]: gathered
+ * into tmp, the reads prefetched, then copied back.  Following the permutation's cycles
+ * in place needs no second table but waits on each read in turn: at 10M samples (about
+ * 1M packs at 8K) that took 57 times as long as at 1M (perf samples of the sort). */
+static void permute_packs(hbp_pack *packs, hbp_pack *tmp, const uint64_t *key, size_t n,
+                          int bits)
 {
     uint64_t low = ((uint64_t)1 << bits) - 1;
 
     for (size_t p = 0; p < n; p++) {
-        size_t k = (size_t)(key[p] & low), j = p;
-        if (k == p)
-            continue;
-        hbp_pack hold = packs[p];
-        while (k != p) {
-            packs[j] = packs[k];
-            key[j] = j;
-            j = k;
-            k = (size_t)(key[j] & low);
-        }
-        packs[j] = hold;
-        key[j] = j;
+        if (p + GATHER_AHEAD < n)
+            VL_PREFETCH(packs + (key[p + GATHER_AHEAD] & low));
+        tmp[p] = packs[key[p] & low];
     }
+    memcpy(packs, tmp, n * sizeof *packs);
 }
 
 /* cmp_pack's order through one 8-byte key per pack, (max attn - attn) above the pack's
@@ -212,10 +211,11 @@ static void permute_packs(hbp_pack *packs, uint64_t *key, size_t n, int bits)
  * comparisons and moves of 32-byte packs (qsort took 7% of a 1M-sample plan).
  * Runs of equal attention -- rare, but data of one length makes every pack equal --
  * are then put in cmp_pack's order among themselves.  False, nothing sorted, when the
- * key does not fit 64 bits or cannot be allocated. */
+ * key does not fit 64 bits or the buffers cannot be allocated. */
 static bool sort_packs_keyed(hbp_pack *packs, size_t n)
 {
     uint64_t any = 0, *key;
+    hbp_pack *tmp;
     int a = 0, b = 1;
 
     for (size_t i = 0; i < n; i++)
@@ -224,14 +224,22 @@ static bool sort_packs_keyed(hbp_pack *packs, size_t n)
         a++;
     while (b < 64 && ((uint64_t)1 << b) < n)
         b++;
-    if (a + b > 64 || (key = vl_big_malloc(n * sizeof *key)) == NULL)
+    if (a + b > 64)
         return false;
+    key = vl_big_malloc(n * sizeof *key);
+    tmp = vl_big_malloc(n * sizeof *tmp);
+    if (key == NULL || tmp == NULL) {
+        free(key);
+        free(tmp);
+        return false;
+    }
     uint64_t amask = ((uint64_t)1 << a) - 1; /* a < 64: b ≥ 1 */
     for (size_t i = 0; i < n; i++)
         key[i] = (~packs[i].attn & amask) << b | i;
     vl_sort_u64(key, n);
-    permute_packs(packs, key, n, b);
+    permute_packs(packs, tmp, key, n, b);
     free(key);
+    free(tmp);
     for (size_t s = 0, e; s < n; s = e) {
         for (e = s + 1; e < n && packs[e].attn == packs[s].attn;)
             e++;
