@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "manifest_impl.h"
 
 /* The keys a length may go by, in every format (CSV header, JSONL record), by rank. */
@@ -41,7 +42,7 @@ vl_status vl__mb_init(vl__mb *b, vl_manifest *m, const vl_manifest_opts *opts, v
     b->opts = opts;
     b->err = err;
     b->cap = MB_CAP0;
-    if ((m->len = malloc(b->cap * sizeof *m->len)) == NULL)
+    if ((m->len = vl_big_malloc(b->cap * sizeof *m->len)) == NULL)
         return oom(b, "sample table");
     return VL_OK;
 }
@@ -54,15 +55,15 @@ void vl__mb_fini(vl__mb *b)
     b->src_slot = NULL;
 }
 
-/* realloc that leaves *p alone on failure. */
-static bool grow_array(void *pp, size_t n, size_t size)
+/* realloc from old to n elements that leaves *p alone on failure. */
+static bool grow_array(void *pp, size_t old, size_t n, size_t size)
 {
     void **p = pp;
     void *q;
 
     if (*p == NULL)
         return true; /* arrays not created yet stay absent */
-    if ((q = realloc(*p, n * size)) == NULL)
+    if ((q = vl_big_realloc(*p, old * size, n * size)) == NULL)
         return false;
     *p = q;
     return true;
@@ -77,11 +78,11 @@ static vl_status grow(vl__mb *b)
         return vl__mb_err(b, 0, "too many samples (max %zu)", MB_MAX_SAMPLES);
     if (nc > MB_MAX_SAMPLES)
         nc = MB_MAX_SAMPLES;
-    if (!grow_array(&m->len, nc, sizeof *m->len) ||
-        !grow_array(&m->loss, nc, sizeof *m->loss) ||
-        !grow_array(&m->source, nc, sizeof *m->source) ||
-        !grow_array(&m->id_kind, nc, sizeof *m->id_kind) ||
-        !grow_array(&m->id_val, nc, sizeof *m->id_val))
+    if (!grow_array(&m->len, b->cap, nc, sizeof *m->len) ||
+        !grow_array(&m->loss, b->cap, nc, sizeof *m->loss) ||
+        !grow_array(&m->source, b->cap, nc, sizeof *m->source) ||
+        !grow_array(&m->id_kind, b->cap, nc, sizeof *m->id_kind) ||
+        !grow_array(&m->id_val, b->cap, nc, sizeof *m->id_val))
         return oom(b, "sample table");
     b->cap = nc;
     return VL_OK;

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
+
 typedef struct isf {
     uint32_t cap;
     uint32_t max_items; /* items per pack at most, 0: no limit */
@@ -34,12 +36,13 @@ typedef struct isf {
 static vl_status grow_bins(isf *s, vl_err *err)
 {
     size_t nc = s->bins_cap ? 2 * s->bins_cap : 64;
-    size_t *st = realloc(s->out->start, (nc + 1) * sizeof *st);
+    size_t *st =
+        vl_big_realloc(s->out->start, (s->bins_cap + 1) * sizeof *st, (nc + 1) * sizeof *st);
 
     if (st == NULL)
         return vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", nc);
     s->out->start = st;
-    uint64_t *ld = realloc(s->out->load, nc * sizeof *ld);
+    uint64_t *ld = vl_big_realloc(s->out->load, s->bins_cap * sizeof *ld, nc * sizeof *ld);
     if (ld == NULL)
         return vl_seterr(err, VL_ENOMEM, "out of memory for %zu packs", nc);
     s->out->load = ld;
@@ -99,8 +102,8 @@ vl_status vl__pk_isf(vl_bins *out, uint64_t *work, size_t n, const vl_pack_opts 
     vl_status st = VL_OK;
 
     s.thresh = o->cap > o->isf_slack ? (uint64_t)o->cap - o->isf_slack : 0;
-    out->items = malloc((n ? n : 1) * sizeof *out->items);
-    s.left = malloc((n ? n : 1) * sizeof *s.left);
+    out->items = vl_big_malloc((n ? n : 1) * sizeof *out->items);
+    s.left = vl_big_malloc((n ? n : 1) * sizeof *s.left);
     if (out->items == NULL || s.left == NULL || (st = grow_bins(&s, err)) != VL_OK) {
         st = vl_seterr(err, VL_ENOMEM, "out of memory packing %zu items", n);
         goto done;

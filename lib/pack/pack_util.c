@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "rng.h"
 
 void vl_bins_free(vl_bins *b)
@@ -94,7 +95,7 @@ static vl_status sort_u64(uint64_t *k, size_t n, unsigned lo_bits, unsigned hi_b
         insertion_u64(k, n);
         return VL_OK;
     }
-    if ((tmp = malloc(n * sizeof *tmp)) == NULL)
+    if ((tmp = vl_big_malloc(n * sizeof *tmp)) == NULL)
         return vl_seterr(err, VL_ENOMEM, "out of memory sorting %zu items", n);
     dst = tmp;
     unsigned d = digit_bits(lo_bits, hi_bits);
@@ -185,7 +186,7 @@ vl_status vl__pk_assemble(vl_bins *out, const uint64_t *p, const uint32_t *bin, 
 {
     out->n = nbins;
     out->start = calloc(nbins + 1, sizeof *out->start);
-    out->items = malloc((n ? n : 1) * sizeof *out->items);
+    out->items = vl_big_malloc((n ? n : 1) * sizeof *out->items);
     out->load = calloc(nbins ? nbins : 1, sizeof *out->load);
     if (out->start == NULL || out->items == NULL || out->load == NULL) {
         vl_bins_free(out);

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -61,7 +63,7 @@ static int cmp_double(const void *a, const void *b)
  * stays for short arrays and where the buffer cannot be had. */
 void vl_sort_u64(uint64_t *v, size_t n)
 {
-    uint64_t *tmp = n >= RADIX_MIN ? malloc(n * sizeof *tmp) : NULL;
+    uint64_t *tmp = n >= RADIX_MIN ? vl_big_malloc(n * sizeof *tmp) : NULL;
 
     if (tmp != NULL)
         RADIX_SORT(uint64_t, 64, v, tmp, n);

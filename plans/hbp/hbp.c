@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "hbp_impl.h"
 #include "prefetch.h"
 
@@ -313,7 +314,7 @@ static vl_status pack_epochs(const vl_job *job, hbp_pack_in *pin, hbp_epoch *eps
     *total = 0;
     for (uint32_t e = 0; e < epochs && st == VL_OK; e++) {
         /* the order becomes the epoch's item array: no second array of n */
-        if ((pin->order = malloc((sel->n ? sel->n : 1) * sizeof *pin->order)) != NULL)
+        if ((pin->order = vl_big_malloc((sel->n ? sel->n : 1) * sizeof *pin->order)) != NULL)
             vl_epoch_order(sel, job->seed, e, pin->order);
         pin->epoch = e;
         pin->curriculum = e == 0 ? curriculum : 0; /* training starts once */

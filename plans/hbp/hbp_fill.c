@@ -5,6 +5,7 @@
  * log n) instead of the literal O(packs x samples) scan. */
 #include <stdlib.h>
 
+#include "bigmem.h"
 #include "hbp_impl.h"
 #include "prefetch.h"
 
@@ -13,7 +14,7 @@
 #define POOL_LEVELS 8 /* 64^8 > 2^32 items */
 #define NONE SIZE_MAX
 #define TAKEN UINT32_MAX
-#define AHEAD 16 /* items whose lengths are read ahead */
+#define AHEAD 64 /* items whose lengths are read ahead (16 was too few at 10M) */
 
 /* A 64-ary min tree over the pool's lengths in stored order: level 0 holds each item's
  * length (TAKEN once GreedyFill moved it), level k+1 the minimum of 64 entries of level
@@ -59,7 +60,7 @@ vl_status vl__hbp_pool_new(hbp_pool **out, const uint32_t *items, size_t n,
     p->n = n;
     for (size_t cnt = n; cnt > 0 && p->levels < POOL_LEVELS; cnt = (cnt + FAN - 1) / FAN) {
         int k = p->levels;
-        if ((p->lv[k] = malloc(cnt * sizeof *p->lv[k])) == NULL)
+        if ((p->lv[k] = vl_big_malloc(cnt * sizeof *p->lv[k])) == NULL)
             goto oom;
         p->nl[k] = cnt;
         p->levels++;

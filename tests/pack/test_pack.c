@@ -103,6 +103,45 @@ Test(pack, every_algo_valid_deterministic_order_free)
     }
 }
 
+/* Large inputs: the value-order packers (ffs, bfs, isf) sort the indices before they
+ * read the lengths, from 65536 items; the result is still the same for any order of the
+ * items, and an oversize item still names the first one in the caller's order. */
+Test(pack, value_order_packers_large_inputs)
+{
+    const vl_pack_algo algos[] = {VL_PACK_FFS, VL_PACK_BFS, VL_PACK_ISF};
+    size_t n = 100000, nlen = 150000;
+    uint32_t cap = 4096, *len = random_lengths(nlen, cap, 7);
+    uint32_t *items = malloc(n * sizeof *items), *perm = malloc(n * sizeof *perm);
+
+    for (size_t i = 0; i < n; i++) /* a subset: every third index left out */
+        items[i] = perm[i] = (uint32_t)(i + i / 2);
+    vl_rng r;
+    vl_rng_seed(&r, 9, 1);
+    vl_rng_shuffle_u32(&r, perm, n);
+    for (size_t a = 0; a < sizeof algos / sizeof *algos; a++) {
+        vl_pack_opts o = opts(algos[a], cap, 42);
+        vl_bins b1, b2;
+        vl_err err = {0};
+        cr_assert_eq(vl_pack(&b1, items, n, len, &o, &err), VL_OK, "%s", err.msg);
+        check_bins(&b1, items, n, len, cap, nlen);
+        cr_assert_eq(vl_pack(&b2, perm, n, len, &o, &err), VL_OK, "%s", err.msg);
+        cr_assert(bins_equal(&b1, &b2), "%s depends on input order", vl_pack_algo_name(o.algo));
+        vl_bins_free(&b1);
+        vl_bins_free(&b2);
+        uint32_t keep[2] = {len[perm[500]], len[perm[900]]};
+        len[perm[500]] = len[perm[900]] = cap + 1;
+        cr_assert_eq(vl_pack(&b1, perm, n, len, &o, &err), VL_EUSAGE);
+        char want[64];
+        snprintf(want, sizeof want, "sample %u has %u tokens", perm[500], cap + 1);
+        cr_assert(strstr(err.msg, want) != NULL, "%s: %s", vl_pack_algo_name(o.algo), err.msg);
+        len[perm[500]] = keep[0];
+        len[perm[900]] = keep[1];
+    }
+    free(len);
+    free(items);
+    free(perm);
+}
+
 Test(pack, subset_of_sample_indices)
 {
     /* Items are sample indices into a larger length table, not 0..n-1. */

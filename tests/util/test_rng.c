@@ -141,8 +141,8 @@ static void plain_shuffle(vl_rng *r, uint32_t *a, size_t n)
 
 Test(rng, shuffles_equal_the_plain_loop)
 {
-    /* around the look-ahead distance (16) and beyond it */
-    const size_t sizes[] = {0, 1, 2, 3, 15, 16, 17, 18, 32, 33, 1000, 100003};
+    /* around the look-ahead distance (64) and beyond it */
+    const size_t sizes[] = {0, 1, 2, 3, 15, 16, 17, 63, 64, 65, 66, 128, 129, 1000, 100003};
     for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
         size_t n = sizes[k];
         uint32_t *want = malloc((n + 1) * sizeof *want), *got = malloc((n + 1) * sizeof *got);
