@@ -106,7 +106,8 @@ $(BUILD)/libvlplan.a: $(LIB_OBJ)
 # (tests/fault_inject.c: VLPLAN_FAULT=malloc:N, write:N, fsync:N or rename:N).
 ifeq ($(SAN),1)
 FAULT_OBJ := $(BUILD)/obj/tests/fault_inject.o
-FAULT_LD  := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup \
+FAULT_LD  := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=posix_memalign \
+             -Wl,--wrap=strdup,--wrap=strndup \
              -Wl,--wrap=write,--wrap=fsync,--wrap=rename
 endif
 

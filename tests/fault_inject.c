@@ -1,7 +1,8 @@
 /* tests/fault_inject.c -- fault injection for the test build of vlplan (issue 13, item 5;
  * curl's torture mode, SQLite's failing malloc and VFS).  Linked only into the sanitizer
  * builds (make SAN=1), with -Wl,--wrap so that the program's own calls to malloc,
- * calloc, realloc, strdup, strndup, write, fsync and rename come here first; jansson's
+ * calloc, realloc, posix_memalign (lib/util/bigmem.c's large arrays), strdup, strndup,
+ * write, fsync and rename come here first; jansson's
  * allocations are routed here too.  A release build has none of this.
  *
  *   VLPLAN_FAULT=KIND:N      the N-th call (1-based) of KIND fails: malloc (any of the
@@ -33,6 +34,7 @@ static int hit;
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t k, size_t n);
 void *__real_realloc(void *p, size_t n);
+int __real_posix_memalign(void **p, size_t align, size_t n);
 char *__real_strdup(const char *s);
 char *__real_strndup(const char *s, size_t n);
 ssize_t __real_write(int fd, const void *buf, size_t n);
@@ -90,6 +92,13 @@ void *__wrap_realloc(void *p, size_t n)
         return NULL;
     }
     return __real_realloc(p, n);
+}
+
+int __wrap_posix_memalign(void **p, size_t align, size_t n)
+{
+    if (fails(F_MALLOC))
+        return ENOMEM; /* it reports in its value, not errno, and leaves *p alone */
+    return __real_posix_memalign(p, align, n);
 }
 
 char *__wrap_strdup(const char *s)
