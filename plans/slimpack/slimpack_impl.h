@@ -321,6 +321,31 @@ size_t vl__sp_list_candidates(const sp_setting *s, uint32_t *Ms, size_t *nM, sp_
 /** Bytes a GPU may hold in this batch: w->room, the device's capacity without one. */
 double vl__sp_room(const sp_work *w, double capacity);
 
+/* slimpack_bound.c */
+struct vl_sim_trace; /* sim.h */
+/** The fewest checkpointed layers that bring a lane's activation peak from act (at c of
+ *  `layers`) within room, by the linear activation model; at least c + 1, at most most. */
+int vl__sp_more_ckpt(const vl_cost *cost, int layers, int c, double act, double room,
+                     int most);
+/** The sum of the tasks of w->rp's packs (built and scheduled) on one stage at ckpt
+ *  checkpointed layers, as the simulator times them, lowered past its rounding: a lower
+ *  bound on the rank's makespan.  VL_ENOMEM. */
+vl_status vl__sp_rank_busy(sp_work *w, const sp_setting *s, const vl_cost *cost, int ckpt,
+                           double *busy, vl_err *err);
+/** The fewest checkpointed layers, from ckpt up, rank r may end with when it runs w->rp's
+ *  list on one stage under recompute auto (w->states and w->capacity from the last
+ *  simulation); ckpt otherwise. */
+int vl__sp_least_ckpt(const sp_work *w, const sp_setting *s, const vl_cost *cost, int r,
+                      int ckpt);
+/** Keep each rank's stage-0 model states and the device's capacity from trace t (the
+ *  simulation just run) for vl__sp_least_ckpt.  VL_ENOMEM. */
+vl_status vl__sp_keep_states(sp_work *w, const sp_setting *s, const struct vl_sim_trace *t,
+                             vl_err *err);
+/** vl__sp_rank_busy of rank r as the scratch iteration holds it, at its checkpointing
+ *  now.  VL_ENOMEM. */
+vl_status vl__sp_plan_rank_busy(sp_work *w, const vl_cost *cost, int r, double *busy,
+                                vl_err *err);
+
 /* slimpack_refine.c */
 /** The chosen candidate of every rank (w->choice into cs, results in w->res), its forward
  *  packs refined by the MILP where that helps (slimpack.refine: every rank, or only the
