@@ -13,19 +13,19 @@
  * linearised at a full pack, the shape of veRL's 24576*len + len^2), tokens, and the
  * balance weight with attention counted MIX_ATTN times; each by KK with free part sizes
  * and by veRL's equal-count KK -- KK balances one number, and a candidate must also fit
- * m packs per rank, which the tokens decide.  A candidate where some rank's share does
- * not fit is out (not packed where a rank's tokens alone exceed its slots), and one
- * repeating an earlier candidate's partition is not packed again.  The iteration keeps
- * whichever candidate, or the whole-pack dealing (vl__pk_deal), has the least loaded
- * busiest rank, a rank's load being the pack.balance weight of its packs
- * (vl__pk_weight) summed; ties go to the lesser modelled time under
- * pack.balance=tokens or attention, and keep whole packs under time.  veRL's own dealing (baseline_verl.c) is one more candidate: its micro-batches
- * are balanced, not full, and may outnumber the slots -- on long samples (Mooncake-like
- * at 32K on 32 ranks) three balanced micro-batches per rank beat two full packs by 1.9%
- * in modelled time, and the epoch's fill pays for it.  The kept dealing is then refined
- * by pack swaps (baseline_pack_refine.c) and sample moves (baseline_pack_shift.c).  So
- * an iteration never balances worse than whole packs under pack.balance; it uses more
- * slots only where veRL's dealing wins.
+ * m packs per rank, which the tokens decide.  A candidate where some rank's share does not
+ * fit is out (not packed where a rank's tokens alone exceed its slots), and one repeating
+ * an earlier candidate's partition is not packed again.  The iteration keeps whichever
+ * candidate, or the whole-pack dealing (vl__pk_deal), has the least loaded busiest rank, a
+ * rank's load being the pack.balance weight of its packs (vl__pk_weight) summed; ties go to
+ * the lesser modelled time under pack.balance=tokens or attention, and keep whole packs
+ * under time.  veRL's own dealing (baseline_verl.c) is one more candidate: its
+ * micro-batches are balanced, not full, and may outnumber the slots -- on long samples
+ * (Mooncake-like at 32K on 32 ranks) three balanced micro-batches per rank beat two full
+ * packs by 1.9% in modelled time, and the epoch's fill pays for it.  The kept dealing is
+ * then refined by pack swaps (baseline_pack_refine.c) and sample moves
+ * (baseline_pack_shift.c).  So an iteration never balances worse than whole packs under
+ * pack.balance; it uses more slots only where veRL's dealing wins.
  * Whole packs only (samples_apply): under pack.deal=packs; with training.oversize=split
  * (their dealing keeps the pieces of a sample on different ranks); with pack.window (a
  * pack keeps to its window); with one round per iteration (m = 1: idle ranks would get

@@ -214,8 +214,9 @@ static double trial_start(hy_work *w, size_t np, size_t nk, size_t n, uint32_t *
  * pipelines holding the sequence (its first nr runs) whose estimate y with it stays
  * within mx (the scan's x = max(mx, y) is mx exactly then), else the first with the
  * smallest estimate.  Pipelines are walked by runs of one kind, so the sequence's t and
- * bubble term are read once a run; the first search carries no minimum from one pipeline to the next,
- * and the second, for the rarer sequence that raises mx, computes the same y again. */
+ * bubble term are read once a run; the first search carries no minimum from one pipeline to
+ * the next, and the second, for the rarer sequence that raises mx, computes the same y
+ * again. */
 static size_t pick_full(const hy_work *w, const double *row, uint32_t nr, double mx)
 {
     const double *C = w->C, *E = w->E;

@@ -228,12 +228,12 @@ static inline double hy_min(double a, double b)
 
 void vl__hy_work_free(hy_work *w);
 
-/** Alg. 1 with the code's rules (docs/hydraulis.md §2 DISPATCH): pipes[0..np) sorted
- *  by MaxLen descending, lengths len[seq[i]] (i < n).  `trials` shuffles from rng seeded
- *  (seed, stream + trial) (trials 0: one trial in the given order); owner[i] receives
- *  the pipeline of sequence i in the best trial.  Returns the best objective, or -1 when every trial leaves a pipeline empty
- *  (allow_empty: such trials count too) or some sequence fits no pipeline.  VL_ENOMEM
- *  through *st. */
+/** Alg. 1 with the code's rules (docs/hydraulis.md §2 DISPATCH): pipes[0..np) sorted by
+ *  MaxLen descending, lengths len[seq[i]] (i < n).  `trials` shuffles from rng seeded
+ *  (seed, stream + trial) (trials 0: one trial in the given order); owner[i] receives the
+ *  pipeline of sequence i in the best trial.  Returns the best objective, or -1 when every
+ *  trial leaves a pipeline empty (allow_empty: such trials count too) or some sequence fits
+ *  no pipeline.  VL_ENOMEM through *st. */
 double vl__hy_dispatch(hy_work *w, const hy_pipe *pipes, size_t np, const uint32_t *seq,
                        size_t n, const uint32_t *len, uint32_t trials, uint64_t seed,
                        uint64_t stream, bool allow_empty, uint32_t *owner, vl_status *st,
